@@ -1,0 +1,26 @@
+# Two commands on a fresh machine: `make demo` and `make test` (each builds the venv it needs).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/memory-es: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/memory-es
+	$(BIN)/memory-es demo
+
+test: $(BIN)/memory-es
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+bench: $(BIN)/memory-es
+	$(BIN)/python bench/admission.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,27 @@
+"""memory_es: a durable, event-sourced long-term memory engine for AI agent hosts."""
+
+from memory_es.config import ConfigError, MemoryConfig, load_config
+from memory_es.errors import (
+    IntegrityError,
+    LockTimeoutError,
+    MemoryEsError,
+    NotARootError,
+    UnsafePathError,
+)
+from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+from memory_es.store import MemoryStore
+
+__all__ = [
+    "AdmissionResult",
+    "Attachment",
+    "CompletedTurn",
+    "ConfigError",
+    "IntegrityError",
+    "LockTimeoutError",
+    "MemoryConfig",
+    "MemoryEsError",
+    "MemoryStore",
+    "NotARootError",
+    "UnsafePathError",
+    "load_config",
+]

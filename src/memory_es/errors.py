@@ -1,0 +1,23 @@
+"""Exception hierarchy: every failure an operator can see names its cause in one line."""
+
+from __future__ import annotations
+
+
+class MemoryEsError(Exception):
+    """Base for every error memory_es raises on purpose; the CLI prints it as one line."""
+
+
+class UnsafePathError(MemoryEsError):
+    """A root or managed file is a symlink, foreign-owned, group/other accessible or hard-linked."""
+
+
+class IntegrityError(MemoryEsError):
+    """The journal, its catalog or the schema marker disagree: the root fails closed."""
+
+
+class LockTimeoutError(MemoryEsError):
+    """Another process still holds the root's writer lock after the bounded wait."""
+
+
+class NotARootError(MemoryEsError):
+    """A read-only command was pointed at a directory that holds no memory root."""

@@ -1,0 +1,108 @@
+"""Filesystem hygiene (B16, B17), atomic writes and named crash points (DESIGN 12)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+from pathlib import Path
+
+from memory_es.errors import UnsafePathError
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+_CRASH_AT = os.environ.get("MEMORY_ES_CRASH_AT")
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL when MEMORY_ES_CRASH_AT names this boundary.
+
+    Durability tests run a real subprocess with the variable set; in normal runs this is one
+    comparison against None.
+    """
+    if _CRASH_AT is not None and name == _CRASH_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def crash_armed(name: str) -> bool:
+    """True when the test harness asked to die at ``name`` (for torn-write simulation)."""
+    return _CRASH_AT is not None and name == _CRASH_AT
+
+
+def check_private(path: Path, *, is_dir: bool) -> os.stat_result:
+    """Refuse a path that is a symlink, foreign-owned, not private, or hard-linked elsewhere."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        raise
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePathError(f"{path}: is a symlink; memory_es refuses symlinked roots and files")
+    if is_dir and not stat.S_ISDIR(st.st_mode):
+        raise UnsafePathError(f"{path}: is not a directory")
+    if not is_dir and not stat.S_ISREG(st.st_mode):
+        raise UnsafePathError(f"{path}: is not a regular file")
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise UnsafePathError(f"{path}: is owned by uid {st.st_uid}, expected uid {uid}")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        want = DIR_MODE if is_dir else FILE_MODE
+        raise UnsafePathError(
+            f"{path}: has group/other permission bits (mode {mode:04o}); expected {want:04o}"
+        )
+    if not is_dir and st.st_nlink != 1:
+        raise UnsafePathError(f"{path}: has {st.st_nlink} hard links, expected 1")
+    return st
+
+
+def make_private_dir(path: Path) -> None:
+    """Create ``path`` (0700) if absent, then check it; an existing unsafe directory is refused."""
+    try:
+        os.mkdir(path, DIR_MODE)
+    except FileExistsError:
+        pass
+    else:
+        os.chmod(path, DIR_MODE)  # umask may have cleared bits we asked for; never adds any
+        fsync_dir(path.parent)
+    check_private(path, is_dir=True)
+
+
+def create_private_file(path: Path) -> int:
+    """Create a new 0600 file exclusively, never following a symlink; returns the fd."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)
+    return fd
+
+
+def open_private_file(path: Path, flags: int = os.O_RDWR) -> int:
+    """Open an existing managed file without following symlinks, after the hygiene check."""
+    check_private(path, is_dir=False)
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or create inside ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, directory fsync."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = create_private_file(tmp)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

@@ -1,0 +1,292 @@
+"""Intake admission rules (A2-A8, A10, A12-A13, B1-B5, B18, B28) and the content-free intake view.
+
+Everything here is a pure function of its inputs: the store supplies the clock, the journal
+and the lock. ``prepare_turn`` decides skip / reject / admit for one turn; ``IntakeView`` folds
+Intake events into the states operators inspect (C1, C2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from memory_es.events import Intake
+
+SENTINEL = "NOTHING_TO_REPORT"
+MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
+MAX_ACTIVE = 4096  # B18: pending + dead
+OUTCOMES = ("success", "cancelled", "failed", "interrupted", "isolated", "never_started")
+SPEAKER_KINDS = ("human-turn", "trigger", "unknown")
+TRIGGERS = ("human", "cron", "webhook")
+SOURCE_LABELS = {"human": "User", "cron": "scheduled-task", "webhook": "webhook"}
+
+Status = Literal["admitted", "duplicate", "skipped", "rejected"]
+
+
+class Attachment(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Redacted attachment metadata (A25): never the attachment's text or name."""
+
+    media_type: str
+    size_bytes: int
+    sha256: str | None = None
+
+
+class CompletedTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """What a host hands over after a turn reached its successful commit boundary (B27).
+
+    ``answer`` is the assistant answer, the only source of the host summary (A10).
+    ``capture_text`` is the host-approved text for BuJo capture (A4); other write modes ignore
+    it. ``speaker_kind`` is host-verified provenance and is stored exactly as given (B28).
+    """
+
+    run_id: str
+    outcome: str
+    answer: str
+    capture_text: str | None = None
+    session: str | None = None
+    speaker_kind: str = "unknown"
+    trigger: str = "human"
+    source_label: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+
+
+class AdmissionResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The structured answer to an admission (B4): never an exception into the host."""
+
+    status: Status
+    intake_id: str | None = None
+    code: str | None = None
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True unless rejected: durably recorded (admitted, duplicate) or deliberately skipped."""
+        return self.status != "rejected"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "intake_id": self.intake_id,
+                               "code": self.code}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+
+class PreparedIntake(msgspec.Struct, frozen=True, kw_only=True):
+    """A turn that passed every per-turn rule; the store still checks duplicates and capacity."""
+
+    run_hash: str
+    content_sha256: str
+    content_bytes: int
+    payload: bytes | None
+    fields: dict[str, Any]
+
+
+def run_hash(run_id: str) -> str:
+    """The intake id: SHA-256 hex of the stable provider run id (B2)."""
+    return hashlib.sha256(run_id.encode("utf-8")).hexdigest()
+
+
+def is_nothing_to_report(answer: str) -> bool:
+    """A6: the sentinel alone, or ending the answer's final line."""
+    text = answer.strip()
+    if text == SENTINEL:
+        return True
+    if not text.endswith(SENTINEL):
+        return False
+    before = text[: -len(SENTINEL)][-1:]  # the sentinel must be a whole word on the last line
+    return before == "\n" or not (before.isalnum() or before == "_")
+
+
+def _rejected(code: str, detail: str, intake_id: str | None = None) -> AdmissionResult:
+    return AdmissionResult(status="rejected", intake_id=intake_id, code=code, detail=detail)
+
+
+def _invalid(detail: str) -> AdmissionResult:
+    return _rejected("invalid_turn", detail)
+
+
+def _check_text(name: str, value: object, *, optional: bool = False) -> str | None:
+    """Return an error detail for a field that is not a UTF-8-encodable string."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        return f"{name}: expected a string, got {type(value).__name__}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{name}: contains an unpaired surrogate (not valid UTF-8)"
+    return None
+
+
+def validate_turn(turn: CompletedTurn) -> str | None:
+    """The first problem with the turn's fields, as a one-line detail, or None."""
+    for name, optional in (("run_id", False), ("outcome", False), ("answer", False),
+                           ("capture_text", True), ("session", True), ("speaker_kind", False),
+                           ("trigger", False), ("source_label", True)):
+        problem = _check_text(name, getattr(turn, name), optional=optional)
+        if problem:
+            return problem
+    if not turn.run_id.strip():
+        return "run_id: must not be empty"
+    if turn.outcome not in OUTCOMES:
+        return f"outcome: {turn.outcome!r} is not one of {', '.join(OUTCOMES)}"
+    if turn.speaker_kind not in SPEAKER_KINDS:
+        return f"speaker_kind: {turn.speaker_kind!r} is not one of {', '.join(SPEAKER_KINDS)}"
+    if turn.trigger not in TRIGGERS:
+        return f"trigger: {turn.trigger!r} is not one of {', '.join(TRIGGERS)}"
+    expected_label = SOURCE_LABELS[turn.trigger]
+    if turn.source_label is not None and turn.source_label != expected_label:
+        return (f"source_label: {turn.source_label!r} does not match trigger {turn.trigger!r} "
+                f"(expected {expected_label!r}; trigger turns are never labelled User)")
+    if turn.trigger != "human" and turn.speaker_kind == "human-turn":
+        return f"speaker_kind: a {turn.trigger} turn cannot be a human-turn"
+    if not isinstance(turn.attachments, tuple | list):
+        return "attachments: expected a list of attachment metadata"
+    for i, att in enumerate(turn.attachments):
+        if not isinstance(att, Attachment):
+            return f"attachments[{i}]: expected Attachment metadata"
+        if not isinstance(att.size_bytes, int) or att.size_bytes < 0:
+            return f"attachments[{i}].size_bytes: must be a non-negative integer"
+    return None
+
+
+def prepare_turn(
+    turn: CompletedTurn, *, tier: str, write_mode: str, capture_cron: bool, capture_webhook: bool
+) -> AdmissionResult | PreparedIntake:
+    """Apply every per-turn rule; return a final result (skip/reject) or the record to admit."""
+    if not isinstance(turn, CompletedTurn):
+        return _invalid(f"expected a CompletedTurn, got {type(turn).__name__}")
+    problem = validate_turn(turn)
+    if problem:
+        return _invalid(problem)
+    rh = run_hash(turn.run_id)
+    if turn.outcome != "success":  # A8: only the successful commit boundary qualifies
+        return _rejected("turn_not_successful",
+                         f"outcome {turn.outcome!r}: only successful turns are admitted", rh)
+    if write_mode == "disabled":  # A2
+        return AdmissionResult(status="skipped", intake_id=rh, code="write_mode_disabled")
+    if is_nothing_to_report(turn.answer):  # A6
+        return AdmissionResult(status="skipped", intake_id=rh, code="nothing_to_report")
+    if (turn.trigger == "cron" and not capture_cron) or (
+        turn.trigger == "webhook" and not capture_webhook
+    ):  # A12, A13: no intake and so no audit line
+        return AdmissionResult(status="skipped", intake_id=rh,
+                               code=f"{turn.trigger}_capture_disabled")
+    capture_text = turn.capture_text if write_mode == "capture" else None
+    attachments = [msgspec.structs.asdict(a) for a in turn.attachments]
+    record = {
+        "answer": turn.answer,
+        "attachments": attachments,
+        "capture_text": capture_text,
+        "session": turn.session,
+        "source_label": SOURCE_LABELS[turn.trigger],
+        "speaker_kind": turn.speaker_kind,
+        "trigger": turn.trigger,
+    }
+    encoded = msgspec.json.encode(record, order="sorted")
+    if len(encoded) > MAX_RECORD_BYTES:
+        return _rejected("record_too_large",
+                         f"record is {len(encoded)} bytes; the limit is {MAX_RECORD_BYTES} "
+                         "(640 KiB)", rh)
+    payload = capture_text.encode("utf-8") if capture_text is not None else None
+    content_sha256 = hashlib.sha256(encoded).hexdigest()
+    fields = {
+        "run_hash": rh,
+        "content_sha256": content_sha256,
+        "content_bytes": len(encoded),
+        "payload_sha256": hashlib.sha256(payload).hexdigest() if payload is not None else None,
+        "payload_bytes": len(payload) if payload is not None else 0,
+        "summary": turn.answer,
+        "write_mode": write_mode,
+        "tier": tier,
+        "speaker_kind": turn.speaker_kind,
+        "source_label": SOURCE_LABELS[turn.trigger],
+        "session": turn.session,
+        "trigger": turn.trigger,
+        "attachments": attachments,
+    }
+    return PreparedIntake(run_hash=rh, content_sha256=content_sha256,
+                          content_bytes=len(encoded), payload=payload, fields=fields)
+
+
+# --------------------------------------------------------------------------------------------
+# Content-free view of intakes, folded from events.
+
+
+class IntakeState(msgspec.Struct, kw_only=True):
+    """What an operator may see of one intake (C1, C2): no summary, no capture text."""
+
+    id: str
+    state: str
+    due: bool
+    attempts: int
+    revision: int
+    position: int
+    admitted_at: datetime
+    next_due_at: datetime | None
+    category: str | None
+    content_sha256: str
+
+
+ACTIVE_STATES = ("pending", "dead")
+
+
+class IntakeView:
+    """Intake states by run hash, folded from Intake events in journal order."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, IntakeState] = {}
+        self.active = 0  # pending + dead, kept incrementally: admission checks it every commit
+
+    def apply(self, position: int, event: object) -> None:
+        if isinstance(event, Intake.Admitted):
+            self.active += 1
+            self.records[event.run_hash] = IntakeState(
+                id=event.run_hash, state="pending", due=True, attempts=0,
+                revision=event.originator_version, position=position,
+                admitted_at=event.timestamp, next_due_at=event.timestamp, category=None,
+                content_sha256=event.content_sha256,
+            )
+
+    def counts(self) -> dict[str, int]:
+        counts = {"pending": 0, "due": 0, "delayed": 0, "dead": 0, "resolved": 0}
+        for r in self.records.values():
+            counts[r.state] = counts.get(r.state, 0) + 1
+            if r.state == "pending":
+                counts["due" if r.due else "delayed"] += 1
+        counts["active"] = counts["pending"] + counts["dead"]
+        counts["total"] = len(self.records)
+        return counts
+
+    def report(self, intake_id: str | None = None) -> dict[str, Any]:
+        """The ``inspect --json`` object: ``counts`` and ``records`` (each with id and state)."""
+        records = sorted(self.records.values(), key=lambda r: r.position)
+        if intake_id is not None:
+            records = [r for r in records if r.id == intake_id]
+        return {
+            "counts": self.counts(),
+            "records": [_record_json(r) for r in records],
+        }
+
+
+def _iso(ts: datetime | None) -> str | None:
+    if ts is None:
+        return None
+    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _record_json(r: IntakeState) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "state": r.state,
+        "due": r.due,
+        "attempts": r.attempts,
+        "revision": r.revision,
+        "position": r.position,
+        "admitted_at": _iso(r.admitted_at),
+        "next_due_at": _iso(r.next_due_at),
+        "category": r.category,
+    }

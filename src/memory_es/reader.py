@@ -1,0 +1,94 @@
+"""Read-only operations on a memory root: they take no lock and change nothing (C1, C2, C5).
+
+Safe while an agent holds the root: every read runs in one SQLite read transaction, so a
+report or an export is a consistent snapshot of a journal whose chain has been verified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+from eventsourcing.persistence import StoredEvent
+
+from memory_es.intake import IntakeView
+from memory_es.journal import OpenedJournal, open_journal
+
+INTAKE_TOPIC_PREFIX = "memory_es/Intake."
+
+
+def fold_intakes(opened: OpenedJournal) -> IntakeView:
+    """Replay every Intake event of a journal into a fresh IntakeView."""
+    view = IntakeView()
+    mapper = opened.app.mapper
+    for position, oid, version, topic, state, _chain in opened.recorder.rows():
+        if topic.startswith(INTAKE_TOPIC_PREFIX):
+            view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state)))
+    return view
+
+
+@contextlib.contextmanager
+def open_reader(root: str | Path) -> Iterator[OpenedJournal]:
+    """A verified, read-only view of ``root``'s journal."""
+    opened = open_journal(Path(root), writable=False)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def inspect_root(root: str | Path, intake_id: str | None = None) -> dict[str, Any]:
+    """Content-free intake report: ``counts`` and ``records`` (C1, C2)."""
+    with open_reader(root) as opened:
+        return fold_intakes(opened).report(intake_id)
+
+
+def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
+    """Canonical JSONL of every event in journal order: the stored state bytes verbatim."""
+    for position, oid, version, topic, state, chain in opened.recorder.rows():
+        yield msgspec.json.encode(
+            {
+                "chain": chain.hex(),
+                "originator_id": oid,
+                "originator_version": version,
+                "position": position,
+                "state": msgspec.Raw(state),
+                "topic": topic,
+            },
+            order="sorted",
+        ) + b"\n"
+
+
+def export_journal(root: str | Path, out: IO[bytes]) -> int:
+    """Write the canonical export of ``root`` to ``out``; returns the number of events."""
+    count = 0
+    with open_reader(root) as opened:
+        for line in export_lines(opened):
+            out.write(line)
+            count += 1
+    return count
+
+
+def export_journal_to_file(root: str | Path, path: str | Path) -> int:
+    """Export to ``path`` atomically (owner-only: an export holds every memory)."""
+    from memory_es.fsutil import FILE_MODE, fsync_dir
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            count = export_journal(root, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(target.parent.resolve())
+    return count

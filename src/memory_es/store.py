@@ -1,0 +1,249 @@
+"""MemoryStore: the embeddable facade a host opens once and hands every completed turn.
+
+Admission is the only thing on the host's answer path: validate, then append one Intake
+event in a transaction that is fsynced before the call returns (B1). Concurrent callers share
+transactions (group commit): the first waiting caller commits everyone queued so far, and
+each caller returns once the commit holding its event is durable.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import StoredEvent
+
+from memory_es.config import MemoryConfig
+from memory_es.events import Intake
+from memory_es.intake import (
+    MAX_ACTIVE,
+    AdmissionResult,
+    CompletedTurn,
+    PreparedIntake,
+    prepare_turn,
+)
+from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
+from memory_es.reader import fold_intakes
+
+log = logging.getLogger("memory_es")
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    """The default clock: UTC, truncated to milliseconds (the precision events carry)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def resolve_root(root: str | Path | None, config: MemoryConfig) -> Path:
+    """--root wins, then ``memory.path`` from config (default ``./.memory``)."""
+    return Path(root) if root is not None else Path(config.path)
+
+
+class _Request:
+    """One caller's admission in the group-commit queue.
+
+    The caller builds its event and stored form itself, so the serial commit path holds only
+    the SQL and the fsync. ``wake`` is set once: with a result, or to hand over leadership.
+    """
+
+    __slots__ = ("event", "payload", "prepared", "result", "stored", "wake")
+
+    def __init__(self, prepared: PreparedIntake, event: Any, stored: StoredEvent) -> None:
+        self.prepared = prepared
+        self.event = event
+        self.stored = stored
+        self.payload = (
+            Payload(prepared.run_hash, prepared.fields["payload_sha256"], prepared.payload)
+            if prepared.payload is not None else None
+        )
+        self.result: AdmissionResult | None = None
+        self.wake = threading.Event()
+
+
+class MemoryStore:
+    """A writable memory root, held exclusively for the store's lifetime (B23, C16).
+
+    Open with :meth:`open`; use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, opened: OpenedJournal, config: MemoryConfig, clock: Clock) -> None:
+        self._opened = opened
+        self.config = config
+        self.root = opened.recorder.path.parent
+        self._clock = clock
+        self._view = fold_intakes(opened)
+        self._cv = threading.Condition()
+        self._queue: list[_Request] = []
+        self._committing = False
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        root: str | Path | None = None,
+        config: MemoryConfig | None = None,
+        *,
+        clock: Clock = utc_now,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> MemoryStore:
+        """Open (creating if absent) the root, take its writer lock and verify its journal."""
+        config = config if config is not None else MemoryConfig()
+        opened = open_journal(resolve_root(root, config), writable=True,
+                              lock_timeout=lock_timeout)
+        try:
+            return cls(opened, config, clock)
+        except BaseException:
+            opened.close()
+            raise
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Wait for in-flight commits, then release the journal and the writer lock."""
+        with self._cv:
+            if self._closed:
+                return
+            self._closed = True
+            while self._committing:
+                self._cv.wait()
+        self._opened.close()
+
+    # -- admission ----------------------------------------------------------------------------
+
+    def persist_completed_turn(self, turn: CompletedTurn) -> AdmissionResult:
+        """Durably and idempotently admit one completed turn (A3, A4, B1-B5, B18, B27).
+
+        Never raises for a bad turn or a failed write: the result says what happened, and a
+        rejection also logs a content-free ``memory_degraded`` warning (B4).
+        """
+        try:
+            result = self._admit(turn)
+        except Exception as e:  # B4: the host's answer path must never see an exception
+            log.exception("memory_es admission failed unexpectedly")
+            result = AdmissionResult(status="rejected", code="internal_error",
+                                     detail=type(e).__name__)
+        if result.status == "rejected":
+            log.warning(
+                "memory_degraded: turn not saved (code=%s, intake_id=%s)",
+                result.code, result.intake_id,
+                extra={"memory_event": "memory_degraded", "code": result.code,
+                       "intake_id": result.intake_id},
+            )
+        return result
+
+    def _admit(self, turn: CompletedTurn) -> AdmissionResult:
+        prepared = prepare_turn(
+            turn,
+            tier=self.config.mode,
+            write_mode=self.config.write_mode,
+            capture_cron=self.config.capture.cron,
+            capture_webhook=self.config.capture.webhook,
+        )
+        if isinstance(prepared, AdmissionResult):
+            return prepared
+        event = Intake.admitted(at=self._clock(), **prepared.fields)
+        request = _Request(prepared, event, self._opened.app.mapper.to_stored_event(event))
+        with self._cv:
+            if self._closed:
+                return AdmissionResult(status="rejected", intake_id=prepared.run_hash,
+                                       code="store_closed", detail="the store is closed")
+            self._queue.append(request)
+            leader = not self._committing
+            self._committing = True
+        if not leader:
+            request.wake.wait()
+            if request.result is not None:
+                return request.result
+        # Leader: commit everything queued so far, then hand over to the next waiter, if any.
+        with self._cv:
+            batch, self._queue = self._queue, []
+        try:
+            self._commit(batch)
+        finally:
+            with self._cv:
+                if self._queue:
+                    self._queue[0].wake.set()
+                else:
+                    self._committing = False
+                    self._cv.notify_all()
+        assert request.result is not None
+        return request.result
+
+    def _commit(self, batch: list[_Request]) -> None:
+        """Decide every queued request, write the admitted ones in one transaction."""
+        decided: dict[str, str] = {}  # run_hash -> content hash admitted in this batch
+        to_write: list[_Request] = []
+        rides_on_write: list[int] = []  # results that are only true if the write succeeds
+        results: list[AdmissionResult] = []
+        active = self._view.active
+        for i, req in enumerate(batch):
+            p = req.prepared
+            known = self._view.records.get(p.run_hash)
+            known_hash = known.content_sha256 if known else decided.get(p.run_hash)
+            if known is None and known_hash is not None:
+                rides_on_write.append(i)
+            if known_hash is not None:
+                results.append(self._repeat_result(p, known_hash))
+            elif active + len(to_write) >= MAX_ACTIVE:
+                results.append(AdmissionResult(
+                    status="rejected", intake_id=p.run_hash, code="too_many_active_records",
+                    detail=f"{MAX_ACTIVE} active (pending + dead) records already",
+                ))
+            else:
+                decided[p.run_hash] = p.content_sha256
+                to_write.append(req)
+                rides_on_write.append(i)
+                results.append(AdmissionResult(status="admitted", intake_id=p.run_hash))
+        if to_write:
+            try:
+                self._write(to_write)
+            except Exception as e:
+                log.error("memory_es journal write failed: %s", type(e).__name__)
+                for i in rides_on_write:
+                    results[i] = AdmissionResult(
+                        status="rejected", intake_id=batch[i].prepared.run_hash,
+                        code="journal_write_failed", detail=type(e).__name__,
+                    )
+        for req, result in zip(batch, results, strict=True):
+            req.result = result
+            req.wake.set()
+
+    @staticmethod
+    def _repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:
+        """B3: same bytes is a successful duplicate; other bytes fail closed."""
+        if known_hash == p.content_sha256:
+            return AdmissionResult(status="duplicate", intake_id=p.run_hash)
+        return AdmissionResult(
+            status="rejected", intake_id=p.run_hash, code="run_id_conflict",
+            detail="this run id was admitted with different content",
+        )
+
+    def _write(self, requests: list[_Request]) -> None:
+        payloads = [r.payload for r in requests if r.payload is not None]
+        positions = self._opened.recorder.insert_events(
+            [r.stored for r in requests], payloads=payloads
+        )
+        assert positions is not None
+        for request, position in zip(requests, positions, strict=True):
+            self._view.apply(position, request.event)
+
+    # -- operator views -----------------------------------------------------------------------
+
+    def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
+        """Content-free intake report (C1, C2)."""
+        with self._cv:
+            return self._view.report(intake_id)
+
+    def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
+        """Every journal row in order (position, originator, version, topic, state, chain)."""
+        return self._opened.recorder.rows()

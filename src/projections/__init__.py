@@ -1,0 +1,1 @@
+"""Projections of the memory_es journal (filled by the projections issue)."""

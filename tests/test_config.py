@@ -1,0 +1,804 @@
+"""memory_es.config: keys, defaults, validation (SPEC O1-O9, A1, A5, A12, A15-A17, DESIGN 9.13)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from memory_es.config import (
+    FOCUS_MAX_BYTES,
+    CaptureConfig,
+    ConfigError,
+    EmbeddingsConfig,
+    LlmConfig,
+    MemoryConfig,
+    load_config,
+    parse_config,
+    validate_file,
+)
+from memory_es.errors import MemoryEsError
+
+EMB: dict[str, Any] = {"dim": 768}
+OLLAMA_LLM: dict[str, Any] = {"provider": "ollama", "model": "qwen3:8b"}
+AGENT_LLM: dict[str, Any] = {"provider": "agent-host", "model": "openai-codex:gpt-5.6-terra"}
+
+
+def bujo_capture(**extra: Any) -> dict[str, Any]:
+    """A minimal valid BuJo capture block, with overrides."""
+    block: dict[str, Any] = {
+        "mode": "bujo",
+        "writeMode": "capture",
+        "embeddings": dict(EMB),
+        "llm": dict(OLLAMA_LLM),
+    }
+    block.update(extra)
+    return block
+
+
+def errors_of(obj: object) -> list[str]:
+    """The ConfigError lines parse_config raises for obj (fails the test if it accepts obj)."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(obj)
+    return info.value.errors
+
+
+def write(tmp_path: Path, text: str, name: str = "config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- defaults (O1, DESIGN 9.13) ----------------------------------------------------------------
+
+
+def test_o1_design_9_13_defaults_when_no_file() -> None:
+    cfg = load_config(None)
+    assert cfg.mode == "lite"
+    assert cfg.tier == "lite"
+    assert cfg.write_mode == "append-host-summary"
+    assert cfg.path == "./.memory"
+    assert cfg.llm is None
+    assert cfg.embeddings is None
+    assert cfg.recall_tool.enabled is True
+    assert cfg.remember_tool.enabled is True
+    assert cfg.capture.cron is True
+    assert cfg.capture.webhook is True
+    assert cfg.capture.focus is None
+    assert cfg.capture.only is None
+    assert cfg.capture.reconcile_model is None
+    assert cfg.capture.intent_lifecycle is False
+    assert cfg.recall.intent_expiry is False
+    assert cfg.recall.recency is False
+    assert cfg.profile.enabled is False
+    assert cfg.max_bytes is None
+    assert cfg.is_capture is False
+
+
+@pytest.mark.parametrize("obj", [{}, {"memory": {}}])
+def test_o1_empty_block_and_empty_wrapper_equal_defaults(obj: object) -> None:
+    assert parse_config(obj) == MemoryConfig()
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"),
+    [
+        ("ollama", "nomic-embed-text:v1.5"),
+        ("lmstudio", "text-embedding-nomic-embed-text-v1.5"),
+        ("openai", None),
+    ],
+)
+def test_o1_embeddings_model_default_per_provider(provider: str, model: str | None) -> None:
+    cfg = parse_config({"mode": "journal", "embeddings": {"provider": provider}})
+    assert cfg.embeddings is not None
+    assert cfg.embeddings.provider == provider
+    assert cfg.embeddings.model == model
+    assert cfg.embeddings.dim == 768
+
+
+def test_o3_dim_alone_is_valid_and_other_fields_default() -> None:
+    cfg = parse_config({"mode": "journal", "embeddings": {"dim": 384}})
+    assert cfg.embeddings == EmbeddingsConfig(
+        provider="ollama", model="nomic-embed-text:v1.5", dim=384
+    )
+
+
+def test_o1_explicit_embeddings_model_is_kept() -> None:
+    cfg = parse_config({"mode": "journal", "embeddings": {"provider": "openai", "model": "m-3"}})
+    assert cfg.embeddings is not None
+    assert cfg.embeddings.model == "m-3"
+
+
+def test_o1_llm_endpoint_and_timeout_defaults() -> None:
+    cfg = parse_config(bujo_capture())
+    assert cfg.llm == LlmConfig(provider="ollama", model="qwen3:8b")
+    assert cfg.llm is not None
+    assert cfg.llm.endpoint == "http://localhost:11434"
+    assert cfg.llm.timeout_ms == 60000
+
+
+def test_o1_camelcase_keys_map_to_snake_case_attributes() -> None:
+    cfg = parse_config(
+        bujo_capture(
+            path="./.mono-agent/memory",
+            llm={**AGENT_LLM, "timeoutMs": 120000},
+            recallTool={"enabled": False},
+            rememberTool={"enabled": False},
+            capture={
+                "reconcileModel": "openai-codex:gpt-6-sol",
+                "intentLifecycle": True,
+                "cron": False,
+                "webhook": False,
+            },
+            recall={"intentExpiry": True, "recency": True},
+            profile={"enabled": True},
+            maxBytes=4096,
+        )
+    )
+    assert cfg.write_mode == "capture"
+    assert cfg.is_capture is True
+    assert cfg.path == "./.mono-agent/memory"
+    assert cfg.llm is not None
+    assert cfg.llm.timeout_ms == 120000
+    assert cfg.recall_tool.enabled is False
+    assert cfg.remember_tool.enabled is False
+    assert cfg.capture.reconcile_model == "openai-codex:gpt-6-sol"
+    assert cfg.capture.intent_lifecycle is True
+    assert cfg.recall.intent_expiry is True
+    assert cfg.recall.recency is True
+    assert cfg.profile.enabled is True
+    assert cfg.max_bytes == 4096
+
+
+def test_o1_tool_toggle_empty_block_keeps_enabled() -> None:
+    cfg = parse_config({"recallTool": {}, "rememberTool": {}})
+    assert cfg.recall_tool.enabled is True
+    assert cfg.remember_tool.enabled is True
+
+
+def test_a12_cron_and_webhook_false_in_bujo_capture() -> None:
+    cfg = parse_config(bujo_capture(capture={"cron": False, "webhook": True}))
+    assert cfg.capture.cron is False
+    assert cfg.capture.webhook is True
+
+
+def test_o1_snake_case_keys_are_unknown_in_files() -> None:
+    assert errors_of({"write_mode": "disabled"}) == ["memory.write_mode: unknown key"]
+
+
+def test_python_construction_by_field_name() -> None:
+    cfg = MemoryConfig(
+        mode="bujo",
+        write_mode="capture",
+        llm=LlmConfig(provider="agent-host", model="openai-codex:gpt-5.6-terra"),
+        embeddings=EmbeddingsConfig(dim=1024),
+        capture=CaptureConfig(only=("fact",)),
+        max_bytes=100,
+    )
+    assert cfg.is_capture
+    assert cfg.capture.only == ("fact",)
+    assert cfg.max_bytes == 100
+
+
+def test_python_construction_enforces_cross_field_rules() -> None:
+    """A5 holds for configs built in code too, not only for files."""
+    with pytest.raises(ValidationError, match=r'memory\.writeMode: "capture" requires'):
+        MemoryConfig(write_mode="capture")
+
+
+def test_models_are_frozen() -> None:
+    cfg = MemoryConfig()
+    for target, attr, value in ((cfg, "mode", "bujo"), (cfg.capture, "cron", False)):
+        with pytest.raises(ValidationError):
+            setattr(target, attr, value)
+    assert cfg.mode == "lite"
+    assert cfg.capture.cron is True
+
+
+# --- A1, O2, A5, O9: write modes and tiers -----------------------------------------------------
+
+
+@pytest.mark.parametrize("write_mode", ["disabled", "append-host-summary"])
+@pytest.mark.parametrize("mode", ["lite", "journal", "bujo"])
+def test_a1_non_capture_write_modes_valid_on_every_tier(mode: str, write_mode: str) -> None:
+    block: dict[str, Any] = {"mode": mode, "writeMode": write_mode}
+    if mode != "lite":
+        block["embeddings"] = dict(EMB)
+    if mode == "bujo":
+        block["llm"] = dict(OLLAMA_LLM)
+    cfg = parse_config(block)
+    assert (cfg.mode, cfg.write_mode) == (mode, write_mode)
+
+
+def test_a1_unknown_write_mode_lists_the_three_values() -> None:
+    assert errors_of({"writeMode": "append"}) == [
+        'memory.writeMode: "append" is not one of disabled, append-host-summary, capture'
+    ]
+
+
+@pytest.mark.parametrize("mode", ["lite", "journal"])
+def test_o2_a5_capture_requires_bujo(mode: str) -> None:
+    block: dict[str, Any] = {"mode": mode, "writeMode": "capture", "embeddings": dict(EMB)}
+    assert errors_of(block) == ['memory.writeMode: "capture" requires memory.mode "bujo"']
+
+
+def test_o2_a5_capture_on_default_tier_is_an_error_not_a_downshift() -> None:
+    assert errors_of({"writeMode": "capture"}) == [
+        'memory.writeMode: "capture" requires memory.mode "bujo"'
+    ]
+
+
+def test_o9_unknown_embeddings_provider_never_falls_back() -> None:
+    assert errors_of({"mode": "journal", "embeddings": {"provider": "ollama2"}}) == [
+        'memory.embeddings.provider: "ollama2" is not one of ollama, lmstudio, openai'
+    ]
+
+
+def test_o9_openai_without_model_stays_openai() -> None:
+    cfg = parse_config({"mode": "journal", "embeddings": {"provider": "openai", "dim": 1536}})
+    assert cfg.embeddings is not None
+    assert (cfg.embeddings.provider, cfg.embeddings.model, cfg.embeddings.dim) == (
+        "openai",
+        None,
+        1536,
+    )
+
+
+def test_o9_unknown_mode_is_an_error() -> None:
+    assert errors_of({"mode": "bullet"}) == [
+        'memory.mode: "bullet" is not one of lite, journal, bujo'
+    ]
+
+
+# --- O3: embeddings block ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["journal", "bujo"])
+def test_o3_missing_embeddings_block(mode: str) -> None:
+    block: dict[str, Any] = {"mode": mode, "llm": dict(OLLAMA_LLM)}
+    assert errors_of(block) == [
+        f'memory.embeddings: memory.mode "{mode}" requires an explicit, non-empty block'
+    ]
+
+
+@pytest.mark.parametrize("mode", ["journal", "bujo"])
+def test_o3_empty_embeddings_block(mode: str) -> None:
+    block: dict[str, Any] = {"mode": mode, "llm": dict(OLLAMA_LLM), "embeddings": {}}
+    assert errors_of(block) == [
+        f'memory.embeddings: {{}} is empty; memory.mode "{mode}" requires an explicit, '
+        "non-empty block"
+    ]
+
+
+def test_o3_lite_may_omit_embeddings() -> None:
+    assert parse_config({"mode": "lite"}).embeddings is None
+
+
+def test_o3_non_positive_dim() -> None:
+    assert errors_of({"mode": "journal", "embeddings": {"dim": 0}}) == [
+        "memory.embeddings.dim: must be a positive integer"
+    ]
+
+
+# --- O4: llm block -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("write_mode", ["capture", "append-host-summary", "disabled"])
+def test_o4_bujo_requires_llm(write_mode: str) -> None:
+    block: dict[str, Any] = {"mode": "bujo", "writeMode": write_mode, "embeddings": dict(EMB)}
+    assert errors_of(block) == ['memory.llm: memory.mode "bujo" requires a memory.llm block']
+
+
+def test_o4_llm_provider_and_model_are_required_in_the_block() -> None:
+    assert errors_of(bujo_capture(llm={})) == [
+        "memory.llm.provider: required key is missing",
+        "memory.llm.model: required key is missing",
+    ]
+
+
+def test_o4_agent_host_llm_needs_runtime_model_ref() -> None:
+    assert errors_of(bujo_capture(llm={"provider": "agent-host", "model": "gpt-5"})) == [
+        'memory.llm.model: provider "agent-host" requires a runtime model ref '
+        '"provider:model" (got "gpt-5")'
+    ]
+
+
+@pytest.mark.parametrize("model", ["llama3", "qwen3:8b"])
+def test_o4_ollama_llm_takes_plain_model_names(model: str) -> None:
+    cfg = parse_config(bujo_capture(llm={"provider": "ollama", "model": model}))
+    assert cfg.llm is not None
+    assert cfg.llm.model == model
+
+
+def test_o4_llm_provider_is_closed_set() -> None:
+    assert errors_of(bujo_capture(llm={"provider": "openai", "model": "x"})) == [
+        'memory.llm.provider: "openai" is not one of ollama, agent-host'
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "line"),
+    [
+        (0, "memory.llm.timeoutMs: must be a positive integer"),
+        (-5, "memory.llm.timeoutMs: must be a positive integer"),
+        ("60000", "memory.llm.timeoutMs: expected integer, got string"),
+        (1.5, "memory.llm.timeoutMs: expected integer, got number"),
+        (True, "memory.llm.timeoutMs: expected integer, got boolean"),
+    ],
+)
+def test_o1_timeout_ms_positive_strict_integer(value: object, line: str) -> None:
+    assert errors_of(bujo_capture(llm={**OLLAMA_LLM, "timeoutMs": value})) == [line]
+
+
+def test_o1_llm_endpoint_must_be_http_url() -> None:
+    assert errors_of(bujo_capture(llm={**OLLAMA_LLM, "endpoint": "localhost:11434"})) == [
+        'memory.llm.endpoint: must be an http(s) URL (got "localhost:11434")'
+    ]
+
+
+# --- O5: profile -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["lite", "journal"])
+def test_o5_profile_requires_bujo(mode: str) -> None:
+    block: dict[str, Any] = {"mode": mode, "embeddings": dict(EMB), "profile": {"enabled": True}}
+    assert errors_of(block) == ['memory.profile.enabled: true requires memory.mode "bujo"']
+
+
+def test_o5_profile_disabled_is_fine_on_lite_and_enabled_on_bujo() -> None:
+    assert parse_config({"profile": {"enabled": False}}).profile.enabled is False
+    assert parse_config(bujo_capture(profile={"enabled": True})).profile.enabled is True
+
+
+def test_o5_profile_on_bujo_without_capture_write_mode() -> None:
+    cfg = parse_config(bujo_capture(writeMode="append-host-summary", profile={"enabled": True}))
+    assert cfg.profile.enabled is True
+
+
+# --- O6, A12, A17: capture-mode-only and BuJo-only keys ----------------------------------------
+
+CAPTURE_MODE_VALUES: dict[str, Any] = {
+    "focus": "Keep coding preferences.",
+    "only": ["fact"],
+    "cron": False,
+    "webhook": False,
+    "reconcileModel": "openai-codex:gpt-6-sol",
+}
+
+
+@pytest.mark.parametrize("key", sorted(CAPTURE_MODE_VALUES))
+@pytest.mark.parametrize(
+    "outside",
+    [
+        {"mode": "lite"},
+        {"mode": "journal", "embeddings": EMB},
+        {"mode": "bujo", "writeMode": "append-host-summary", "embeddings": EMB, "llm": OLLAMA_LLM},
+        {"mode": "bujo", "writeMode": "disabled", "embeddings": EMB, "llm": OLLAMA_LLM},
+    ],
+)
+def test_o6_a17_capture_keys_outside_bujo_capture(key: str, outside: dict[str, Any]) -> None:
+    block = {**outside, "capture": {key: CAPTURE_MODE_VALUES[key]}}
+    assert errors_of(block) == [
+        f'memory.capture.{key}: requires memory.mode "bujo" with memory.writeMode "capture"'
+    ]
+
+
+def test_o6_a12_explicit_default_value_still_counts_as_set() -> None:
+    """O6: "set" means present in the input, even when it equals the default."""
+    assert errors_of({"capture": {"cron": True}}) == [
+        'memory.capture.cron: requires memory.mode "bujo" with memory.writeMode "capture"'
+    ]
+
+
+def test_o6_capture_keys_valid_in_bujo_capture() -> None:
+    cfg = parse_config(bujo_capture(capture=dict(CAPTURE_MODE_VALUES)))
+    assert cfg.capture.focus == "Keep coding preferences."
+    assert cfg.capture.only == ("fact",)
+    assert cfg.capture.cron is False
+    assert cfg.capture.webhook is False
+    assert cfg.capture.reconcile_model == "openai-codex:gpt-6-sol"
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [("capture", "intentLifecycle"), ("recall", "intentExpiry"), ("recall", "recency")],
+)
+@pytest.mark.parametrize("mode", ["lite", "journal"])
+def test_o6_bujo_only_switches(section: str, key: str, mode: str) -> None:
+    block: dict[str, Any] = {"mode": mode, "embeddings": dict(EMB), section: {key: True}}
+    assert errors_of(block) == [f'memory.{section}.{key}: BuJo-only; requires memory.mode "bujo"']
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [("capture", "intentLifecycle"), ("recall", "intentExpiry"), ("recall", "recency")],
+)
+def test_o6_bujo_only_switches_false_outside_bujo_are_inert(section: str, key: str) -> None:
+    parse_config({"mode": "lite", section: {key: False}})
+
+
+def test_o6_bujo_only_switches_on_bujo_without_capture() -> None:
+    cfg = parse_config(
+        bujo_capture(
+            writeMode="append-host-summary",
+            capture={"intentLifecycle": True},
+            recall={"intentExpiry": True, "recency": True},
+        )
+    )
+    assert cfg.capture.intent_lifecycle is True
+    assert cfg.recall.recency is True
+
+
+# --- O7, A15, A16: focus, only, reconcileModel, unknown keys -----------------------------------
+
+
+def test_a15_o7_focus_exactly_2048_bytes_multibyte_is_valid() -> None:
+    focus = "é" * 1024
+    assert len(focus.encode("utf-8")) == FOCUS_MAX_BYTES == 2048
+    assert parse_config(bujo_capture(capture={"focus": focus})).capture.focus == focus
+
+
+def test_a15_o7_focus_exactly_2048_ascii_bytes_is_valid() -> None:
+    parse_config(bujo_capture(capture={"focus": "a" * 2048}))
+
+
+def test_a15_o7_focus_2049_bytes_is_an_error() -> None:
+    focus = "é" * 1024 + "a"  # 1,025 characters, 2,049 bytes
+    assert errors_of(bujo_capture(capture={"focus": focus})) == [
+        "memory.capture.focus: must be at most 2048 UTF-8 bytes (got 2049)"
+    ]
+
+
+def test_a15_o7_focus_counts_bytes_not_characters() -> None:
+    focus = "é" * 1025  # only 1,025 characters but 2,050 bytes
+    assert errors_of(bujo_capture(capture={"focus": focus})) == [
+        "memory.capture.focus: must be at most 2048 UTF-8 bytes (got 2050)"
+    ]
+
+
+def test_a16_o7_only_entry_outside_the_kinds() -> None:
+    assert errors_of(bujo_capture(capture={"only": ["fact", "preference", "mood"]})) == [
+        'memory.capture.only[2]: "mood" is not one of fact, preference, lesson'
+    ]
+
+
+def test_a16_o7_only_duplicates() -> None:
+    assert errors_of(bujo_capture(capture={"only": ["lesson", "fact", "lesson"]})) == [
+        'memory.capture.only[2]: duplicate "lesson"'
+    ]
+
+
+def test_a16_only_must_be_an_array() -> None:
+    assert errors_of(bujo_capture(capture={"only": "fact"})) == [
+        "memory.capture.only: expected array, got string"
+    ]
+
+
+def test_a16_empty_only_is_valid_in_bujo_capture() -> None:
+    """An empty list suppresses all automatic capture; it is not the same as unset."""
+    cfg = parse_config(bujo_capture(capture={"only": []}))
+    assert cfg.capture.only == ()
+    assert cfg.capture.only is not None
+
+
+def test_a16_all_kinds_accepted() -> None:
+    cfg = parse_config(bujo_capture(capture={"only": ["fact", "preference", "lesson"]}))
+    assert cfg.capture.only == ("fact", "preference", "lesson")
+
+
+@pytest.mark.parametrize("ref", ["gpt-6-sol", ":gpt", "openai-codex:", "open ai:gpt", "a:b c", ""])
+def test_o7_invalid_reconcile_model(ref: str) -> None:
+    assert errors_of(bujo_capture(capture={"reconcileModel": ref})) == [
+        "memory.capture.reconcileModel: must be an agent-host runtime model ref "
+        f'"provider:model" (got {json.dumps(ref)})'
+    ]
+
+
+def test_o7_reconcile_model_with_ollama_capture_llm_is_valid() -> None:
+    cfg = parse_config(bujo_capture(capture={"reconcileModel": "openai-codex:gpt-6-sol"}))
+    assert cfg.llm is not None
+    assert cfg.llm.provider == "ollama"
+    assert cfg.capture.reconcile_model == "openai-codex:gpt-6-sol"
+
+
+def test_o7_classifier_effort_key_is_unknown() -> None:
+    block = bujo_capture(capture={"reconcileModel": "openai-codex:gpt-6-sol", "reconcileEffort": 1})
+    assert errors_of(block) == ["memory.capture.reconcileEffort: unknown key"]
+
+
+@pytest.mark.parametrize(
+    ("block", "line"),
+    [
+        ({"colour": "blue"}, "memory.colour: unknown key"),
+        (
+            {"mode": "journal", "embeddings": {"dim": 768, "colour": "blue"}},
+            "memory.embeddings.colour: unknown key",
+        ),
+        ({"recallTool": {"enabled": True, "name": "x"}}, "memory.recallTool.name: unknown key"),
+        ({"profile": {"maxBytes": 10}}, "memory.profile.maxBytes: unknown key"),
+        (
+            bujo_capture(llm={**OLLAMA_LLM, "temperature": 0}),
+            "memory.llm.temperature: unknown key",
+        ),
+        (
+            {"mode": "journal", "embeddings": {"endpoint": "x"}},
+            "memory.embeddings.endpoint: unknown key",
+        ),
+    ],
+)
+def test_o7_unknown_keys_top_level_and_nested(block: dict[str, Any], line: str) -> None:
+    assert line in errors_of(block)
+
+
+# --- strict types (O1) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("block", "line"),
+    [
+        (
+            {"recallTool": {"enabled": "true"}},
+            "memory.recallTool.enabled: expected boolean, got string",
+        ),
+        (
+            {"recallTool": {"enabled": 1}},
+            "memory.recallTool.enabled: expected boolean, got integer",
+        ),
+        ({"profile": {"enabled": "false"}}, "memory.profile.enabled: expected boolean, got string"),
+        ({"maxBytes": "5"}, "memory.maxBytes: expected integer, got string"),
+        ({"maxBytes": 5.0}, "memory.maxBytes: expected integer, got number"),
+        ({"maxBytes": 0}, "memory.maxBytes: must be a positive integer"),
+        ({"mode": 5}, "memory.mode: expected string, got integer"),
+        ({"path": 7}, "memory.path: expected string, got integer"),
+        ({"path": ""}, "memory.path: must be a non-empty path without NUL characters"),
+        ({"capture": []}, "memory.capture: expected object, got array"),
+        (
+            {"mode": "journal", "embeddings": {"dim": "768"}},
+            "memory.embeddings.dim: expected integer, got string",
+        ),
+    ],
+)
+def test_o1_strict_types_no_coercion(block: dict[str, Any], line: str) -> None:
+    assert line in errors_of(block)
+
+
+@pytest.mark.parametrize(
+    ("block", "line"),
+    [
+        ({"maxBytes": None}, "memory.maxBytes: expected integer, got null"),
+        ({"mode": None}, "memory.mode: expected string, got null"),
+        ({"capture": None}, "memory.capture: expected object, got null"),
+        (bujo_capture(capture={"focus": None}), "memory.capture.focus: expected string, got null"),
+    ],
+)
+def test_o1_json_null_is_a_type_error_not_unset(block: dict[str, Any], line: str) -> None:
+    assert line in errors_of(block)
+
+
+def test_o1_models_are_strict_outside_parse_config_too() -> None:
+    """Strictness lives on the models, so direct model_validate never coerces either."""
+    with pytest.raises(ValidationError):
+        MemoryConfig.model_validate({"maxBytes": "5"})
+    with pytest.raises(ValidationError):
+        CaptureConfig.model_validate({"cron": "false"})
+    with pytest.raises(ValidationError):
+        EmbeddingsConfig.model_validate({"dim": 768.0})
+
+
+def test_o1_max_bytes_positive_integer_accepted() -> None:
+    assert parse_config({"maxBytes": 1}).max_bytes == 1
+
+
+# --- wrapper vs bare block ---------------------------------------------------------------------
+
+
+def test_wrapper_and_bare_block_are_equivalent() -> None:
+    block = bujo_capture(capture={"only": ["preference", "lesson"]})
+    assert parse_config({"memory": block}) == parse_config(block)
+
+
+def test_wrapper_errors_use_the_same_paths() -> None:
+    assert errors_of({"memory": {"writeMode": "capture"}}) == [
+        'memory.writeMode: "capture" requires memory.mode "bujo"'
+    ]
+
+
+def test_memory_key_beside_other_keys_is_not_a_wrapper() -> None:
+    assert errors_of({"memory": {"mode": "lite"}, "mode": "lite"}) == ["memory.memory: unknown key"]
+
+
+@pytest.mark.parametrize(
+    ("obj", "line"),
+    [
+        ([], "memory: expected object, got array"),
+        ("lite", "memory: expected object, got string"),
+        ({"memory": 3}, "memory: expected object, got integer"),
+        ({"memory": None}, "memory: expected object, got null"),
+    ],
+)
+def test_non_object_config(obj: object, line: str) -> None:
+    assert errors_of(obj) == [line]
+
+
+def test_reference_examples_are_valid() -> None:
+    """The complete examples from the reference page validate as written."""
+    first = {
+        "memory": {
+            "mode": "bujo",
+            "writeMode": "capture",
+            "path": "./.mono-agent/memory",
+            "embeddings": {"provider": "ollama", "model": "nomic-embed-text:v1.5", "dim": 768},
+            "llm": {"provider": "agent-host", "model": "openai-codex:gpt-5.6-terra"},
+        }
+    }
+    second = {
+        "memory": {
+            **first["memory"],
+            "capture": {
+                "focus": "Keep durable coding preferences and lessons; skip PR and CI status.",
+                "only": ["preference", "lesson"],
+            },
+        }
+    }
+    assert parse_config(first).is_capture
+    assert parse_config(second).capture.only == ("preference", "lesson")
+    assert parse_config({"memory": {"writeMode": "append-host-summary"}}).mode == "lite"
+
+
+# --- many errors at once -----------------------------------------------------------------------
+
+
+def test_all_errors_collected_in_one_config_error() -> None:
+    block = {
+        "mode": "journal",
+        "writeMode": "capture",
+        "embeddings": {},
+        "llm": {"provider": "ollama", "model": "x", "timeoutMs": -1},
+        "capture": {"focus": "x", "only": ["mood"], "reconcileEffort": "high"},
+        "profile": {"enabled": True},
+        "recall": {"recency": "yes"},
+    }
+    with pytest.raises(ConfigError) as info:
+        parse_config(block)
+    err = info.value
+    expected = {
+        'memory.writeMode: "capture" requires memory.mode "bujo"',
+        'memory.embeddings: {} is empty; memory.mode "journal" requires an explicit, '
+        "non-empty block",
+        "memory.llm.timeoutMs: must be a positive integer",
+        'memory.capture.only[0]: "mood" is not one of fact, preference, lesson',
+        "memory.capture.reconcileEffort: unknown key",
+        'memory.capture.focus: requires memory.mode "bujo" with memory.writeMode "capture"',
+        'memory.capture.only: requires memory.mode "bujo" with memory.writeMode "capture"',
+        'memory.profile.enabled: true requires memory.mode "bujo"',
+        "memory.recall.recency: expected boolean, got string",
+    }
+    assert set(err.errors) == expected
+    assert len(err.errors) == len(expected)
+    assert str(err) == "\n".join(err.errors)
+    assert isinstance(err, ValueError)
+    assert isinstance(err, MemoryEsError)
+    assert all("\n" not in line and line.startswith("memory") for line in err.errors)
+
+
+def test_error_lines_stay_single_line_for_odd_keys() -> None:
+    errors = errors_of({"bad\nkey": 1})
+    assert errors == ['memory["bad\\nkey"]: unknown key']
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def test_load_wrapper_file(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps({"memory": bujo_capture()}))
+    assert load_config(path) == parse_config(bujo_capture())
+    assert load_config(str(path)).is_capture
+
+
+def test_load_bare_block_file(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps({"mode": "journal", "embeddings": {"dim": 384}}))
+    cfg = load_config(path)
+    assert cfg.mode == "journal"
+    assert cfg.embeddings is not None
+    assert cfg.embeddings.dim == 384
+
+
+def test_duplicate_json_keys_are_errors(tmp_path: Path) -> None:
+    text = '{"memory": {"mode": "lite", "mode": "bujo", "llm": {"model": "a", "model": "b"}}}'
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert "memory.mode: duplicate key" in info.value.errors
+    assert "memory.llm.model: duplicate key" in info.value.errors
+
+
+def test_duplicate_json_keys_in_bare_block(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"mode": "lite", "mode": "lite"}')
+    assert validate_file(path) == ["memory.mode: duplicate key"]
+
+
+def test_duplicate_wrapper_key(tmp_path: Path) -> None:
+    path = write(tmp_path, '{"memory": {}, "memory": {}}')
+    assert validate_file(path) == ["memory: duplicate key"]
+
+
+def test_missing_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.json"
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.errors == [f"{path}: config file not found"]
+
+
+def test_invalid_json_names_file_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, '{\n  "mode": "lite",\n}\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    (line,) = info.value.errors
+    assert line.startswith(f"{path}: invalid JSON: ")
+    assert "line 3 column 1" in line
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(tmp_path: Path, constant: str) -> None:
+    path = write(tmp_path, '{"maxBytes": ' + constant + "}")
+    assert validate_file(path) == [f"{path}: invalid JSON: {constant} is not a JSON value"]
+
+
+def test_non_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"path": "caf\xe9"}')
+    (line,) = validate_file(path)
+    assert line.startswith(f"{path}: config file is not valid UTF-8")
+
+
+def test_directory_is_not_a_config_file(tmp_path: Path) -> None:
+    (line,) = validate_file(tmp_path)
+    assert line.startswith(f"{tmp_path}: cannot read config file")
+
+
+def test_validate_file_valid_and_invalid(tmp_path: Path) -> None:
+    good = write(tmp_path, json.dumps({"memory": bujo_capture()}), "good.json")
+    bad = write(tmp_path, json.dumps({"memory": {"writeMode": "capture"}}), "bad.json")
+    assert validate_file(good) == []
+    assert validate_file(bad) == ['memory.writeMode: "capture" requires memory.mode "bujo"']
+    assert validate_file(None) == []
+
+
+# --- O1: no environment variables --------------------------------------------------------------
+
+ENV = {
+    "MEMORY_MODE": "bujo",
+    "MEMORY_WRITEMODE": "capture",
+    "MEMORY_WRITE_MODE": "capture",
+    "MEMORY_PATH": "/tmp/elsewhere",
+    "MEMORY_EMBEDDINGS_PROVIDER": "openai",
+    "MEMORY_EMBEDDINGS_DIM": "1536",
+    "MEMORY_LLM_TIMEOUTMS": "1",
+    "MEMORY_LLM_ENDPOINT": "http://example.invalid:1",
+    "MEMORY_RECALLTOOL_ENABLED": "false",
+    "MEMORY_MAXBYTES": "10",
+}
+
+
+def test_o1_env_vars_do_not_change_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    assert load_config(None) == MemoryConfig()
+    cfg = parse_config({})
+    assert (cfg.mode, cfg.write_mode, cfg.path) == ("lite", "append-host-summary", "./.memory")
+    assert cfg.recall_tool.enabled is True
+    assert cfg.max_bytes is None
+
+
+def test_o1_env_vars_do_not_change_file_values(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    path = write(tmp_path, json.dumps({"mode": "journal", "embeddings": {"dim": 384}}))
+    cfg = load_config(path)
+    assert cfg.mode == "journal"
+    assert cfg.write_mode == "append-host-summary"
+    assert cfg.embeddings == EmbeddingsConfig(provider="ollama", dim=384)
