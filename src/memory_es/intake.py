@@ -108,27 +108,32 @@ def _invalid(detail: str) -> AdmissionResult:
     return _rejected("invalid_turn", detail)
 
 
-def _check_text(name: str, value: object, *, optional: bool = False) -> str | None:
-    """Return an error detail for a field that is not a UTF-8-encodable string."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        return f"{name}: expected a string, got {type(value).__name__}"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return f"{name}: contains an unpaired surrogate (not valid UTF-8)"
-    return None
+_TEXT_FIELDS = (("run_id", False), ("outcome", False), ("answer", False),
+                ("capture_text", True), ("session", True), ("speaker_kind", False),
+                ("trigger", False), ("source_label", True))
+
+
+def _unencodable_field(turn: CompletedTurn) -> str:
+    """Name the field holding an unpaired surrogate (slow path, after encoding failed)."""
+    for name, _ in _TEXT_FIELDS:
+        value = getattr(turn, name)
+        try:
+            if value is not None:
+                value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{name}: contains an unpaired surrogate (not valid UTF-8)"
+    return "attachments: contains an unpaired surrogate (not valid UTF-8)"
 
 
 def validate_turn(turn: CompletedTurn) -> str | None:
-    """The first problem with the turn's fields, as a one-line detail, or None."""
-    for name, optional in (("run_id", False), ("outcome", False), ("answer", False),
-                           ("capture_text", True), ("session", True), ("speaker_kind", False),
-                           ("trigger", False), ("source_label", True)):
-        problem = _check_text(name, getattr(turn, name), optional=optional)
-        if problem:
-            return problem
+    """The first problem with the turn's fields, as a one-line detail, or None.
+
+    UTF-8 validity is checked when the record is encoded, not here: admission is a hot path.
+    """
+    for name, optional in _TEXT_FIELDS:
+        value = getattr(turn, name)
+        if type(value) is not str and not (value is None and optional):
+            return f"{name}: expected a string, got {type(value).__name__}"
     if not turn.run_id.strip():
         return "run_id: must not be empty"
     if turn.outcome not in OUTCOMES:
@@ -186,7 +191,10 @@ def prepare_turn(
         "speaker_kind": turn.speaker_kind,
         "trigger": turn.trigger,
     }
-    encoded = msgspec.json.encode(record, order="sorted")
+    try:
+        encoded = msgspec.json.encode(record, order="sorted")
+    except UnicodeEncodeError:
+        return _invalid(_unencodable_field(turn))
     if len(encoded) > MAX_RECORD_BYTES:
         return _rejected("record_too_large",
                          f"record is {len(encoded)} bytes; the limit is {MAX_RECORD_BYTES} "

@@ -128,13 +128,16 @@ class MsgspecMapper(Mapper[UUID]):
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
         cls = resolve_topic(stored_event.topic)
         class_version = getattr(cls, "class_version", 1)
+        data = stored_event.state
         try:
-            state = msgspec.json.decode(stored_event.state)
-            from_version = state.pop("class_version", 1)
-            while from_version < class_version:
-                getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
-                from_version += 1
-            typed = msgspec.convert(state, type=_decode_type(cls), strict=False)
+            if class_version > 1:  # upcast old states, then decode the result strictly
+                state = msgspec.json.decode(data)
+                from_version = state.pop("class_version", 1)
+                while from_version < class_version:
+                    getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
+                    from_version += 1
+                data = msgspec.json.encode(state)
+            typed = msgspec.json.decode(data, type=_decode_type(cls))
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             msg = (
                 f"event {stored_event.originator_id} v{stored_event.originator_version} "
@@ -523,12 +526,14 @@ class JournalRecorder(ApplicationRecorder):
                     os.close(fd)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        self._reader.close()
-        if self.catalog is not None:
-            self.catalog.close()
+        """Close after any in-flight write or read in another thread has finished."""
+        with self._write_lock, self._read_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            self._reader.close()
+            if self.catalog is not None:
+                self.catalog.close()
 
 
 class PollingSubscription(Subscription[ApplicationRecorder]):
@@ -684,6 +689,11 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> Open
                     f"{path}: {what} is missing but the schema marker says this root has one"
                 )
     elif not writable:
+        if _exists(journal_path):
+            raise IntegrityError(
+                f"{marker_path}: schema marker is missing but a journal exists; "
+                "open the root as a writer to finish or refuse initialisation"
+            )
         raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE})")
     else:
         _initialise(root)
@@ -694,11 +704,11 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> Open
         cat_position, cat_chain = catalog.read()
         if not writable:
             catalog.close()
-        recovered_from = _verify_against_catalog(recorder, cat_position, cat_chain)
+        position, chain = _verify_against_catalog(recorder, cat_position, cat_chain)
+        recovered_from = cat_position if position > cat_position else None
         if recovered_from is not None and writable:
             # DESIGN 3 / B14: the suffix chain verified; fsync the journal again, then advance.
             recorder.fsync_files()
-            position, chain = recorder.verify()
             catalog.write(position, chain)
             catalog.sync()
     except BaseException:
@@ -714,9 +724,12 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> Open
 
 def _verify_against_catalog(
     recorder: JournalRecorder, cat_position: int, cat_chain: bytes
-) -> int | None:
-    """Compare the verified journal tail with the catalog; return cat_position if behind."""
-    position, _ = recorder.verify()
+) -> tuple[int, bytes]:
+    """Verify the whole chain, then check the catalog is not ahead of it nor off it.
+
+    Returns the verified tail ``(position, chain)``; the caller recovers a lagging catalog.
+    """
+    position, chain = recorder.verify()
     if cat_position > position:
         raise IntegrityError(
             f"{recorder.path}: journal ends at position {position} but the integrity catalog "
@@ -727,7 +740,7 @@ def _verify_against_catalog(
             f"{recorder.path}: chain at position {cat_position} does not match the integrity "
             "catalog; the journal was replaced"
         )
-    return cat_position if position > cat_position else None
+    return position, chain
 
 
 def _initialise(root: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 
-from memory_es.config import MemoryConfig
+from memory_es.config import ConfigError, MemoryConfig
 from memory_es.events import Intake
 from memory_es.intake import (
     MAX_ACTIVE,
@@ -45,11 +46,26 @@ def resolve_root(root: str | Path | None, config: MemoryConfig) -> Path:
     return Path(root) if root is not None else Path(config.path)
 
 
+def require_writable(store: object, config: MemoryConfig) -> None:
+    """B27/O8: a config that writes completed turns needs a store that can admit them.
+
+    Hosts that plug in their own (possibly read-only) store call this at start-up.
+    """
+    if config.write_mode != "disabled" and not callable(
+        getattr(store, "persist_completed_turn", None)
+    ):
+        raise ConfigError([
+            f'memory.writeMode: "{config.write_mode}" requires a writable store '
+            f"({type(store).__name__} has no persist_completed_turn)"
+        ])
+
+
 class _Request:
     """One caller's admission in the group-commit queue.
 
     The caller builds its event and stored form itself, so the serial commit path holds only
-    the SQL and the fsync. ``wake`` is set once: with a result, or to hand over leadership.
+    the SQL and the fsync. ``wake`` is a lock created held and released exactly once: with a
+    result, or to hand over leadership (a bare lock is the cheapest one-shot signal).
     """
 
     __slots__ = ("event", "payload", "prepared", "result", "stored", "wake")
@@ -63,7 +79,8 @@ class _Request:
             if prepared.payload is not None else None
         )
         self.result: AdmissionResult | None = None
-        self.wake = threading.Event()
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
 
 class MemoryStore:
@@ -161,10 +178,12 @@ class MemoryStore:
             leader = not self._committing
             self._committing = True
         if not leader:
-            request.wake.wait()
+            request.wake.acquire()
             if request.result is not None:
                 return request.result
         # Leader: commit everything queued so far, then hand over to the next waiter, if any.
+        # Yielding the GIL once first lets callers that are mid-preparation join this batch.
+        time.sleep(0)
         with self._cv:
             batch, self._queue = self._queue, []
         try:
@@ -172,7 +191,7 @@ class MemoryStore:
         finally:
             with self._cv:
                 if self._queue:
-                    self._queue[0].wake.set()
+                    self._queue[0].wake.release()
                 else:
                     self._committing = False
                     self._cv.notify_all()
@@ -216,7 +235,7 @@ class MemoryStore:
                     )
         for req, result in zip(batch, results, strict=True):
             req.result = result
-            req.wake.set()
+            req.wake.release()
 
     @staticmethod
     def _repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:
