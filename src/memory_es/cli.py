@@ -133,16 +133,22 @@ DEMO_TURNS = (
 def cmd_demo(args: argparse.Namespace) -> int:
     import logging
 
-    logging.getLogger("memory_es").setLevel(logging.ERROR)  # the demo prints each result
-    with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp:
-        root = Path(tmp) / "memory"
-        print(f"memory root: {root}")
-        with MemoryStore.open(root) as store:
-            for label, turn in DEMO_TURNS:
-                result = store.persist_completed_turn(turn)
-                print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")
-        print("\n$ memory-es inspect")
-        return cmd_inspect(argparse.Namespace(root=str(root), config=None, id=None, json=False))
+    logger = logging.getLogger("memory_es")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the demo prints each result itself
+    try:
+        with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp:
+            root = Path(tmp) / "memory"
+            print(f"memory root: {root}")
+            with MemoryStore.open(root) as store:
+                for label, turn in DEMO_TURNS:
+                    result = store.persist_completed_turn(turn)
+                    print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")
+            print("\n$ memory-es inspect")
+            return cmd_inspect(
+                argparse.Namespace(root=str(root), config=None, id=None, json=False))
+    finally:
+        logger.setLevel(level)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # a bug: still one line, never a traceback in the operator's face
+        print(f"memory-es: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":
