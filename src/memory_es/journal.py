@@ -360,22 +360,21 @@ class JournalRecorder(ApplicationRecorder):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 position, chain = self._tail(conn)
-                positions = []
+                rows = []
                 for ev in stored_events:
                     position += 1
                     chain = chain_link(
                         chain, position, ev.originator_id, ev.originator_version, ev.topic, ev.state
                     )
-                    conn.execute(
-                        "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                        (position, str(ev.originator_id), ev.originator_version, ev.topic,
-                         ev.state, chain),
-                    )
-                    positions.append(position)
-                for p in payloads:
-                    conn.execute(
-                        "INSERT INTO payloads VALUES (?, ?, ?)", (p.intake_id, p.sha256, p.data)
-                    )
+                    rows.append((position, str(ev.originator_id), ev.originator_version, ev.topic,
+                                 ev.state, chain))
+                # One call per table: every apsw call re-takes the GIL, which is contended when
+                # many threads admit at once.
+                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+                if payloads:
+                    conn.executemany("INSERT INTO payloads VALUES (?, ?, ?)",
+                                     [(p.intake_id, p.sha256, p.data) for p in payloads])
+                positions = [row[0] for row in rows]
                 crash_point("journal.before_commit")
                 conn.execute("COMMIT")
             except apsw.ConstraintError as e:

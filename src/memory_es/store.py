@@ -98,7 +98,9 @@ class MemoryStore:
         self._cv = threading.Condition()
         self._queue: list[_Request] = []
         self._committing = False
+        self._last_batch = 0
         self._closed = False
+        self.commits = 0  # journal transactions written by admission (group commit shares them)
 
     @classmethod
     def open(
@@ -182,10 +184,13 @@ class MemoryStore:
             if request.result is not None:
                 return request.result
         # Leader: commit everything queued so far, then hand over to the next waiter, if any.
-        # Yielding the GIL once first lets callers that are mid-preparation join this batch.
-        time.sleep(0)
+        # Under concurrency (the last batch was shared), yielding the GIL once lets callers
+        # that are mid-preparation join this batch; a lone caller never pays for it.
+        if self._last_batch > 1:
+            time.sleep(0)
         with self._cv:
             batch, self._queue = self._queue, []
+            self._last_batch = len(batch)
         try:
             self._commit(batch)
         finally:
@@ -253,6 +258,7 @@ class MemoryStore:
             [r.stored for r in requests], payloads=payloads
         )
         assert positions is not None
+        self.commits += 1
         for request, position in zip(requests, positions, strict=True):
             self._view.apply(position, request.event)
 
