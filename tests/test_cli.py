@@ -510,11 +510,12 @@ def test_c5_export_to_stdout(
 
 def _root_digest(root: Path) -> dict[str, str]:
     """Hash every file of the root except SQLite's -shm (a shared-memory index readers update)."""
+    files = sorted(p for p in root.rglob("*") if p.is_file())
     return {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.iterdir())
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in files
         if not p.name.endswith("-shm")
-    } | {"__names__": ",".join(sorted(p.name for p in root.iterdir()))}
+    } | {"__names__": ",".join(str(p.relative_to(root)) for p in files)}
 
 
 def test_c5_export_and_inspect_leave_the_root_unchanged(

@@ -75,7 +75,7 @@ def raw_sql(root: Path, sql: str, params: tuple[object, ...] = ()) -> None:
 def snapshot(root: Path) -> dict[str, bytes]:
     """Bytes of every file in a checkpointed root (no WAL)."""
     checkpoint(root)
-    return {p.name: p.read_bytes() for p in root.iterdir()}
+    return {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
 
 
 def restore(root: Path, snap: dict[str, bytes]) -> None:
@@ -369,10 +369,13 @@ def test_fresh_store_is_owner_only(tmp_path: Path) -> None:
             names = {p.name for p in root.iterdir()}
             assert {JOURNAL_FILE, CATALOG_FILE, MARKER_FILE, LOCK_FILE} <= names
             assert stat.S_IMODE(root.stat().st_mode) == 0o700
-            for p in root.iterdir():
+            store.drain()  # projections too: index generation and daily Markdown
+            assert (root / "daily").is_dir() and (root / "index" / "CURRENT").is_file()
+            for p in root.rglob("*"):
                 st = os.lstat(p)
-                assert stat.S_ISREG(st.st_mode), p
-                assert stat.S_IMODE(st.st_mode) == 0o600, (p, oct(st.st_mode))
+                assert stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode), p
+                want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+                assert stat.S_IMODE(st.st_mode) == want, (p, oct(st.st_mode))
                 assert st.st_uid == os.geteuid(), p
     finally:
         os.umask(old_umask)

@@ -85,6 +85,17 @@ class Intake(Aggregate):
         self.trigger = trigger
         self.attachments = attachments
 
+    class Resolved(Aggregate.Event):
+        """The intake needs no more work (B32): projected, captured, empty or operator_resolved."""
+
+        TOPIC = "memory_es/Intake.Resolved"
+        outcome: str
+        reason_slug: str | None
+        memory_id: str | None
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.outcome = self.outcome
+
     @classmethod
     def admitted(cls, *, at: datetime, **fields: Any) -> Intake.Admitted:
         """The Admitted event (version 1) stamped by the caller's clock.
@@ -101,4 +112,79 @@ class Intake(Aggregate):
         )
 
 
+    @classmethod
+    def resolved(
+        cls, *, run_hash: str, version: int, at: datetime, outcome: str,
+        memory_id: str | None = None, reason_slug: str | None = None,
+    ) -> Intake.Resolved:
+        """The Resolved event following ``version`` (optimistic concurrency guards replays)."""
+        # mypy sees fields declared on Aggregate.Created subclasses, not on Aggregate.Event ones.
+        return cls.Resolved(  # type: ignore[call-arg]
+            originator_id=intake_uuid(run_hash), originator_version=version + 1, timestamp=at,
+            outcome=outcome, reason_slug=reason_slug, memory_id=memory_id,
+        )
+
+
+def memory_uuid(memory_id: str) -> UUID:
+    """Aggregate id of a memory: uuid5 of its 64-hex memory id."""
+    return uuid5(NAMESPACE, f"memory:{memory_id}")
+
+
+class Memory(Aggregate):
+    """One remembered line: an observation, note, fact, task or event (DESIGN 4).
+
+    ``memory_id`` is run-derived (Lite: sha256(run_hash ":" index)) or content-derived
+    (Journal: sha256 of the normalised text), so replaying a commit is a no-op (E17).
+    """
+
+    TOPIC = "memory_es/Memory"
+
+    class Created(Aggregate.Created):
+        TOPIC = "memory_es/Memory.Created"
+
+    class Event(Aggregate.Event):
+        TOPIC = "memory_es/Memory.Event"
+
+    class Recorded(Created):
+        """A memory line came into being. ``day`` and ``timestamp`` come from its intake."""
+
+        TOPIC = "memory_es/Memory.Recorded"
+        memory_id: str
+        kind: str
+        text: str
+        day: str
+        status: str
+        source: str
+        session: str | None
+        run_hash: str | None
+        tier: str
+
+    def __init__(
+        self, memory_id: str, kind: str, text: str, day: str, status: str, source: str,
+        session: str | None, run_hash: str | None, tier: str,
+    ) -> None:
+        self.memory_id = memory_id
+        self.kind = kind
+        self.text = text
+        self.day = day
+        self.status = status
+        self.source = source
+        self.session = session
+        self.run_hash = run_hash
+        self.tier = tier
+
+    @classmethod
+    def recorded(cls, *, at: datetime, **fields: Any) -> Memory.Recorded:
+        """The Recorded event (version 1) stamped with the intake's admission instant."""
+        return cls.Recorded(
+            originator_id=memory_uuid(fields["memory_id"]),
+            originator_version=cls.INITIAL_VERSION,
+            timestamp=at,
+            originator_topic=cls.TOPIC,
+            **fields,
+        )
+
+
 ADMITTED_TOPIC = Intake.Admitted.TOPIC
+RESOLVED_TOPIC = Intake.Resolved.TOPIC
+RECORDED_TOPIC = Memory.Recorded.TOPIC

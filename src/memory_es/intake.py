@@ -237,6 +237,9 @@ class IntakeState(msgspec.Struct, kw_only=True):
     next_due_at: datetime | None
     category: str | None
     content_sha256: str
+    tier: str
+    write_mode: str
+    outcome: str | None = None
 
 
 ACTIVE_STATES = ("pending", "dead")
@@ -247,17 +250,36 @@ class IntakeView:
 
     def __init__(self) -> None:
         self.records: dict[str, IntakeState] = {}
+        self._by_aggregate: dict[object, IntakeState] = {}  # later events carry only the uuid
         self.active = 0  # pending + dead, kept incrementally: admission checks it every commit
 
     def apply(self, position: int, event: object) -> None:
         if isinstance(event, Intake.Admitted):
             self.active += 1
-            self.records[event.run_hash] = IntakeState(
+            self.records[event.run_hash] = self._by_aggregate[event.originator_id] = IntakeState(
                 id=event.run_hash, state="pending", due=True, attempts=0,
                 revision=event.originator_version, position=position,
                 admitted_at=event.timestamp, next_due_at=event.timestamp, category=None,
-                content_sha256=event.content_sha256,
+                content_sha256=event.content_sha256, tier=event.tier, write_mode=event.write_mode,
             )
+        elif isinstance(event, Intake.Resolved):
+            record = self._by_aggregate[event.originator_id]
+            if record.state in ACTIVE_STATES:
+                self.active -= 1
+            record.state, record.due, record.next_due_at = "resolved", False, None
+            record.outcome = event.outcome
+            record.revision = event.originator_version
+
+    def drainable(self) -> list[IntakeState]:
+        """Pending, due intakes whose projection needs no model, in admission order.
+
+        BuJo capture intakes wait for the capture pipeline (a later issue).
+        """
+        return sorted(
+            (r for r in self.records.values() if r.state == "pending" and r.due
+             and not (r.tier == "bujo" and r.write_mode == "capture")),
+            key=lambda r: r.position,
+        )
 
     def counts(self) -> dict[str, int]:
         counts = {"pending": 0, "due": 0, "delayed": 0, "dead": 0, "resolved": 0}

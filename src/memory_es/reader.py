@@ -15,6 +15,7 @@ from typing import IO, Any
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.events import RECORDED_TOPIC
 from memory_es.intake import IntakeView
 from memory_es.journal import OpenedJournal, open_journal
 
@@ -23,12 +24,21 @@ INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
 def fold_intakes(opened: OpenedJournal) -> IntakeView:
     """Replay every Intake event of a journal into a fresh IntakeView."""
+    return fold_state(opened)[0]
+
+
+def fold_state(opened: OpenedJournal) -> tuple[IntakeView, set[str]]:
+    """The store's domain state from one pass over the journal: intakes and memory ids."""
     view = IntakeView()
+    memory_ids: set[str] = set()
     mapper = opened.app.mapper
     for position, oid, version, topic, state, _chain in opened.recorder.rows():
         if topic.startswith(INTAKE_TOPIC_PREFIX):
             view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state)))
-    return view
+        elif topic == RECORDED_TOPIC:
+            event = mapper.to_domain_event(StoredEvent(oid, version, topic, state))
+            memory_ids.add(event.memory_id)  # type: ignore[attr-defined]
+    return view, memory_ids
 
 
 @contextlib.contextmanager
@@ -92,3 +102,18 @@ def export_journal_to_file(root: str | Path, path: str | Path) -> int:
         raise
     fsync_dir(target.parent.resolve())
     return count
+
+
+def iter_events(opened: OpenedJournal, after: int = 0, batch: int = 1000) -> Iterator[
+    tuple[int, Any]
+]:
+    """Decoded events after position ``after``, in journal order, read in batches."""
+    mapper = opened.app.mapper
+    recorder = opened.recorder
+    while True:
+        notifications = recorder.select_notifications(after, batch, inclusive_of_start=False)
+        if not notifications:
+            return
+        for n in notifications:
+            yield n.id, mapper.to_domain_event(n)
+        after = notifications[-1].id

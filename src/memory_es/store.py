@@ -8,6 +8,7 @@ each caller returns once the commit holding its event is durable.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -19,18 +20,23 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import ConfigError, MemoryConfig
-from memory_es.events import Intake
+from memory_es.errors import MemoryEsError
+from memory_es.events import Intake, Memory, intake_uuid
 from memory_es.intake import (
     MAX_ACTIVE,
     AdmissionResult,
     CompletedTurn,
+    IntakeState,
     PreparedIntake,
     prepare_turn,
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
-from memory_es.reader import fold_intakes
+from memory_es.observe import observe
+from memory_es.reader import fold_state, iter_events
+from projections.replay import Projector
 
 log = logging.getLogger("memory_es")
+DRAIN_CHUNK = 500
 
 Clock = Callable[[], datetime]
 
@@ -94,13 +100,15 @@ class MemoryStore:
         self.config = config
         self.root = opened.recorder.path.parent
         self._clock = clock
-        self._view = fold_intakes(opened)
+        self._view, self._memory_ids = fold_state(opened)
         self._cv = threading.Condition()
         self._queue: list[_Request] = []
         self._committing = False
         self._last_batch = 0
         self._closed = False
         self.commits = 0  # journal transactions written by admission (group commit shares them)
+        self._projector = Projector.open(self.root)
+        self._catch_up()
 
     @classmethod
     def open(
@@ -135,7 +143,10 @@ class MemoryStore:
             self._closed = True
             while self._committing:
                 self._cv.wait()
-        self._opened.close()
+        try:
+            self._projector.close()
+        finally:
+            self._opened.close()
 
     # -- admission ----------------------------------------------------------------------------
 
@@ -194,14 +205,74 @@ class MemoryStore:
         try:
             self._commit(batch)
         finally:
-            with self._cv:
-                if self._queue:
-                    self._queue[0].wake.release()
-                else:
-                    self._committing = False
-                    self._cv.notify_all()
+            self._release_commit()
         assert request.result is not None
         return request.result
+
+    def _release_commit(self) -> None:
+        """Hand the journal to the next queued admission, or free it."""
+        with self._cv:
+            if self._queue:
+                self._queue[0].wake.release()
+            else:
+                self._committing = False
+                self._cv.notify_all()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold the journal like an admission leader (drain, operator transitions)."""
+        with self._cv:
+            if self._closed:
+                raise MemoryEsError(f"{self.root}: the store is closed")
+            while self._committing:
+                self._cv.wait()
+            self._committing = True
+        try:
+            yield
+        finally:
+            self._release_commit()
+
+    # -- projection ---------------------------------------------------------------------------
+
+    def drain(self) -> int:
+        """Project every due, model-free intake now; returns how many were resolved.
+
+        Each chunk of intakes is resolved in one journal transaction (Memory.Recorded +
+        Intake.Resolved), then the projections catch up. Until the background worker lands,
+        this is how admitted turns reach daily/, audit/ and the index.
+        """
+        resolved = 0
+        with self._exclusive():
+            due = self._view.drainable()
+            for start in range(0, len(due), DRAIN_CHUNK):
+                resolved += self._resolve(due[start:start + DRAIN_CHUNK])
+            self._catch_up()
+        return resolved
+
+    def _resolve(self, records: list[IntakeState]) -> int:
+        app = self._opened.app
+        at = self._clock()
+        events: list[Any] = []
+        new_ids: set[str] = set()
+        for record in records:
+            (stored,) = app.recorder.select_events(intake_uuid(record.id), lte=1)
+            admitted = app.mapper.to_domain_event(stored)
+            assert isinstance(admitted, Intake.Admitted)
+            events += observe(
+                admitted, revision=record.revision, at=at,
+                memory_exists=lambda mid: mid in self._memory_ids or mid in new_ids,
+            )
+            new_ids.update(e.memory_id for e in events if isinstance(e, Memory.Recorded))
+        positions = self._opened.recorder.insert_events(
+            [app.mapper.to_stored_event(e) for e in events])
+        assert positions is not None
+        for position, event in zip(positions, events, strict=True):
+            self._view.apply(position, event)
+        self._memory_ids |= new_ids
+        return len(records)
+
+    def _catch_up(self) -> None:
+        self._projector.catch_up(iter_events(self._opened, after=self._projector.position))
 
     def _commit(self, batch: list[_Request]) -> None:
         """Decide every queued request, write the admitted ones in one transaction."""

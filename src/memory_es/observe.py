@@ -1,0 +1,44 @@
+"""Projecting an admitted intake without a model (A3, D2, D3, D5, D7, D8, D12).
+
+The store turns each due intake into events here, committed in one transaction: the
+``Memory.Recorded`` observation (Lite, Journal) and ``Intake.Resolved``. BuJo with
+append-host-summary resolves with no memory: its only projection is the audit line, which
+comes from the ``Intake.Admitted`` event itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from memory_es.events import Intake, Memory
+from memory_es.text import collapse_ws, journal_text, run_memory_id, sha256_hex
+
+
+def observe(
+    admitted: Intake.Admitted, *, revision: int, at: datetime,
+    memory_exists: Callable[[str], bool],
+) -> list[Any]:
+    """The events that resolve one admitted, model-free intake."""
+    run_hash = admitted.run_hash
+    if admitted.tier == "bujo":
+        return [Intake.resolved(run_hash=run_hash, version=revision, at=at, outcome="projected")]
+    if admitted.tier == "journal":
+        text = journal_text(admitted.summary)
+        memory_id = sha256_hex(text)  # D3: content identity, case preserved
+    else:
+        text = collapse_ws(admitted.summary)
+        memory_id = run_memory_id(run_hash, 0)
+    if not text:
+        return [Intake.resolved(run_hash=run_hash, version=revision, at=at, outcome="empty")]
+    events: list[Any] = []
+    if not memory_exists(memory_id):  # D5: repeated content converges on one identity
+        events.append(Memory.recorded(
+            at=admitted.timestamp, memory_id=memory_id, kind="observation", text=text,
+            day=admitted.timestamp.date().isoformat(), status="open", source="host-summary",
+            session=admitted.session, run_hash=run_hash, tier=admitted.tier,
+        ))
+    events.append(Intake.resolved(run_hash=run_hash, version=revision, at=at,
+                                  outcome="projected", memory_id=memory_id))
+    return events

@@ -1,0 +1,25 @@
+"""Text normalisation and identities (DESIGN 9.3, D3, D5)."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+
+def collapse_ws(text: str) -> str:
+    """Every run of Unicode whitespace becomes one space; ends trimmed. Case is preserved."""
+    return " ".join(text.split())
+
+
+def journal_text(text: str) -> str:
+    """The Journal tier's normal form: NFKC, then whitespace collapsed (case preserved)."""
+    return collapse_ws(unicodedata.normalize("NFKC", text))
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def run_memory_id(run_hash: str, index: int) -> str:
+    """Run-derived memory id: sha256(run_hash ":" index), so a replayed commit is a no-op."""
+    return sha256_hex(f"{run_hash}:{index}")

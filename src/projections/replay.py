@@ -1,0 +1,192 @@
+"""Replay driver, index generations and rebuild (DESIGN 7, D10, C8, C15, K10).
+
+``Projector`` owns a root's projections: the active index generation
+(``index/gen-N/memory.db``, named by ``index/CURRENT``) and the Markdown tree (``daily/``,
+``audit/``). It folds events in journal order; ``flush`` renders the days those events touched
+from the index, rewrites a file only when its bytes change, then commits the index position.
+``rebuild`` replays a whole journal into a new generation, then activates it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory_es.fsutil import atomic_write, check_private, make_private_dir
+from projections.markdown import render_audit, render_daily
+from projections.sqlite_index import IndexProjection
+
+INDEX_DIR = "index"
+CURRENT_FILE = "CURRENT"
+INDEX_DB = "memory.db"
+MARKDOWN_DIRS = ("daily", "audit")
+_RENDER = {"daily": render_daily, "audit": render_audit}
+
+
+def day_file(kind: str, day: str) -> str:
+    """Root-relative path of one day's file."""
+    return f"{kind}/{day}.md"
+
+
+def read_current(root: Path) -> int | None:
+    """The active generation number, or None when no index was ever activated."""
+    path = root / INDEX_DIR / CURRENT_FILE
+    if not os.path.lexists(path):
+        return None
+    check_private(path, is_dir=False)
+    text = path.read_text("ascii").strip()
+    if not text.startswith("gen-") or not text[4:].isdigit():
+        raise ValueError(f"{path}: not a generation pointer: {text!r}")
+    return int(text[4:])
+
+
+def generation_path(root: Path, generation: int) -> Path:
+    return root / INDEX_DIR / f"gen-{generation}" / INDEX_DB
+
+
+def _write_if_changed(root: Path, relpath: str, data: bytes) -> bool:
+    path = root / relpath
+    make_private_dir(path.parent)
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except FileNotFoundError:
+        pass
+    atomic_write(path, data)
+    return True
+
+
+class Projector:
+    """The live projections of one root, fed in journal order."""
+
+    def __init__(self, root: Path, index: IndexProjection) -> None:
+        self.root = root
+        self.index = index
+        self.files_written = 0
+
+    @property
+    def position(self) -> int:
+        return self.index.position
+
+    @classmethod
+    def open(cls, root: Path) -> Projector:
+        """Open the active generation, creating (and activating) gen-1 on a new root."""
+        generation = read_current(root)
+        if generation is None:
+            make_private_dir(root / INDEX_DIR)
+            generation = 1
+            make_private_dir(generation_path(root, 1).parent)
+            db = generation_path(root, 1)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(db)
+            index = IndexProjection(db, create=True)
+            _activate(root, 1)
+            return cls(root, index)
+        db = generation_path(root, generation)
+        check_private(db, is_dir=False)
+        return cls(root, IndexProjection(db))
+
+    def apply(self, position: int, event: object) -> None:
+        self.index.apply(position, event)
+
+    def flush(self) -> None:
+        """Render touched days, write changed files, then commit the index position."""
+        try:
+            for kind, day in sorted(self.index.touched):
+                data = _RENDER[kind](day, self.index.day_rows(kind, day))
+                self.files_written += _write_if_changed(self.root, day_file(kind, day), data)
+            self.index.flush()
+        except BaseException:
+            self.index.rollback()
+            raise
+
+    def catch_up(self, events: Iterable[tuple[int, object]]) -> int:
+        """Apply every event after our position, then flush; returns the new position."""
+        for position, event in events:
+            self.apply(position, event)
+        self.flush()
+        return self.position
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def _activate(root: Path, generation: int) -> None:
+    atomic_write(root / INDEX_DIR / CURRENT_FILE, f"gen-{generation}\n".encode("ascii"))
+
+
+def render_all(index: IndexProjection) -> dict[str, bytes]:
+    """Every Markdown file the index implies, by root-relative path."""
+    return {day_file(kind, day): _RENDER[kind](day, index.day_rows(kind, day))
+            for kind, day in index.days()}
+
+
+def managed_files(root: Path) -> list[str]:
+    """Root-relative paths of the Markdown files present under the managed directories."""
+    found: list[str] = []
+    for kind in MARKDOWN_DIRS:
+        directory = root / kind
+        if os.path.isdir(directory):
+            found.extend(f"{kind}/{name}" for name in sorted(os.listdir(directory)))
+    return found
+
+
+@dataclass
+class RebuildReport:
+    """What a rebuild changed: counts only, never content."""
+
+    generation: int
+    position: int
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def build_generation(path: Path, events: Iterable[tuple[int, object]]) -> IndexProjection:
+    """A fresh index at ``path`` with every event applied and committed."""
+    make_private_dir(path.parent)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    index = IndexProjection(path, create=True)
+    try:
+        for position, event in events:
+            index.apply(position, event)
+        index.flush()
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def rebuild(root: Path, events: Iterable[tuple[int, object]]) -> RebuildReport:
+    """Replay ``events`` into a new generation, bring Markdown to match, then activate it.
+
+    Only files whose bytes change are rewritten (K10); Markdown files no event implies are
+    removed. The caller holds the writer lock (C15, C16).
+    """
+    make_private_dir(root / INDEX_DIR)
+    current = read_current(root) or 0
+    existing = [int(p.name[4:]) for p in (root / INDEX_DIR).glob("gen-*") if p.name[4:].isdigit()]
+    generation = max([current, *existing]) + 1
+    index = build_generation(generation_path(root, generation), events)
+    try:
+        expected = render_all(index)
+        report = RebuildReport(generation=generation, position=index.position)
+        for relpath, data in sorted(expected.items()):
+            if _write_if_changed(root, relpath, data):
+                report.written.append(relpath)
+        for relpath in managed_files(root):
+            if relpath not in expected:
+                os.unlink(root / relpath)
+                report.removed.append(relpath)
+    finally:
+        index.close()
+    _activate(root, generation)
+    for old in [*existing, current]:
+        if old != generation:
+            shutil.rmtree(root / INDEX_DIR / f"gen-{old}", ignore_errors=True)
+    return report
