@@ -616,6 +616,7 @@ def restore_logger_level() -> Iterator[None]:
 
 @pytest.mark.usefixtures("restore_logger_level")
 def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo runs the whole Lite flow (projections issue, item 9)."""
     code, out, _ = run(capsys, "demo")
     assert code == 0
     results = [json.loads(line.split("-> ", 1)[1]) for line in out.splitlines() if "-> " in line]
@@ -624,13 +625,21 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert ("duplicate", None) in statuses
     assert ("rejected", "run_id_conflict") in statuses
     assert ("skipped", "nothing_to_report") in statuses
-    counts = re.search(r"^.*\bpending=(\d+)\b.*\btotal=(\d+)\b.*$", out, re.MULTILINE)
-    assert counts is not None, out
     admitted = statuses.count(("admitted", None))
-    assert int(counts.group(1)) == admitted
-    assert int(counts.group(2)) == admitted
+    assert f"resolved {admitted} intakes" in out
+    counts = re.search(r"^.*\bpending=(\d+)\b.*\bresolved=(\d+)\b.*$", out, re.MULTILINE)
+    assert counts is not None, out
+    assert (int(counts.group(1)), int(counts.group(2))) == (0, admitted)
     ids = {r["intake_id"] for r in results if r["status"] == "admitted"}
     assert all(i in out.split("$ memory-es inspect", 1)[1] for i in ids)
+    assert "- Booked the dentist for 2026-12-09 at 10:00.\n  <!--mem id=" in out
+    search = out.split("$ memory-es search dentist", 1)[1].split("==", 1)[0]
+    assert "Booked the dentist" in search
+    healths = out.split("$ memory-es health")[1:]
+    assert len(healths) == 3
+    assert healths[0].lstrip().startswith("clean:")
+    assert "file_mismatch  daily/" in healths[1] and "[exit 1]" in healths[1]
+    assert healths[2].lstrip().startswith("clean:")
 
 
 def test_demo_subprocess_leaves_no_root_behind(tmp_path: Path) -> None:

@@ -17,8 +17,15 @@ from typing import Any
 from memory_es.config import ConfigError, MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
-from memory_es.reader import export_journal, export_journal_to_file, inspect_root
-from memory_es.store import MemoryStore, resolve_root
+from memory_es.reader import (
+    export_journal,
+    export_journal_to_file,
+    health,
+    inspect_root,
+    search_root,
+)
+from memory_es.store import MemoryStore, rebuild_root, resolve_root
+from memory_es.transfer import replay_export
 
 HEX = set("0123456789abcdef")
 
@@ -94,8 +101,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     counts = report["counts"]
     print(" ".join(f"{k}={counts[k]}" for k in sorted(counts)))
     for r in report["records"]:
-        print(f"{r['id']}  {r['state']:<8} {'due' if r['due'] else 'delayed':<7} "
-              f"attempts={r['attempts']} admitted={r['admitted_at']} next={r['next_due_at']}")
+        if r["state"] == "pending":
+            detail = f"{'due' if r['due'] else 'delayed':<7} next={r['next_due_at']}"
+        else:
+            detail = f"outcome={r['outcome']}"
+        print(f"{r['id']}  {r['state']:<8} attempts={r['attempts']} "
+              f"admitted={r['admitted_at']} {detail}")
     return 0
 
 
@@ -107,6 +118,52 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         count = export_journal_to_file(root, args.journal)
     print(f"exported {count} events", file=sys.stderr)
+    return 0
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    config = _config(args)
+    with MemoryStore.open(_root(args, config), config) as store:
+        count = store.drain()
+        counts = store.inspect()["counts"]
+    print(f"resolved {count} intakes; pending={counts['pending']} resolved={counts['resolved']}")
+    return 0
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    report = rebuild_root(_root(args), lock_timeout=args.lock_timeout)
+    print(f"activated index gen-{report.generation} at position {report.position}; "
+          f"rewrote {len(report.written)} files, removed {len(report.removed)}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.root is None:
+        raise CliError("replay needs --root NEW (a new or empty directory)")
+    report = replay_export(args.journal, args.root)
+    print(f"replayed {report.position} events into {args.root}; "
+          f"wrote {len(report.written)} files")
+    return 0
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    report = health(_root(args))
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(f"{report.status}: journal at {report.journal_position}, projections at "
+              f"{report.projection_position}, {len(report.findings)} findings")
+        for f in sorted(report.findings):
+            print(f"{f.code}  {f.path}  {f.detail}")
+    return report.exit_code
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    hits = search_root(_root(args), args.query, args.limit)
+    if args.json:
+        _print_json(hits)
+    for hit in [] if args.json else hits:
+        print(f"{hit['bm25']:8.3f}  [{hit['recorded_at']}]  {hit['text']}")
     return 0
 
 
@@ -131,6 +188,7 @@ DEMO_TURNS = (
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """The whole Lite flow: admit, drain, read, search, health, tamper, health, rebuild."""
     import logging
 
     logger = logging.getLogger("memory_es")
@@ -138,17 +196,44 @@ def cmd_demo(args: argparse.Namespace) -> int:
     logger.setLevel(logging.ERROR)  # the demo prints each result itself
     try:
         with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp:
-            root = Path(tmp) / "memory"
-            print(f"memory root: {root}")
-            with MemoryStore.open(root) as store:
-                for label, turn in DEMO_TURNS:
-                    result = store.persist_completed_turn(turn)
-                    print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")
-            print("\n$ memory-es inspect")
-            return cmd_inspect(
-                argparse.Namespace(root=str(root), config=None, id=None, json=False))
+            return _demo(Path(tmp) / "memory")
     finally:
         logger.setLevel(level)
+
+
+def _demo(root: Path) -> int:
+    def step(title: str) -> None:
+        print(f"\n== {title}")
+
+    def run(*argv: str) -> int:
+        print(f"$ memory-es {' '.join(argv)}")
+        return main(["--root", str(root), *argv])
+
+    print(f"memory root: {root}")
+    step("admit turns (MemoryStore.persist_completed_turn)")
+    with MemoryStore.open(root) as store:
+        for label, turn in DEMO_TURNS:
+            result = store.persist_completed_turn(turn)
+            print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")
+    step("project them")
+    run("drain")
+    run("inspect")
+    step("the daily file")
+    for path in sorted((root / "daily").iterdir()):
+        print(f"--- daily/{path.name}")
+        print(path.read_text("utf-8"), end="")
+    step("search the index (FTS5, bm25)")
+    run("search", "dentist")
+    step("audit the root against a replay of its journal")
+    run("health")
+    step("tamper with a daily file, audit again")
+    daily = sorted((root / "daily").iterdir())[0]
+    daily.write_text(daily.read_text("utf-8").replace("dentist", "dent1st"), "utf-8")
+    code = run("health")
+    print(f"[exit {code}]")
+    step("rebuild from the journal, audit again")
+    run("rebuild")
+    return run("health")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -182,7 +267,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--journal", required=True, metavar="FILE", help="JSONL output; '-' = stdout")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("demo", help="admit sample turns into a temporary root and inspect it")
+    p = sub.add_parser("drain", help="project every due intake now (foreground)")
+    p.set_defaults(func=cmd_drain)
+
+    p = sub.add_parser("rebuild", help="replay the journal into a new index generation + Markdown")
+    p.add_argument("--lock-timeout", type=float, default=0.0,
+                   help="seconds to wait for the writer lock (default: refuse at once)")
+    p.set_defaults(func=cmd_rebuild)
+
+    p = sub.add_parser("replay", help="build a new root (--root) from an exported journal")
+    p.add_argument("journal", metavar="JOURNAL.jsonl")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("health", help="replay into scratch and report any drift (exit 0/1/2)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_health)
+
+    p = sub.add_parser("search", help="lexical FTS5 search of the active index")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("demo", help="the whole Lite flow in a temporary root")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 
 class MemoryEsError(Exception):
-    """Base for every error memory_es raises on purpose; the CLI prints it as one line."""
+    """Base for every error memory_es raises on purpose; the CLI prints it as one line.
+
+    ``code`` is a stable, content-free name for the cause (health findings reuse it).
+    """
+
+    def __init__(self, message: str, *, code: str = "error") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class UnsafePathError(MemoryEsError):

@@ -38,22 +38,27 @@ def check_private(path: Path, *, is_dir: bool) -> os.stat_result:
     except FileNotFoundError:
         raise
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePathError(f"{path}: is a symlink; memory_es refuses symlinked roots and files")
+        raise UnsafePathError(
+            f"{path}: is a symlink; memory_es refuses symlinked roots and files", code="symlink"
+        )
     if is_dir and not stat.S_ISDIR(st.st_mode):
-        raise UnsafePathError(f"{path}: is not a directory")
+        raise UnsafePathError(f"{path}: is not a directory", code="not_a_directory")
     if not is_dir and not stat.S_ISREG(st.st_mode):
-        raise UnsafePathError(f"{path}: is not a regular file")
+        raise UnsafePathError(f"{path}: is not a regular file", code="not_a_regular_file")
     uid = os.geteuid()
     if st.st_uid != uid:
-        raise UnsafePathError(f"{path}: is owned by uid {st.st_uid}, expected uid {uid}")
+        raise UnsafePathError(
+            f"{path}: is owned by uid {st.st_uid}, expected uid {uid}", code="foreign_owner"
+        )
     mode = stat.S_IMODE(st.st_mode)
     if mode & 0o077:
         want = DIR_MODE if is_dir else FILE_MODE
         raise UnsafePathError(
-            f"{path}: has group/other permission bits (mode {mode:04o}); expected {want:04o}"
+            f"{path}: has group/other permission bits (mode {mode:04o}); expected {want:04o}",
+            code="unsafe_mode",
         )
     if not is_dir and st.st_nlink != 1:
-        raise UnsafePathError(f"{path}: has {st.st_nlink} hard links, expected 1")
+        raise UnsafePathError(f"{path}: has {st.st_nlink} hard links, expected 1", code="hard_link")
     return st
 
 
@@ -100,7 +105,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     finally:
         os.close(fd)

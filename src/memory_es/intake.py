@@ -239,6 +239,7 @@ class IntakeState(msgspec.Struct, kw_only=True):
     content_sha256: str
     tier: str
     write_mode: str
+    payload_sha256: str | None
     outcome: str | None = None
 
 
@@ -261,6 +262,7 @@ class IntakeView:
                 revision=event.originator_version, position=position,
                 admitted_at=event.timestamp, next_due_at=event.timestamp, category=None,
                 content_sha256=event.content_sha256, tier=event.tier, write_mode=event.write_mode,
+                payload_sha256=event.payload_sha256,
             )
         elif isinstance(event, Intake.Resolved):
             record = self._by_aggregate[event.originator_id]
@@ -269,6 +271,11 @@ class IntakeView:
             record.state, record.due, record.next_due_at = "resolved", False, None
             record.outcome = event.outcome
             record.revision = event.originator_version
+
+    def unresolved(self) -> list[IntakeState]:
+        """Pending and dead intakes, in admission order."""
+        return sorted((r for r in self.records.values() if r.state in ACTIVE_STATES),
+                      key=lambda r: r.position)
 
     def drainable(self) -> list[IntakeState]:
         """Pending, due intakes whose projection needs no model, in admission order.
@@ -319,4 +326,5 @@ def _record_json(r: IntakeState) -> dict[str, Any]:
         "admitted_at": _iso(r.admitted_at),
         "next_due_at": _iso(r.next_due_at),
         "category": r.category,
+        "outcome": r.outcome,
     }

@@ -213,7 +213,9 @@ class Catalog:
         slots = [_unpack_slot(raw[i * _SLOT_SIZE : (i + 1) * _SLOT_SIZE]) for i in (0, 1)]
         valid = [(s, i) for i, s in enumerate(slots) if s is not None]
         if not valid:
-            raise IntegrityError(f"{self.path}: integrity catalog is corrupt (no valid slot)")
+            raise IntegrityError(
+                f"{self.path}: integrity catalog is corrupt (no valid slot)", code="catalog_corrupt"
+            )
         (position, chain), index = max(valid, key=lambda v: v[0][0])
         self._next_slot = 1 - index
         return position, chain
@@ -321,7 +323,9 @@ def _connect(path: Path, *, readonly: bool) -> apsw.Connection:
     if not readonly:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
         if mode != "wal":
-            raise IntegrityError(f"{path}: cannot switch journal to WAL (got {mode})")
+            raise IntegrityError(
+                f"{path}: cannot switch journal to WAL (got {mode})", code="journal_unusable"
+            )
     conn.execute("PRAGMA synchronous=FULL")
     return conn
 
@@ -354,7 +358,7 @@ class JournalRecorder(ApplicationRecorder):
         """Append events (and ``payloads=[Payload...]``) in one durable transaction."""
         payloads: Sequence[Payload] = kwargs.get("payloads", ())
         if self._writer is None:
-            raise IntegrityError(f"{self.path}: journal opened read-only")
+            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
         conn = self._writer
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
@@ -366,14 +370,24 @@ class JournalRecorder(ApplicationRecorder):
                     chain = chain_link(
                         chain, position, ev.originator_id, ev.originator_version, ev.topic, ev.state
                     )
-                    rows.append((position, str(ev.originator_id), ev.originator_version, ev.topic,
-                                 ev.state, chain))
+                    rows.append(
+                        (
+                            position,
+                            str(ev.originator_id),
+                            ev.originator_version,
+                            ev.topic,
+                            ev.state,
+                            chain,
+                        )
+                    )
                 # One call per table: every apsw call re-takes the GIL, which is contended when
                 # many threads admit at once.
                 conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
                 if payloads:
-                    conn.executemany("INSERT INTO payloads VALUES (?, ?, ?)",
-                                     [(p.intake_id, p.sha256, p.data) for p in payloads])
+                    conn.executemany(
+                        "INSERT INTO payloads VALUES (?, ?, ?)",
+                        [(p.intake_id, p.sha256, p.data) for p in payloads],
+                    )
                 positions = [row[0] for row in rows]
                 crash_point("journal.before_commit")
                 conn.execute("COMMIT")
@@ -452,8 +466,9 @@ class JournalRecorder(ApplicationRecorder):
         with self._read_lock:
             rows: list[Any] = self._reader.execute(sql, params).fetchall()
         return [
-            Notification(id=r[0], originator_id=UUID(r[1]), originator_version=r[2],
-                         topic=r[3], state=r[4])
+            Notification(
+                id=r[0], originator_id=UUID(r[1]), originator_version=r[2], topic=r[3], state=r[4]
+            )
             for r in rows
         ]
 
@@ -503,13 +518,15 @@ class JournalRecorder(ApplicationRecorder):
             if position != expected_position:
                 raise IntegrityError(
                     f"{self.path}: journal position {expected_position} is missing "
-                    f"(found {position}); events were deleted"
+                    f"(found {position}); events were deleted",
+                    code="chain_broken",
                 )
             chain = chain_link(chain, position, oid, version, topic, state)
             if chain != stored_chain:
                 raise IntegrityError(
                     f"{self.path}: hash chain does not verify at position {position}; "
-                    "the journal was edited or replaced"
+                    "the journal was edited or replaced",
+                    code="chain_broken",
                 )
         return expected_position, chain
 
@@ -543,7 +560,9 @@ class PollingSubscription(Subscription[ApplicationRecorder]):
     def __next__(self) -> Notification:
         while not self._has_been_stopped:
             found = self._recorder.select_notifications(
-                start=self._last_notification_id, limit=1, topics=self._topics,
+                start=self._last_notification_id,
+                limit=1,
+                topics=self._topics,
                 inclusive_of_start=self._last_notification_id is None,
             )
             if found:
@@ -600,12 +619,15 @@ def _read_marker(path: Path) -> None:
     try:
         marker = json.loads(raw)
     except ValueError:
-        raise IntegrityError(f"{path}: schema marker is not valid JSON") from None
+        raise IntegrityError(
+            f"{path}: schema marker is not valid JSON", code="marker_invalid"
+        ) from None
     if not isinstance(marker, dict) or marker.get("format") != "memory-es":
-        raise IntegrityError(f"{path}: not a memory-es schema marker")
+        raise IntegrityError(f"{path}: not a memory-es schema marker", code="marker_invalid")
     if marker.get("schema") != SCHEMA_VERSION:
         raise IntegrityError(
-            f"{path}: schema {marker.get('schema')!r} is not supported (expected {SCHEMA_VERSION})"
+            f"{path}: schema {marker.get('schema')!r} is not supported (expected {SCHEMA_VERSION})",
+            code="marker_invalid",
         )
 
 
@@ -618,8 +640,14 @@ def _write_marker(root: Path) -> None:
 
 def _check_managed(root: Path) -> None:
     check_private(root, is_dir=True)
-    for name in (JOURNAL_FILE, JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm", CATALOG_FILE,
-                 MARKER_FILE, LOCK_FILE):
+    for name in (
+        JOURNAL_FILE,
+        JOURNAL_FILE + "-wal",
+        JOURNAL_FILE + "-shm",
+        CATALOG_FILE,
+        MARKER_FILE,
+        LOCK_FILE,
+    ):
         path = root / name
         if _exists(path):
             check_private(path, is_dir=False)
@@ -678,20 +706,27 @@ def open_journal(
 def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> OpenedJournal:
     _check_managed(root)
     journal_path, catalog_path, marker_path = (
-        root / JOURNAL_FILE, root / CATALOG_FILE, root / MARKER_FILE,
+        root / JOURNAL_FILE,
+        root / CATALOG_FILE,
+        root / MARKER_FILE,
     )
     if _exists(marker_path):
         _read_marker(marker_path)
-        for path, what in ((journal_path, "journal"), (catalog_path, "integrity catalog")):
+        for path, what, code in (
+            (journal_path, "journal", "journal_missing"),
+            (catalog_path, "integrity catalog", "catalog_missing"),
+        ):
             if not _exists(path):
                 raise IntegrityError(
-                    f"{path}: {what} is missing but the schema marker says this root has one"
+                    f"{path}: {what} is missing but the schema marker says this root has one",
+                    code=code,
                 )
     elif not writable:
         if _exists(journal_path):
             raise IntegrityError(
                 f"{marker_path}: schema marker is missing but a journal exists; "
-                "open the root as a writer to finish or refuse initialisation"
+                "open the root as a writer to finish or refuse initialisation",
+                code="marker_missing",
             )
         raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE})")
     else:
@@ -732,12 +767,14 @@ def _verify_against_catalog(
     if cat_position > position:
         raise IntegrityError(
             f"{recorder.path}: journal ends at position {position} but the integrity catalog "
-            f"records {cat_position}; the journal was truncated"
+            f"records {cat_position}; the journal was truncated",
+            code="journal_truncated",
         )
     if cat_position > 0 and recorder.chain_at(cat_position) != cat_chain:
         raise IntegrityError(
             f"{recorder.path}: chain at position {cat_position} does not match the integrity "
-            "catalog; the journal was replaced"
+            "catalog; the journal was replaced",
+            code="journal_replaced",
         )
     return position, chain
 
@@ -757,7 +794,8 @@ def _initialise(root: Path) -> None:
         if count:
             raise IntegrityError(
                 f"{root / MARKER_FILE}: schema marker is missing but the journal holds {count} "
-                "events; refusing to treat this root as new"
+                "events; refusing to treat this root as new",
+                code="marker_missing",
             )
     else:
         os.close(create_private_file(journal_path))
@@ -776,7 +814,8 @@ def _initialise(root: Path) -> None:
         if position != 0:
             raise IntegrityError(
                 f"{catalog_path}: schema marker is missing but the catalog records position "
-                f"{position}; refusing to treat this root as new"
+                f"{position}; refusing to treat this root as new",
+                code="marker_missing",
             )
     else:
         Catalog.create(catalog_path).close()

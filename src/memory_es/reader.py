@@ -7,17 +7,22 @@ report or an export is a consistent snapshot of a journal whose chain has been v
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import apsw
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.events import RECORDED_TOPIC
 from memory_es.intake import IntakeView
-from memory_es.journal import OpenedJournal, open_journal
+from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
+from projections.health import Finding, HealthReport, audit
+from projections.replay import generation_path, read_current
+from projections.sqlite_index import fts_search
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
@@ -104,16 +109,53 @@ def export_journal_to_file(root: str | Path, path: str | Path) -> int:
     return count
 
 
-def iter_events(opened: OpenedJournal, after: int = 0, batch: int = 1000) -> Iterator[
-    tuple[int, Any]
-]:
-    """Decoded events after position ``after``, in journal order, read in batches."""
+def iter_events(
+    opened: OpenedJournal, after: int = 0, upto: int | None = None, batch: int = 1000
+) -> Iterator[tuple[int, Any]]:
+    """Decoded events after position ``after`` (up to ``upto``), in journal order."""
     mapper = opened.app.mapper
     recorder = opened.recorder
     while True:
-        notifications = recorder.select_notifications(after, batch, inclusive_of_start=False)
+        notifications = recorder.select_notifications(
+            after, batch, stop=upto, inclusive_of_start=False)
         if not notifications:
             return
         for n in notifications:
             yield n.id, mapper.to_domain_event(n)
         after = notifications[-1].id
+
+
+def payload_findings(opened: OpenedJournal) -> Iterator[Finding]:
+    """Every unresolved intake with capture text still has its exact payload (B5, B9)."""
+    for record in fold_intakes(opened).unresolved():
+        if record.payload_sha256 is None:
+            continue
+        payload = opened.recorder.payload(record.id)
+        if payload is None:
+            yield Finding("payload_missing", JOURNAL_FILE, f"intake {record.id}")
+        elif hashlib.sha256(payload.data).hexdigest() != record.payload_sha256:
+            yield Finding("payload_mismatch", JOURNAL_FILE, f"intake {record.id}")
+
+
+def health(root: str | Path) -> HealthReport:
+    """Replay the journal into scratch and compare with the live root (N*)."""
+    return audit(
+        Path(root),
+        open_journal=lambda r: open_journal(r, writable=False),
+        events_upto=lambda opened, position: iter_events(opened, upto=position),
+        journal_checks=payload_findings,
+    )
+
+
+def search_root(root: str | Path, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    """Read-only FTS5 search of the active index generation (no lock)."""
+    with open_reader(root):  # verifies the journal first: never serve a tampered root
+        generation = read_current(Path(root))
+        if generation is None:
+            return []
+        conn = apsw.Connection(str(generation_path(Path(root), generation)),
+                               flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return fts_search(conn, query, limit)
+        finally:
+            conn.close()

@@ -33,7 +33,8 @@ from memory_es.intake import (
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
 from memory_es.observe import observe
 from memory_es.reader import fold_state, iter_events
-from projections.replay import Projector
+from projections.replay import Projector, RebuildReport, rebuild
+from projections.sqlite_index import fts_search
 
 log = logging.getLogger("memory_es")
 DRAIN_CHUNK = 500
@@ -271,6 +272,19 @@ class MemoryStore:
         self._memory_ids |= new_ids
         return len(records)
 
+    def rebuild(self) -> RebuildReport:
+        """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
+        with self._exclusive():
+            self._projector.close()
+            try:
+                return rebuild(self.root, iter_events(self._opened))
+            finally:
+                self._projector = Projector.open(self.root)
+
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Lexical FTS5 search over the active index (bm25; the hybrid recall issue extends it)."""
+        return fts_search(self._projector.index.conn, query, limit)
+
     def _catch_up(self) -> None:
         self._projector.catch_up(iter_events(self._opened, after=self._projector.position))
 
@@ -343,3 +357,16 @@ class MemoryStore:
     def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
         """Every journal row in order (position, originator, version, topic, state, chain)."""
         return self._opened.recorder.rows()
+
+
+def rebuild_root(root: str | Path, *, lock_timeout: float = 0.0) -> RebuildReport:
+    """``memory-es rebuild``: rebuild projections with the writer lock (C15, C16).
+
+    Needs no working index: the journal alone decides. Refuses, naming the holder, while an
+    agent holds the root.
+    """
+    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout)
+    try:
+        return rebuild(Path(root), iter_events(opened))
+    finally:
+        opened.close()

@@ -1,0 +1,267 @@
+"""The strict health auditor (N1-N4, N7, N11, N12, DESIGN 8).
+
+Health replays the journal (up to the position the live index claims) into a scratch index,
+renders the Markdown that replay implies, and compares with the live root: files byte for
+byte, index rows column by column, FTS against rows, Markdown provenance against the index,
+and the hygiene of every path. Findings carry a stable code, a root-relative path and a
+content-free detail; memory text never appears (N12).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memory_es.errors import MemoryEsError, NotARootError
+from projections.markdown import read_provenance
+from projections.replay import (
+    INDEX_DIR,
+    MARKDOWN_DIRS,
+    build_generation,
+    generation_path,
+    managed_files,
+    read_current,
+    render_all,
+)
+from projections.sqlite_index import DUMP_TABLES
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
+
+# Files the engine owns at the root; anything else (outside the managed dirs) is a stray.
+_ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
+               ".memory-es-schema", ".writer.lock"}
+_SQLITE_SIDE = ("-wal", "-shm")
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    """One problem: stable ``code``, root-relative ``path``, content-free ``detail``."""
+
+    code: str
+    path: str
+    detail: str
+
+
+@dataclass
+class HealthReport:
+    """The audit result; ``exit_code`` is what ``memory-es health`` exits with."""
+
+    status: str  # clean | in_progress | findings | cannot_audit
+    journal_position: int = 0
+    projection_position: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.status == "cannot_audit":
+            return EXIT_CANNOT_AUDIT
+        return EXIT_FINDINGS if self.findings else EXIT_CLEAN
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "journal_position": self.journal_position,
+                "projection_position": self.projection_position,
+                "findings": [asdict(f) for f in sorted(self.findings)]}
+
+
+def writer_alive(root: Path) -> bool:
+    """Does a process hold the root's writer lock right now? (N3: in_progress, not drift)."""
+    try:
+        fd = os.open(root / ".writer.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a shared lock we may have taken
+    return False
+
+
+def hygiene(root: Path) -> Iterator[Finding]:
+    """Every path under the root: no symlinks, ours, private, single link (B16, B17, N7)."""
+    uid = os.geteuid()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                yield Finding("symlink", rel, "is a symbolic link")
+                continue
+            if st.st_uid != uid:
+                yield Finding("foreign_owner", rel, f"owned by uid {st.st_uid}, expected {uid}")
+            mode = stat.S_IMODE(st.st_mode)
+            if mode & 0o077:
+                yield Finding("unsafe_mode", rel, f"mode {mode:04o} has group/other bits")
+            if stat.S_ISREG(st.st_mode) and st.st_nlink != 1:
+                yield Finding("hard_link", rel, f"{st.st_nlink} hard links")
+
+
+def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
+    """Files that are neither the journal, the active index generation, nor managed Markdown."""
+    allowed_index = {"CURRENT"}
+    if generation is not None:
+        allowed_index |= {f"gen-{generation}/memory.db" + s for s in ("", *_SQLITE_SIDE)}
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            rel = str((Path(dirpath) / name).relative_to(root))
+            top, _, rest = rel.partition("/")
+            if not rest and rel in _ROOT_FILES:
+                continue
+            if top == INDEX_DIR and rest in allowed_index:
+                continue
+            if top in MARKDOWN_DIRS and rest.endswith(".md") and "/" not in rest:
+                continue  # compared against replay below
+            yield Finding("file_extra", rel, "not a file memory_es manages")
+
+
+def _compare_files(root: Path, expected: dict[str, bytes]) -> Iterator[Finding]:
+    live = set(managed_files(root))
+    for rel in sorted(live | set(expected)):
+        if rel not in expected:
+            yield Finding("file_extra", rel, "no journal event implies this file")
+        elif rel not in live:
+            yield Finding("file_missing", rel, "replay writes this file; it is absent")
+        else:
+            try:
+                data = (root / rel).read_bytes()
+            except OSError as e:
+                yield Finding("file_unreadable", rel, type(e).__name__)
+                continue
+            if data != expected[rel]:
+                yield Finding("file_mismatch", rel,
+                              f"{len(data)} bytes, replay gives {len(expected[rel])}")
+
+
+def _rows(conn: apsw.Connection, table: str) -> dict[int, tuple[Any, ...]]:
+    columns = ", ".join(DUMP_TABLES[table])
+    return {row[0]: tuple(row) for row in conn.execute(
+        f"SELECT {columns} FROM {table} ORDER BY rowid")}
+
+
+def _compare_index(live: apsw.Connection, expected: apsw.Connection,
+                   rel: str) -> Iterator[Finding]:
+    for table, columns in DUMP_TABLES.items():
+        want, have = _rows(expected, table), _rows(live, table)
+        for rowid in sorted(set(want) | set(have)):
+            if table == "memories_fts":
+                if want.get(rowid) != have.get(rowid):
+                    yield Finding("fts_out_of_sync", rel, f"{table} rowid {rowid}")
+            elif rowid not in have:
+                yield Finding("index_row_missing", rel, f"{table} rowid {rowid}")
+            elif rowid not in want:
+                yield Finding("index_row_extra", rel, f"{table} rowid {rowid}")
+            elif want[rowid] != have[rowid]:
+                changed = [c for c, a, b in zip(columns, want[rowid], have[rowid], strict=True)
+                           if a != b]
+                yield Finding("index_row_changed", rel,
+                              f"{table} rowid {rowid} columns {','.join(changed)}")
+
+
+def _compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
+    """N4: each daily line's source_session must be what the index holds for that id."""
+    indexed = dict(live.execute("SELECT id, source_session FROM memories"))
+    for rel in managed_files(root):
+        if not rel.startswith("daily/"):
+            continue
+        try:
+            marks = read_provenance((root / rel).read_bytes())
+        except OSError:
+            continue
+        for memory_id, session in sorted(marks.items()):
+            if memory_id in indexed and indexed[memory_id] != session:
+                yield Finding("source_session_mismatch", rel,
+                              f"memory {memory_id[:12]}: Markdown and index disagree")
+
+
+def audit(
+    root: Path,
+    *,
+    open_journal: Callable[[Path], Any],
+    events_upto: Callable[[Any, int], Iterable[tuple[int, object]]],
+    journal_checks: Callable[[Any], Iterable[Finding]] = lambda opened: (),
+) -> HealthReport:
+    """Audit ``root``. The journal side is injected so projections stay store-agnostic:
+    ``open_journal(root)`` opens it read-only (raising MemoryEsError with a ``code``),
+    ``events_upto(opened, position)`` yields decoded events up to a position, and
+    ``journal_checks(opened)`` adds intake findings (payloads)."""
+    root = Path(root)
+    if not os.path.lexists(root):
+        return HealthReport("cannot_audit", findings=[Finding("not_a_root", ".", "absent")])
+    report = HealthReport("clean")
+    report.findings += list(hygiene(root))
+    try:
+        opened = open_journal(root)
+    except NotARootError:
+        return HealthReport("cannot_audit", findings=[Finding("not_a_root", ".", "no journal")])
+    except MemoryEsError as e:
+        report.findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
+        report.findings = sorted(set(report.findings))
+        report.status = "findings"
+        return report
+    try:
+        head = opened.recorder.max_notification_id() or 0
+        report.journal_position = head
+        report.findings += list(journal_checks(opened))
+        try:
+            generation = read_current(root)
+        except (ValueError, MemoryEsError):
+            generation = None
+            report.findings.append(Finding("index_pointer_invalid", "index/CURRENT", "unreadable"))
+        report.findings += list(_unexpected_files(root, generation))
+        live_db = generation_path(root, generation) if generation is not None else None
+        if live_db is None or not live_db.is_file():
+            if head:
+                report.findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
+            report.status = "findings" if report.findings else "clean"
+            return report
+        live = apsw.Connection(str(live_db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+            position = int(row[0])
+            report.projection_position = position
+            with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
+                expected = build_generation(Path(scratch) / "memory.db",
+                                            events_upto(opened, position))
+                try:
+                    report.findings += list(_compare_files(root, render_all(expected)))
+                    report.findings += list(_compare_index(
+                        live, expected.conn, str(live_db.relative_to(root))))
+                finally:
+                    expected.close()
+            report.findings += list(_compare_provenance(root, live))
+        finally:
+            live.close()
+        if position > head:
+            report.findings.append(Finding("projection_ahead", INDEX_DIR,
+                                           f"index at {position}, journal at {head}"))
+        elif position < head and not report.findings:
+            if writer_alive(root):
+                report.status = "in_progress"
+                return report
+            report.findings.append(Finding("projection_behind", INDEX_DIR,
+                                           f"index at {position}, journal at {head}"))
+    finally:
+        opened.close()
+    report.findings = sorted(set(report.findings))
+    report.status = "findings" if report.findings else "clean"
+    return report
+
+
+def _rel(root: Path, error: Exception) -> str:
+    """The root-relative path an error message starts with ('.' when it names none)."""
+    text = str(error)
+    head = text.split(": ", 1)[0]
+    try:
+        return str(Path(head).resolve().relative_to(root.resolve())) or "."
+    except ValueError:
+        return "."
