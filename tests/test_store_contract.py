@@ -35,3 +35,35 @@ def test_b27_read_only_store_is_fine_when_writes_are_disabled() -> None:
 def test_b27_memory_store_is_writable(tmp_path: Path) -> None:
     with MemoryStore.open(tmp_path / "root") as store:
         require_writable(store, parse_config({"writeMode": "append-host-summary"}))
+
+
+def test_b4_a_broken_index_never_blocks_admission(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Admission depends on the journal only: with a garbage index pointer the store still
+    opens and admits (warning memory_degraded), drain names the cause, rebuild heals it."""
+    from memory_es import CompletedTurn
+    from memory_es.errors import MemoryEsError
+    from memory_es.reader import health
+    from memory_es.store import rebuild_root
+
+    root = tmp_path / "root"
+    with MemoryStore.open(root) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="a", outcome="success", answer="one"))
+        store.drain()
+    (root / "index" / "CURRENT").write_text("garbage\n")
+    with caplog.at_level("WARNING", logger="memory_es"), MemoryStore.open(root) as store:
+        result = store.persist_completed_turn(
+            CompletedTurn(run_id="b", outcome="success", answer="two"))
+        assert result.status == "admitted"
+        with pytest.raises(MemoryEsError) as err:
+            store.drain()
+        assert err.value.code == "index_pointer_invalid"
+    assert any("memory_degraded" in r.getMessage() and "index_pointer_invalid" in r.getMessage()
+               for r in caplog.records)
+    assert [f.code for f in health(root).findings] == ["index_pointer_invalid"]
+    rebuild_root(root)
+    with MemoryStore.open(root) as store:
+        assert store.drain() == 1
+        assert [h["text"] for h in store.search("two")] == ["two"]
+    assert health(root).status == "clean"

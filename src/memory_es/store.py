@@ -108,8 +108,13 @@ class MemoryStore:
         self._last_batch = 0
         self._closed = False
         self.commits = 0  # journal transactions written by admission (group commit shares them)
-        self._projector = Projector.open(self.root)
-        self._catch_up()
+        self._projector: Projector | None = None
+        try:
+            self._catch_up()
+        except MemoryEsError as e:  # admission must not depend on a healthy index
+            log.warning("memory_degraded: projections unavailable (code=%s); run memory-es "
+                        "rebuild", e.code, extra={"memory_event": "memory_degraded",
+                                                  "code": e.code})
 
     @classmethod
     def open(
@@ -145,7 +150,8 @@ class MemoryStore:
             while self._committing:
                 self._cv.wait()
         try:
-            self._projector.close()
+            if self._projector is not None:
+                self._projector.close()
         finally:
             self._opened.close()
 
@@ -244,6 +250,7 @@ class MemoryStore:
         """
         resolved = 0
         with self._exclusive():
+            self._projections()  # a broken index fails the drain before anything is resolved
             due = self._view.drainable()
             for start in range(0, len(due), DRAIN_CHUNK):
                 resolved += self._resolve(due[start:start + DRAIN_CHUNK])
@@ -275,18 +282,27 @@ class MemoryStore:
     def rebuild(self) -> RebuildReport:
         """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
         with self._exclusive():
-            self._projector.close()
-            try:
-                return rebuild(self.root, iter_events(self._opened))
-            finally:
-                self._projector = Projector.open(self.root)
+            if self._projector is not None:
+                self._projector.close()
+                self._projector = None
+            report = rebuild(self.root, iter_events(self._opened))
+            self._catch_up()
+            return report
 
     def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """Lexical FTS5 search over the active index (bm25; the hybrid recall issue extends it)."""
-        return fts_search(self._projector.index.conn, query, limit)
+        with self._exclusive():
+            return fts_search(self._projections().index.conn, query, limit)
+
+    def _projections(self) -> Projector:
+        """The open projections, opened on first use (a broken index raises here, not at open)."""
+        if self._projector is None:
+            self._projector = Projector.open(self.root)
+        return self._projector
 
     def _catch_up(self) -> None:
-        self._projector.catch_up(iter_events(self._opened, after=self._projector.position))
+        projector = self._projections()
+        projector.catch_up(iter_events(self._opened, after=projector.position))
 
     def _commit(self, batch: list[_Request]) -> None:
         """Decide every queued request, write the admitted ones in one transaction."""

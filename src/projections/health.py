@@ -214,9 +214,13 @@ def audit(
         report.findings += list(journal_checks(opened))
         try:
             generation = read_current(root)
-        except (ValueError, MemoryEsError):
-            generation = None
-            report.findings.append(Finding("index_pointer_invalid", "index/CURRENT", "unreadable"))
+        except MemoryEsError as e:  # nothing in index/ can be judged without the pointer
+            report.findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
+            report.findings += [f for f in _unexpected_files(root, None)
+                                if not f.path.startswith(INDEX_DIR + "/")]
+            report.findings = sorted(set(report.findings))
+            report.status = "findings"
+            return report
         report.findings += list(_unexpected_files(root, generation))
         live_db = generation_path(root, generation) if generation is not None else None
         if live_db is None or not live_db.is_file():

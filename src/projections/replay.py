@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memory_es.errors import MemoryEsError
 from memory_es.fsutil import atomic_write, check_private, make_private_dir
 from projections.markdown import render_audit, render_daily
 from projections.sqlite_index import IndexProjection
@@ -38,9 +39,10 @@ def read_current(root: Path) -> int | None:
     if not os.path.lexists(path):
         return None
     check_private(path, is_dir=False)
-    text = path.read_text("ascii").strip()
+    text = path.read_text("ascii", errors="replace").strip()
     if not text.startswith("gen-") or not text[4:].isdigit():
-        raise ValueError(f"{path}: not a generation pointer: {text!r}")
+        raise MemoryEsError(f"{path}: not a generation pointer; run memory-es rebuild",
+                            code="index_pointer_invalid")
     return int(text[4:])
 
 
@@ -88,6 +90,9 @@ class Projector:
             _activate(root, 1)
             return cls(root, index)
         db = generation_path(root, generation)
+        if not os.path.lexists(db):
+            raise MemoryEsError(f"{db}: active index generation is missing; run memory-es rebuild",
+                                code="index_missing")
         check_private(db, is_dir=False)
         return cls(root, IndexProjection(db))
 
@@ -169,7 +174,10 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]]) -> RebuildReport:
     removed. The caller holds the writer lock (C15, C16).
     """
     make_private_dir(root / INDEX_DIR)
-    current = read_current(root) or 0
+    try:
+        current = read_current(root) or 0
+    except MemoryEsError:  # rebuild is the repair for a broken pointer
+        current = 0
     existing = [int(p.name[4:]) for p in (root / INDEX_DIR).glob("gen-*") if p.name[4:].isdigit()]
     generation = max([current, *existing]) + 1
     index = build_generation(generation_path(root, generation), events)
