@@ -29,10 +29,12 @@ INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
 def fold_intakes(opened: OpenedJournal) -> IntakeView:
     """Replay every Intake event of a journal into a fresh IntakeView."""
-    return fold_state(opened)[0]
+    return fold_state(opened, with_memories=False)[0]
 
 
-def fold_state(opened: OpenedJournal) -> tuple[IntakeView, set[str]]:
+def fold_state(
+    opened: OpenedJournal, *, with_memories: bool = True
+) -> tuple[IntakeView, set[str]]:
     """The store's domain state from one pass over the journal: intakes and memory ids."""
     view = IntakeView()
     memory_ids: set[str] = set()
@@ -40,7 +42,7 @@ def fold_state(opened: OpenedJournal) -> tuple[IntakeView, set[str]]:
     for position, oid, version, topic, state, _chain in opened.recorder.rows():
         if topic.startswith(INTAKE_TOPIC_PREFIX):
             view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state)))
-        elif topic == RECORDED_TOPIC:
+        elif with_memories and topic == RECORDED_TOPIC:
             event = mapper.to_domain_event(StoredEvent(oid, version, topic, state))
             memory_ids.add(event.memory_id)  # type: ignore[attr-defined]
     return view, memory_ids

@@ -142,27 +142,45 @@ def _compare_files(root: Path, expected: dict[str, bytes]) -> Iterator[Finding]:
                               f"{len(data)} bytes, replay gives {len(expected[rel])}")
 
 
-def _rows(conn: apsw.Connection, table: str) -> dict[int, tuple[Any, ...]]:
+def _rows(conn: apsw.Connection, table: str) -> Iterator[tuple[Any, ...]]:
     columns = ", ".join(DUMP_TABLES[table])
-    return {row[0]: tuple(row) for row in conn.execute(
-        f"SELECT {columns} FROM {table} ORDER BY rowid")}
+    for row in conn.execute(f"SELECT {columns} FROM {table} ORDER BY rowid"):
+        yield tuple(row)
+
+
+def _merge(want: Iterator[tuple[Any, ...]], have: Iterator[tuple[Any, ...]]) -> Iterator[
+    tuple[int, tuple[Any, ...] | None, tuple[Any, ...] | None]
+]:
+    """Walk two rowid-ordered row streams together: (rowid, expected row, live row)."""
+    w, h = next(want, None), next(have, None)
+    while w is not None or h is not None:
+        if h is None or (w is not None and w[0] < h[0]):
+            assert w is not None
+            yield w[0], w, None
+            w = next(want, None)
+        elif w is None or h[0] < w[0]:
+            yield h[0], None, h
+            h = next(have, None)
+        else:
+            yield w[0], w, h
+            w, h = next(want, None), next(have, None)
 
 
 def _compare_index(live: apsw.Connection, expected: apsw.Connection,
                    rel: str) -> Iterator[Finding]:
+    """Row by row, streaming both sides (memory stays flat however large the index)."""
     for table, columns in DUMP_TABLES.items():
-        want, have = _rows(expected, table), _rows(live, table)
-        for rowid in sorted(set(want) | set(have)):
+        for rowid, want, have in _merge(_rows(expected, table), _rows(live, table)):
+            if want == have:
+                continue
             if table == "memories_fts":
-                if want.get(rowid) != have.get(rowid):
-                    yield Finding("fts_out_of_sync", rel, f"{table} rowid {rowid}")
-            elif rowid not in have:
+                yield Finding("fts_out_of_sync", rel, f"{table} rowid {rowid}")
+            elif have is None:
                 yield Finding("index_row_missing", rel, f"{table} rowid {rowid}")
-            elif rowid not in want:
+            elif want is None:
                 yield Finding("index_row_extra", rel, f"{table} rowid {rowid}")
-            elif want[rowid] != have[rowid]:
-                changed = [c for c, a, b in zip(columns, want[rowid], have[rowid], strict=True)
-                           if a != b]
+            else:
+                changed = [c for c, a, b in zip(columns, want, have, strict=True) if a != b]
                 yield Finding("index_row_changed", rel,
                               f"{table} rowid {rowid} columns {','.join(changed)}")
 

@@ -26,8 +26,13 @@ def safe_text(text: str) -> str:
     return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+_PCT_PLAIN = re.compile(r"[A-Za-z0-9._~:@-]*")
+
+
 def pct(value: str) -> str:
     """Percent-encode a metadata value: the result holds no space, quote, '<', '>' or '='."""
+    if _PCT_PLAIN.fullmatch(value):  # ids, instants and slugs: nothing to encode
+        return value
     return urllib.parse.quote(value, safe=_PCT_SAFE)
 
 

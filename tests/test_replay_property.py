@@ -1,0 +1,205 @@
+"""Property: after every drain, the live projections equal a from-scratch replay of the journal.
+
+Random operation sequences (admissions from a small pool of run ids, so duplicates and
+conflicts happen, with hostile text, sessions and triggers) are interleaved with ``drain()``.
+After each drain the live daily/, audit/ and index rows must equal what ``replay_export`` of
+the exported journal prefix builds in a fresh root (DESIGN 7, D5, D10). Admission must never
+write a second Admitted event for a run id nor admit conflicting content (B2, B3).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import tempfile
+import unicodedata
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_es.config import parse_config
+from memory_es.intake import CompletedTurn, is_nothing_to_report, run_hash
+from memory_es.reader import export_journal_to_file, health
+from memory_es.store import MemoryStore
+from memory_es.transfer import replay_export
+
+FIXTURES = Path(__file__).resolve().parent.parent / "replay_fixtures"
+
+
+def _load_regenerate() -> ModuleType:
+    """The fixture script: its canonical index dump and fake clock are reused here."""
+    spec = importlib.util.spec_from_file_location("replay_fixtures_regenerate",
+                                                  FIXTURES / "regenerate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+regen = _load_regenerate()
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "lite": regen.LITE, "journal": regen.JOURNAL_MODE, "bujo": regen.BUJO_AUDIT,
+}
+RUN_IDS = ("run-a", "run-b", "run-c", "run-d", "run-e", "run-f")
+SENTINEL = "NOTHING_TO_REPORT"
+
+FRAGMENTS = (
+    "Coffee", "coffee", "COFFEE", "Ｃｏｆｆｅｅ", " order", "oat", "flat white", ".",
+    " ", "  ", "\t", "\n", "\r\n", "\u00a0", "\u3000", "\u2028", "\x85",
+    "<!--", "-->", "&", "&amp;", "<b>", "</b>", "\x00", "\x07", "\x1b[0m", "\x7f", "\x9b",
+    "\u202e", "\u2066", "\u2069", "שלום", "مرحبا", "👩\u200d💻", "👨\u200d👩\u200d👧", "🇮🇱",
+    "👍🏽", "東京", "会議", "e\u0301", "é", "ﬁ", "①", "㎏", SENTINEL, "_", "x",
+)
+
+answers = st.one_of(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=6).map("".join),
+    st.text(max_size=24),
+    st.sampled_from(["Coffee order: oat flat white.", " Coffee  order:\toat flat white.\n",
+                     "Ｃｏｆｆｅｅ order: oat flat white.", "coffee order: oat flat white.",
+                     SENTINEL, f"done\n{SENTINEL}", f"not_{SENTINEL}", " \n\t", ""]),
+)
+sessions = st.one_of(
+    st.none(),
+    st.sampled_from(["s-1", "web:thread one", "a=b&c-->", "web:שיחה", "微信:群", "--> <!--"]),
+    st.just("web:" + "x" * 509),  # 513 bytes: stored as "unknown" (K7)
+    st.just("web:" + "x" * 508),  # exactly 512 bytes: kept
+    st.just("é" * 257),  # 514 UTF-8 bytes, 257 characters
+    st.text(max_size=8),
+)
+
+
+@dataclass(frozen=True)
+class AdmitOp:
+    run_id: str
+    answer: str
+    session: str | None
+    trigger: str
+    speaker_kind: str
+
+    def turn(self) -> CompletedTurn:
+        return CompletedTurn(run_id=self.run_id, outcome="success", answer=self.answer,
+                             session=self.session, trigger=self.trigger,
+                             speaker_kind=self.speaker_kind)
+
+    def content(self) -> tuple[str, str | None, str, str]:
+        return self.answer, self.session, self.trigger, self.speaker_kind
+
+
+@st.composite
+def admit_ops(draw: st.DrawFn) -> AdmitOp:
+    trigger = draw(st.sampled_from(["human", "human", "cron", "webhook"]))
+    speaker = (draw(st.sampled_from(["human-turn", "unknown"])) if trigger == "human"
+               else "trigger")
+    return AdmitOp(draw(st.sampled_from(RUN_IDS)), draw(answers), draw(sessions), trigger,
+                   speaker)
+
+
+DRAIN = "drain"
+operations = st.lists(st.one_of(admit_ops(), admit_ops(), st.just(DRAIN)), max_size=14)
+
+
+def _journal_events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def _ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Model:
+    """What admission must answer, and which memories the journal must end up holding."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.admitted: dict[str, AdmitOp] = {}  # run id -> the first admitted op
+
+    def expect(self, op: AdmitOp) -> tuple[str, str | None]:
+        if is_nothing_to_report(op.answer):
+            return "skipped", "nothing_to_report"
+        first = self.admitted.get(op.run_id)
+        if first is None:
+            self.admitted[op.run_id] = op
+            return "admitted", None
+        if first.content() == op.content():
+            return "duplicate", None
+        return "rejected", "run_id_conflict"
+
+    def memory_texts(self) -> list[str]:
+        """Texts of the memories the admitted turns must yield, sorted."""
+        if self.mode == "bujo":
+            return []
+        ops = self.admitted.values()
+        if self.mode == "lite":
+            return sorted(t for t in (_ws(op.answer) for op in ops) if t)
+        return sorted({t for t in (_ws(unicodedata.normalize("NFKC", op.answer))
+                                   for op in ops) if t})
+
+
+def _check_drain(live: Path, scratch: Path, number: int) -> Path:
+    """Export the live journal, replay it into a fresh root, compare the projections."""
+    export = scratch / f"export-{number}.jsonl"
+    export_journal_to_file(live, export)
+    replayed = scratch / f"replayed-{number}"
+    replay_export(export, replayed)
+    live_tree, replayed_tree = regen.projection_tree(live), regen.projection_tree(replayed)
+    assert regen.tree_diff(replayed_tree, live_tree) == []
+    assert live_tree == replayed_tree
+    return export
+
+
+def _check_journal(export: Path, model: Model) -> None:
+    admitted = [e["state"] for e in _journal_events(export)
+                if e["topic"] == "memory_es/Intake.Admitted"]
+    hashes = [state["run_hash"] for state in admitted]
+    assert len(hashes) == len(set(hashes)), "a run id was admitted twice"
+    want = {run_hash(rid): op for rid, op in model.admitted.items()}
+    assert set(hashes) == set(want)
+    for state in admitted:  # the content admitted is the first content, never a conflict
+        op = want[state["run_hash"]]
+        got = (state["summary"], state["session"], state["trigger"], state["speaker_kind"])
+        assert got == op.content()
+
+
+@settings(max_examples=25, deadline=None)
+@given(mode=st.sampled_from(sorted(CONFIGS)), ops=operations,
+       step=st.sampled_from([timedelta(milliseconds=1), timedelta(minutes=37),
+                             timedelta(hours=5, milliseconds=7)]))
+def test_live_projections_equal_replay_after_every_drain(
+    mode: str, ops: list[AdmitOp | str], step: timedelta
+) -> None:
+    model = Model(mode)
+    with tempfile.TemporaryDirectory(prefix="replay-property-") as tmp:
+        scratch = Path(tmp)
+        live = scratch / "live"
+        export: Path | None = None
+        with MemoryStore.open(live, parse_config(CONFIGS[mode]),
+                              clock=regen.FakeClock(step=step)) as store:
+            for number, op in enumerate([*ops, DRAIN]):  # always end with a drain
+                if op == DRAIN:
+                    store.drain()
+                    assert store.inspect()["counts"]["pending"] == 0
+                    export = _check_drain(live, scratch, number)
+                    _check_journal(export, model)
+                else:
+                    assert isinstance(op, AdmitOp)
+                    result = store.persist_completed_turn(op.turn())
+                    assert (result.status, result.code) == model.expect(op), op
+                    if result.status != "skipped":
+                        assert result.intake_id == run_hash(op.run_id)
+        assert export is not None
+        rows = [json.loads(line) for line in regen.index_dump(live).splitlines()]
+        memories = sorted(r["row"][3] for r in rows if r["table"] == "memories")
+        assert memories == model.memory_texts()  # D5: repeats converge only in journal
+        audit = sorted(r["row"][1] for r in rows if r["table"] == "audit")
+        assert audit == (sorted(run_hash(rid) for rid in model.admitted)
+                         if mode == "bujo" else [])
+        report = health(live)
+        assert report.status == "clean", report.to_json()
