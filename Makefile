@@ -15,12 +15,13 @@ demo: $(BIN)/memory-es
 	$(BIN)/memory-es demo
 
 test: $(BIN)/memory-es
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench replay_fixtures
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 bench: $(BIN)/memory-es
 	$(BIN)/python bench/admission.py
+	$(BIN)/python bench/rebuild.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
