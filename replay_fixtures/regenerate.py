@@ -57,16 +57,18 @@ EPOCH = datetime(2026, 7, 6, 12, 0, 0, tzinfo=UTC)
 
 
 class FakeClock:
-    """Returns ``start``, ``start + step``, ... : one tick per call, tz-aware UTC."""
+    """Tz-aware UTC time that moves only when a step says so (``tick``), never per read:
+    the fixtures must not depend on how often the engine looks at the clock."""
 
     def __init__(self, start: datetime = EPOCH, step: timedelta = timedelta(minutes=1)) -> None:
         self.now = start
         self.step = step
 
-    def __call__(self) -> datetime:
-        now = self.now
+    def tick(self) -> None:
         self.now += self.step
-        return now
+
+    def __call__(self) -> datetime:
+        return self.now
 
 
 # -- canonical dumps (shared with the tests) ----------------------------------------------------
@@ -307,8 +309,9 @@ def run_spec(spec: Spec, root: Path) -> None:
     """Build ``root`` live from the spec's steps, checking every expected status and count."""
     config = parse_config(spec.config)
     clock = FakeClock(spec.start, spec.step)
-    with MemoryStore.open(root, config, clock=clock) as store:
+    with MemoryStore.open(root, config, clock=clock, background=False) as store:
         for number, step in enumerate(spec.steps):
+            clock.tick()
             if isinstance(step, Drain):
                 got: int | str = store.drain()
                 want: int | str = step.expect

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     from memory_es.store import MemoryStore
 
     root, mode, run_ids = argv[0], argv[1], argv[2:]
-    store = MemoryStore.open(root)
+    store = MemoryStore.open(root, background=False)
     if mode == "hold":
         print("ready", flush=True)
         sys.stdin.read()

@@ -67,7 +67,8 @@ def open_store(root: Path) -> Iterator[Any]:
     stores: list[MemoryStore] = []
 
     def _open(block: dict[str, Any] | None = None, **extra: Any) -> MemoryStore:
-        store = MemoryStore.open(root, cfg(block if block is not None else LITE, **extra))
+        config = cfg(block if block is not None else LITE, **extra)
+        store = MemoryStore.open(root, config, background=False)
         stores.append(store)
         return store
 

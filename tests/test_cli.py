@@ -91,7 +91,7 @@ def populated(root: Path) -> dict[str, str]:
         "run-2": "ANSWER-TWO ordered café ☕ beans",
         "run-3": "ANSWER-THREE\nsecond line",
     }
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         for run_id, answer in turns.items():
             result = store.persist_completed_turn(
                 CompletedTurn(
@@ -535,7 +535,7 @@ import sys
 from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 
-with MemoryStore.open(sys.argv[1]) as store:
+with MemoryStore.open(sys.argv[1], background=False) as store:
     for i in (1, 2):
         r = store.persist_completed_turn(
             CompletedTurn(run_id=f"live-{i}", outcome="success", answer=f"live answer {i}"))

@@ -58,7 +58,7 @@ def turn(run_id: str) -> CompletedTurn:
 
 def make_root(tmp_path: Path) -> Path:
     root = tmp_path / "root"
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         for r in EARLIER:
             assert store.persist_completed_turn(turn(r)).status == "admitted"
     return root
@@ -110,7 +110,7 @@ def check_turns(root: Path, new: list[str], expect_present: bool | None) -> set[
     ``expect_present`` None means "all or nothing is not required across transactions": then
     only per-turn wholeness and contiguity are checked. Returns the new run ids found present.
     """
-    with MemoryStore.open(root, lock_timeout=1.0) as store:
+    with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
         rows = admitted_rows(store)
         by_oid: dict[str, list[tuple[int, dict[str, object]]]] = {}
         for position, oid, state in rows:
@@ -148,7 +148,7 @@ def check_turns(root: Path, new: list[str], expect_present: bool | None) -> set[
         again = admitted_rows(store)
         assert len(again) == len(EARLIER) + len(new)
         assert len({oid for _p, oid, _s in again}) == len(again)
-    with MemoryStore.open(root, lock_timeout=1.0) as store:
+    with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
         ids = [rec["id"] for rec in store.inspect()["records"]]
     assert sorted(ids) == sorted(run_hash(r) for r in [*EARLIER, *new])
     return present
@@ -196,7 +196,7 @@ def test_crash_on_first_admission_of_a_new_root(tmp_path: Path, boundary: str) -
     root = tmp_path / "fresh"
     crash(root, boundary, "single", ["first"])
     reopen_and_check_recovery(root, 0 if CATALOG_BEHIND[boundary] else None)
-    with MemoryStore.open(root, lock_timeout=1.0) as store:
+    with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
         ids = [rec["id"] for rec in store.inspect()["records"]]
         assert ids == ([run_hash("first")] if COMMITTED[boundary] else [])
         result = store.persist_completed_turn(turn("first"))

@@ -15,7 +15,7 @@ from memory_es.reader import inspect_root
 def test_callers_queued_behind_a_commit_share_the_next_transaction(tmp_path: Path) -> None:
     """The first caller's commit is held open; seven callers queue meanwhile and are then
     written by one insert (one fsync), and none of them returns before that insert is done."""
-    store = MemoryStore.open(tmp_path / "root")
+    store = MemoryStore.open(tmp_path / "root", background=False)
     recorder = store._opened.recorder
     real_insert = recorder.insert_events
     first_inside, release_first = threading.Event(), threading.Event()
@@ -70,7 +70,7 @@ def test_a_failed_shared_commit_rejects_every_caller_in_it_and_keeps_the_store_u
 ) -> None:
     """B4: an I/O failure during the shared transaction is a rejection for each caller in it,
     never an exception into the host; nothing half-written remains and later turns admit."""
-    store = MemoryStore.open(tmp_path / "root")
+    store = MemoryStore.open(tmp_path / "root", background=False)
     recorder = store._opened.recorder
     real_insert = recorder.insert_events
     fail = threading.Event()

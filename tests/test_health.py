@@ -64,7 +64,7 @@ def turn(run_id: str, answer: str, session: str | None = None, **kw: Any) -> Com
 def build_root(root: Path) -> Path:
     """Three turns on DAY1 and three on DAY2, drained after each day, then closed."""
     clock = Clock(datetime(2026, 3, 1, 10, 0, tzinfo=UTC))
-    with MemoryStore.open(root, clock=clock) as store:
+    with MemoryStore.open(root, clock=clock, background=False) as store:
         for day, start in ((DAY1, datetime(2026, 3, 1, 10, 0, tzinfo=UTC)),
                            (DAY2, datetime(2026, 3, 2, 9, 0, tzinfo=UTC))):
             clock.now = start
@@ -302,7 +302,7 @@ def test_hard_linked_index(root: Path, tmp_path: Path) -> None:
 
 
 def admit_more(root: Path, *answers: str) -> None:
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         for i, answer in enumerate(answers):
             assert store.persist_completed_turn(turn(f"late-{i}", answer)).status == "admitted"
 
@@ -320,7 +320,7 @@ HOLDER = """
 import sys
 from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
-store = MemoryStore.open(sys.argv[1])
+store = MemoryStore.open(sys.argv[1], background=False)
 for i, answer in enumerate(sys.argv[2:]):
     turn = CompletedTurn(run_id=f"held-{i}", outcome="success", answer=answer)
     assert store.persist_completed_turn(turn).status == "admitted"
@@ -488,7 +488,7 @@ def capture_root(tmp_path: Path) -> tuple[Path, str]:
     root = tmp_path / "capture"
     config = parse_config(BUJO_CAPTURE)
     clock = Clock(datetime(2026, 3, 1, 10, 0, tzinfo=UTC))
-    with MemoryStore.open(root, config, clock=clock) as store:
+    with MemoryStore.open(root, config, clock=clock, background=False) as store:
         result = store.persist_completed_turn(turn(
             "cap-1", "Heron-4410 summary", "web:cap", capture_text="Heron-4410 capture text"))
         assert result.status == "admitted"

@@ -46,7 +46,7 @@ def turn(run_id: str, answer: str | None = None) -> CompletedTurn:
 
 
 def admit(root: Path, run_ids: list[str], prefix: str = "") -> None:
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         for r in run_ids:
             result = store.persist_completed_turn(turn(r, f"{prefix}answer for {r}"))
             assert result.status == "admitted", result
@@ -54,7 +54,7 @@ def admit(root: Path, run_ids: list[str], prefix: str = "") -> None:
 
 def ids_in(root: Path) -> list[str]:
     """Intake ids of the root in journal order, through a writer open (must succeed)."""
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         return [r["id"] for r in store.inspect()["records"]]
 
 
@@ -106,7 +106,7 @@ def root(tmp_path: Path) -> Path:
 def refuse(root: Path, exc: type[Exception], *words: str) -> str:
     """Opening as writer AND as reader both fail closed with ``exc`` naming ``words``."""
     with pytest.raises(exc) as writer_err:
-        MemoryStore.open(root, lock_timeout=0.5)
+        MemoryStore.open(root, lock_timeout=0.5, background=False)
     msg = str(writer_err.value)
     for w in words:
         assert w in msg, msg
@@ -226,7 +226,7 @@ def test_missing_marker_with_events_fails_closed(root: Path) -> None:
     snap = snapshot(root)
     (root / MARKER_FILE).unlink()
     with pytest.raises(IntegrityError) as err:
-        MemoryStore.open(root, lock_timeout=0.5)
+        MemoryStore.open(root, lock_timeout=0.5, background=False)
     msg = str(err.value)
     assert "schema marker is missing" in msg, msg
     assert "5 events" in msg or "position 5" in msg, msg
@@ -251,12 +251,12 @@ def test_missing_marker_on_empty_root_is_finished(
 ) -> None:
     """B15: a crash during initialisation (before the marker) leaves an empty root that opens."""
     root = tmp_path / "root"
-    with MemoryStore.open(root):
+    with MemoryStore.open(root, background=False):
         pass
     (root / MARKER_FILE).unlink()
     if also_remove_catalog:
         (root / CATALOG_FILE).unlink()
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         assert store.persist_completed_turn(turn("after-init")).status == "admitted"
     assert (root / MARKER_FILE).exists()
     assert ids_in(root) == [run_hash("after-init")]
@@ -364,7 +364,7 @@ def test_fresh_store_is_owner_only(tmp_path: Path) -> None:
     old_umask = os.umask(0)  # the store, not the umask, must make everything private
     try:
         root = tmp_path / "root"
-        with MemoryStore.open(root) as store:
+        with MemoryStore.open(root, background=False) as store:
             store.persist_completed_turn(turn("mode-check"))
             names = {p.name for p in root.iterdir()}
             assert {JOURNAL_FILE, CATALOG_FILE, MARKER_FILE, LOCK_FILE} <= names
@@ -396,7 +396,7 @@ MANAGED = [JOURNAL_FILE, CATALOG_FILE, MARKER_FILE, LOCK_FILE, JOURNAL_FILE + "-
 def _ensure_wal(root: Path) -> None:
     """Make sure a -wal file exists (the store leaves one behind after close)."""
     if not (root / (JOURNAL_FILE + "-wal")).exists():
-        with MemoryStore.open(root) as store:
+        with MemoryStore.open(root, background=False) as store:
             store.persist_completed_turn(turn("wal-maker"))
 
 
@@ -412,7 +412,7 @@ def test_symlinked_managed_file_is_refused(root: Path, tmp_path: Path, name: str
     os.rename(path, target)
     path.symlink_to(target)
     with pytest.raises(UnsafePathError) as err:
-        MemoryStore.open(root, lock_timeout=0.5)
+        MemoryStore.open(root, lock_timeout=0.5, background=False)
     assert str(path) in str(err.value) and "symlink" in str(err.value)
     if name != LOCK_FILE:  # readers never touch the lock file
         with pytest.raises(UnsafePathError, match="symlink"):
@@ -431,7 +431,7 @@ def test_group_or_other_readable_file_is_refused(root: Path, name: str) -> None:
     path = root / name
     os.chmod(path, 0o644)
     with pytest.raises(UnsafePathError) as err:
-        MemoryStore.open(root, lock_timeout=0.5)
+        MemoryStore.open(root, lock_timeout=0.5, background=False)
     msg = str(err.value)
     assert str(path) in msg and "permission" in msg and "0644" in msg, msg
     assert stat.S_IMODE(path.stat().st_mode) == 0o644, "a refused open must not chmod"
@@ -457,7 +457,7 @@ def test_foreign_owner_is_refused(root: Path, name: str) -> None:
     os.chown(path, FOREIGN_UID, -1)
     try:
         with pytest.raises(UnsafePathError) as err:
-            MemoryStore.open(root, lock_timeout=0.5)
+            MemoryStore.open(root, lock_timeout=0.5, background=False)
         msg = str(err.value)
         assert str(path) in msg and f"owned by uid {FOREIGN_UID}" in msg, msg
     finally:
@@ -517,7 +517,7 @@ def test_writer_lock_excludes_second_writer(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     with pytest.raises(LockTimeoutError) as err:
-        MemoryStore.open(root, lock_timeout=0.3)
+        MemoryStore.open(root, lock_timeout=0.3, background=False)
     msg = str(err.value)
     assert f"pid {holder.pid}" in msg and str(root) in msg, msg
     with pytest.raises(LockTimeoutError):
@@ -536,7 +536,7 @@ def test_writer_lock_excludes_second_writer(
     assert holder.stdin is not None
     holder.stdin.close()
     assert holder.wait(timeout=10) == 0
-    with MemoryStore.open(root, lock_timeout=0.3) as store:
+    with MemoryStore.open(root, lock_timeout=0.3, background=False) as store:
         assert store.persist_completed_turn(turn("after-holder")).status == "admitted"
     assert ids_in(root) == [*HASHES, run_hash("after-holder")]
     assert run_hash("blocked") not in [r["id"] for r in inspect_root(root)["records"]]
@@ -548,10 +548,10 @@ def test_writer_lock_is_released_when_holder_is_killed(
     """B23: a SIGKILLed holder leaves no stale lock: the next writer opens at once."""
     root, holder = held_root
     with pytest.raises(LockTimeoutError):
-        MemoryStore.open(root, lock_timeout=0.1)
+        MemoryStore.open(root, lock_timeout=0.1, background=False)
     holder.kill()
     assert holder.wait(timeout=10) == -9
-    with MemoryStore.open(root, lock_timeout=0.5) as store:
+    with MemoryStore.open(root, lock_timeout=0.5, background=False) as store:
         assert [r["id"] for r in store.inspect()["records"]] == HASHES
     # the lock file now names us, not the dead holder
     assert (root / LOCK_FILE).read_text().strip() == str(os.getpid())

@@ -141,7 +141,7 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
     answers = {"r1": "Alpaca grazing near the fence", "r2": "Bramble jam recipe saved",
                "r3": "Comet visible after midnight"}
     sessions = {"r1": "web:t1", "r2": "web:t2", "r3": "web:t1"}
-    with MemoryStore.open(root, clock=clock) as store:
+    with MemoryStore.open(root, clock=clock, background=False) as store:
         for run_id in ("r1", "r2"):
             admit(store, run_id, answers[run_id], sessions[run_id])
             admissions[run_id] = clock.now
@@ -193,7 +193,7 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
 def test_lite_normalises_whitespace_but_keeps_each_run(tmp_path: Path) -> None:
     """D2: Lite collapses whitespace; identical text from two runs stays two memories."""
     root = tmp_path / "root"
-    with MemoryStore.open(root, clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
         admit(store, "a", "  Gecko\n\tclimbs   walls  ")
         admit(store, "b", "Gecko climbs walls")
         assert store.drain() == 2
@@ -212,7 +212,7 @@ def test_k7_session_limit_and_absent_session(tmp_path: Path) -> None:
     cases = {"exact": exact, "over": over, "over_ascii": over_ascii, "none": None}
     expected = {"exact": exact, "over": "unknown", "over_ascii": "unknown", "none": None}
     assert len(exact.encode()) == 512 and len(over.encode()) == 513
-    with MemoryStore.open(root, clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
         for run_id, session in cases.items():
             admit(store, run_id, f"Session case {run_id} marker", session)
         assert store.drain() == 4
@@ -239,7 +239,7 @@ def test_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> No
     converge on one line and one row, across drains; a different case is a different memory."""
     root = tmp_path / "root"
     canonical = "Buy oat milk today"
-    with MemoryStore.open(root, config(JOURNAL), clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, config(JOURNAL), clock=Clock(at(1, 9)), background=False) as store:
         admit(store, "j1", canonical, "web:a")
         admit(store, "j2", canonical, "web:b")
         admit(store, "j3", "  Buy\toat\n\nmilk   today ")
@@ -274,7 +274,7 @@ def test_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
     memory rows, nothing recallable."""
     root = tmp_path / "root"
     clock = Clock(at(1, 23, 59))
-    with MemoryStore.open(root, config(BUJO), clock=clock) as store:
+    with MemoryStore.open(root, config(BUJO), clock=clock, background=False) as store:
         admit(store, "b1", "Kestrel hovering\nover the field", "web:k")
         admission1 = clock.now
         clock.now = at(2, 8)
@@ -307,7 +307,7 @@ def test_bujo_capture_cron_disabled_gets_no_audit_line(tmp_path: Path) -> None:
     """A13/A12: with capture.cron false a cron turn is skipped and leaves no audit line."""
     root = tmp_path / "root"
     block = {**BUJO_CAPTURE, "capture": {"cron": False}}
-    with MemoryStore.open(root, config(block), clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, config(block), clock=Clock(at(1, 9)), background=False) as store:
         admit(store, "h1", "Osprey seen by a human", capture_text="Osprey seen by a human")
         result = store.persist_completed_turn(turn(
             "c1", "Osprey cron report", trigger="cron", speaker_kind="trigger",
@@ -340,7 +340,7 @@ def test_k_hostile_text_cannot_break_the_markdown(tmp_path: Path) -> None:
     """K2/DESIGN 9.11: comment delimiters are escaped, control and bidi characters removed,
     every bullet has exactly one metadata comment at line start, and RTL/emoji/CJK survive."""
     root = tmp_path / "root"
-    with MemoryStore.open(root, clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
         for i, answer in enumerate(HOSTILE):
             admit(store, f"h{i}", answer, f"web:{i}")
         assert store.drain() == len(HOSTILE)
@@ -361,7 +361,7 @@ def test_k_hostile_text_cannot_break_the_markdown(tmp_path: Path) -> None:
                  "line one line two line three"):
         assert word in text
     # The index keeps the (whitespace-normalised) text itself; FTS finds non-Latin scripts.
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         assert [h["text"] for h in store.search("שלום")] == [" ".join(HOSTILE[6].split())]
     assert health(root).status == "clean"
 
@@ -371,7 +371,7 @@ def test_k2_metadata_values_are_percent_encoded(tmp_path: Path) -> None:
     comment, round-trips exactly, and health reads the same provenance as the index (N4)."""
     root = tmp_path / "root"
     session = 'web:a b-->c=d "q" <x> é 会話 \u202e'
-    with MemoryStore.open(root, clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
         admit(store, "s1", "Provenance survives hostile ids", session)
         admit(store, "s2", "Second line keeps its own", "web:plain")
         assert store.drain() == 2
@@ -398,7 +398,7 @@ def test_k10_new_day_does_not_rewrite_earlier_day(tmp_path: Path) -> None:
     mtime_ns; a further turn on day 2 rewrites day 2 only."""
     root = tmp_path / "root"
     clock = Clock(at(1, 9))
-    with MemoryStore.open(root, clock=clock) as store:
+    with MemoryStore.open(root, clock=clock, background=False) as store:
         admit(store, "d1", "Day one entry")
         store.drain()
         day1 = root / "daily" / "2026-03-01.md"
@@ -418,7 +418,7 @@ def test_k10_new_day_does_not_rewrite_earlier_day(tmp_path: Path) -> None:
             "Day two entry", "Day two second entry"]
         assert os.stat(day2).st_ino != st2.st_ino  # day 2 itself was rewritten
     # Reopening (catch-up on open) and closing rewrites nothing either.
-    with MemoryStore.open(root):
+    with MemoryStore.open(root, background=False):
         pass
     assert os.stat(day1).st_mtime_ns == st1.st_mtime_ns
 
@@ -429,7 +429,7 @@ def test_k10_new_day_does_not_rewrite_earlier_day(tmp_path: Path) -> None:
 def build_mixed_root(root: Path, block: dict[str, Any]) -> None:
     """Several drains over two days with sessions, repeats and an empty-after-collapse answer."""
     clock = Clock(at(1, 22, 30), tick=timedelta(minutes=11))
-    with MemoryStore.open(root, config(block), clock=clock) as store:
+    with MemoryStore.open(root, config(block), clock=clock, background=False) as store:
         admit(store, "m1", "Lantern festival on Friday", "web:x")
         admit(store, "m2", "Harbour tides  at dawn", "web:y")
         store.drain()
@@ -449,7 +449,7 @@ def test_live_root_equals_replay_of_its_export(tmp_path: Path, block: dict[str, 
     live = tmp_path / "live"
     build_mixed_root(live, block)
     # Bring projections level with the journal (the undrained admission, BuJo's audit line).
-    with MemoryStore.open(live, config(block)):
+    with MemoryStore.open(live, config(block), background=False):
         pass
     assert health(live).status == "clean"
     export = tmp_path / "export.jsonl"
@@ -493,7 +493,7 @@ def test_tampered_export_is_refused(tmp_path: Path) -> None:
 DRAINER = """
 import sys
 from memory_es.store import MemoryStore
-store = MemoryStore.open(sys.argv[1])
+store = MemoryStore.open(sys.argv[1], background=False)
 store.drain()
 print("survived", flush=True)
 """
@@ -512,7 +512,7 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
     reopening catches the projections up, health is clean, each memory appears exactly once."""
     root = tmp_path / "root"
     answers = [f"Crash survivor number {i} kiwi" for i in range(4)]
-    with MemoryStore.open(root, clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
         admit(store, "pre", "Drained before the crash kiwi")
         store.drain()
         for i, answer in enumerate(answers):
@@ -524,7 +524,7 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
     assert "survived" not in proc.stdout
     assert count_bullets(root) == {"Drained before the crash kiwi": 1}  # projections behind
 
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         assert store.inspect()["counts"]["pending"] == 0  # the crashed drain committed
         assert store.drain() == 0
         assert len(store.search("kiwi", limit=20)) == 5
@@ -541,7 +541,7 @@ def test_failed_index_commit_after_markdown_write_converges(
     """DESIGN 7: if the index commit fails after Markdown was written, the next catch-up
     re-applies the events without duplicating lines or rewriting the already-correct file."""
     root = tmp_path / "root"
-    with MemoryStore.open(root, clock=Clock(at(1, 9))) as store:
+    with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
         admit(store, "x0", "Before the failure walnut")
         store.drain()
         admit(store, "x1", "During the failure walnut")
@@ -561,7 +561,7 @@ def test_failed_index_commit_after_markdown_write_converges(
     assert query(root, "SELECT COUNT(*) FROM memories") == [(1,)]  # rolled back
     assert health(root).exit_code == 1  # behind and disagreeing until caught up
 
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         assert len(store.search("walnut")) == 2
     assert day.read_bytes() == written
     assert os.stat(day).st_ino == st.st_ino
@@ -576,7 +576,7 @@ def test_failed_index_commit_after_markdown_write_converges(
 def drained_root(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "root"
     build_mixed_root(root, LITE)
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         store.drain()
     yield root
 

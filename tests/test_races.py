@@ -70,7 +70,7 @@ def test_threads_racing_on_overlapping_run_ids(tmp_path: Path) -> None:
         except BaseException as e:
             errors.append(e)
 
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         threads = [threading.Thread(target=worker, args=(store, k)) for k in range(n_threads)]
         for t in threads:
             t.start()
@@ -142,7 +142,7 @@ def test_cli_processes_racing_on_one_root(tmp_path: Path) -> None:
     assert sorted(len(v) for v in stored.values()) == [1, 1]
     assert stored[str(intake_uuid(run_hash("same")))][0]["summary"] == "identical answer"
     assert stored[str(intake_uuid(run_hash("clash")))][0]["summary"] == winner
-    with MemoryStore.open(root, lock_timeout=1.0) as store:
+    with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
         assert store.inspect()["counts"]["total"] == 2
 
 
@@ -206,7 +206,7 @@ def test_reader_sees_consistent_snapshots_while_writers_admit(tmp_path: Path) ->
             with cv:
                 cv.notify_all()
 
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         reader_thread = threading.Thread(target=reader)
         reader_thread.start()
         writers = [threading.Thread(target=writer, args=(store, w)) for w in range(n_writers)]

@@ -191,9 +191,10 @@ def test_live_projections_equal_replay_after_every_drain(
         live = scratch / "live"
         export: Path | None = None
         config, clock = parse_config(CONFIGS[mode]), regen.FakeClock(step=step)
-        store = MemoryStore.open(live, config, clock=clock)
+        store = MemoryStore.open(live, config, clock=clock, background=False)
         try:
             for number, op in enumerate([*ops, DRAIN]):  # always end with a drain
+                clock.tick()  # time moves per operation (days are crossed with big steps)
                 if op == DRAIN:
                     store.drain()
                     assert store.inspect()["counts"]["pending"] == 0
@@ -201,7 +202,7 @@ def test_live_projections_equal_replay_after_every_drain(
                     _check_journal(export, model)
                 elif op == REOPEN:  # pending intakes survive; the next drain projects them
                     store.close()
-                    store = MemoryStore.open(live, config, clock=clock)
+                    store = MemoryStore.open(live, config, clock=clock, background=False)
                 elif op == REBUILD:  # a new index generation replaces the live one (D10)
                     store.rebuild()
                 else:

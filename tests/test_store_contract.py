@@ -33,7 +33,7 @@ def test_b27_read_only_store_is_fine_when_writes_are_disabled() -> None:
 
 
 def test_b27_memory_store_is_writable(tmp_path: Path) -> None:
-    with MemoryStore.open(tmp_path / "root") as store:
+    with MemoryStore.open(tmp_path / "root", background=False) as store:
         require_writable(store, parse_config({"writeMode": "append-host-summary"}))
 
 
@@ -48,11 +48,13 @@ def test_b4_a_broken_index_never_blocks_admission(
     from memory_es.store import rebuild_root
 
     root = tmp_path / "root"
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         store.persist_completed_turn(CompletedTurn(run_id="a", outcome="success", answer="one"))
         store.drain()
     (root / "index" / "CURRENT").write_text("garbage\n")
-    with caplog.at_level("WARNING", logger="memory_es"), MemoryStore.open(root) as store:
+    with caplog.at_level("WARNING", logger="memory_es"), MemoryStore.open(
+        root, background=False
+    ) as store:
         result = store.persist_completed_turn(
             CompletedTurn(run_id="b", outcome="success", answer="two"))
         assert result.status == "admitted"
@@ -63,7 +65,7 @@ def test_b4_a_broken_index_never_blocks_admission(
                for r in caplog.records)
     assert [f.code for f in health(root).findings] == ["index_pointer_invalid"]
     rebuild_root(root)
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         assert store.drain() == 1
         assert [h["text"] for h in store.search("two")] == ["two"]
     assert health(root).status == "clean"

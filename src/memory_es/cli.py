@@ -77,7 +77,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
         run_id=args.run_id, outcome=args.outcome, answer=answer, capture_text=capture_text,
         session=args.session, speaker_kind=args.speaker_kind, trigger=args.trigger,
     )
-    with MemoryStore.open(_root(args, config), config) as store:
+    with MemoryStore.open(_root(args, config), config, background=False) as store:
         result = store.persist_completed_turn(turn)
     _print_json(result.to_json())
     return 0 if result.ok else 1
@@ -123,7 +123,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_drain(args: argparse.Namespace) -> int:
     config = _config(args)
-    with MemoryStore.open(_root(args, config), config) as store:
+    with MemoryStore.open(_root(args, config), config, background=False) as store:
         count = store.drain()
         counts = store.inspect()["counts"]
     print(f"resolved {count} intakes; pending={counts['pending']} resolved={counts['resolved']}")
@@ -211,7 +211,7 @@ def _demo(root: Path) -> int:
 
     print(f"memory root: {root}")
     step("admit turns (MemoryStore.persist_completed_turn)")
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         for label, turn in DEMO_TURNS:
             result = store.persist_completed_turn(turn)
             print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")

@@ -96,6 +96,26 @@ class Intake(Aggregate):
         def apply(self, aggregate: Any) -> None:
             aggregate.outcome = self.outcome
 
+    class AttemptFailed(Aggregate.Event):
+        """Attempt ``attempt`` failed with a content-free ``category``; retry at next_due_at."""
+
+        TOPIC = "memory_es/Intake.AttemptFailed"
+        attempt: int
+        category: str
+        next_due_at: datetime
+
+    class DeadLettered(Aggregate.Event):
+        """The attempt budget is spent (B7): the record waits for an operator."""
+
+        TOPIC = "memory_es/Intake.DeadLettered"
+        attempt: int
+        category: str
+
+    class RetryRequested(Aggregate.Event):
+        """An operator granted a fresh attempt budget, due now (C3)."""
+
+        TOPIC = "memory_es/Intake.RetryRequested"
+
     @classmethod
     def admitted(cls, *, at: datetime, **fields: Any) -> Intake.Admitted:
         """The Admitted event (version 1) stamped by the caller's clock.
@@ -117,12 +137,11 @@ class Intake(Aggregate):
         cls, *, run_hash: str, version: int, at: datetime, outcome: str,
         memory_id: str | None = None, reason_slug: str | None = None,
     ) -> Intake.Resolved:
-        """The Resolved event following ``version`` (optimistic concurrency guards replays)."""
-        # mypy sees fields declared on Aggregate.Created subclasses, not on Aggregate.Event ones.
-        return cls.Resolved(  # type: ignore[call-arg]
-            originator_id=intake_uuid(run_hash), originator_version=version + 1, timestamp=at,
-            outcome=outcome, reason_slug=reason_slug, memory_id=memory_id,
-        )
+        """The Resolved event following ``version``."""
+        event: Intake.Resolved = intake_event(
+            cls.Resolved, run_hash=run_hash, version=version, at=at, outcome=outcome,
+            reason_slug=reason_slug, memory_id=memory_id)
+        return event
 
 
 def memory_uuid(memory_id: str) -> UUID:
@@ -183,6 +202,13 @@ class Memory(Aggregate):
             originator_topic=cls.TOPIC,
             **fields,
         )
+
+
+def intake_event(cls: type[Any], *, run_hash: str, version: int, at: datetime,
+                 **fields: Any) -> Any:
+    """An Intake event following ``version`` (optimistic concurrency guards replays)."""
+    return cls(originator_id=intake_uuid(run_hash), originator_version=version + 1,
+               timestamp=at, **fields)
 
 
 ADMITTED_TOPIC = Intake.Admitted.TOPIC

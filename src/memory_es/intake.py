@@ -8,12 +8,12 @@ Intake events into the states operators inspect (C1, C2).
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import msgspec
 
-from memory_es.events import Intake
+from memory_es.events import Intake, intake_event
 
 SENTINEL = "NOTHING_TO_REPORT"
 MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
@@ -82,6 +82,12 @@ class PreparedIntake(msgspec.Struct, frozen=True, kw_only=True):
     content_bytes: int
     payload: bytes | None
     fields: dict[str, Any]
+
+
+def utc_now() -> datetime:
+    """The default clock: UTC, truncated to milliseconds (the precision events carry)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def run_hash(run_id: str) -> str:
@@ -224,13 +230,32 @@ def prepare_turn(
 # Content-free view of intakes, folded from events.
 
 
+MAX_ATTEMPTS = 16  # B7
+BASE_DELAY = timedelta(minutes=1)
+MAX_DELAY = timedelta(hours=6)
+CATEGORIES = ("model_timeout", "model_invalid_output", "model_unavailable",
+              "embedding_unavailable", "io_error", "internal")
+
+
+def backoff_delay(failure: int) -> timedelta:
+    """Delay after the ``failure``-th failed attempt: min(60 s x 2^(k-1), 6 h) (DESIGN 5)."""
+    if failure >= 10:  # 2^9 min already exceeds the cap; avoid huge powers
+        return MAX_DELAY
+    delay: timedelta = BASE_DELAY * 2 ** (failure - 1)
+    return min(delay, MAX_DELAY)
+
+
 class IntakeState(msgspec.Struct, kw_only=True):
-    """What an operator may see of one intake (C1, C2): no summary, no capture text."""
+    """What an operator may see of one intake (C1, C2): no summary, no capture text.
+
+    ``failures`` counts failed attempts since admission or the last operator retry: the
+    16-attempt budget (B7). ``attempts`` counts every attempt ever made.
+    """
 
     id: str
-    state: str
-    due: bool
+    state: str  # pending | dead | resolved
     attempts: int
+    failures: int
     revision: int
     position: int
     admitted_at: datetime
@@ -241,71 +266,125 @@ class IntakeState(msgspec.Struct, kw_only=True):
     write_mode: str
     payload_sha256: str | None
     outcome: str | None = None
+    reason_slug: str | None = None
+    resolved_position: int | None = None
+
+    def due(self, now: datetime) -> bool:
+        return self.state == "pending" and self.next_due_at is not None and \
+            self.next_due_at <= now
+
+    @property
+    def needs_model(self) -> bool:
+        """BuJo capture intakes wait for the capture pipeline (a later issue)."""
+        return self.tier == "bujo" and self.write_mode == "capture"
 
 
 ACTIVE_STATES = ("pending", "dead")
 
 
+def failure_event(record: IntakeState, category: str, at: datetime) -> Any:
+    """The event a failed attempt commits: AttemptFailed, or DeadLettered on the 16th (B7)."""
+    failure = record.failures + 1
+    if failure >= MAX_ATTEMPTS:
+        return intake_event(Intake.DeadLettered, run_hash=record.id, version=record.revision,
+                            at=at, attempt=record.attempts + 1, category=category)
+    return intake_event(Intake.AttemptFailed, run_hash=record.id, version=record.revision,
+                        at=at, attempt=record.attempts + 1, category=category,
+                        next_due_at=at + backoff_delay(failure))
+
+
 class IntakeView:
-    """Intake states by run hash, folded from Intake events in journal order."""
+    """Intake states by run hash: a pure fold of Intake events in journal order (B32)."""
 
     def __init__(self) -> None:
         self.records: dict[str, IntakeState] = {}
         self._by_aggregate: dict[object, IntakeState] = {}  # later events carry only the uuid
         self.active = 0  # pending + dead, kept incrementally: admission checks it every commit
+        self.transitions = 0
 
     def apply(self, position: int, event: object) -> None:
         if isinstance(event, Intake.Admitted):
             self.active += 1
             self.records[event.run_hash] = self._by_aggregate[event.originator_id] = IntakeState(
-                id=event.run_hash, state="pending", due=True, attempts=0,
+                id=event.run_hash, state="pending", attempts=0, failures=0,
                 revision=event.originator_version, position=position,
                 admitted_at=event.timestamp, next_due_at=event.timestamp, category=None,
                 content_sha256=event.content_sha256, tier=event.tier, write_mode=event.write_mode,
                 payload_sha256=event.payload_sha256,
             )
+            self.transitions += 1
+            return
+        record = self._by_aggregate.get(getattr(event, "originator_id", None))
+        if record is None:
+            return
+        if isinstance(event, Intake.AttemptFailed):
+            record.attempts, record.failures = event.attempt, record.failures + 1
+            record.category, record.next_due_at = event.category, event.next_due_at
+        elif isinstance(event, Intake.DeadLettered):
+            record.attempts, record.failures = event.attempt, record.failures + 1
+            record.category, record.next_due_at, record.state = event.category, None, "dead"
+        elif isinstance(event, Intake.RetryRequested):
+            record.state, record.failures, record.next_due_at = "pending", 0, event.timestamp
         elif isinstance(event, Intake.Resolved):
-            record = self._by_aggregate[event.originator_id]
             if record.state in ACTIVE_STATES:
                 self.active -= 1
-            record.state, record.due, record.next_due_at = "resolved", False, None
-            record.outcome = event.outcome
-            record.revision = event.originator_version
+            if event.outcome != "operator_resolved":
+                record.attempts += 1
+            record.state, record.next_due_at = "resolved", None
+            record.outcome, record.reason_slug = event.outcome, event.reason_slug
+            record.resolved_position = position
+        else:
+            return
+        record.revision = event.originator_version
+        self.transitions += 1
+
+    def prunable_payloads(self, keep: int) -> list[str]:
+        """Resolved intakes with capture text beyond the newest ``keep`` resolutions (B9)."""
+        resolved = sorted(
+            (r for r in self.records.values()
+             if r.state == "resolved" and r.payload_sha256 is not None),
+            key=lambda r: r.resolved_position or 0, reverse=True)
+        return [r.id for r in resolved[keep:]]
 
     def unresolved(self) -> list[IntakeState]:
         """Pending and dead intakes, in admission order."""
         return sorted((r for r in self.records.values() if r.state in ACTIVE_STATES),
                       key=lambda r: r.position)
 
-    def drainable(self) -> list[IntakeState]:
-        """Pending, due intakes whose projection needs no model, in admission order.
-
-        BuJo capture intakes wait for the capture pipeline (a later issue).
-        """
+    def due(self, now: datetime, *, with_model: bool = False) -> list[IntakeState]:
+        """Pending intakes due at ``now``, in admission order (the worker's queue)."""
         return sorted(
-            (r for r in self.records.values() if r.state == "pending" and r.due
-             and not (r.tier == "bujo" and r.write_mode == "capture")),
+            (r for r in self.records.values()
+             if r.due(now) and (with_model or not r.needs_model)),
             key=lambda r: r.position,
         )
 
-    def counts(self) -> dict[str, int]:
+    def next_due_at(self, *, with_model: bool = False) -> datetime | None:
+        """The earliest due time of any pending intake (when the worker should wake)."""
+        times = [r.next_due_at for r in self.records.values()
+                 if r.state == "pending" and r.next_due_at is not None
+                 and (with_model or not r.needs_model)]
+        return min(times) if times else None
+
+    def counts(self, now: datetime) -> dict[str, int]:
         counts = {"pending": 0, "due": 0, "delayed": 0, "dead": 0, "resolved": 0}
         for r in self.records.values():
-            counts[r.state] = counts.get(r.state, 0) + 1
+            counts[r.state] += 1
             if r.state == "pending":
-                counts["due" if r.due else "delayed"] += 1
+                counts["due" if r.due(now) else "delayed"] += 1
         counts["active"] = counts["pending"] + counts["dead"]
         counts["total"] = len(self.records)
+        counts["transitions"] = self.transitions
         return counts
 
-    def report(self, intake_id: str | None = None) -> dict[str, Any]:
+    def report(self, now: datetime, intake_id: str | None = None) -> dict[str, Any]:
         """The ``inspect --json`` object: ``counts`` and ``records`` (each with id and state)."""
         records = sorted(self.records.values(), key=lambda r: r.position)
         if intake_id is not None:
             records = [r for r in records if r.id == intake_id]
         return {
-            "counts": self.counts(),
-            "records": [_record_json(r) for r in records],
+            "counts": self.counts(now),
+            "records": [_record_json(r, now) for r in records],
         }
 
 
@@ -315,16 +394,19 @@ def _iso(ts: datetime | None) -> str | None:
     return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _record_json(r: IntakeState) -> dict[str, Any]:
+def _record_json(r: IntakeState, now: datetime) -> dict[str, Any]:
     return {
         "id": r.id,
         "state": r.state,
-        "due": r.due,
+        "due": r.due(now),
         "attempts": r.attempts,
+        "failures": r.failures,
+        "attempts_left": MAX_ATTEMPTS - r.failures if r.state == "pending" else 0,
         "revision": r.revision,
         "position": r.position,
         "admitted_at": _iso(r.admitted_at),
         "next_due_at": _iso(r.next_due_at),
         "category": r.category,
         "outcome": r.outcome,
+        "reason_slug": r.reason_slug,
     }

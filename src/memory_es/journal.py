@@ -482,6 +482,14 @@ class JournalRecorder(ApplicationRecorder):
     ) -> Subscription[ApplicationRecorder]:
         return PollingSubscription(self, gt=gt, topics=topics)
 
+    def delete_payloads(self, intake_ids: Sequence[str]) -> None:
+        """Drop the payloads of resolved intakes beyond the retained set (B9)."""
+        if self._writer is None:
+            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
+        with self._write_lock, self._writer:
+            self._writer.executemany("DELETE FROM payloads WHERE intake_id = ?",
+                                     [(i,) for i in intake_ids])
+
     def payload(self, intake_id: str) -> Payload | None:
         with self._read_lock:
             row = self._reader.execute(

@@ -18,7 +18,7 @@ import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.events import RECORDED_TOPIC
-from memory_es.intake import IntakeView
+from memory_es.intake import IntakeView, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
 from projections.health import Finding, HealthReport, audit
 from projections.replay import generation_path, read_current
@@ -61,7 +61,7 @@ def open_reader(root: str | Path) -> Iterator[OpenedJournal]:
 def inspect_root(root: str | Path, intake_id: str | None = None) -> dict[str, Any]:
     """Content-free intake report: ``counts`` and ``records`` (C1, C2)."""
     with open_reader(root) as opened:
-        return fold_intakes(opened).report(intake_id)
+        return fold_intakes(opened).report(utc_now(), intake_id)
 
 
 def export_lines(opened: OpenedJournal) -> Iterator[bytes]:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +23,38 @@ from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, Memory, intake_uuid
+from memory_es.events import Intake, Memory, intake_event, intake_uuid
+from memory_es.fsutil import crash_point
 from memory_es.intake import (
     MAX_ACTIVE,
     AdmissionResult,
     CompletedTurn,
     IntakeState,
     PreparedIntake,
+    failure_event,
     prepare_turn,
+    utc_now,
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
-from memory_es.observe import observe
 from memory_es.reader import fold_state, iter_events
+from memory_es.worker import (
+    ObserveProcessor,
+    Processor,
+    StepContext,
+    StepFailure,
+    Worker,
+    publish_snapshot,
+)
 from projections.replay import Projector, RebuildReport, rebuild
 from projections.sqlite_index import fts_search
 
 log = logging.getLogger("memory_es")
-DRAIN_CHUNK = 500
+ATTEMPT_BATCH = 256  # attempts committed per journal transaction
+RESOLVED_PAYLOADS_KEPT = 4096  # B9
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The default clock: UTC, truncated to milliseconds (the precision events carry)."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def resolve_root(root: str | Path | None, config: MemoryConfig) -> Path:
@@ -96,11 +105,17 @@ class MemoryStore:
     Open with :meth:`open`; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, opened: OpenedJournal, config: MemoryConfig, clock: Clock) -> None:
+    def __init__(
+        self, opened: OpenedJournal, config: MemoryConfig, clock: Clock, *,
+        background: bool, processor: Processor | None, shutdown_timeout: float,
+    ) -> None:
         self._opened = opened
         self.config = config
         self.root = opened.recorder.path.parent
         self._clock = clock
+        self._processor: Processor = processor if processor is not None else ObserveProcessor()
+        self._shutdown_timeout = shutdown_timeout
+        self._work_lock = threading.Lock()  # one attempt at a time per root (B23)
         self._view, self._memory_ids = fold_state(opened)
         self._cv = threading.Condition()
         self._queue: list[_Request] = []
@@ -115,6 +130,8 @@ class MemoryStore:
             log.warning("memory_degraded: projections unavailable (code=%s); run memory-es "
                         "rebuild", e.code, extra={"memory_event": "memory_degraded",
                                                   "code": e.code})
+        self._prune_payloads()
+        self._worker = Worker(self) if background else None
 
     @classmethod
     def open(
@@ -124,13 +141,23 @@ class MemoryStore:
         *,
         clock: Clock = utc_now,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        background: bool = True,
+        processor: Processor | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
     ) -> MemoryStore:
-        """Open (creating if absent) the root, take its writer lock and verify its journal."""
+        """Open (creating if absent) the root, take its writer lock and verify its journal.
+
+        With ``background`` (the default) a worker thread projects admitted turns as they
+        arrive and retries failures on the durable backoff schedule; without it, work runs
+        only on :meth:`drain` (operator commands use that). ``processor`` is the attempt step
+        (default: model-free projection). ``shutdown_timeout`` bounds :meth:`close` (B22).
+        """
         config = config if config is not None else MemoryConfig()
         opened = open_journal(resolve_root(root, config), writable=True,
                               lock_timeout=lock_timeout)
         try:
-            return cls(opened, config, clock)
+            return cls(opened, config, clock, background=background, processor=processor,
+                       shutdown_timeout=shutdown_timeout)
         except BaseException:
             opened.close()
             raise
@@ -141,8 +168,11 @@ class MemoryStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Wait for in-flight commits, then release the journal and the writer lock."""
+    def close(self, timeout: float | None = None) -> None:
+        """Drain due work for up to ``timeout`` (default 10 s), cancel the active attempt,
+        then release the journal and the writer lock (B22). Unfinished work stays pending."""
+        if self._worker is not None:
+            self._worker.stop(self._shutdown_timeout if timeout is None else timeout)
         with self._cv:
             if self._closed:
                 return
@@ -169,6 +199,8 @@ class MemoryStore:
             log.exception("memory_es admission failed unexpectedly")
             result = AdmissionResult(status="rejected", code="internal_error",
                                      detail=type(e).__name__)
+        if result.status == "admitted" and self._worker is not None:
+            self._worker.kick()  # attempt 1 runs at admission, off the caller's path
         if result.status == "rejected":
             log.warning(
                 "memory_degraded: turn not saved (code=%s, intake_id=%s)",
@@ -230,7 +262,7 @@ class MemoryStore:
         """Hold the journal like an admission leader (drain, operator transitions)."""
         with self._cv:
             if self._closed:
-                raise MemoryEsError(f"{self.root}: the store is closed")
+                raise MemoryEsError(f"{self.root}: the store is closed", code="store_closed")
             while self._committing:
                 self._cv.wait()
             self._committing = True
@@ -241,43 +273,185 @@ class MemoryStore:
 
     # -- projection ---------------------------------------------------------------------------
 
-    def drain(self) -> int:
-        """Project every due, model-free intake now; returns how many were resolved.
+    def drain(self, timeout: float | None = None) -> int:
+        """Run every due intake in the foreground now; returns how many attempts were made.
 
-        Each chunk of intakes is resolved in one journal transaction (Memory.Recorded +
-        Intake.Resolved), then the projections catch up. Until the background worker lands,
-        this is how admitted turns reach daily/, audit/ and the index.
+        Shares the worker's attempt code and lock, so both paths behave alike. A broken index
+        fails the drain before anything is resolved. ``timeout`` bounds the time spent.
         """
-        resolved = 0
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._exclusive():
-            self._projections()  # a broken index fails the drain before anything is resolved
-            due = self._view.drainable()
-            for start in range(0, len(due), DRAIN_CHUNK):
-                resolved += self._resolve(due[start:start + DRAIN_CHUNK])
-            self._catch_up()
-        return resolved
+            self._projections()
+        attempts = 0
+        cancel = threading.Event()
+        while deadline is None or time.monotonic() < deadline:
+            done = self.run_due(cancel)
+            attempts += done
+            if not done:
+                break
+        with self._exclusive():
+            self._catch_up()  # foreground: a projection error surfaces to the operator
+        return attempts
 
-    def _resolve(self, records: list[IntakeState]) -> int:
+    def run_due(self, cancel: threading.Event) -> int:
+        """One pass over the due queue, in admission order, committing as it goes."""
+        with self._work_lock:
+            due = self._view.due(self._clock(), with_model=self._processor.needs_model)
+            attempts = 0
+            for start in range(0, len(due), ATTEMPT_BATCH):
+                if cancel.is_set():
+                    break
+                attempts += self._attempt(due[start:start + ATTEMPT_BATCH], cancel)
+            if attempts:
+                self._prune_payloads()
+            return attempts
+
+    def _attempt(self, records: list[IntakeState], cancel: threading.Event) -> int:
+        """Run the step for each record; commit every outcome in one transaction.
+
+        Returns how many attempts were committed (0 if cancelled: records stay pending).
+        """
         app = self._opened.app
-        at = self._clock()
         events: list[Any] = []
         new_ids: set[str] = set()
         for record in records:
             (stored,) = app.recorder.select_events(intake_uuid(record.id), lte=1)
             admitted = app.mapper.to_domain_event(stored)
             assert isinstance(admitted, Intake.Admitted)
-            events += observe(
-                admitted, revision=record.revision, at=at,
-                memory_exists=lambda mid: mid in self._memory_ids or mid in new_ids,
-            )
-            new_ids.update(e.memory_id for e in events if isinstance(e, Memory.Recorded))
-        positions = self._opened.recorder.insert_events(
-            [app.mapper.to_stored_event(e) for e in events])
-        assert positions is not None
-        for position, event in zip(positions, events, strict=True):
-            self._view.apply(position, event)
-        self._memory_ids |= new_ids
+            payload = self._opened.recorder.payload(record.id) if record.payload_sha256 else None
+            ctx = StepContext(
+                revision=record.revision, at=self._clock(), cancel=cancel,
+                memory_exists=lambda mid: mid in self._memory_ids or mid in new_ids)
+            crash_point("worker.before_step")
+            try:
+                step_events = self._processor.process(
+                    admitted, payload.data if payload else None, ctx)
+            except StepFailure as failure:
+                step_events = [failure_event(record, failure.category, self._clock())]
+            except Exception:
+                log.exception("memory_es step failed unexpectedly (intake %s)", record.id)
+                step_events = [failure_event(record, "internal", self._clock())]
+            if cancel.is_set():
+                return 0  # shutdown: nothing of this batch is committed (B22)
+            events += step_events
+            new_ids.update(e.memory_id for e in step_events if isinstance(e, Memory.Recorded))
+        crash_point("worker.before_commit")
+        try:
+            with self._exclusive():
+                positions = self._opened.recorder.insert_events(
+                    [app.mapper.to_stored_event(e) for e in events])
+                assert positions is not None
+                for position, event in zip(positions, events, strict=True):
+                    self._view.apply(position, event)
+                self._memory_ids |= new_ids
+        except MemoryEsError as e:
+            if e.code == "store_closed":
+                return 0
+            raise
+        crash_point("worker.after_commit")
         return len(records)
+
+    def project(self) -> None:
+        """Catch projections up with the journal (the worker calls this after each pass).
+
+        A failure is logged, never raised: it cannot undo a committed transition (B21), and
+        health reports the lag until a later pass or a rebuild succeeds.
+        """
+        try:
+            with self._exclusive():
+                if self._projector is None or \
+                        self._projector.position < (self._opened.recorder.max_notification_id()
+                                                    or 0):
+                    self._catch_up()
+        except Exception as e:
+            log.warning("memory_degraded: projection catch-up failed (%s)", type(e).__name__)
+
+    def _prune_payloads(self) -> None:
+        """B9: keep the payloads of the newest 4,096 resolved intakes; events stay forever."""
+        with self._cv:
+            ids = self._view.prunable_payloads(RESOLVED_PAYLOADS_KEPT)
+        if ids:
+            try:
+                self._opened.recorder.delete_payloads(ids)
+            except Exception as e:
+                log.warning("memory_es payload pruning failed (%s)", type(e).__name__)
+
+    def seconds_until_due(self, cap: float) -> float:
+        """How long the worker may sleep: until the next due intake, at most ``cap``."""
+        with self._cv:
+            nxt = self._view.next_due_at(with_model=self._processor.needs_model)
+        if nxt is None:
+            return cap
+        return max(0.0, min(cap, (nxt - self._clock()).total_seconds()))
+
+    def kick(self) -> None:
+        """Wake the worker now (tests that move a fake clock call this)."""
+        if self._worker is not None:
+            self._worker.kick()
+
+    def publish_snapshot(self, state: str) -> None:
+        """Republish ``.runtime/snapshot.json`` (B19-B21): content-free counts and liveness."""
+        now = self._clock()
+        with self._cv:
+            counts = self._view.counts(now)
+        publish_snapshot(self.root, {
+            "pid": os.getpid(), "heartbeat": now.isoformat(timespec="milliseconds"),
+            "counts": counts, "shutdown": state, "queue": {"due": counts["due"]},
+        })
+
+    # -- operator transitions (C3, C4): the caller holds the writer lock ---------------------
+
+    def retry(self, intake_id: str | None = None) -> list[str]:
+        """Give dead or delayed intakes (one, or all) a fresh 16-attempt budget, due now."""
+        with self._work_lock:
+            now = self._clock()
+            with self._cv:
+                if intake_id is not None:
+                    record = self._view.records.get(intake_id)
+                    if record is None:
+                        raise MemoryEsError(f"no intake with id {intake_id}", code="not_found")
+                    candidates = [record]
+                else:
+                    candidates = self._view.unresolved()
+                targets = [r for r in candidates if r.state == "dead"
+                           or (r.state == "pending" and not r.due(now))]
+            events = [intake_event(Intake.RetryRequested, run_hash=r.id, version=r.revision,
+                                   at=now) for r in targets]
+            self._commit_events(events)
+        self.kick()
+        return [r.id for r in targets]
+
+    def resolve(self, intake_id: str, reason_slug: str) -> None:
+        """Record ``operator_resolved``: loss-accepting, duplicate protection kept (C4)."""
+        if not SLUG.fullmatch(reason_slug):
+            raise MemoryEsError(
+                f"reason slug {reason_slug!r} must be 1-64 of a-z, 0-9 and '-', starting "
+                "with a letter or digit", code="invalid_slug")
+        with self._work_lock:
+            with self._cv:
+                record = self._view.records.get(intake_id)
+            if record is None:
+                raise MemoryEsError(f"no intake with id {intake_id}", code="not_found")
+            if record.state == "resolved":
+                raise MemoryEsError(f"intake {intake_id} is already resolved "
+                                    f"({record.outcome}); nothing to do", code="already_resolved")
+            event = Intake.resolved(run_hash=record.id, version=record.revision,
+                                    at=self._clock(), outcome="operator_resolved",
+                                    reason_slug=reason_slug)
+            self._commit_events([event])
+        self._prune_payloads()
+        self.project()
+
+    def _commit_events(self, events: list[Any]) -> None:
+        if not events:
+            return
+        app = self._opened.app
+        with self._exclusive():
+            positions = self._opened.recorder.insert_events(
+                [app.mapper.to_stored_event(e) for e in events])
+            assert positions is not None
+            for position, event in zip(positions, events, strict=True):
+                self._view.apply(position, event)
 
     def rebuild(self) -> RebuildReport:
         """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
@@ -367,8 +541,9 @@ class MemoryStore:
 
     def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
         """Content-free intake report (C1, C2)."""
+        now = self._clock()
         with self._cv:
-            return self._view.report(intake_id)
+            return self._view.report(now, intake_id)
 
     def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
         """Every journal row in order (position, originator, version, topic, state, chain)."""

@@ -39,6 +39,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
 _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
                ".memory-es-schema", ".writer.lock"}
 _SQLITE_SIDE = ("-wal", "-shm")
+RUNTIME_DIR = ".runtime"
 
 
 @dataclass(frozen=True, order=True)
@@ -121,6 +122,8 @@ def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
                 continue
             if top in MARKDOWN_DIRS and rest.endswith(".md") and "/" not in rest:
                 continue  # compared against replay below
+            if top == RUNTIME_DIR and "/" not in rest:
+                continue  # the worker's runtime snapshot (B19): not a projection
             yield Finding("file_extra", rel, "not a file memory_es manages")
 
 

@@ -1,0 +1,156 @@
+"""The background worker (B6-B8, B19-B24): one thread per open store, one attempt at a time.
+
+It processes due intakes in admission order, commits each attempt's outcome as events, and
+sleeps until the next due time or a new admission. ``Processor`` is the pluggable step: the
+default projects model-free intakes (``observe``); the capture pipeline plugs in later, and
+tests plug in steps that fail or hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memory_es.events import Intake
+from memory_es.fsutil import FILE_MODE, crash_point, make_private_dir
+from memory_es.intake import CATEGORIES
+from memory_es.observe import observe
+
+if TYPE_CHECKING:
+    from memory_es.store import MemoryStore
+
+log = logging.getLogger("memory_es")
+
+RUNTIME_DIR = ".runtime"
+SNAPSHOT_FILE = "snapshot.json"
+HEARTBEAT_SECONDS = 5.0
+
+
+class StepFailure(Exception):
+    """A failed attempt, with a content-free category from ``CATEGORIES``."""
+
+    def __init__(self, category: str) -> None:
+        if category not in CATEGORIES:
+            raise ValueError(f"unknown failure category {category!r}")
+        super().__init__(category)
+        self.category = category
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step may use: the intake's revision, the attempt instant, and cancellation."""
+
+    revision: int
+    at: datetime
+    cancel: threading.Event
+    memory_exists: Callable[[str], bool]
+
+
+class Processor(Protocol):
+    """One attempt at an intake: return the events that resolve it, or raise StepFailure.
+
+    A step should check ``ctx.cancel`` at its blocking points; one that does not still cannot
+    block shutdown (B22), it only delays nothing: its result is discarded.
+    """
+
+    needs_model: bool
+
+    def process(self, admitted: Intake.Admitted, payload: bytes | None,
+                ctx: StepContext) -> list[Any]: ...
+
+
+class ObserveProcessor:
+    """The model-free step: Lite/Journal observations and BuJo audit resolution."""
+
+    needs_model = False
+
+    def process(self, admitted: Intake.Admitted, payload: bytes | None,
+                ctx: StepContext) -> list[Any]:
+        return observe(admitted, revision=ctx.revision, at=ctx.at,
+                       memory_exists=ctx.memory_exists)
+
+
+def publish_snapshot(root: Path, data: dict[str, Any]) -> None:
+    """Replace ``.runtime/snapshot.json`` atomically (0600). Runtime state, not durable:
+    written with a rename but no fsync, and a failure is logged, never raised (B21)."""
+    try:
+        directory = root / RUNTIME_DIR
+        make_private_dir(directory)
+        tmp = directory / f".{SNAPSHOT_FILE}.tmp-{os.getpid()}"
+        crash_point("snapshot.before_rename")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, sort_keys=True, separators=(",", ":"))
+        os.replace(tmp, directory / SNAPSHOT_FILE)
+    except Exception as e:
+        log.warning("memory_es snapshot publish failed: %s", type(e).__name__)
+
+
+def read_snapshot(root: Path) -> dict[str, Any] | None:
+    """The last published runtime snapshot, or None."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((root / RUNTIME_DIR / SNAPSHOT_FILE).read_text("utf-8"))
+        return data if isinstance(data, dict) else None
+    return None
+
+
+class Worker:
+    """The store's background thread. ``kick`` wakes it; ``stop`` drains, then cancels."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self.cancel = threading.Event()
+        self.state = "running"
+        self._thread = threading.Thread(target=self._run, name="memory-es-worker", daemon=True)
+        self._thread.start()
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        store = self._store
+        while True:
+            try:
+                worked = store.run_due(self.cancel)
+            except Exception:  # never let the thread die: the journal stays authoritative
+                log.exception("memory_es worker error")
+                worked = 0
+            if not self.cancel.is_set():
+                store.project()
+            store.publish_snapshot(self.state)
+            if self.cancel.is_set():
+                return
+            if worked:
+                continue
+            if self._stopping.is_set():
+                return
+            self._wake.wait(store.seconds_until_due(HEARTBEAT_SECONDS))
+            self._wake.clear()
+
+    def stop(self, timeout: float) -> bool:
+        """Let due work drain for up to ``timeout`` seconds, then cancel the active attempt.
+
+        Returns True when the thread finished in time. A step that ignores cancellation is
+        abandoned (the thread is a daemon) and its result discarded.
+        """
+        self.state = "draining"
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.state = "cancelled"
+            self.cancel.set()
+            self._thread.join(0.2)
+        finished = not self._thread.is_alive()
+        self.state = "stopped"
+        return finished
