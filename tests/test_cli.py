@@ -626,7 +626,7 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert ("rejected", "run_id_conflict") in statuses
     assert ("skipped", "nothing_to_report") in statuses
     admitted = statuses.count(("admitted", None))
-    assert f"resolved {admitted} intakes" in out
+    assert f"ran {admitted} attempts" in out
     counts = re.search(r"^.*\bpending=(\d+)\b.*\bresolved=(\d+)\b.*$", out, re.MULTILINE)
     assert counts is not None, out
     assert (int(counts.group(1)), int(counts.group(2))) == (0, admitted)

@@ -103,6 +103,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for r in report["records"]:
         if r["state"] == "pending":
             detail = f"{'due' if r['due'] else 'delayed':<7} next={r['next_due_at']}"
+        elif r["state"] == "dead":
+            detail = f"category={r['category']}"
         else:
             detail = f"outcome={r['outcome']}"
         print(f"{r['id']}  {r['state']:<8} attempts={r['attempts']} "
@@ -124,9 +126,39 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_drain(args: argparse.Namespace) -> int:
     config = _config(args)
     with MemoryStore.open(_root(args, config), config, background=False) as store:
-        count = store.drain()
+        count = store.drain(timeout=args.timeout)
         counts = store.inspect()["counts"]
-    print(f"resolved {count} intakes; pending={counts['pending']} resolved={counts['resolved']}")
+    print(f"ran {count} attempts; pending={counts['pending']} (due={counts['due']}, "
+          f"delayed={counts['delayed']}) dead={counts['dead']} resolved={counts['resolved']}")
+    return 0
+
+
+def _operator_store(args: argparse.Namespace) -> MemoryStore:
+    """A store for a mutating operator command: refuses at once while an agent holds the
+    root (the liveness fence, C16), and never starts the background worker."""
+    config = _config(args)
+    return MemoryStore.open(_root(args, config), config, background=False,
+                            lock_timeout=args.lock_timeout)
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    intake_id = _check_id(args.id) if args.id else None
+    with _operator_store(args) as store:
+        ids = store.retry(intake_id)
+    if not ids:
+        print("nothing to retry: no dead or delayed intake matched")
+        return 0
+    for intake in ids:
+        print(f"retry {intake}: fresh budget of 16 attempts, due now")
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    intake_id = _check_id(args.id)
+    with _operator_store(args) as store:
+        store.resolve(intake_id, args.reason)
+    print(f"resolved {intake_id}: operator_resolved ({args.reason}); the run id stays "
+          "admitted, so it can never be admitted again")
     return 0
 
 
@@ -267,8 +299,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--journal", required=True, metavar="FILE", help="JSONL output; '-' = stdout")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("drain", help="project every due intake now (foreground)")
+    p = sub.add_parser("drain", help="run every due intake now, in the foreground")
+    p.add_argument("--timeout", type=float, help="stop starting new attempts after S seconds")
     p.set_defaults(func=cmd_drain)
+
+    p = sub.add_parser("retry", help="fresh 16-attempt budget for dead/delayed intakes (C3)")
+    p.add_argument("id", nargs="?", help="one 64-hex intake id (default: all dead/delayed)")
+    p.add_argument("--lock-timeout", type=float, default=0.0,
+                   help="seconds to wait for the writer lock (default: refuse at once)")
+    p.set_defaults(func=cmd_retry)
+
+    p = sub.add_parser("resolve", help="accept the loss of one intake: operator_resolved (C4)")
+    p.add_argument("id", help="64-hex intake id")
+    p.add_argument("reason", metavar="REASON-SLUG", help="e.g. provider-retired")
+    p.add_argument("--lock-timeout", type=float, default=0.0,
+                   help="seconds to wait for the writer lock (default: refuse at once)")
+    p.set_defaults(func=cmd_resolve)
 
     p = sub.add_parser("rebuild", help="replay the journal into a new index generation + Markdown")
     p.add_argument("--lock-timeout", type=float, default=0.0,
