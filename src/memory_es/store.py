@@ -14,7 +14,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -296,7 +296,9 @@ class MemoryStore:
     def run_due(self, cancel: threading.Event) -> int:
         """One pass over the due queue, in admission order, committing as it goes."""
         with self._work_lock:
-            due = self._view.due(self._clock(), with_model=self._processor.needs_model)
+            now = self._clock()
+            with self._cv:
+                due = self._view.due(now, with_model=self._processor.needs_model)
             attempts = 0
             for start in range(0, len(due), ATTEMPT_BATCH):
                 if cancel.is_set():
@@ -340,9 +342,7 @@ class MemoryStore:
             with self._exclusive():
                 positions = self._opened.recorder.insert_events(
                     [app.mapper.to_stored_event(e) for e in events])
-                assert positions is not None
-                for position, event in zip(positions, events, strict=True):
-                    self._view.apply(position, event)
+                self._apply(positions, events)
                 self._memory_ids |= new_ids
         except MemoryEsError as e:
             if e.code == "store_closed":
@@ -449,7 +449,12 @@ class MemoryStore:
         with self._exclusive():
             positions = self._opened.recorder.insert_events(
                 [app.mapper.to_stored_event(e) for e in events])
-            assert positions is not None
+            self._apply(positions, events)
+
+    def _apply(self, positions: Sequence[int] | None, events: Sequence[Any]) -> None:
+        """Fold committed events into the view; readers of the view hold ``_cv`` too."""
+        assert positions is not None
+        with self._cv:
             for position, event in zip(positions, events, strict=True):
                 self._view.apply(position, event)
 
@@ -532,10 +537,8 @@ class MemoryStore:
         positions = self._opened.recorder.insert_events(
             [r.stored for r in requests], payloads=payloads
         )
-        assert positions is not None
         self.commits += 1
-        for request, position in zip(requests, positions, strict=True):
-            self._view.apply(position, request.event)
+        self._apply(positions, [r.event for r in requests])
 
     # -- operator views -----------------------------------------------------------------------
 
