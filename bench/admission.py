@@ -5,7 +5,9 @@
   synchronous=FULL (the same durability the journal uses). Target: median ratio <= 2.0.
 - throughput: admissions/s from 8 threads through one store vs 1 thread. Target: >= 3x.
 
-Runs alternate between floor and store in rounds so that disk noise hits both alike.
+The store runs with its background worker off, so the figure is admission alone; the worker's
+projection work under load is measured by bench/worker.py. Runs alternate between floor and
+store in rounds so that disk noise hits both alike.
 Ends with one JSON line of the figures.
 """
 
@@ -49,7 +51,7 @@ def floor_latencies(directory: Path, n: int) -> list[float]:
 def store_latencies(directory: Path, n: int) -> list[float]:
     root = directory / f"root-{time.monotonic_ns()}"
     out = []
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         for i in range(n):
             turn = CompletedTurn(run_id=f"lat-{i}", outcome="success", answer=ANSWER)
             t0 = time.perf_counter()
@@ -62,7 +64,7 @@ def store_latencies(directory: Path, n: int) -> list[float]:
 def throughput(directory: Path, threads: int, per_thread: int) -> tuple[float, float]:
     """Admissions per second, and journal commits (fsyncs) per admission."""
     root = directory / f"tp-{threads}-{time.monotonic_ns()}"
-    with MemoryStore.open(root) as store:
+    with MemoryStore.open(root, background=False) as store:
         def work(k: int) -> None:
             for i in range(per_thread):
                 turn = CompletedTurn(run_id=f"tp-{k}-{i}", outcome="success", answer=ANSWER)

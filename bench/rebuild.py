@@ -125,7 +125,7 @@ def generate(root: Path, observations: int, seed: int) -> float:
         return START + next(ticks) * step
 
     t0 = time.perf_counter()
-    with MemoryStore.open(root, clock=clock) as store:
+    with MemoryStore.open(root, clock=clock, background=False) as store:
         def admit(indices: range) -> None:
             for i in indices:
                 result = store.persist_completed_turn(CompletedTurn(
