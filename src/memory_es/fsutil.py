@@ -96,9 +96,27 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+TEMP_MARK = ".tmp-"
+
+
+def remove_stale_temps(directory: Path) -> list[str]:
+    """Delete ``.NAME.tmp-PID`` files a killed writer left in ``directory``.
+
+    Only the holder of the writer lock calls this, so no live writer can own them.
+    """
+    removed = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for name in os.listdir(directory):
+            if name.startswith(".") and TEMP_MARK in name:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(directory / name)
+                    removed.append(name)
+    return removed
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, directory fsync."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
     fd = create_private_file(tmp)

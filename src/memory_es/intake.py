@@ -301,6 +301,8 @@ class IntakeView:
         self._by_aggregate: dict[object, IntakeState] = {}  # later events carry only the uuid
         self.active = 0  # pending + dead, kept incrementally: admission checks it every commit
         self.transitions = 0
+        self._unresolved: dict[str, IntakeState] = {}  # pending + dead: what counts scan
+        self.resolved = 0
 
     def apply(self, position: int, event: object) -> None:
         if isinstance(event, Intake.Admitted):
@@ -312,6 +314,7 @@ class IntakeView:
                 content_sha256=event.content_sha256, tier=event.tier, write_mode=event.write_mode,
                 payload_sha256=event.payload_sha256,
             )
+            self._unresolved[event.run_hash] = self.records[event.run_hash]
             self.transitions += 1
             return
         record = self._by_aggregate.get(getattr(event, "originator_id", None))
@@ -328,6 +331,8 @@ class IntakeView:
         elif isinstance(event, Intake.Resolved):
             if record.state in ACTIVE_STATES:
                 self.active -= 1
+                self.resolved += 1
+                self._unresolved.pop(record.id, None)
             if event.outcome != "operator_resolved":
                 record.attempts += 1
             record.state, record.next_due_at = "resolved", None
@@ -348,27 +353,27 @@ class IntakeView:
 
     def unresolved(self) -> list[IntakeState]:
         """Pending and dead intakes, in admission order."""
-        return sorted((r for r in self.records.values() if r.state in ACTIVE_STATES),
-                      key=lambda r: r.position)
+        return sorted(self._unresolved.values(), key=lambda r: r.position)
 
     def due(self, now: datetime, *, with_model: bool = False) -> list[IntakeState]:
         """Pending intakes due at ``now``, in admission order (the worker's queue)."""
         return sorted(
-            (r for r in self.records.values()
+            (r for r in self._unresolved.values()
              if r.due(now) and (with_model or not r.needs_model)),
             key=lambda r: r.position,
         )
 
     def next_due_at(self, *, with_model: bool = False) -> datetime | None:
         """The earliest due time of any pending intake (when the worker should wake)."""
-        times = [r.next_due_at for r in self.records.values()
+        times = [r.next_due_at for r in self._unresolved.values()
                  if r.state == "pending" and r.next_due_at is not None
                  and (with_model or not r.needs_model)]
         return min(times) if times else None
 
     def counts(self, now: datetime) -> dict[str, int]:
-        counts = {"pending": 0, "due": 0, "delayed": 0, "dead": 0, "resolved": 0}
-        for r in self.records.values():
+        """Content-free counts; scans only unresolved records (at most 4,096)."""
+        counts = {"pending": 0, "due": 0, "delayed": 0, "dead": 0, "resolved": self.resolved}
+        for r in self._unresolved.values():
             counts[r.state] += 1
             if r.state == "pending":
                 counts["due" if r.due(now) else "delayed"] += 1

@@ -53,6 +53,7 @@ from memory_es.fsutil import (
     fsync_dir,
     make_private_dir,
     open_private_file,
+    remove_stale_temps,
 )
 
 JOURNAL_FILE = "journal.db"
@@ -704,6 +705,8 @@ def open_journal(
         check_private(root, is_dir=True)
         lock = None
     try:
+        if writable:
+            remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
         return _open_locked(root, writable=writable, lock=lock)
     except BaseException:
         if lock is not None:

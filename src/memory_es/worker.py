@@ -109,13 +109,27 @@ class Worker:
         self._store = store
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._dirty = threading.Event()
+        self._published_stop = threading.Event()
         self.cancel = threading.Event()
         self.state = "running"
         self._thread = threading.Thread(target=self._run, name="memory-es-worker", daemon=True)
+        self._publisher = threading.Thread(target=self._publish_loop,
+                                           name="memory-es-snapshot", daemon=True)
         self._thread.start()
+        self._publisher.start()
 
     def kick(self) -> None:
+        """New work or a transition: wake the worker and republish the snapshot (B20)."""
+        self._dirty.set()
         self._wake.set()
+
+    def _publish_loop(self) -> None:
+        """Republish promptly after every change, and on a heartbeat, even while a step runs."""
+        while not self._published_stop.is_set():
+            self._dirty.wait(HEARTBEAT_SECONDS)
+            self._dirty.clear()
+            self._store.publish_snapshot(self.state)
 
     def _run(self) -> None:
         store = self._store
@@ -127,7 +141,7 @@ class Worker:
                 worked = 0
             if not self.cancel.is_set():
                 store.project()
-            store.publish_snapshot(self.state)
+            self._dirty.set()
             if self.cancel.is_set():
                 return
             if worked:
@@ -153,4 +167,8 @@ class Worker:
             self._thread.join(0.2)
         finished = not self._thread.is_alive()
         self.state = "stopped"
+        self._published_stop.set()
+        self._dirty.set()
+        self._publisher.join(1.0)
+        self._store.publish_snapshot(self.state)
         return finished

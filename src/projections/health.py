@@ -24,7 +24,7 @@ from memory_es.errors import MemoryEsError, NotARootError
 from projections.markdown import read_provenance
 from projections.replay import (
     INDEX_DIR,
-    MARKDOWN_DIRS,
+    RUNTIME_DIR,
     build_generation,
     generation_path,
     managed_files,
@@ -39,7 +39,6 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
 _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
                ".memory-es-schema", ".writer.lock"}
 _SQLITE_SIDE = ("-wal", "-shm")
-RUNTIME_DIR = ".runtime"
 
 
 @dataclass(frozen=True, order=True)
@@ -109,6 +108,7 @@ def hygiene(root: Path) -> Iterator[Finding]:
 
 def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
     """Files that are neither the journal, the active index generation, nor managed Markdown."""
+    markdown = set(managed_files(root))  # compared against replay in _compare_files
     allowed_index = {"CURRENT"}
     if generation is not None:
         allowed_index |= {f"gen-{generation}/memory.db" + s for s in ("", *_SQLITE_SIDE)}
@@ -120,7 +120,7 @@ def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
                 continue
             if top == INDEX_DIR and rest in allowed_index:
                 continue
-            if top in MARKDOWN_DIRS and rest.endswith(".md") and "/" not in rest:
+            if rel in markdown:
                 continue  # compared against replay below
             if top == RUNTIME_DIR and "/" not in rest:
                 continue  # the worker's runtime snapshot (B19): not a projection

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory_es.errors import MemoryEsError
-from memory_es.fsutil import atomic_write, check_private, make_private_dir
+from memory_es.fsutil import atomic_write, check_private, make_private_dir, remove_stale_temps
 from projections.markdown import render_audit, render_daily
 from projections.sqlite_index import IndexProjection
 
@@ -25,6 +25,7 @@ INDEX_DIR = "index"
 CURRENT_FILE = "CURRENT"
 INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
+RUNTIME_DIR = ".runtime"
 _RENDER = {"daily": render_daily, "audit": render_audit}
 
 
@@ -77,7 +78,12 @@ class Projector:
 
     @classmethod
     def open(cls, root: Path) -> Projector:
-        """Open the active generation, creating (and activating) gen-1 on a new root."""
+        """Open the active generation, creating (and activating) gen-1 on a new root.
+
+        The caller holds the writer lock, so temp files left in our directories by a killed
+        writer are removed first.
+        """
+        clean_stale_temps(root)
         generation = read_current(root)
         if generation is None:
             make_private_dir(root / INDEX_DIR)
@@ -121,6 +127,11 @@ class Projector:
         self.index.close()
 
 
+def clean_stale_temps(root: Path) -> None:
+    for directory in (INDEX_DIR, *MARKDOWN_DIRS, RUNTIME_DIR):
+        remove_stale_temps(root / directory)
+
+
 def _activate(root: Path, generation: int) -> None:
     atomic_write(root / INDEX_DIR / CURRENT_FILE, f"gen-{generation}\n".encode("ascii"))
 
@@ -137,7 +148,8 @@ def managed_files(root: Path) -> list[str]:
     for kind in MARKDOWN_DIRS:
         directory = root / kind
         if os.path.isdir(directory):
-            found.extend(f"{kind}/{name}" for name in sorted(os.listdir(directory)))
+            found.extend(f"{kind}/{name}" for name in sorted(os.listdir(directory))
+                         if name.endswith(".md") and not name.startswith("."))
     return found
 
 
@@ -174,6 +186,7 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]]) -> RebuildReport:
     removed. The caller holds the writer lock (C15, C16).
     """
     make_private_dir(root / INDEX_DIR)
+    clean_stale_temps(root)
     try:
         current = read_current(root) or 0
     except MemoryEsError:  # rebuild is the repair for a broken pointer
