@@ -446,7 +446,7 @@ def test_c3_retry_ignores_resolved_and_due_intakes(root: Path, clock: Clock) -> 
             store.retry("f" * 64)
         assert err.value.code == "not_found"
     (retried,) = of(journal_events(root), Intake.RetryRequested)
-    assert retried.originator_id == of(journal_events(root), Intake.Admitted)[1].originator_id
+    assert retried.originator_id == intake_uuid(rh("delayed"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -802,14 +802,15 @@ def test_c16_retry_and_resolve_refuse_while_the_agent_runs(
 
 
 def test_c3_cli_retry_resolve_drain_on_a_stopped_root(
-    capsys: pytest.CaptureFixture[str], root: Path, clock: Clock
+    capsys: pytest.CaptureFixture[str], root: Path
 ) -> None:
     """C3/C4: CLI outputs and exit codes: retry no-op (exit 0), retry of a delayed intake,
     drain's summary, malformed ids and bad slugs (exit 2, one line)."""
-    with MemoryStore.open(root, clock=clock, background=False, processor=AlwaysFail()) as store:
+    past = Clock(datetime(2001, 1, 1, tzinfo=UTC))
+    with MemoryStore.open(root, clock=past, background=False, processor=AlwaysFail()) as store:
         store.persist_completed_turn(turn("late", "later"))
         assert store.drain() == 1
-    # the real clock is far past the fake one: the failed intake is due again, not delayed
+    # the CLI's real clock is far past 2001: the failed intake is due again, not delayed
     code, out, _ = cli(capsys, "--root", str(root), "retry")
     assert (code, out) == (0, "nothing to retry: no dead or delayed intake matched\n")
     code, out, _ = cli(capsys, "--root", str(root), "drain")

@@ -330,8 +330,9 @@ class MemoryStore:
                     admitted, payload.data if payload else None, ctx)
             except StepFailure as failure:
                 step_events = [failure_event(record, failure.category, self._clock())]
-            except Exception:
-                log.exception("memory_es step failed unexpectedly (intake %s)", record.id)
+            except Exception as e:  # logged content-free: a message may quote the turn
+                log.warning("memory_es step failed unexpectedly (intake %s): %s", record.id,
+                            type(e).__name__)
                 step_events = [failure_event(record, "internal", self._clock())]
             if cancel.is_set():
                 return 0  # shutdown: nothing of this batch is committed (B22)
