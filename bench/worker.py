@@ -23,7 +23,7 @@ Each phase runs in a fresh subprocess (so its peak RSS is its own) on a fresh ro
 loses nothing against draining in the foreground). Targets: capacity check passes; health
 clean; peak RSS < 500 MB; RSS at N admissions no more than 1.5x RSS at N/5 admissions.
 The floor and worker phases alternate for ``--rounds`` rounds (default 3; medians reported;
-~45 s a round at N = 50,000 on 2 cores). Ends with one JSON line of the figures.
+~50 s a round at N = 50,000 on 2 cores). Ends with one JSON line of the figures.
 """
 
 from __future__ import annotations

@@ -294,27 +294,39 @@ def failure_event(record: IntakeState, category: str, at: datetime) -> Any:
 
 
 class IntakeView:
-    """Intake states by run hash: a pure fold of Intake events in journal order (B32)."""
+    """Intake states by run hash: a pure fold of Intake events in journal order (B32).
 
-    def __init__(self) -> None:
-        self.records: dict[str, IntakeState] = {}
+    With ``retain_resolved=False`` (the live store) a resolved record is dropped after its
+    last transition, so memory stays bounded by the 4,096 active records however many turns
+    a store has seen; the journal answers for resolved ones. Operator reports fold with
+    ``retain_resolved=True``.
+    """
+
+    def __init__(self, *, retain_resolved: bool = True) -> None:
+        self.retain_resolved = retain_resolved
+        self.records: dict[str, IntakeState] = {}  # every record, or only unresolved ones
         self._by_aggregate: dict[object, IntakeState] = {}  # later events carry only the uuid
-        self.active = 0  # pending + dead, kept incrementally: admission checks it every commit
-        self.transitions = 0
         self._unresolved: dict[str, IntakeState] = {}  # pending + dead: what counts scan
+        self.active = 0  # pending + dead, kept incrementally: admission checks it every commit
         self.resolved = 0
+        self.total = 0
+        self.transitions = 0
+        # Resolved intakes with capture text, in resolution order: whose payloads to keep (B9).
+        self.resolved_payloads: dict[str, None] = {}
 
     def apply(self, position: int, event: object) -> None:
         if isinstance(event, Intake.Admitted):
-            self.active += 1
-            self.records[event.run_hash] = self._by_aggregate[event.originator_id] = IntakeState(
+            admitted = IntakeState(
                 id=event.run_hash, state="pending", attempts=0, failures=0,
                 revision=event.originator_version, position=position,
                 admitted_at=event.timestamp, next_due_at=event.timestamp, category=None,
                 content_sha256=event.content_sha256, tier=event.tier, write_mode=event.write_mode,
                 payload_sha256=event.payload_sha256,
             )
-            self._unresolved[event.run_hash] = self.records[event.run_hash]
+            self.records[admitted.id] = self._unresolved[admitted.id] = admitted
+            self._by_aggregate[event.originator_id] = admitted
+            self.active += 1
+            self.total += 1
             self.transitions += 1
             return
         record = self._by_aggregate.get(getattr(event, "originator_id", None))
@@ -329,27 +341,40 @@ class IntakeView:
         elif isinstance(event, Intake.RetryRequested):
             record.state, record.failures, record.next_due_at = "pending", 0, event.timestamp
         elif isinstance(event, Intake.Resolved):
-            if record.state in ACTIVE_STATES:
-                self.active -= 1
-                self.resolved += 1
-                self._unresolved.pop(record.id, None)
-            if event.outcome != "operator_resolved":
-                record.attempts += 1
-            record.state, record.next_due_at = "resolved", None
-            record.outcome, record.reason_slug = event.outcome, event.reason_slug
-            record.resolved_position = position
+            self._resolve(record, position, event)
         else:
             return
         record.revision = event.originator_version
         self.transitions += 1
 
+    def _resolve(self, record: IntakeState, position: int, event: Intake.Resolved) -> None:
+        if record.state in ACTIVE_STATES:
+            self.active -= 1
+            self.resolved += 1
+            self._unresolved.pop(record.id, None)
+        if event.outcome != "operator_resolved":
+            record.attempts += 1
+        record.state, record.next_due_at = "resolved", None
+        record.outcome, record.reason_slug = event.outcome, event.reason_slug
+        record.resolved_position = position
+        if record.payload_sha256 is not None:
+            self.resolved_payloads[record.id] = None
+        if not self.retain_resolved:
+            self.records.pop(record.id, None)
+            self._by_aggregate.pop(event.originator_id, None)
+
     def prunable_payloads(self, keep: int) -> list[str]:
-        """Resolved intakes with capture text beyond the newest ``keep`` resolutions (B9)."""
-        resolved = sorted(
-            (r for r in self.records.values()
-             if r.state == "resolved" and r.payload_sha256 is not None),
-            key=lambda r: r.resolved_position or 0, reverse=True)
-        return [r.id for r in resolved[keep:]]
+        """Resolved intakes with capture text beyond the newest ``keep`` resolutions (B9).
+
+        Returned ids are forgotten here: the caller deletes their payloads.
+        """
+        excess = len(self.resolved_payloads) - keep
+        if excess <= 0:
+            return []
+        oldest = list(self.resolved_payloads)[:excess]
+        for intake_id in oldest:
+            del self.resolved_payloads[intake_id]
+        return oldest
 
     def unresolved(self) -> list[IntakeState]:
         """Pending and dead intakes, in admission order."""
@@ -378,7 +403,7 @@ class IntakeView:
             if r.state == "pending":
                 counts["due" if r.due(now) else "delayed"] += 1
         counts["active"] = counts["pending"] + counts["dead"]
-        counts["total"] = len(self.records)
+        counts["total"] = self.total
         counts["transitions"] = self.transitions
         return counts
 
@@ -389,7 +414,7 @@ class IntakeView:
             records = [r for r in records if r.id == intake_id]
         return {
             "counts": self.counts(now),
-            "records": [_record_json(r, now) for r in records],
+            "records": [record_json(r, now) for r in records],
         }
 
 
@@ -399,7 +424,7 @@ def _iso(ts: datetime | None) -> str | None:
     return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _record_json(r: IntakeState, now: datetime) -> dict[str, Any]:
+def record_json(r: IntakeState, now: datetime) -> dict[str, Any]:
     return {
         "id": r.id,
         "state": r.state,

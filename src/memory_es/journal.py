@@ -91,6 +91,13 @@ def chain_link(
 # Mapper: msgspec, canonical (sorted keys) on the way out, typed on the way in.
 
 
+class _AdmittedHash(msgspec.Struct):
+    content_sha256: str
+
+
+_ADMITTED_HASH = msgspec.json.Decoder(_AdmittedHash)
+
+
 class MsgspecTranscoder(Transcoder):
     """Canonical JSON: sorted keys, no spaces, UTF-8. Decoding is untyped; see MsgspecMapper."""
 
@@ -482,6 +489,26 @@ class JournalRecorder(ApplicationRecorder):
         self, gt: int | None = None, topics: Sequence[str] = ()
     ) -> Subscription[ApplicationRecorder]:
         return PollingSubscription(self, gt=gt, topics=topics)
+
+    def has_events(self, originator_id: UUID) -> bool:
+        """Does any event of this aggregate exist? (one index lookup)"""
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT 1 FROM events WHERE originator_id = ? LIMIT 1", (str(originator_id),)
+            ).fetchone()
+        return row is not None
+
+    def admitted_content_hash(self, intake_id: UUID) -> str | None:
+        """The content hash an intake was admitted with, or None: duplicate detection for runs
+        the live view no longer holds (B3, B10), straight from the journal."""
+        with self._read_lock:
+            row: Any = self._reader.execute(
+                "SELECT state FROM events WHERE originator_id = ? AND originator_version = 1",
+                (str(intake_id),),
+            ).fetchone()
+        if row is None:
+            return None
+        return _ADMITTED_HASH.decode(row[0]).content_sha256
 
     def delete_payloads(self, intake_ids: Sequence[str]) -> None:
         """Drop the payloads of resolved intakes beyond the retained set (B9)."""

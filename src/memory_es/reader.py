@@ -17,7 +17,6 @@ import apsw
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
-from memory_es.events import RECORDED_TOPIC
 from memory_es.intake import IntakeView, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
 from projections.health import Finding, HealthReport, audit
@@ -27,25 +26,14 @@ from projections.sqlite_index import fts_search
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
 
-def fold_intakes(opened: OpenedJournal) -> IntakeView:
-    """Replay every Intake event of a journal into a fresh IntakeView."""
-    return fold_state(opened, with_memories=False)[0]
-
-
-def fold_state(
-    opened: OpenedJournal, *, with_memories: bool = True
-) -> tuple[IntakeView, set[str]]:
-    """The store's domain state from one pass over the journal: intakes and memory ids."""
-    view = IntakeView()
-    memory_ids: set[str] = set()
+def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
+    """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only)."""
+    view = IntakeView(retain_resolved=retain_resolved)
     mapper = opened.app.mapper
     for position, oid, version, topic, state, _chain in opened.recorder.rows():
         if topic.startswith(INTAKE_TOPIC_PREFIX):
             view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state)))
-        elif with_memories and topic == RECORDED_TOPIC:
-            event = mapper.to_domain_event(StoredEvent(oid, version, topic, state))
-            memory_ids.add(event.memory_id)  # type: ignore[attr-defined]
-    return view, memory_ids
+    return view
 
 
 @contextlib.contextmanager

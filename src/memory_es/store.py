@@ -23,20 +23,22 @@ from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, Memory, intake_event, intake_uuid
+from memory_es.events import Intake, Memory, intake_event, intake_uuid, memory_uuid
 from memory_es.fsutil import crash_point
 from memory_es.intake import (
     MAX_ACTIVE,
     AdmissionResult,
     CompletedTurn,
     IntakeState,
+    IntakeView,
     PreparedIntake,
     failure_event,
     prepare_turn,
+    record_json,
     utc_now,
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
-from memory_es.reader import fold_state, iter_events
+from memory_es.reader import fold_intakes, iter_events
 from memory_es.worker import (
     ObserveProcessor,
     Processor,
@@ -116,7 +118,7 @@ class MemoryStore:
         self._processor: Processor = processor if processor is not None else ObserveProcessor()
         self._shutdown_timeout = shutdown_timeout
         self._work_lock = threading.Lock()  # one attempt at a time per root (B23)
-        self._view, self._memory_ids = fold_state(opened)
+        self._view = fold_intakes(opened, retain_resolved=False)
         self._cv = threading.Condition()
         self._queue: list[_Request] = []
         self._committing = False
@@ -314,6 +316,7 @@ class MemoryStore:
         Returns how many attempts were committed (0 if cancelled: records stay pending).
         """
         app = self._opened.app
+        recorder = self._opened.recorder
         events: list[Any] = []
         new_ids: set[str] = set()
         for record in records:
@@ -323,7 +326,7 @@ class MemoryStore:
             payload = self._opened.recorder.payload(record.id) if record.payload_sha256 else None
             ctx = StepContext(
                 revision=record.revision, at=self._clock(), cancel=cancel,
-                memory_exists=lambda mid: mid in self._memory_ids or mid in new_ids)
+                memory_exists=lambda mid: mid in new_ids or recorder.has_events(memory_uuid(mid)))
             crash_point("worker.before_step")
             try:
                 step_events = self._processor.process(
@@ -344,7 +347,6 @@ class MemoryStore:
                 positions = self._opened.recorder.insert_events(
                     [app.mapper.to_stored_event(e) for e in events])
                 self._apply(positions, events)
-                self._memory_ids |= new_ids
         except MemoryEsError as e:
             if e.code == "store_closed":
                 return 0
@@ -408,10 +410,7 @@ class MemoryStore:
             now = self._clock()
             with self._cv:
                 if intake_id is not None:
-                    record = self._view.records.get(intake_id)
-                    if record is None:
-                        raise MemoryEsError(f"no intake with id {intake_id}", code="not_found")
-                    candidates = [record]
+                    candidates = [self._record(intake_id)]
                 else:
                     candidates = self._view.unresolved()
                 targets = [r for r in candidates if r.state == "dead"
@@ -430,9 +429,7 @@ class MemoryStore:
                 "with a letter or digit", code="invalid_slug")
         with self._work_lock:
             with self._cv:
-                record = self._view.records.get(intake_id)
-            if record is None:
-                raise MemoryEsError(f"no intake with id {intake_id}", code="not_found")
+                record = self._record(intake_id)
             if record.state == "resolved":
                 raise MemoryEsError(f"intake {intake_id} is already resolved "
                                     f"({record.outcome}); nothing to do", code="already_resolved")
@@ -442,6 +439,19 @@ class MemoryStore:
             self._commit_events([event])
         self._prune_payloads()
         self.project()
+
+    def _record(self, intake_id: str) -> IntakeState:
+        """One intake's state: from the view if unresolved, else folded from the journal."""
+        record = self._view.records.get(intake_id)
+        if record is not None:
+            return record
+        view = IntakeView()
+        app = self._opened.app
+        for stored in app.recorder.select_events(intake_uuid(intake_id)):
+            view.apply(0, app.mapper.to_domain_event(stored))
+        if intake_id not in view.records:
+            raise MemoryEsError(f"no intake with id {intake_id}", code="not_found")
+        return view.records[intake_id]
 
     def _commit_events(self, events: list[Any]) -> None:
         if not events:
@@ -494,8 +504,9 @@ class MemoryStore:
         for i, req in enumerate(batch):
             p = req.prepared
             known = self._view.records.get(p.run_hash)
-            known_hash = known.content_sha256 if known else decided.get(p.run_hash)
-            if known is None and known_hash is not None:
+            known_hash = (known.content_sha256 if known else decided.get(p.run_hash)
+                          or self._opened.recorder.admitted_content_hash(intake_uuid(p.run_hash)))
+            if known is None and p.run_hash in decided:
                 rides_on_write.append(i)
             if known_hash is not None:
                 results.append(self._repeat_result(p, known_hash))
@@ -544,10 +555,19 @@ class MemoryStore:
     # -- operator views -----------------------------------------------------------------------
 
     def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
-        """Content-free intake report (C1, C2)."""
+        """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
+        asked for, resolved or not). ``memory-es inspect`` lists resolved ones too."""
         now = self._clock()
         with self._cv:
-            return self._view.report(now, intake_id)
+            report = self._view.report(now, intake_id)
+            if intake_id is None or report["records"]:
+                return report
+            try:
+                record = self._record(intake_id)
+            except MemoryEsError:
+                return report
+        report["records"] = [record_json(record, now)]
+        return report
 
     def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
         """Every journal row in order (position, originator, version, topic, state, chain)."""

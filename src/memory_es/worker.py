@@ -32,6 +32,7 @@ log = logging.getLogger("memory_es")
 RUNTIME_DIR = ".runtime"
 SNAPSHOT_FILE = "snapshot.json"
 HEARTBEAT_SECONDS = 5.0
+SNAPSHOT_MIN_INTERVAL = 0.05
 
 
 class StepFailure(Exception):
@@ -130,6 +131,8 @@ class Worker:
             self._dirty.wait(HEARTBEAT_SECONDS)
             self._dirty.clear()
             self._store.publish_snapshot(self.state)
+            # Coalesce bursts: at most one publish per interval, however fast turns arrive.
+            self._published_stop.wait(SNAPSHOT_MIN_INTERVAL)
 
     def _run(self) -> None:
         store = self._store
