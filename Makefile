@@ -22,6 +22,7 @@ test: $(BIN)/memory-es
 bench: $(BIN)/memory-es
 	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/rebuild.py
+	$(BIN)/python bench/worker.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
