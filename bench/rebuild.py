@@ -242,13 +242,19 @@ def phase_health(root: Path) -> dict[str, Any]:
             "events": report.journal_position, "peak_rss_mb": peak_rss_mb()}
 
 
-def run_child(phase: str, root: Path, scratch: Path, *, observations: int = 0,
-              seed: int = SEED) -> dict[str, Any]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--phase", phase, "--root", str(root),
-           "--scratch", str(scratch), "--observations", str(observations), "--seed", str(seed)]
+def run_phase(script: str, phase: str, root: Path, *args: str) -> dict[str, Any]:
+    """Run one phase of a bench script in a fresh interpreter (so its peak RSS is its own);
+    the child's last stdout line is its JSON result. Shared with bench/worker.py."""
+    cmd = [sys.executable, os.path.abspath(script), "--phase", phase, "--root", str(root), *args]
     done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+def run_child(phase: str, root: Path, scratch: Path, *, observations: int = 0,
+              seed: int = SEED) -> dict[str, Any]:
+    return run_phase(__file__, phase, root, "--scratch", str(scratch),
+                     "--observations", str(observations), "--seed", str(seed))
 
 
 # --------------------------------------------------------------------------------------------

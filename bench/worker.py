@@ -34,15 +34,18 @@ import logging
 import os
 import random
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from rebuild import peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script
+from rebuild import (  # bench/ is sys.path[0] when run as a script
+    mark,
+    peak_rss_mb,
+    run_phase,
+    sentences,
+)
 
 SEED = 20261
 THREADS = 8
@@ -253,18 +256,7 @@ def phase_health(root: Path) -> dict[str, Any]:
 
 
 def run_child(phase: str, root: Path, *, admissions: int = 0, seed: int = SEED) -> dict[str, Any]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--phase", phase, "--root", str(root),
-           "--admissions", str(admissions), "--seed", str(seed)]
-    done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-# --------------------------------------------------------------------------------------------
-
-
-def mark(ok: bool) -> str:
-    return "✓" if ok else "✗"
+    return run_phase(__file__, phase, root, "--admissions", str(admissions), "--seed", str(seed))
 
 
 def main() -> None:
