@@ -173,8 +173,9 @@ class MemoryStore:
     def close(self, timeout: float | None = None) -> None:
         """Drain due work for up to ``timeout`` (default 10 s), cancel the active attempt,
         then release the journal and the writer lock (B22). Unfinished work stays pending."""
-        if self._worker is not None:
-            self._worker.stop(self._shutdown_timeout if timeout is None else timeout)
+        worker, self._worker = self._worker, None  # a second close() finds nothing to stop
+        if worker is not None:
+            worker.stop(self._shutdown_timeout if timeout is None else timeout)
         with self._cv:
             if self._closed:
                 return
