@@ -142,7 +142,14 @@ def _compare_files(root: Path, expected: dict[str, bytes]) -> Iterator[Finding]:
                 continue
             if data != expected[rel]:
                 yield Finding("file_mismatch", rel,
-                              f"{len(data)} bytes, replay gives {len(expected[rel])}")
+                              f"{len(data)} bytes, replay gives {len(expected[rel])}; first "
+                              f"difference on line {_first_diff_line(data, expected[rel])}")
+
+
+def _first_diff_line(a: bytes, b: bytes) -> int:
+    """1-based line of the first differing byte: where to look, without quoting content."""
+    i = next((k for k, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return a[:i].count(b"\n") + 1
 
 
 def _rows(conn: apsw.Connection, table: str) -> Iterator[tuple[Any, ...]]:
