@@ -233,7 +233,7 @@ def test_o2_a5_capture_on_default_tier_is_an_error_not_a_downshift() -> None:
 
 def test_o9_unknown_embeddings_provider_never_falls_back() -> None:
     assert errors_of({"mode": "journal", "embeddings": {"provider": "ollama2"}}) == [
-        'memory.embeddings.provider: "ollama2" is not one of ollama, lmstudio, openai'
+        'memory.embeddings.provider: "ollama2" is not one of ollama, lmstudio, openai, local'
     ]
 
 
@@ -802,3 +802,21 @@ def test_o1_env_vars_do_not_change_file_values(
     assert cfg.mode == "journal"
     assert cfg.write_mode == "append-host-summary"
     assert cfg.embeddings == EmbeddingsConfig(provider="ollama", dim=384)
+
+
+def test_o9_local_provider_defaults_and_its_single_model() -> None:
+    """The offline provider: its one model and 384 dimensions by default; any other model or
+    dimension is an error, never a silent change (O9)."""
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    assert config.embeddings is not None
+    assert (config.embeddings.model, config.embeddings.dim) == ("all-MiniLM-L6-v2-onnx-int8", 384)
+    with pytest.raises(ConfigError) as err:
+        parse_config({"mode": "journal", "embeddings": {"provider": "local", "dim": 768}})
+    assert err.value.errors == [
+        'memory.embeddings: dim: provider "local" is 384-dimensional, not 768']
+    with pytest.raises(ConfigError) as err:
+        parse_config({"mode": "journal", "embeddings": {"provider": "local", "model": "x"}})
+    assert err.value.errors == [
+        "memory.embeddings: model: provider \"local\" has one model, "
+        "'all-MiniLM-L6-v2-onnx-int8'"]
+    assert parse_config({"mode": "journal", "embeddings": {"dim": 384}}).embeddings.dim == 384  # type: ignore[union-attr]

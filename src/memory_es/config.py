@@ -62,7 +62,7 @@ __all__ = [
 Mode = Literal["lite", "journal", "bujo"]
 WriteMode = Literal["disabled", "append-host-summary", "capture"]
 LlmProvider = Literal["ollama", "agent-host"]
-EmbeddingsProvider = Literal["ollama", "lmstudio", "openai"]
+EmbeddingsProvider = Literal["ollama", "lmstudio", "openai", "local"]
 CaptureKind = Literal["fact", "preference", "lesson"]
 
 # DESIGN 9.13: the reference states no default for these three.
@@ -78,7 +78,9 @@ DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
     "ollama": "nomic-embed-text:v1.5",
     "lmstudio": "text-embedding-nomic-embed-text-v1.5",
     "openai": None,  # the reference states no default for openai
+    "local": "all-MiniLM-L6-v2-onnx-int8",  # the offline provider (memory-es[local])
 }
+LOCAL_EMBEDDINGS_DIM: Final = 384
 FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
 
 _MODES: Final = ("lite", "journal", "bujo")
@@ -194,6 +196,12 @@ def _default_embeddings_model(data: dict[str, Any]) -> str | None:
     return DEFAULT_EMBEDDINGS_MODELS.get(data.get("provider", DEFAULT_EMBEDDINGS_PROVIDER))
 
 
+def _default_embeddings_dim(data: dict[str, Any]) -> int:
+    """768 (the reference's default); the offline local model is 384-dimensional."""
+    local = data.get("provider") == "local"
+    return LOCAL_EMBEDDINGS_DIM if local else DEFAULT_EMBEDDINGS_DIM
+
+
 class EmbeddingsConfig(_Block):
     """`memory.embeddings`: Journal/BuJo require an explicit, non-empty block (O3).
 
@@ -202,7 +210,19 @@ class EmbeddingsConfig(_Block):
 
     provider: EmbeddingsProvider = DEFAULT_EMBEDDINGS_PROVIDER
     model: str | None = Field(default_factory=_default_embeddings_model)
-    dim: int = Field(default=DEFAULT_EMBEDDINGS_DIM, gt=0)
+    dim: int = Field(default_factory=_default_embeddings_dim, gt=0)
+
+    @model_validator(mode="after")
+    def _local_is_one_model(self) -> EmbeddingsConfig:
+        """The local provider ships exactly one model; anything else would silently differ."""
+        if self.provider == "local":
+            if self.model != DEFAULT_EMBEDDINGS_MODELS["local"]:
+                raise _rule(f'model: provider "local" has one model, '
+                            f'{DEFAULT_EMBEDDINGS_MODELS["local"]!r}')
+            if self.dim != LOCAL_EMBEDDINGS_DIM:
+                raise _rule(f'dim: provider "local" is {LOCAL_EMBEDDINGS_DIM}-dimensional, '
+                            f"not {self.dim}")
+        return self
 
     @field_validator("model")
     @classmethod
