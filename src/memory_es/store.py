@@ -22,6 +22,7 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import ConfigError, MemoryConfig
+from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory, intake_event, intake_uuid, memory_uuid
 from memory_es.fsutil import crash_point
@@ -39,6 +40,15 @@ from memory_es.intake import (
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
 from memory_es.reader import fold_intakes, iter_events
+from memory_es.recall import (
+    RecallResult,
+    VectorCache,
+    VectorMatrix,
+    embed_texts,
+    pending_texts,
+    recall,
+    store_vectors,
+)
 from memory_es.worker import (
     ObserveProcessor,
     Processor,
@@ -54,6 +64,7 @@ log = logging.getLogger("memory_es")
 ATTEMPT_BATCH = 256  # attempts committed per journal transaction
 RESOLVED_PAYLOADS_KEPT = 4096  # B9
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
+EMBED_RETRY_SECONDS = 30.0  # after a provider outage, the worker tries again this much later
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 Clock = Callable[[], datetime]
@@ -110,6 +121,7 @@ class MemoryStore:
     def __init__(
         self, opened: OpenedJournal, config: MemoryConfig, clock: Clock, *,
         background: bool, processor: Processor | None, shutdown_timeout: float,
+        embedder: Embedder | None = None,
     ) -> None:
         self._opened = opened
         self.config = config
@@ -133,6 +145,10 @@ class MemoryStore:
                         "rebuild", e.code, extra={"memory_event": "memory_degraded",
                                                   "code": e.code})
         self._prune_payloads()
+        self._embedder = embedder
+        self._vector_cache: VectorCache | None = None
+        self._matrix: VectorMatrix | None = None
+        self._embed_pause_until = 0.0  # after a provider outage, try again later (monotonic)
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -146,6 +162,7 @@ class MemoryStore:
         background: bool = True,
         processor: Processor | None = None,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        embedder: Embedder | None = None,
     ) -> MemoryStore:
         """Open (creating if absent) the root, take its writer lock and verify its journal.
 
@@ -153,13 +170,15 @@ class MemoryStore:
         arrive and retries failures on the durable backoff schedule; without it, work runs
         only on :meth:`drain` (operator commands use that). ``processor`` is the attempt step
         (default: model-free projection). ``shutdown_timeout`` bounds :meth:`close` (B22).
+        ``embedder`` overrides the provider ``memory.embeddings`` names (Journal and BuJo only:
+        Lite never embeds, D2).
         """
         config = config if config is not None else MemoryConfig()
         opened = open_journal(resolve_root(root, config), writable=True,
                               lock_timeout=lock_timeout)
         try:
             return cls(opened, config, clock, background=background, processor=processor,
-                       shutdown_timeout=shutdown_timeout)
+                       shutdown_timeout=shutdown_timeout, embedder=embedder)
         except BaseException:
             opened.close()
             raise
@@ -185,6 +204,8 @@ class MemoryStore:
         try:
             if self._projector is not None:
                 self._projector.close()
+            if self._vector_cache is not None:
+                self._vector_cache.close()
         finally:
             self._opened.close()
 
@@ -470,6 +491,69 @@ class MemoryStore:
             for position, event in zip(positions, events, strict=True):
                 self._view.apply(position, event)
 
+    # -- vectors and recall (D4, D6, D9, G*) --------------------------------------------------
+
+    def _vectors(self) -> Embedder | None:
+        """The embedder for this tier, created on first use; Lite never embeds (D2, N14)."""
+        if self.config.mode == "lite":
+            return None
+        if self._embedder is None and self.config.embeddings is not None:
+            self._embedder = make_embedder(self.config.embeddings)
+        if self._embedder is not None and self._vector_cache is None:
+            self._vector_cache = VectorCache(self.root)
+        return self._embedder
+
+    def embed_pending(self) -> int:
+        """Embed memories that lack a vector (batches of 32, at most 256 / 2 MiB in flight).
+
+        The provider is called with no lock held; a failure is logged and retried later, and
+        until then those memories are found lexically (D9). Returns how many were embedded.
+        """
+        embedder = self._vectors()
+        if embedder is None or time.monotonic() < self._embed_pause_until:
+            return 0
+        identity = embedder.identity.key
+        with self._exclusive():
+            pending = pending_texts(self._projections().index.conn, identity)
+        if not pending.rowids:
+            return 0
+        try:
+            blobs = embed_texts(embedder, self._vector_cache, pending.texts)
+        except EmbeddingError as e:
+            self._embed_pause_until = time.monotonic() + EMBED_RETRY_SECONDS
+            log.warning("memory_degraded: embedding unavailable (code=%s); lexical recall "
+                        "until the provider answers", e.code)
+            return 0
+        with self._exclusive():
+            conn = self._projections().index.conn
+            store_vectors(conn, identity, pending.rowids, blobs)
+            self._vector_matrix(embedder, conn)
+        return len(pending.rowids)
+
+    def _vector_matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
+        if self._matrix is None or self._matrix.dim != embedder.identity.dim:
+            self._matrix = VectorMatrix(embedder.identity.dim)
+        self._matrix.refresh(conn, embedder.identity.key)
+        return self._matrix
+
+    def recall(self, query: str, limit: int = 10) -> RecallResult:
+        """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, scored embedding-first.
+
+        Never raises for a provider outage: the result is lexical-only and ``degraded``.
+        """
+        embedder = self._vectors()
+        query_vector = None
+        if embedder is not None and time.monotonic() >= self._embed_pause_until:
+            try:
+                query_vector = embedder.embed([query])[0]
+            except EmbeddingError as e:
+                log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
+        with self._exclusive():
+            conn = self._projections().index.conn
+            matrix = self._vector_matrix(embedder, conn) if embedder is not None else None
+            return recall(conn, query, now=self._clock(), query_vector=query_vector,
+                          matrix=matrix, limit=limit)
+
     def rebuild(self) -> RebuildReport:
         """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
         with self._exclusive():
@@ -477,6 +561,7 @@ class MemoryStore:
                 self._projector.close()
                 self._projector = None
             report = rebuild(self.root, iter_events(self._opened))
+            self._matrix = None  # the new generation's vectors come back from the cache (B25)
             self._catch_up()
             return report
 

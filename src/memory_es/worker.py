@@ -144,6 +144,8 @@ class Worker:
                 worked = 0
             if not self.cancel.is_set():
                 store.project()
+                if store.embed_pending():
+                    continue  # more may wait; a busy provider never blocks admission
             self._dirty.set()
             if self.cancel.is_set():
                 return

@@ -38,7 +38,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
 # Files the engine owns at the root; anything else (outside the managed dirs) is a stray.
 _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
                ".memory-es-schema", ".writer.lock"}
-_SQLITE_SIDE = ("-wal", "-shm")
+_SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
 @dataclass(frozen=True, order=True)
@@ -124,6 +124,8 @@ def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
                 continue  # compared against replay below
             if top == RUNTIME_DIR and "/" not in rest:
                 continue  # the worker's runtime snapshot (B19): not a projection
+            if top == "embeddings" and rest in {"cache.db" + s for s in ("", *_SQLITE_SIDE)}:
+                continue  # the vector cache: derived from providers, not from events
             yield Finding("file_extra", rel, "not a file memory_es manages")
 
 

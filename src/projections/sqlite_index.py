@@ -50,6 +50,9 @@ _SCHEMA = (
     "CREATE INDEX audit_by_day ON audit (day, recorded_at, run_hash)",
 )
 
+VECTORS_DDL = ("CREATE TABLE IF NOT EXISTS vectors (rowid INTEGER PRIMARY KEY, "
+               "identity TEXT NOT NULL, vector BLOB NOT NULL)")
+
 # The tables health compares row by row, with the columns in a fixed order.
 DUMP_TABLES = {
     "memories": ("rowid", "id", "kind", "text", "day", "recorded_at", "status", "source",
@@ -93,6 +96,8 @@ class IndexProjection:
                 for ddl in _SCHEMA:
                     self.conn.execute(ddl)
                 self.conn.execute("INSERT INTO meta VALUES ('position', '0')")
+        # Vectors are not events: filled from the embedding cache, never compared by health.
+        self.conn.execute(VECTORS_DDL)
         self.position = self._stored_position()
         self.touched: set[tuple[str, str]] = set()
         self._in_txn = False

@@ -1,0 +1,253 @@
+"""Vectors and hybrid recall (D4, D6, D9, B25, G*): the read path over an index generation.
+
+- ``VectorCache``: ``embeddings/cache.db`` at the root, outside generations, keyed by embedding
+  identity + SHA-256 of the text, so rebuild and replay never re-embed unchanged text and a
+  changed identity re-embeds (B25).
+- ``embed_pending``: vectors for memories that lack one, in batches of 32, at most 256 texts in
+  flight (D4, D6), cache first. The provider call happens without any store lock held.
+- ``VectorMatrix``: the generation's vectors as one float32 matrix, searched exactly with numpy.
+- ``recall``: FTS5 bm25 candidates union vector candidates (at most 50), scored by
+  ``memory_es.scoring``. A provider outage degrades to lexical-only results, flagged, never an
+  exception (G20).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+
+from memory_es.embeddings import BATCH_SIZE, Embedder
+from memory_es.fsutil import create_private_file, make_private_dir
+from memory_es.scoring import (
+    MAX_CANDIDATES,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Recall,
+    format_recall,
+    score_all,
+    select,
+)
+from projections.sqlite_index import fts_query
+
+log = logging.getLogger("memory_es")
+
+CACHE_DIR = "embeddings"
+CACHE_FILE = "cache.db"
+MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
+MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
+RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class VectorCache:
+    """Vectors by (identity, sha256(text)): survive rebuilds, replays and generations."""
+
+    def __init__(self, root: Path) -> None:
+        directory = root / CACHE_DIR
+        make_private_dir(directory)
+        path = directory / CACHE_FILE
+        if not os.path.lexists(path):
+            os.close(create_private_file(path))
+        self.conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE
+                                    | apsw.SQLITE_OPEN_NOFOLLOW)
+        self.conn.setbusytimeout(5000)
+        self.conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, sha256 TEXT NOT NULL, "
+            "vector BLOB NOT NULL, PRIMARY KEY (identity, sha256)) WITHOUT ROWID")
+
+    def get_many(self, identity: str, shas: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for sha in shas:
+            row = self.conn.execute("SELECT vector FROM vectors WHERE identity = ? AND sha256 = ?",
+                                    (identity, sha)).fetchone()
+            if row is not None:
+                found[sha] = bytes(row[0])
+        return found
+
+    def put_many(self, identity: str, items: Sequence[tuple[str, bytes]]) -> None:
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                  [(identity, sha, blob) for sha, blob in items])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass
+class PendingTexts:
+    """Memories of the active generation that wait for a vector of this identity."""
+
+    rowids: list[int]
+    texts: list[str]
+
+
+def pending_texts(conn: apsw.Connection, identity: str, limit: int = MAX_IN_FLIGHT) -> PendingTexts:
+    """Up to ``limit`` texts (and at most 2 MiB) lacking a vector for ``identity`` (D6).
+
+    Vectors of another identity are dropped first: a changed identity re-embeds (B25).
+    """
+    with conn:
+        conn.execute("DELETE FROM vectors WHERE identity != ?", (identity,))
+    rows = conn.execute(
+        "SELECT m.rowid, m.text FROM memories m LEFT JOIN vectors v ON v.rowid = m.rowid "
+        "WHERE v.rowid IS NULL AND m.status NOT IN ('dropped', 'invalidated') "
+        "ORDER BY m.rowid LIMIT ?", (limit,))
+    pending = PendingTexts([], [])
+    size = 0
+    for rowid, text in rows:
+        size += len(text.encode("utf-8"))
+        if pending.rowids and size > MAX_IN_FLIGHT_BYTES:
+            break
+        pending.rowids.append(rowid)
+        pending.texts.append(text)
+    return pending
+
+
+def embed_texts(embedder: Embedder, cache: VectorCache | None,
+                texts: Sequence[str]) -> list[bytes]:
+    """float32 vectors for ``texts``: cached ones reused, the rest embedded in batches of 32.
+
+    Raises EmbeddingError when the provider fails; nothing is cached for a failed batch.
+    """
+    identity = embedder.identity.key
+    shas = [text_sha256(t) for t in texts]
+    cached = cache.get_many(identity, shas) if cache is not None else {}
+    missing = [i for i, sha in enumerate(shas) if sha not in cached]
+    for start in range(0, len(missing), BATCH_SIZE):
+        chunk = missing[start:start + BATCH_SIZE]
+        vectors = embedder.embed([texts[i] for i in chunk])
+        fresh = [(shas[i], vectors[n].astype(np.float32).tobytes()) for n, i in enumerate(chunk)]
+        cached.update(fresh)
+        if cache is not None:
+            cache.put_many(identity, fresh)
+    return [cached[sha] for sha in shas]
+
+
+def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],
+                  blobs: Sequence[bytes]) -> None:
+    with conn:
+        conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                         [(r, identity, b) for r, b in zip(rowids, blobs, strict=True)])
+
+
+class VectorMatrix:
+    """The active generation's vectors in memory, refreshed incrementally by rowid."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self._last = 0
+
+    def refresh(self, conn: apsw.Connection, identity: str) -> None:
+        rows = list(conn.execute(
+            "SELECT rowid, vector FROM vectors WHERE identity = ? AND rowid > ? ORDER BY rowid",
+            (identity, self._last)))
+        if not rows:
+            return
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        block = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
+        self.rowids = np.concatenate([self.rowids, ids])
+        self.matrix = np.vstack([self.matrix, block.reshape(len(rows), self.dim)])
+        self._last = int(ids[-1])
+
+    def top(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(rowid, cosine) of the ``k`` nearest rows; rows are L2-normalised, so dot = cosine."""
+        if not len(self.rowids):
+            return []
+        sims = self.matrix @ query.astype(np.float32)
+        k = min(k, len(sims))
+        best = np.argpartition(-sims, k - 1)[:k]
+        best = best[np.argsort(-sims[best], kind="stable")]
+        return [(int(self.rowids[i]), float(sims[i])) for i in best]
+
+    def cosine(self, query: np.ndarray, rowid: int) -> float | None:
+        hit = np.nonzero(self.rowids == rowid)[0]
+        return float(self.matrix[hit[0]] @ query) if len(hit) else None
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """What an agent gets back: hits, the evidence flag, and whether vectors were used."""
+
+    recall: Recall
+    degraded: bool  # True: lexical only (no provider, provider down, or Lite)
+
+    @property
+    def text(self) -> str:
+        return format_recall(self.recall)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"degraded": self.degraded, "evidence": self.recall.evidence,
+                "notes": list(self.recall.notes),
+                "results": [h.structured() for h in self.recall.hits]}
+
+
+def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
+    match = fts_query(query)
+    if not match:
+        return {}
+    rows = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+                        "ORDER BY bm25(memories_fts), rowid LIMIT ?", (match, RETRIEVER_DEPTH))
+    return {row[0]: rank for rank, row in enumerate(rows, start=1)}
+
+
+def recall(
+    conn: apsw.Connection,
+    query: str,
+    *,
+    now: datetime,
+    query_vector: np.ndarray | None,
+    matrix: VectorMatrix | None,
+    calibration: Calibration = NOMIC_V15,
+    limit: int = 10,
+) -> RecallResult:
+    """Hybrid recall over one index connection (G*).
+
+    ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
+    the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
+    """
+    lexical = _lexical_ranks(conn, query)
+    vector_ranks: dict[int, int] = {}
+    cosines: dict[int, float] = {}
+    degraded = query_vector is None or matrix is None
+    if query_vector is not None and matrix is not None:
+        for rank, (rowid, cos) in enumerate(matrix.top(query_vector, RETRIEVER_DEPTH), start=1):
+            vector_ranks[rowid] = rank
+            cosines[rowid] = cos
+    # The bounded pool: best ranks of either retriever first, at most 50 (G31).
+    pool = sorted(set(lexical) | set(vector_ranks),
+                  key=lambda r: (min(lexical.get(r, 10**9), vector_ranks.get(r, 10**9)), r))
+    candidates = []
+    for rowid in pool[:MAX_CANDIDATES]:
+        row = conn.execute("SELECT id, text, kind, status, recorded_at FROM memories "
+                           "WHERE rowid = ?", (rowid,)).fetchone()
+        if row is None:
+            continue
+        cosine = cosines.get(rowid)
+        if cosine is None and query_vector is not None and matrix is not None:
+            cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
+        candidates.append(Candidate(
+            id=row[0], text=row[1], type=row[2], status=row[3],
+            created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
+            cosine=cosine, lexical_rank=lexical.get(rowid), vector_rank=vector_ranks.get(rowid),
+        ))
+    scored = score_all(query, candidates, calibration)
+    result = select(scored, calibration, now=now, mode="degraded" if degraded else "explicit")
+    trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
+    return RecallResult(recall=trimmed, degraded=degraded)
