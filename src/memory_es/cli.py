@@ -191,11 +191,14 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    hits = search_root(_root(args), args.query, args.limit)
+    config = _config(args)
+    result = search_root(_root(args, config), args.query, config, args.limit)
     if args.json:
-        _print_json(hits)
-    for hit in [] if args.json else hits:
-        print(f"{hit['bm25']:8.3f}  [{hit['recorded_at']}]  {hit['text']}")
+        _print_json(result.to_json())
+    elif result.recall.hits:
+        print(result.text)
+    else:
+        print("no matching memory")
     return 0
 
 
@@ -254,7 +257,7 @@ def _demo(root: Path) -> int:
     for path in sorted((root / "daily").iterdir()):
         print(f"--- daily/{path.name}")
         print(path.read_text("utf-8"), end="")
-    step("search the index (FTS5, bm25)")
+    step("search: the same scoring as recall (lexical on Lite, hybrid with embeddings)")
     run("search", "dentist")
     step("audit the root against a replay of its journal")
     run("health")
@@ -329,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_health)
 
-    p = sub.add_parser("search", help="lexical FTS5 search of the active index")
+    p = sub.add_parser("search", help="hybrid recall (FTS5 + vectors), read-only (C9)")
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--json", action="store_true")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,13 +18,17 @@ import apsw
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.config import MemoryConfig
+from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.intake import IntakeView, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
+from memory_es.recall import RecallResult, VectorMatrix, recall
+from memory_es.scoring import Recall
 from projections.health import Finding, HealthReport, audit
 from projections.replay import generation_path, read_current
-from projections.sqlite_index import fts_search
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
+log = logging.getLogger("memory_es")
 
 
 def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
@@ -137,15 +142,34 @@ def health(root: str | Path) -> HealthReport:
     )
 
 
-def search_root(root: str | Path, query: str, limit: int = 5) -> list[dict[str, Any]]:
-    """Read-only FTS5 search of the active index generation (no lock)."""
+def search_root(
+    root: str | Path, query: str, config: MemoryConfig | None = None, limit: int = 5
+) -> RecallResult:
+    """``memory-es search`` (C9): the same config-aware hybrid scoring as recall, read-only.
+
+    Takes no lock and writes nothing: the index is opened read-only and the query is embedded
+    with the configured provider (Lite: lexical only). A provider outage degrades, flagged.
+    """
+    config = config if config is not None else MemoryConfig()
     with open_reader(root):  # verifies the journal first: never serve a tampered root
         generation = read_current(Path(root))
         if generation is None:
-            return []
+            return RecallResult(recall=Recall(hits=()), degraded=True)
         conn = apsw.Connection(str(generation_path(Path(root), generation)),
                                flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            return fts_search(conn, query, limit)
+            embedder = (make_embedder(config.embeddings)
+                        if config.mode != "lite" and config.embeddings is not None else None)
+            query_vector, matrix = None, None
+            if embedder is not None:
+                try:
+                    query_vector = embedder.embed([query])[0]
+                except EmbeddingError as e:
+                    log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
+                else:
+                    matrix = VectorMatrix(embedder.identity.dim)
+                    matrix.refresh(conn, embedder.identity.key)
+            return recall(conn, query, now=utc_now(), query_vector=query_vector, matrix=matrix,
+                          limit=limit)
         finally:
             conn.close()
