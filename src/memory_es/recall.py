@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,9 @@ from memory_es.scoring import (
     Calibration,
     Candidate,
     Recall,
+    auto_select,
     format_recall,
+    render_auto_block,
     score_all,
     select,
 )
@@ -207,6 +209,63 @@ def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
     return {row[0]: rank for rank, row in enumerate(rows, start=1)}
 
 
+def session_key(session: str | None) -> str | None:
+    """A conversation id without its daily ``#YYYY-MM-DD`` bucket (H21)."""
+    if session is None:
+        return None
+    base, sep, bucket = session.rpartition("#")
+    if sep and len(bucket) == 10 and bucket[4] == "-" and bucket[7] == "-" \
+            and bucket.replace("-", "").isdigit():
+        return base
+    return session
+
+
+def candidate_pool(
+    conn: apsw.Connection,
+    query: str,
+    *,
+    query_vector: np.ndarray | None,
+    matrix: VectorMatrix | None,
+    exclude_session: str | None = None,
+) -> list[Candidate]:
+    """FTS5 bm25 top 50 union vector top 50, best ranks first, at most 50 (G31).
+
+    ``exclude_session`` drops records of the current conversation before scoring (H21).
+    """
+    lexical = _lexical_ranks(conn, query)
+    vector_ranks: dict[int, int] = {}
+    cosines: dict[int, float] = {}
+    if query_vector is not None and matrix is not None:
+        for rank, (rowid, cos) in enumerate(matrix.top(query_vector, RETRIEVER_DEPTH), start=1):
+            vector_ranks[rowid] = rank
+            cosines[rowid] = cos
+    excluded = session_key(exclude_session)
+    pool = sorted(set(lexical) | set(vector_ranks),
+                  key=lambda r: (min(lexical.get(r, 10**9), vector_ranks.get(r, 10**9)), r))
+    candidates: list[Candidate] = []
+    for rowid in pool:
+        if len(candidates) >= MAX_CANDIDATES:
+            break
+        row = conn.execute("SELECT id, text, kind, status, recorded_at, source_session "
+                           "FROM memories WHERE rowid = ?", (rowid,)).fetchone()
+        if row is None:
+            continue
+        session = row[5]
+        if excluded is not None and session not in (None, "unknown") \
+                and session_key(session) == excluded:
+            continue
+        cosine = cosines.get(rowid)
+        if cosine is None and query_vector is not None and matrix is not None:
+            cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
+        candidates.append(Candidate(
+            id=row[0], text=row[1], type=row[2], status=row[3],
+            created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
+            cosine=cosine, lexical_rank=lexical.get(rowid), vector_rank=vector_ranks.get(rowid),
+            attribution="source conversation unknown" if session in (None, "unknown") else None,
+        ))
+    return candidates
+
+
 def recall(
     conn: apsw.Connection,
     query: str,
@@ -222,32 +281,26 @@ def recall(
     ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
     the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
     """
-    lexical = _lexical_ranks(conn, query)
-    vector_ranks: dict[int, int] = {}
-    cosines: dict[int, float] = {}
     degraded = query_vector is None or matrix is None
-    if query_vector is not None and matrix is not None:
-        for rank, (rowid, cos) in enumerate(matrix.top(query_vector, RETRIEVER_DEPTH), start=1):
-            vector_ranks[rowid] = rank
-            cosines[rowid] = cos
-    # The bounded pool: best ranks of either retriever first, at most 50 (G31).
-    pool = sorted(set(lexical) | set(vector_ranks),
-                  key=lambda r: (min(lexical.get(r, 10**9), vector_ranks.get(r, 10**9)), r))
-    candidates = []
-    for rowid in pool[:MAX_CANDIDATES]:
-        row = conn.execute("SELECT id, text, kind, status, recorded_at FROM memories "
-                           "WHERE rowid = ?", (rowid,)).fetchone()
-        if row is None:
-            continue
-        cosine = cosines.get(rowid)
-        if cosine is None and query_vector is not None and matrix is not None:
-            cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
-        candidates.append(Candidate(
-            id=row[0], text=row[1], type=row[2], status=row[3],
-            created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
-            cosine=cosine, lexical_rank=lexical.get(rowid), vector_rank=vector_ranks.get(rowid),
-        ))
+    candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix)
     scored = score_all(query, candidates, calibration)
     result = select(scored, calibration, now=now, mode="degraded" if degraded else "explicit")
     trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
     return RecallResult(recall=trimmed, degraded=degraded)
+
+
+def auto_block(
+    conn: apsw.Connection,
+    text: str,
+    *,
+    now: datetime,
+    query_vector: np.ndarray,
+    matrix: VectorMatrix,
+    session: str | None,
+    calibration: Calibration = NOMIC_V15,
+) -> str:
+    """The automatic "possibly relevant" block (H1-H11, H21, H22): direct hits only."""
+    candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
+                                exclude_session=session)
+    hits = auto_select(score_all(text, candidates, calibration), calibration, now=now, tz=UTC)
+    return render_auto_block(hits, UTC)

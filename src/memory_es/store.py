@@ -44,11 +44,13 @@ from memory_es.recall import (
     RecallResult,
     VectorCache,
     VectorMatrix,
+    auto_block,
     embed_texts,
     pending_texts,
     recall,
     store_vectors,
 )
+from memory_es.scoring import owner_text_gate
 from memory_es.worker import (
     ObserveProcessor,
     Processor,
@@ -553,6 +555,30 @@ class MemoryStore:
             matrix = self._vector_matrix(embedder, conn) if embedder is not None else None
             return recall(conn, query, now=self._clock(), query_vector=query_vector,
                           matrix=matrix, limit=limit)
+
+    def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
+                    gate_owner_text: bool = True) -> str:
+        """The automatic "possibly relevant" block for a turn, or "" (H1-H22).
+
+        Nothing for Lite or degraded results (H15), for turns that are not host-verified owner
+        turns (``owner=False``, H16), or for owner text of at most 16 code points when the gate
+        applies (H14). Records of the current conversation (``session``) are excluded (H21).
+        """
+        if not owner or (gate_owner_text and not owner_text_gate(text)):
+            return ""
+        embedder = self._vectors()
+        if embedder is None or time.monotonic() < self._embed_pause_until:
+            return ""
+        try:
+            query_vector = embedder.embed([text])[0]
+        except EmbeddingError as e:
+            log.warning("memory_recall_unavailable: no automatic block (code=%s)", e.code)
+            return ""
+        with self._exclusive():
+            conn = self._projections().index.conn
+            matrix = self._vector_matrix(embedder, conn)
+            return auto_block(conn, text, now=self._clock(), query_vector=query_vector,
+                              matrix=matrix, session=session)
 
     def rebuild(self) -> RebuildReport:
         """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
