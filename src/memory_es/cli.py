@@ -202,6 +202,72 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_journal(args: argparse.Namespace) -> int:
+    """MemoryJournal over the active index generation, read-only (I*).
+
+    This process is its own store handle with its own cursor key, so a cursor printed by an
+    earlier ``memory-es journal`` cannot continue here (journal_invalid_cursor); ``--page N``
+    re-runs the query and follows the cursors within this process instead.
+    """
+    import apsw
+
+    from memory_es.chronology import MemoryJournal
+    from memory_es.reader import open_reader
+    from projections.replay import generation_path, read_current
+
+    if args.page < 1:
+        raise CliError("--page must be 1 or more")
+    request: dict[str, Any] = {}
+    if args.cursor is not None:
+        if args.page != 1:
+            raise CliError("--page and --cursor cannot be combined")
+        request["cursor"] = args.cursor
+    for name, value in (("fromDate", args.from_date), ("throughDate", args.through_date),
+                        ("timeZone", args.tz), ("limit", args.limit)):
+        if value is not None:
+            request[name] = value
+    root = _root(args)
+    journal = MemoryJournal()
+    with open_reader(root):  # verifies the journal first: never serve a tampered root
+        generation = read_current(root)
+        if generation is None:
+            raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
+                                code="journal_unavailable")
+        conn = apsw.Connection(str(generation_path(root, generation)),
+                               flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            try:
+                result = journal.call(conn, request)
+                for page in range(2, args.page + 1):
+                    if result["cursor"] is None:
+                        raise CliError(f"page {args.page} is past the end: the range has "
+                                       f"{page - 1} page(s)")
+                    result = journal.continue_(conn, result["cursor"])
+            except CliError:
+                raise
+            except MemoryEsError as e:
+                hint = (" (a cursor is private to the process that issued it; use --page N)"
+                        if e.code == "journal_invalid_cursor" else "")
+                raise MemoryEsError(f"{e.code}: {e}{hint}", code=e.code) from e
+        finally:
+            conn.close()
+    if args.json:
+        _print_json(result)
+        return 0
+    r = result["range"]
+    print(f"{r['fromDate']}..{r['throughDate']} {r['timeZone']} = "
+          f"[{r['fromUtc']}, {r['toUtc']})", file=sys.stderr)
+    if result["noData"]:
+        print("no memories in this range")
+    for entry in result["entries"]:
+        print(f"{entry['day']} {entry['time']} {entry['text']}")
+    if not result["coverage"]["complete"]:
+        print(f"snapshot stopped early: {result['coverage']['stoppedBy']}", file=sys.stderr)
+    if result["cursor"] is not None:
+        print(f"more: --page {args.page + 1}", file=sys.stderr)
+    return 0
+
+
 DEMO_TURNS = (
     ("first turn", CompletedTurn(run_id="demo-run-1", outcome="success",
                                  answer="Booked the dentist for 2026-12-09 at 10:00.",
@@ -337,6 +403,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("journal", help="chronological memories over civil dates (I*)")
+    p.add_argument("--from", dest="from_date", metavar="YYYY-MM-DD", help="first civil date")
+    p.add_argument("--through", dest="through_date", metavar="YYYY-MM-DD",
+                   help="last civil date (inclusive; at most 31 days)")
+    p.add_argument("--tz", metavar="ZONE", help="explicit IANA zone (no default)")
+    p.add_argument("--limit", type=int, help="entries per page: 1..25 (default 10)")
+    p.add_argument("--cursor", help="continue a snapshot (only within the issuing process)")
+    p.add_argument("--page", type=int, default=1, help="page N of the query (default 1)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_journal)
 
     p = sub.add_parser("demo", help="the whole Lite flow in a temporary root")
     p.set_defaults(func=cmd_demo)

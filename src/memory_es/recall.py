@@ -30,6 +30,7 @@ from memory_es.fsutil import create_private_file, make_private_dir
 from memory_es.scoring import (
     MAX_CANDIDATES,
     NOMIC_V15,
+    TERMINAL_STATUSES,
     Calibration,
     Candidate,
     Recall,
@@ -48,6 +49,8 @@ CACHE_FILE = "cache.db"
 MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
 MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
+# G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
+_TERMINAL_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_STATUSES)) + ")"
 
 
 def text_sha256(text: str) -> str:
@@ -107,7 +110,7 @@ def pending_texts(conn: apsw.Connection, identity: str, limit: int = MAX_IN_FLIG
         conn.execute("DELETE FROM vectors WHERE identity != ?", (identity,))
     rows = conn.execute(
         "SELECT m.rowid, m.text FROM memories m LEFT JOIN vectors v ON v.rowid = m.rowid "
-        "WHERE v.rowid IS NULL AND m.status NOT IN ('dropped', 'invalidated') "
+        f"WHERE v.rowid IS NULL AND m.status NOT IN {_TERMINAL_SQL} "
         "ORDER BY m.rowid LIMIT ?", (limit,))
     pending = PendingTexts([], [])
     size = 0
@@ -158,8 +161,9 @@ class VectorMatrix:
 
     def refresh(self, conn: apsw.Connection, identity: str) -> None:
         rows = list(conn.execute(
-            "SELECT rowid, vector FROM vectors WHERE identity = ? AND rowid > ? ORDER BY rowid",
-            (identity, self._last)))
+            "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+            f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY v.rowid", (identity, self._last)))
         if not rows:
             return
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -204,8 +208,10 @@ def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
     match = fts_query(query)
     if not match:
         return {}
-    rows = conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
-                        "ORDER BY bm25(memories_fts), rowid LIMIT ?", (match, RETRIEVER_DEPTH))
+    rows = conn.execute(
+        "SELECT f.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+        f"WHERE memories_fts MATCH ? AND m.status NOT IN {_TERMINAL_SQL} "
+        "ORDER BY bm25(memories_fts), f.rowid LIMIT ?", (match, RETRIEVER_DEPTH))
     return {row[0]: rank for rank, row in enumerate(rows, start=1)}
 
 

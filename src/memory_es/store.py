@@ -21,6 +21,7 @@ from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.chronology import MemoryJournal
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
 from memory_es.errors import MemoryEsError
@@ -60,7 +61,7 @@ from memory_es.worker import (
     publish_snapshot,
 )
 from projections.replay import Projector, RebuildReport, rebuild
-from projections.sqlite_index import fts_search
+from projections.sqlite_index import IndexProjection, fts_search
 
 log = logging.getLogger("memory_es")
 ATTEMPT_BATCH = 256  # attempts committed per journal transaction
@@ -151,6 +152,7 @@ class MemoryStore:
         self._vector_cache: VectorCache | None = None
         self._matrix: VectorMatrix | None = None
         self._embed_pause_until = 0.0  # after a provider outage, try again later (monotonic)
+        self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -532,6 +534,25 @@ class MemoryStore:
             self._vector_matrix(embedder, conn)
         return len(pending.rowids)
 
+    def _fill_vectors(self, index: IndexProjection) -> None:
+        """Vectors for a new generation before it is activated (D10, C8): from the cache
+        (no provider call for unchanged text, B25), the rest from the provider. An outage
+        leaves those to the worker; recall meanwhile finds them lexically (D9)."""
+        embedder = self._vectors()
+        if embedder is None:
+            return
+        identity = embedder.identity.key
+        while True:
+            pending = pending_texts(index.conn, identity)
+            if not pending.rowids:
+                return
+            try:
+                blobs = embed_texts(embedder, self._vector_cache, pending.texts)
+            except EmbeddingError as e:
+                log.warning("memory_degraded: rebuild without some vectors (code=%s)", e.code)
+                return
+            store_vectors(index.conn, identity, pending.rowids, blobs)
+
     def _vector_matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
         if self._matrix is None or self._matrix.dim != embedder.identity.dim:
             self._matrix = VectorMatrix(embedder.identity.dim)
@@ -555,6 +576,18 @@ class MemoryStore:
             matrix = self._vector_matrix(embedder, conn) if embedder is not None else None
             return recall(conn, query, now=self._clock(), query_vector=query_vector,
                           matrix=matrix, limit=limit)
+
+    def journal(self, from_date: str, through_date: str, time_zone: str,
+                limit: int = 10) -> dict[str, Any]:
+        """MemoryJournal (I*): memories recorded between two inclusive civil dates in an
+        explicit IANA zone, from a frozen snapshot; continue with :meth:`journal_continue`."""
+        with self._exclusive():
+            return self._chronology.query(self._projections().index.conn, from_date,
+                                          through_date, time_zone, limit)
+
+    def journal_continue(self, cursor: str) -> dict[str, Any]:
+        """The next page of a MemoryJournal snapshot (HMAC cursor bound to this handle)."""
+        return self._chronology.continue_(None, cursor)
 
     def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
                     gate_owner_text: bool = True) -> str:
@@ -586,8 +619,9 @@ class MemoryStore:
             if self._projector is not None:
                 self._projector.close()
                 self._projector = None
-            report = rebuild(self.root, iter_events(self._opened))
-            self._matrix = None  # the new generation's vectors come back from the cache (B25)
+            report = rebuild(self.root, iter_events(self._opened),
+                             before_activate=self._fill_vectors)
+            self._matrix = None
             self._catch_up()
             return report
 

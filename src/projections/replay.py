@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,7 +179,8 @@ def build_generation(path: Path, events: Iterable[tuple[int, object]]) -> IndexP
     return index
 
 
-def rebuild(root: Path, events: Iterable[tuple[int, object]]) -> RebuildReport:
+def rebuild(root: Path, events: Iterable[tuple[int, object]],
+            before_activate: Callable[[IndexProjection], None] | None = None) -> RebuildReport:
     """Replay ``events`` into a new generation, bring Markdown to match, then activate it.
 
     Only files whose bytes change are rewritten (K10); Markdown files no event implies are
@@ -195,6 +196,8 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]]) -> RebuildReport:
     generation = max([current, *existing]) + 1
     index = build_generation(generation_path(root, generation), events)
     try:
+        if before_activate is not None:  # e.g. vectors for the new generation (D10, C8)
+            before_activate(index)
         expected = render_all(index)
         report = RebuildReport(generation=generation, position=index.position)
         for relpath, data in sorted(expected.items()):

@@ -1,0 +1,403 @@
+"""MemoryJournal (I*): bounded chronology over explicit civil dates, from the curated index.
+
+One ``MemoryJournal`` belongs to one store handle. A first request names an inclusive civil
+date range in an explicit IANA zone (``query``); the resolver echoes the half-open UTC
+interval ``[fromUtc, toUtc)`` between the local midnights (DST-correct), reads the
+``memories`` rows of that interval in chronological order (recorded_at, then id) into a
+frozen snapshot, and returns the first page. Later pages come only from ``continue_`` with
+the cursor the previous page issued: it is HMAC-signed with the handle's key, names one
+snapshot and its exact next offset, and carries no range or limit that could be overridden.
+Writes after the snapshot never shift its pages.
+
+Bounds (I5, I7-I9, DESIGN 9.12):
+
+- at most 31 civil days inclusive; ``limit`` (entries per page) 10 by default, 1..25, never
+  clamped;
+- a snapshot holds at most 1,000 entries and 2 MiB (entry bytes = UTF-8 of its compact JSON);
+  ``coverage`` says whether the range scan completed and why it stopped;
+- a page holds at most ``limit`` entries, 25 entries and 8 KiB; each text at most 2 KiB of
+  UTF-8, cut on a character boundary and ending in ``TRUNCATION_MARKER``;
+- a handle keeps at most 4 snapshots; a fifth evicts the oldest, whose cursors then fail with
+  ``journal_cursor_expired``.
+
+Excluded (I14): dropped and invalidated rows; raw BuJo audit observations (the ``audit``
+table is never read); session ids, run hashes, memory-root paths, embeddings, salience and
+access telemetry (never selected or not stored); raw backend errors (an SQLite failure is
+the generic ``journal_unavailable``). Unsafe text and ids become fixed markers (I15).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
+from typing import Any
+from zoneinfo import ZoneInfo, available_timezones
+
+import apsw
+
+from memory_es.errors import MemoryEsError
+
+MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 25
+MAX_SNAPSHOTS = 4
+SNAPSHOT_MAX_ENTRIES = 1000
+SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
+PAGE_MAX_ENTRIES = 25
+PAGE_MAX_BYTES = 8 * 1024
+TEXT_MAX_BYTES = 2 * 1024
+
+TRUNCATION_MARKER = "…[truncated]"
+UNSAFE_TEXT_MARKER = "[unsafe text withheld]"
+UNSAFE_ID_MARKER = "[unsafe id withheld]"
+UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
+
+TERMINAL_STATUSES = ("dropped", "invalidated")  # G22 / I14: never returned
+RANGE_FIELDS = ("fromDate", "throughDate", "timeZone")
+CURSOR_VERSION = 1
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_SAFE_WORD = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+# DESIGN 9.11: C0/C1 controls except tab, bidi embeddings/overrides/isolates, HTML comments.
+_UNSAFE_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|<!--|-->")
+# Names the zoneinfo search path resolves that are not a chosen IANA zone: they would
+# silently guess the host zone (I4).
+_HOST_ZONE_NAMES = frozenset({"localtime", "posixrules"})
+
+_COLUMNS = "rowid, id, kind, text, recorded_at, status, day"
+
+
+def _error(code: str, message: str) -> MemoryEsError:
+    return MemoryEsError(message, code=code)
+
+
+@lru_cache(maxsize=1)
+def _iana_zones() -> frozenset[str]:
+    return frozenset(available_timezones()) - _HOST_ZONE_NAMES
+
+
+def resolve_zone(time_zone: object) -> ZoneInfo:
+    """The explicit IANA zone; never a default, never the host zone (I4)."""
+    if not isinstance(time_zone, str) or time_zone not in _iana_zones():
+        raise _error("journal_invalid_zone", f"unknown IANA time zone {time_zone!r}")
+    try:
+        return ZoneInfo(time_zone)
+    except (KeyError, ValueError, OSError) as e:
+        raise _error("journal_invalid_zone", f"unknown IANA time zone {time_zone!r}") from e
+
+
+def parse_civil_date(value: object, name: str) -> date:
+    """A real calendar date written exactly YYYY-MM-DD."""
+    if not isinstance(value, str) or not _DATE.fullmatch(value):
+        raise _error("journal_invalid_date", f"{name} must be a YYYY-MM-DD date, got {value!r}")
+    try:
+        return date.fromisoformat(value)
+    except ValueError as e:
+        raise _error("journal_invalid_date", f"{name} {value!r} is not a real date") from e
+
+
+def check_limit(limit: object) -> int:
+    if limit is None:
+        return DEFAULT_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise _error("journal_invalid_limit",
+                     f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+def iso_ms(ts: datetime) -> str:
+    """The index's timestamp form: UTC, milliseconds, Z."""
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def local_midnight_utc(day: date, zone: ZoneInfo) -> datetime:
+    """The UTC instant at which ``day`` starts in ``zone``.
+
+    A midnight that a DST jump skips resolves (fold=0) to the transition instant, and an
+    ambiguous midnight to its first occurrence: either way the day's first instant.
+    """
+    return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class Range:
+    """A validated request range and its half-open UTC interval."""
+
+    from_date: date
+    through_date: date
+    zone_name: str
+    zone: ZoneInfo
+    from_utc: datetime
+    to_utc: datetime
+
+    def echo(self) -> dict[str, Any]:
+        return {
+            "fromDate": self.from_date.isoformat(),
+            "throughDate": self.through_date.isoformat(),
+            "timeZone": self.zone_name,
+            "days": (self.through_date - self.from_date).days + 1,
+            "fromUtc": iso_ms(self.from_utc),
+            "toUtc": iso_ms(self.to_utc),
+            "interval": "half-open [fromUtc, toUtc)",
+        }
+
+
+def resolve_range(from_date: object, through_date: object, time_zone: object) -> Range:
+    """Validate the three range fields (I2-I4) and resolve the UTC interval."""
+    for name, value in zip(RANGE_FIELDS, (from_date, through_date, time_zone), strict=True):
+        if value is None:
+            raise _error("journal_missing_range",
+                         f"{name} is required: fromDate, throughDate and timeZone are all "
+                         "required (no default zone)")
+    zone = resolve_zone(time_zone)
+    start = parse_civil_date(from_date, "fromDate")
+    end = parse_civil_date(through_date, "throughDate")
+    if start > end:
+        raise _error("journal_invalid_range",
+                     f"fromDate {start} is after throughDate {end}")
+    days = (end - start).days + 1
+    if days > MAX_RANGE_DAYS:
+        raise _error("journal_range_too_long",
+                     f"range covers {days} civil days; at most {MAX_RANGE_DAYS} are allowed")
+    assert isinstance(time_zone, str)
+    return Range(start, end, time_zone, zone, local_midnight_utc(start, zone),
+                 local_midnight_utc(end + timedelta(days=1), zone))
+
+
+def cap_text(text: str) -> tuple[str, bool]:
+    """At most 2 KiB of UTF-8, cut on a character boundary, marker included (I9)."""
+    raw = text.encode("utf-8")
+    if len(raw) <= TEXT_MAX_BYTES:
+        return text, False
+    budget = TEXT_MAX_BYTES - len(TRUNCATION_MARKER.encode("utf-8"))
+    return raw[:budget].decode("utf-8", errors="ignore") + TRUNCATION_MARKER, True
+
+
+def safe_text(text: object) -> tuple[str, bool]:
+    """Unsafe or non-string text becomes one fixed marker (I15); long text is capped."""
+    if not isinstance(text, str) or _UNSAFE_TEXT.search(text):
+        return UNSAFE_TEXT_MARKER, False
+    return cap_text(text)
+
+
+def safe_id(value: object) -> str:
+    return value if isinstance(value, str) and _SAFE_ID.fullmatch(value) else UNSAFE_ID_MARKER
+
+
+def safe_word(value: object) -> str:
+    return value if isinstance(value, str) and _SAFE_WORD.fullmatch(value) else \
+        UNSAFE_VALUE_MARKER
+
+
+def entry_bytes(entry: Mapping[str, Any]) -> int:
+    """The size an entry counts against page and snapshot budgets."""
+    return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":"),
+                          sort_keys=True).encode("utf-8"))
+
+
+def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> dict[str, Any]:
+    _rowid, memory_id, kind, text, recorded_at, status, source_day = row
+    try:
+        instant = datetime.fromisoformat(str(recorded_at).replace("Z", "+00:00"))
+    except ValueError as e:
+        raise _error("journal_unavailable", "the journal backend is unavailable") from e
+    local = instant.astimezone(zone)
+    shown, truncated = safe_text(text)
+    # I13: the canonical daily source reference, relative (never a memory-root path).
+    source = (f"daily/{source_day}.md" if isinstance(source_day, str)
+              and _DATE.fullmatch(source_day) else UNSAFE_VALUE_MARKER)
+    return {
+        "id": safe_id(memory_id),
+        "recordedAt": iso_ms(instant),
+        "day": local.date().isoformat(),
+        "time": local.strftime("%H:%M"),
+        "type": safe_word(kind),
+        "status": safe_word(status),
+        "source": source,
+        "text": shown,
+        "truncated": truncated,
+    }
+
+
+@dataclass
+class Snapshot:
+    """The frozen entries of one first request, with the offsets its cursors may name."""
+
+    snapshot_id: str
+    range: Range
+    limit: int
+    entries: list[dict[str, Any]]
+    sizes: list[int]
+    coverage: dict[str, Any]
+    issued: set[int] = field(default_factory=set)
+
+
+class MemoryJournal:
+    """The chronological tool for one store handle: its HMAC key and its 4 snapshots."""
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key if key is not None else secrets.token_bytes(32)
+        self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
+
+    # -- entry points --------------------------------------------------------------------------
+
+    def call(self, conn: apsw.Connection | None, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The tool-shaped entry: either the three range fields (+ ``limit``) or exactly
+        ``{"cursor": ...}``; a continuation that also names a range or limit is rejected."""
+        if "cursor" in request:
+            extra = sorted(set(request) - {"cursor"})
+            if extra:
+                raise _error("journal_invalid_request",
+                             "a continuation takes only the cursor; range or limit overrides "
+                             f"are not accepted ({', '.join(extra)})")
+            return self.continue_(conn, request["cursor"])
+        unknown = sorted(set(request) - {*RANGE_FIELDS, "limit"})
+        if unknown:
+            raise _error("journal_invalid_request", f"unknown fields: {', '.join(unknown)}")
+        if conn is None:
+            raise _error("journal_unavailable", "the journal backend is unavailable")
+        return self.query(conn, request.get("fromDate"), request.get("throughDate"),
+                          request.get("timeZone"), request.get("limit"))
+
+    def query(self, conn: apsw.Connection, from_date: Any, through_date: Any,
+              time_zone: Any, limit: Any = DEFAULT_LIMIT) -> dict[str, Any]:
+        """A first request: validate, freeze a snapshot, return its first page."""
+        resolved = resolve_range(from_date, through_date, time_zone)
+        page_limit = check_limit(limit)
+        snapshot = self._freeze(conn, resolved, page_limit)
+        self._snapshots[snapshot.snapshot_id] = snapshot
+        while len(self._snapshots) > MAX_SNAPSHOTS:
+            self._snapshots.popitem(last=False)  # the fifth evicts the oldest (I7)
+        return self._page(snapshot, 0)
+
+    def continue_(self, conn: apsw.Connection | None, cursor: Any) -> dict[str, Any]:
+        """The next page of a frozen snapshot. ``conn`` is unused: pages never re-read."""
+        del conn
+        snapshot_id, offset = self._verify(cursor)
+        snapshot = self._snapshots.get(snapshot_id)
+        if snapshot is None:
+            raise _error("journal_cursor_expired",
+                         "this cursor's snapshot has expired; repeat the first request")
+        if offset not in snapshot.issued:
+            raise _error("journal_invalid_cursor", "cursor offset was not issued")
+        return self._page(snapshot, offset)
+
+    @property
+    def snapshot_count(self) -> int:
+        return len(self._snapshots)
+
+    # -- snapshot and pages --------------------------------------------------------------------
+
+    def _freeze(self, conn: apsw.Connection, r: Range, limit: int) -> Snapshot:
+        placeholders = ", ".join("?" for _ in TERMINAL_STATUSES)
+        sql = (f"SELECT {_COLUMNS} FROM memories WHERE recorded_at >= ? AND recorded_at < ? "
+               f"AND status NOT IN ({placeholders}) ORDER BY recorded_at, id LIMIT ?")
+        entries: list[dict[str, Any]] = []
+        sizes: list[int] = []
+        total = 0
+        stopped = "range_end"
+        try:
+            with conn:  # one read transaction: a consistent view of the index
+                rows = conn.execute(sql, (iso_ms(r.from_utc), iso_ms(r.to_utc),
+                                          *TERMINAL_STATUSES, SNAPSHOT_MAX_ENTRIES + 1))
+                for row in rows:
+                    if len(entries) == SNAPSHOT_MAX_ENTRIES:
+                        stopped = "entry_cap"
+                        break
+                    entry = _entry(tuple(row), r.zone)
+                    size = entry_bytes(entry)
+                    if total + size > SNAPSHOT_MAX_BYTES:
+                        stopped = "byte_cap"
+                        break
+                    entries.append(entry)
+                    sizes.append(size)
+                    total += size
+        except apsw.Error as e:
+            # I11 / I14: the generic error; the raw backend message never leaves.
+            raise _error("journal_unavailable", "the journal backend is unavailable") from e
+        coverage = {"complete": stopped == "range_end", "stoppedBy": stopped,
+                    "entries": len(entries), "bytes": total}
+        return Snapshot(secrets.token_hex(16), r, limit, entries, sizes, coverage)
+
+    def _page(self, snapshot: Snapshot, offset: int) -> dict[str, Any]:
+        end = offset
+        used = 0
+        cap = min(snapshot.limit, PAGE_MAX_ENTRIES)
+        while end < len(snapshot.entries) and end - offset < cap:
+            size = snapshot.sizes[end]
+            if end > offset and used + size > PAGE_MAX_BYTES:
+                break
+            used += size
+            end += 1
+        cursor = None
+        if end < len(snapshot.entries):
+            snapshot.issued.add(end)
+            cursor = self._sign(snapshot.snapshot_id, end)
+        return {
+            "range": snapshot.range.echo(),
+            "limit": snapshot.limit,
+            "offset": offset,
+            "entries": snapshot.entries[offset:end],
+            "noData": not snapshot.entries and bool(snapshot.coverage["complete"]),
+            "coverage": dict(snapshot.coverage),
+            "cursor": cursor,
+            "untrusted": True,  # I15: returned content is historical evidence, not instruction
+        }
+
+    # -- cursors -------------------------------------------------------------------------------
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()
+
+    def _sign(self, snapshot_id: str, offset: int) -> str:
+        payload = json.dumps({"o": offset, "s": snapshot_id, "v": CURSOR_VERSION},
+                             separators=(",", ":"), sort_keys=True).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def _verify(self, cursor: Any) -> tuple[str, int]:
+        invalid = _error("journal_invalid_cursor", "cursor is malformed or not from this handle")
+        if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > 512:
+            raise invalid
+        body, tag = cursor.split(".")
+        try:
+            payload, mac = _unb64(body), _unb64(tag)
+        except ValueError as e:
+            raise invalid from e
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise invalid
+        try:
+            data = json.loads(payload)
+        except ValueError as e:
+            raise invalid from e
+        if (not isinstance(data, dict) or data.get("v") != CURSOR_VERSION
+                or not isinstance(data.get("s"), str) or not isinstance(data.get("o"), int)
+                or isinstance(data.get("o"), bool)):
+            raise invalid
+        return data["s"], data["o"]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
+        raise ValueError("not base64url")
+    try:
+        data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except binascii.Error as e:
+        raise ValueError("not base64url") from e
+    if _b64(data) != text:  # canonical only: no two spellings of one cursor
+        raise ValueError("not canonical base64url")
+    return data
