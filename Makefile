@@ -23,6 +23,8 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/rebuild.py
 	$(BIN)/python bench/worker.py
+	$(BIN)/python bench/recall_quality.py
+	$(BIN)/python bench/recall_latency.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -25,7 +25,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from memory_es.embeddings import BATCH_SIZE, Embedder
+from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingIdentity
 from memory_es.fsutil import create_private_file, make_private_dir
 from memory_es.scoring import (
     MAX_CANDIDATES,
@@ -51,6 +51,25 @@ MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
 _TERMINAL_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_STATUSES)) + ")"
+
+
+# Measured for the local all-MiniLM-L6-v2 int8 model on bench/data/recall_labelled.json by
+# bench/recall_quality.py (213 memories, 163 answerable + 38 no-answer questions): the largest
+# no-evidence cosine that keeps hybrid recall@5 at its best (0.25), and the recall floor that
+# best separates answerable from no-answer best scores (0.408, balanced accuracy 0.72; 2-fold
+# held-out figures in the README); the tail is the reference's scaled by 0.408 / 0.65. The
+# automatic-block numbers are not measured on labels yet, so they stay at the reference's.
+LOCAL_MINILM = Calibration(no_evidence_cosine=0.25, recall_floor=0.408, recall_tail=0.094,
+                           auto_floor=0.62, auto_window=0.04)
+CALIBRATIONS = {("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
+
+
+def calibration_for(identity: EmbeddingIdentity | None) -> Calibration:
+    """Each embedding identity carries its own calibration (DESIGN 9.4); the reference's
+    numbers (nomic-embed-text v1.5) are the default."""
+    if identity is None:
+        return NOMIC_V15
+    return CALIBRATIONS.get((identity.provider, identity.model), NOMIC_V15)
 
 
 def text_sha256(text: str) -> str:
@@ -205,14 +224,26 @@ class RecallResult:
 
 
 def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
+    """bm25 top 50 of live memories. The FTS query runs alone (a join would cost a row
+    lookup per match); terminal rows are then dropped and the ranking refilled past them."""
     match = fts_query(query)
     if not match:
         return {}
-    rows = conn.execute(
-        "SELECT f.rowid FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-        f"WHERE memories_fts MATCH ? AND m.status NOT IN {_TERMINAL_SQL} "
-        "ORDER BY bm25(memories_fts), f.rowid LIMIT ?", (match, RETRIEVER_DEPTH))
-    return {row[0]: rank for rank, row in enumerate(rows, start=1)}
+    live: list[int] = []
+    offset, page = 0, RETRIEVER_DEPTH * 2
+    while len(live) < RETRIEVER_DEPTH:
+        rowids = [r[0] for r in conn.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY bm25(memories_fts), rowid LIMIT ? OFFSET ?", (match, page, offset))]
+        if not rowids:
+            break
+        marks = ",".join("?" * len(rowids))
+        terminal = {r[0] for r in conn.execute(
+            f"SELECT rowid FROM memories WHERE rowid IN ({marks}) "
+            f"AND status IN {_TERMINAL_SQL}", rowids)}
+        live.extend(r for r in rowids if r not in terminal)
+        offset += page
+    return {rowid: rank for rank, rowid in enumerate(live[:RETRIEVER_DEPTH], start=1)}
 
 
 def session_key(session: str | None) -> str | None:

@@ -46,6 +46,7 @@ from memory_es.recall import (
     VectorCache,
     VectorMatrix,
     auto_block,
+    calibration_for,
     embed_texts,
     pending_texts,
     recall,
@@ -575,7 +576,8 @@ class MemoryStore:
             conn = self._projections().index.conn
             matrix = self._vector_matrix(embedder, conn) if embedder is not None else None
             return recall(conn, query, now=self._clock(), query_vector=query_vector,
-                          matrix=matrix, limit=limit)
+                          matrix=matrix, limit=limit,
+                          calibration=calibration_for(embedder.identity if embedder else None))
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int = 10) -> dict[str, Any]:
@@ -611,7 +613,8 @@ class MemoryStore:
             conn = self._projections().index.conn
             matrix = self._vector_matrix(embedder, conn)
             return auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                              matrix=matrix, session=session)
+                              matrix=matrix, session=session,
+                              calibration=calibration_for(embedder.identity))
 
     def rebuild(self) -> RebuildReport:
         """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
