@@ -21,7 +21,8 @@ tail cut and floor. Abstention: the share of unanswerable questions whose result
 answerable questions that get it.
 
 Calibration, measured on this set for MiniLM (the reference numbers, ``NOMIC_V15``, are for
-nomic-embed-text v1.5):
+nomic-embed-text v1.5) by the library's fitting (``memory_es.calibrate``, which also backs
+``memory-es calibrate``):
 
 - ``no_evidence_cosine``: the highest value on a 0.01 grid (0.00-0.70) whose hybrid recall@5
   and MRR stay within 0.005 of the grid's best: zeroing cosines below it must cost no ranking.
@@ -30,8 +31,9 @@ nomic-embed-text v1.5):
 - ``recall_floor``: with that no-evidence cosine, the threshold on the best hybrid score that
   maximises balanced accuracy between answerable and unanswerable questions (the middle of the
   best interval);
-- ``recall_tail``, ``auto_floor``, ``auto_window``: the reference's numbers scaled by
-  ``recall_floor / 0.65`` (kept proportional; the set has no auto-block labels).
+- ``recall_tail``: the reference's scaled by ``recall_floor / 0.65`` (kept proportional);
+- ``auto_floor``, ``auto_window``: the reference's 0.62 / 0.04 (the set has no auto-block
+  labels to fit them on).
 
 The calibration is fitted on the same questions it is scored on; a stratified 2-fold split
 (fit on one half, score the other, both ways) gives held-out figures beside it.
@@ -56,7 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from memory_es import CompletedTurn, MemoryStore
+from memory_es import CompletedTurn, MemoryStore, calibrate
+from memory_es.calibrate import RANK_DEPTH, RANKING_SLACK, UNCUT, Run, ranking_metrics
 from memory_es.config import parse_config
 from memory_es.embeddings import LocalEmbedder
 from memory_es.recall import VectorMatrix, recall
@@ -67,11 +70,6 @@ DATA = Path(__file__).resolve().parent / "data" / "recall_labelled.json"
 CONFIG = {"mode": "journal", "embeddings": {"provider": "local"}}
 ANSWERABLE = ("paraphrase", "anchor", "keyword")
 UNANSWERABLE = ("unrelated", "near-miss")
-NEC_STEP = 0.01  # no_evidence_cosine candidates: 0.00, 0.01, ... 0.70
-NEC_MAX = 0.70
-RANKING_SLACK = 0.005  # "costs no ranking": recall@5 and MRR within this of the grid's best
-RANK_DEPTH = 50  # the recall pool's size: a gold id outside it counts as not found
-UNCUT = 1e9  # a floor and tail no score reaches: ``select`` keeps the whole ranked pool
 
 
 @dataclass(frozen=True)
@@ -84,16 +82,6 @@ class Question:
     @property
     def answerable(self) -> bool:
         return bool(self.gold)
-
-
-@dataclass
-class Run:
-    """What one calibration does to one question."""
-
-    ranking: list[str]  # hybrid, uncut
-    best: float  # the best hybrid score
-    returned: list[str]  # what recall hands back (limit 10, tail cut, floor)
-    insufficient: bool
 
 
 class Bench:
@@ -152,103 +140,21 @@ class Bench:
 
 
 # --------------------------------------------------------------------------------------------
-# Metrics
-
-
-def rank_of(ranking: Sequence[str], gold: frozenset[str]) -> int | None:
-    return next((n for n, mid in enumerate(ranking, 1) if mid in gold), None)
-
-
-def ranking_metrics(rankings: Sequence[Sequence[str]], golds: Sequence[frozenset[str]]
-                    ) -> dict[str, float]:
-    ranks = [rank_of(r, g) for r, g in zip(rankings, golds, strict=True)]
-    n = len(ranks)
-    return {
-        "recall_at_1": sum(1 for r in ranks if r == 1) / n,
-        "recall_at_5": sum(1 for r in ranks if r is not None and r <= 5) / n,
-        "mrr": sum(1.0 / r for r in ranks if r is not None) / n,
-    }
-
-
-def share(flags: Sequence[bool]) -> float:
-    return sum(flags) / len(flags) if flags else float("nan")
+# Metrics and calibration: the library's (``memory_es.calibrate``), over this bench's rankings
 
 
 def evaluate(bench: Bench, cal: Calibration, idx: Sequence[int]) -> dict[str, Any]:
     """Hybrid figures of one calibration over the questions ``idx``."""
-    qs = bench.questions
-    ans = [i for i in idx if qs[i].answerable]
-    runs = {i: bench.run(cal, i) for i in idx}
-    golds = [qs[i].gold for i in ans]
-    out: dict[str, Any] = ranking_metrics([runs[i].ranking for i in ans], golds)
-    out["returned_recall_at_5"] = ranking_metrics([runs[i].returned for i in ans],
-                                                  golds)["recall_at_5"]
-    out["returned_hits_mean"] = statistics.fmean(len(runs[i].returned) for i in ans)
-    for kind in UNANSWERABLE:
-        out[f"abstain_{kind}"] = share([runs[i].insufficient for i in idx if qs[i].kind == kind])
-    out["abstain_all"] = share([runs[i].insufficient for i in idx if not qs[i].answerable])
-    out["false_abstention"] = share([runs[i].insufficient for i in ans])
-    auto = [runs[i].best >= cal.auto_floor - 1e-9 for i in idx if not qs[i].answerable]
-    out["auto_block_on_unanswerable"] = share(auto)
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Calibration
-
-
-def balanced_floor(pos: Sequence[float], neg: Sequence[float]) -> tuple[float, float]:
-    """The threshold (score >= t is "answerable") maximising balanced accuracy, taken in the
-    middle of the best interval between observed scores; returns (threshold, accuracy)."""
-    values = sorted(set(pos) | set(neg))
-    cuts = [values[0] - 0.01] + [(a + b) / 2 for a, b in itertools.pairwise(values)] \
-        + [values[-1] + 0.01]
-
-    def accuracy(t: float) -> float:
-        return (share([p >= t for p in pos]) + share([n < t for n in neg])) / 2
-
-    scored = [(accuracy(t), t) for t in cuts]
-    best = max(a for a, _ in scored)
-    ties = [t for a, t in scored if a >= best - 1e-12]
-    # The best interval(s): take the median tied cut, a stable middle.
-    return ties[len(ties) // 2], best
-
-
-def nec_grid() -> list[float]:
-    return [round(x * NEC_STEP, 3) for x in range(int(NEC_MAX / NEC_STEP) + 1)]
+    return calibrate.evaluate(bench.questions, bench.run, cal, idx)
 
 
 def fit_calibration(bench: Bench, idx: Sequence[int]) -> tuple[Calibration, dict[str, Any]]:
     """Measure the five numbers on the questions ``idx`` (see the module docstring)."""
-    qs = bench.questions
-    neg = [i for i in idx if not qs[i].answerable]
-    pos = [i for i in idx if qs[i].answerable]
-    golds = [qs[i].gold for i in pos]
-
-    def quality(nec: float) -> tuple[float, float]:
-        m = ranking_metrics([bench.full(nec, i)[0] for i in pos], golds)
-        return m["recall_at_5"], m["mrr"]
-
-    grid = {nec: quality(nec) for nec in nec_grid()}
-    top5 = max(r5 for r5, _ in grid.values())
-    top_mrr = max(mrr for _, mrr in grid.values())
-    nec = max(n for n, (r5, mrr) in grid.items()
-              if r5 >= top5 - RANKING_SLACK and mrr >= top_mrr - RANKING_SLACK)
-    floor, acc = balanced_floor([bench.full(nec, i)[1] for i in pos],
-                                [bench.full(nec, i)[1] for i in neg])
-    floor = round(floor, 3)
-    scale = floor / NOMIC_V15.recall_floor
-    cal = Calibration(
-        no_evidence_cosine=nec,
-        recall_floor=floor,
-        recall_tail=round(NOMIC_V15.recall_tail * scale, 3),
-        auto_floor=round(NOMIC_V15.auto_floor * scale, 3),
-        auto_window=round(NOMIC_V15.auto_window * scale, 3),
-    )
-    p90 = round(float(np.percentile([bench.best_cosine(i) for i in neg], 90)), 3)
-    return cal, {"balanced_accuracy": round(acc, 4), "scale": round(scale, 4),
-                 "top_recall_at_5": top5, "top_mrr": top_mrr, "p90_unanswerable_cosine": p90,
-                 "grid": grid}
+    cal, fit = calibrate.fit_calibration([q.gold for q in bench.questions], bench.full, idx)
+    neg = [i for i in idx if not bench.questions[i].answerable]
+    fit["p90_unanswerable_cosine"] = round(
+        float(np.percentile([bench.best_cosine(i) for i in neg], 90)), 3)
+    return cal, fit
 
 
 def two_fold(bench: Bench) -> dict[str, Any]:
@@ -362,7 +268,7 @@ def report(bench: Bench, build_s: float) -> dict[str, Any]:
     measured, fit = fit_calibration(bench, every)
     lexical = [bench.lexical_ranking(i) for i in every]
     cosine = [bench.cosine_ranking(i) for i in every]
-    rankers: dict[str, Callable[[int], list[str]]] = {
+    rankers: dict[str, Callable[[int], Sequence[str]]] = {
         "lexical": lambda i: lexical[i],
         "cosine": lambda i: cosine[i],
         "hybrid NOMIC_V15": lambda i: bench.run(NOMIC_V15, i).ranking,
@@ -390,8 +296,9 @@ def report(bench: Bench, build_s: float) -> dict[str, Any]:
           f"{fit['top_recall_at_5']:.3f} / {fit['top_mrr']:.3f})")
     print(f"  recall_floor       {measured.recall_floor:.3f}  (max balanced accuracy of the best "
           "hybrid score, answerable vs unanswerable)")
-    print(f"  recall_tail        {measured.recall_tail:.3f}  auto_floor {measured.auto_floor:.3f}"
-          f"  auto_window {measured.auto_window:.3f}  (NOMIC_V15 x {fit['scale']:.3f})")
+    print(f"  recall_tail        {measured.recall_tail:.3f}  (NOMIC_V15 x {fit['scale']:.3f})"
+          f"  auto_floor {measured.auto_floor:.3f}  auto_window {measured.auto_window:.3f}"
+          "  (NOMIC_V15's: no auto-block labels)")
     curve = "  ".join(f"{n:.2f}:{r5:.3f}" for n, (r5, _) in fit["grid"].items()
                       if round(n * 100) % 10 == 0)
     print(f"  hybrid R@5 by no_evidence_cosine: {curve}")

@@ -283,6 +283,71 @@ def test_o3_non_positive_dim() -> None:
     ]
 
 
+# --- memory.embeddings.calibration (DESIGN 9.4 override) ---------------------------------------
+
+CALIBRATION: dict[str, Any] = {"noEvidenceCosine": 0.25, "recallFloor": 0.408,
+                               "recallTail": 0.094, "autoFloor": 0.62, "autoWindow": 0.04}
+
+
+def with_calibration(calibration: object) -> dict[str, Any]:
+    return {"mode": "journal", "embeddings": {"provider": "local", "calibration": calibration}}
+
+
+def test_calibration_override_is_optional_and_parsed() -> None:
+    assert EmbeddingsConfig().calibration is None
+    cfg = parse_config(with_calibration(CALIBRATION))
+    assert cfg.embeddings is not None and cfg.embeddings.calibration is not None
+    cal = cfg.embeddings.calibration
+    assert (cal.no_evidence_cosine, cal.recall_floor, cal.recall_tail, cal.auto_floor,
+            cal.auto_window) == (0.25, 0.408, 0.094, 0.62, 0.04)
+    # The bounds are inclusive and integers are numbers.
+    edges = parse_config(with_calibration({**CALIBRATION, "recallFloor": 1, "autoWindow": 0}))
+    assert edges.embeddings is not None and edges.embeddings.calibration is not None
+    assert edges.embeddings.calibration.recall_floor == 1.0
+
+
+def test_calibration_override_needs_all_five_numbers() -> None:
+    partial = {k: v for k, v in CALIBRATION.items() if k not in ("recallTail", "autoWindow")}
+    assert errors_of(with_calibration(partial)) == [
+        "memory.embeddings.calibration.recallTail: required key is missing",
+        "memory.embeddings.calibration.autoWindow: required key is missing",
+    ]
+    assert errors_of(with_calibration({})) == [
+        f"memory.embeddings.calibration.{key}: required key is missing" for key in CALIBRATION
+    ]
+
+
+def test_calibration_override_values_are_numbers_in_0_1() -> None:
+    bad = {**CALIBRATION, "recallFloor": 1.5, "autoFloor": -0.1, "recallTail": True,
+           "autoWindow": "0.04"}
+    assert errors_of(with_calibration(bad)) == [
+        "memory.embeddings.calibration.recallFloor: must be a number from 0 to 1 (got 1.5)",
+        "memory.embeddings.calibration.recallTail: expected number, got boolean",
+        "memory.embeddings.calibration.autoFloor: must be a number from 0 to 1 (got -0.1)",
+        "memory.embeddings.calibration.autoWindow: expected number, got string",
+    ]
+    assert errors_of(with_calibration(None)) == [
+        "memory.embeddings.calibration: expected object, got null"
+    ]
+    assert errors_of(with_calibration([0.5])) == [
+        "memory.embeddings.calibration: expected object, got array"
+    ]
+
+
+def test_calibration_override_unknown_key() -> None:
+    assert errors_of(with_calibration({**CALIBRATION, "floor": 0.5, "recall_floor": 0.5})) == [
+        "memory.embeddings.calibration.floor: unknown key",
+        "memory.embeddings.calibration.recall_floor: unknown key",
+    ]
+
+
+def test_calibration_override_in_a_file(tmp_path: Path) -> None:
+    doc = {"memory": with_calibration({**CALIBRATION, "recallFloor": 2})}
+    assert validate_file(write(tmp_path, json.dumps(doc))) == [
+        "memory.embeddings.calibration.recallFloor: must be a number from 0 to 1 (got 2.0)"
+    ]
+
+
 # --- O4: llm block -----------------------------------------------------------------------------
 
 

@@ -202,6 +202,18 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from memory_es.calibrate import calibrate_root, render_text
+
+    config = _config(args)
+    report = calibrate_root(_root(args, config), args.labelled, config)
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        print(render_text(report))
+    return 0
+
+
 def cmd_journal(args: argparse.Namespace) -> int:
     """MemoryJournal over the active index generation, read-only (I*).
 
@@ -337,6 +349,27 @@ def _demo(root: Path) -> int:
     return run("health")
 
 
+CALIBRATE_HELP = """\
+Fit the five recall calibration numbers (noEvidenceCosine, recallFloor, recallTail, autoFloor,
+autoWindow) on labelled questions about this root's memories, read-only, with the configured
+embedding provider (Journal or BuJo). Prints them, the recall / abstention trade-off of the
+reference, the current and the fitted calibration on those questions (in-sample), and a config
+snippet ({"memory": {"embeddings": {"calibration": {...}}}}) to merge into the config file.
+
+LABELLED.json (UTF-8):
+  {"questions": [
+    {"q": "When is my dentist appointment?", "gold": ["<memory id>"]},
+    {"q": "What is the capital of Mongolia?", "gold": [], "kind": "unrelated"},
+    {"q": "What is PR-1235 about?", "gold": [], "kind": "near-miss"}
+  ]}
+gold: ids of memories that answer the question (any one counts), the id= of the
+<!--mem id=... --> line under each bullet of daily/*.md; [] means nothing stored answers it.
+kind (optional, no-answer questions only): unrelated or near-miss, reported apart. An optional
+"note" string per question is ignored. At least 10 answerable and 5 no-answer questions.
+autoFloor / autoWindow stay at the reference's 0.62 / 0.04 (no automatic-block labels).
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memory-es", description="Durable, event-sourced memory for AI agents.")
@@ -403,6 +436,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser(
+        "calibrate", help="fit the recall calibration on your own labelled questions",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=CALIBRATE_HELP)
+    p.add_argument("labelled", metavar="LABELLED.json")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("journal", help="chronological memories over civil dates (I*)")
     p.add_argument("--from", dest="from_date", metavar="YYYY-MM-DD", help="first civil date")

@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_PATH",
     "DEFAULT_WRITE_MODE",
     "FOCUS_MAX_BYTES",
+    "CalibrationConfig",
     "CaptureConfig",
     "CaptureKind",
     "ConfigError",
@@ -202,6 +203,27 @@ def _default_embeddings_dim(data: dict[str, Any]) -> int:
     return LOCAL_EMBEDDINGS_DIM if local else DEFAULT_EMBEDDINGS_DIM
 
 
+class CalibrationConfig(_Block):
+    """`memory.embeddings.calibration`: overrides the embedding identity's recall calibration
+    (DESIGN 9.4). All five numbers are required when the block is present; each is in [0, 1].
+    `memory-es calibrate LABELLED.json` prints a block fitted on the user's own questions.
+    """
+
+    no_evidence_cosine: float
+    recall_floor: float
+    recall_tail: float
+    auto_floor: float
+    auto_window: float
+
+    @field_validator("*")
+    @classmethod
+    def _unit_interval(cls, value: float) -> float:
+        """Cosines, scores and windows all live in [0, 1]; NaN fails the check too."""
+        if not 0.0 <= value <= 1.0:
+            raise _rule(f"must be a number from 0 to 1 (got {value!r})")
+        return value
+
+
 class EmbeddingsConfig(_Block):
     """`memory.embeddings`: Journal/BuJo require an explicit, non-empty block (O3).
 
@@ -211,6 +233,7 @@ class EmbeddingsConfig(_Block):
     provider: EmbeddingsProvider = DEFAULT_EMBEDDINGS_PROVIDER
     model: str | None = Field(default_factory=_default_embeddings_model)
     dim: int = Field(default_factory=_default_embeddings_dim, gt=0)
+    calibration: CalibrationConfig | None = None
 
     @model_validator(mode="after")
     def _local_is_one_model(self) -> EmbeddingsConfig:

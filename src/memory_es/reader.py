@@ -22,7 +22,13 @@ from memory_es.config import MemoryConfig
 from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.intake import IntakeView, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
-from memory_es.recall import RecallResult, VectorMatrix, calibration_for, recall
+from memory_es.recall import (
+    RecallResult,
+    VectorMatrix,
+    calibration_for,
+    configured_calibration,
+    recall,
+)
 from memory_es.scoring import Recall
 from projections.health import Finding, HealthReport, audit
 from projections.replay import generation_path, read_current
@@ -171,6 +177,7 @@ def search_root(
                     matrix.refresh(conn, embedder.identity.key)
             return recall(conn, query, now=utc_now(), query_vector=query_vector, matrix=matrix,
                           limit=limit,
-                          calibration=calibration_for(embedder.identity if embedder else None))
+                          calibration=calibration_for(embedder.identity if embedder else None,
+                                                      configured_calibration(config)))
         finally:
             conn.close()

@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 import numpy as np
 
+from memory_es.config import CalibrationConfig, MemoryConfig
 from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingIdentity
 from memory_es.fsutil import create_private_file, make_private_dir
 from memory_es.scoring import (
@@ -64,12 +65,25 @@ LOCAL_MINILM = Calibration(no_evidence_cosine=0.25, recall_floor=0.408, recall_t
 CALIBRATIONS = {("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
 
 
-def calibration_for(identity: EmbeddingIdentity | None) -> Calibration:
-    """Each embedding identity carries its own calibration (DESIGN 9.4); the reference's
-    numbers (nomic-embed-text v1.5) are the default."""
+def calibration_for(identity: EmbeddingIdentity | None,
+                    override: CalibrationConfig | None = None) -> Calibration:
+    """Each embedding identity carries its own calibration (DESIGN 9.4): the configured
+    ``memory.embeddings.calibration`` (``override``) when present, else the identity's shipped
+    one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5)."""
+    if override is not None:
+        return Calibration(no_evidence_cosine=override.no_evidence_cosine,
+                           recall_floor=override.recall_floor,
+                           recall_tail=override.recall_tail,
+                           auto_floor=override.auto_floor,
+                           auto_window=override.auto_window)
     if identity is None:
         return NOMIC_V15
     return CALIBRATIONS.get((identity.provider, identity.model), NOMIC_V15)
+
+
+def configured_calibration(config: MemoryConfig) -> CalibrationConfig | None:
+    """The ``memory.embeddings.calibration`` override of ``config``, or None."""
+    return config.embeddings.calibration if config.embeddings is not None else None
 
 
 def text_sha256(text: str) -> str:
@@ -172,8 +186,9 @@ def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],
 class VectorMatrix:
     """The active generation's vectors in memory, refreshed incrementally by rowid."""
 
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, identity: str = "") -> None:
         self.dim = dim
+        self.identity = identity
         self.rowids = np.zeros(0, dtype=np.int64)
         self.matrix = np.zeros((0, dim), dtype=np.float32)
         self._last = 0

@@ -47,6 +47,7 @@ from memory_es.recall import (
     VectorMatrix,
     auto_block,
     calibration_for,
+    configured_calibration,
     embed_texts,
     pending_texts,
     recall,
@@ -555,8 +556,9 @@ class MemoryStore:
             store_vectors(index.conn, identity, pending.rowids, blobs)
 
     def _vector_matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
-        if self._matrix is None or self._matrix.dim != embedder.identity.dim:
-            self._matrix = VectorMatrix(embedder.identity.dim)
+        """The in-memory matrix for this identity; a new identity starts a new matrix."""
+        if self._matrix is None or self._matrix.identity != embedder.identity.key:
+            self._matrix = VectorMatrix(embedder.identity.dim, embedder.identity.key)
         self._matrix.refresh(conn, embedder.identity.key)
         return self._matrix
 
@@ -577,7 +579,8 @@ class MemoryStore:
             matrix = self._vector_matrix(embedder, conn) if embedder is not None else None
             return recall(conn, query, now=self._clock(), query_vector=query_vector,
                           matrix=matrix, limit=limit,
-                          calibration=calibration_for(embedder.identity if embedder else None))
+                          calibration=calibration_for(embedder.identity if embedder else None,
+                                                      configured_calibration(self.config)))
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int = 10) -> dict[str, Any]:
@@ -614,7 +617,8 @@ class MemoryStore:
             matrix = self._vector_matrix(embedder, conn)
             return auto_block(conn, text, now=self._clock(), query_vector=query_vector,
                               matrix=matrix, session=session,
-                              calibration=calibration_for(embedder.identity))
+                              calibration=calibration_for(embedder.identity,
+                                                          configured_calibration(self.config)))
 
     def rebuild(self) -> RebuildReport:
         """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
