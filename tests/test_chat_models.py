@@ -1,0 +1,607 @@
+"""Chat model providers against real HTTP servers on 127.0.0.1, and the scripted provider."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_es.capture import models as cm
+from memory_es.capture.models import (
+    ChatModel,
+    Message,
+    ModelError,
+    OllamaChat,
+    OpenAICompatibleChat,
+    RetryPolicy,
+    ScriptedChat,
+    classifier_model,
+    make_chat_model,
+    timeout_seconds,
+    to_step_failure,
+)
+from memory_es.config import LlmConfig, MemoryConfig
+from memory_es.worker import StepFailure
+
+FAST = RetryPolicy(attempts=3, wait_initial_s=0.0, wait_max_s=0.0)
+MSGS = [Message("system", "You extract facts."), Message("user", "hello there")]
+
+# --------------------------------------------------------------------------------------------
+# A real HTTP server that speaks the Ollama and OpenAI chat wire formats.
+
+Reply = tuple[int, bytes]
+Responder = Callable[["Recorded"], Reply]
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeServer:
+    url: str
+    requests: list[Recorded] = field(default_factory=list)
+    script: list[Responder] = field(default_factory=list)
+    default: Responder | None = None
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def reply(self, request: Recorded) -> Reply:
+        if self.script:
+            return self.script.pop(0)(request)
+        assert self.default is not None, "no responder configured"
+        return self.default(request)
+
+
+def js(status: int, payload: Any) -> Reply:
+    return status, json.dumps(payload).encode()
+
+
+def ollama_ok(content: str = '{"candidates": []}') -> Responder:
+    def respond(req: Recorded) -> Reply:
+        return js(200, {"model": req.body["model"], "created_at": "2024-01-01T00:00:00Z",
+                        "message": {"role": "assistant", "content": content},
+                        "done": True, "done_reason": "stop", "total_duration": 1})
+    return respond
+
+
+def openai_ok(content: str = '{"candidates": []}') -> Responder:
+    def respond(req: Recorded) -> Reply:
+        return js(200, {"id": "chatcmpl-1", "object": "chat.completion",
+                        "model": req.body["model"],
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+    return respond
+
+
+def status(code: int, payload: Any = None) -> Responder:
+    return lambda req: js(code, payload if payload is not None else {"error": f"boom {code}"})
+
+
+def raw(body: bytes, code: int = 200) -> Responder:
+    return lambda req: (code, body)
+
+
+def hang(req: Recorded) -> Reply:
+    return -1, b""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    state: dict[str, FakeServer] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            fake = state["fake"]
+            length = int(self.headers.get("Content-Length", "0"))
+            data = self.rfile.read(length)
+            try:
+                body: Any = json.loads(data)
+            except ValueError:
+                body = data
+            request = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            fake.requests.append(request)
+            code, payload = fake.reply(request)
+            if code == -1:  # sleep past the client's timeout
+                fake.release.wait(5)
+                return
+            self.send_response(code)
+            if 300 <= code < 400:
+                self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that timed out and hung up is expected here
+
+    httpd = Server(("127.0.0.1", 0), Handler)
+    port = httpd.server_address[1]
+    fake = FakeServer(url=f"http://127.0.0.1:{port}")
+    state["fake"] = fake
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
+def ollama(server: FakeServer, **kwargs: Any) -> OllamaChat:
+    kwargs.setdefault("retry", FAST)
+    return OllamaChat("qwen3:8b", server.url, **kwargs)
+
+
+def openai(server: FakeServer, **kwargs: Any) -> OpenAICompatibleChat:
+    kwargs.setdefault("retry", FAST)
+    endpoint = kwargs.pop("endpoint", server.url)
+    return OpenAICompatibleChat("gpt-4o-mini", endpoint, **kwargs)
+
+
+Factory = Callable[[FakeServer], ChatModel]
+PROVIDERS: list[tuple[str, Factory, Callable[[str], Responder]]] = [
+    ("ollama", ollama, ollama_ok),
+    ("openai", openai, openai_ok),
+]
+provider_params = pytest.mark.parametrize(
+    ("make", "ok"), [(p[1], p[2]) for p in PROVIDERS], ids=[p[0] for p in PROVIDERS])
+
+
+def wire_messages() -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in MSGS]
+
+
+# --------------------------------------------------------------------------------------------
+# Success paths and request shape
+
+
+def test_ollama_success_sends_model_messages_stream_false_temperature_zero(
+        server: FakeServer) -> None:
+    server.default = ollama_ok('{"ok": true}')
+    model = ollama(server)
+    assert model.complete(MSGS, timeout=2.0) == '{"ok": true}'
+    assert model.name == "ollama:qwen3:8b"
+    (req,) = server.requests
+    assert req.path == "/api/chat"
+    assert req.body == {"model": "qwen3:8b", "messages": wire_messages(), "stream": False,
+                        "options": {"temperature": 0}}
+    assert "format" not in req.body
+    assert "authorization" not in req.headers
+    assert req.headers["content-type"] == "application/json"
+
+
+def test_ollama_default_endpoint() -> None:
+    assert OllamaChat("m").url == "http://localhost:11434/api/chat"
+    assert cm.DEFAULT_OLLAMA_ENDPOINT == "http://localhost:11434"
+
+
+def test_openai_success_with_bearer_key(server: FakeServer) -> None:
+    server.default = openai_ok("reply text")
+    model = openai(server, api_key="sk-test-123")
+    assert model.complete(MSGS, timeout=2.0) == "reply text"
+    assert model.name == "openai:gpt-4o-mini"
+    (req,) = server.requests
+    assert req.path == "/v1/chat/completions"
+    assert req.body == {"model": "gpt-4o-mini", "messages": wire_messages(), "temperature": 0}
+    assert req.headers["authorization"] == "Bearer sk-test-123"
+    assert "sk-test-123" not in repr(model)
+
+
+def test_openai_without_key_sends_no_authorization(server: FakeServer) -> None:
+    server.default = openai_ok("x")
+    assert openai(server).complete(MSGS, timeout=2.0) == "x"
+    assert "authorization" not in server.requests[0].headers
+
+
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/"])
+def test_openai_endpoint_already_ending_in_v1(server: FakeServer, suffix: str) -> None:
+    server.default = openai_ok("x")
+    openai(server, endpoint=server.url + suffix).complete(MSGS, timeout=2.0)
+    assert server.requests[0].path == "/v1/chat/completions"
+
+
+# --------------------------------------------------------------------------------------------
+# Transient failures, timeouts and rejections
+
+
+@provider_params
+def test_500_then_success_is_retried(server: FakeServer, make: Factory,
+                                     ok: Callable[[str], Responder]) -> None:
+    server.script = [status(500), status(429)]
+    server.default = ok("second time lucky")
+    assert make(server).complete(MSGS, timeout=2.0) == "second time lucky"
+    assert len(server.requests) == 3
+
+
+@provider_params
+def test_persistent_503_is_unavailable_after_retries(server: FakeServer, make: Factory,
+                                                     ok: Callable[[str], Responder]) -> None:
+    server.default = status(503, {"error": "model is loading"})
+    with pytest.raises(ModelError) as info:
+        make(server).complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_unavailable"
+    assert info.value.category == "model_unavailable"
+    assert "HTTP 503" in str(info.value) and "model is loading" in str(info.value)
+    assert len(server.requests) == FAST.attempts
+
+
+def test_connection_refused_is_unavailable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    for model in (OllamaChat("m", url, retry=FAST), OpenAICompatibleChat("m", url, retry=FAST)):
+        with pytest.raises(ModelError) as info:
+            model.complete(MSGS, timeout=1.0)
+        assert info.value.code == "model_unavailable"
+        assert info.value.category == "model_unavailable"
+        assert f"127.0.0.1:{port}" in str(info.value)
+
+
+@provider_params
+def test_timeout_is_model_timeout_and_not_retried(server: FakeServer, make: Factory,
+                                                  ok: Callable[[str], Responder]) -> None:
+    server.default = hang
+    started = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        make(server).complete(MSGS, timeout=0.2)
+    elapsed = time.monotonic() - started
+    assert info.value.code == "model_timeout"
+    assert info.value.category == "model_timeout"
+    assert "0.2 s" in str(info.value)
+    assert len(server.requests) == 1
+    assert elapsed < 2.0
+
+
+@provider_params
+def test_400_is_request_rejected_naming_the_status(server: FakeServer, make: Factory,
+                                                   ok: Callable[[str], Responder]) -> None:
+    server.default = status(400, {"error": {"message": "model 'nope' not found"}})
+    with pytest.raises(ModelError) as info:
+        make(server).complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_request_rejected"
+    assert info.value.category == "model_unavailable"
+    assert "HTTP 400" in str(info.value) and "not found" in str(info.value)
+    assert len(server.requests) == 1  # a rejection is not retried
+
+
+def test_redirect_is_not_followed(server: FakeServer) -> None:
+    server.default = status(307, {})
+    with pytest.raises(ModelError) as info:
+        openai(server, api_key="k").complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_request_rejected"
+    assert "HTTP 307" in str(info.value)
+    assert len(server.requests) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Invalid output
+
+
+INVALID_OLLAMA: list[tuple[str, Responder, str]] = [
+    ("not json", raw(b"<html>oops"), "malformed"),
+    ("no message", lambda r: js(200, {"done": True}), "no message"),
+    ("no content", lambda r: js(200, {"message": {"role": "assistant"}, "done": True}),
+     "no message content"),
+    ("null content", lambda r: js(200, {"message": {"role": "assistant", "content": None},
+                                        "done": True}), "no message content"),
+    ("empty content", ollama_ok(""), "empty"),
+    ("blank content", ollama_ok("  \n "), "empty"),
+    ("content not str", lambda r: js(200, {"message": {"content": 5}, "done": True}),
+     "malformed"),
+    ("not done", lambda r: js(200, {"message": {"content": "x"}, "done": False}), "done"),
+    ("error body", lambda r: js(200, {"error": "model crashed"}), "model crashed"),
+]
+
+INVALID_OPENAI: list[tuple[str, Responder, str]] = [
+    ("not json", raw(b"{truncated"), "malformed"),
+    ("no choices", lambda r: js(200, {"choices": []}), "no choices"),
+    ("missing choices", lambda r: js(200, {"id": "x"}), "no choices"),
+    ("no message", lambda r: js(200, {"choices": [{"index": 0}]}), "without a message"),
+    ("null content", lambda r: js(200, {"choices": [{"message": {"content": None}}]}),
+     "no message content"),
+    ("empty content", openai_ok(""), "empty"),
+    ("choices not list", lambda r: js(200, {"choices": {"a": 1}}), "malformed"),
+]
+
+
+@pytest.mark.parametrize(("responder", "words"), [(c[1], c[2]) for c in INVALID_OLLAMA],
+                         ids=[c[0] for c in INVALID_OLLAMA])
+def test_ollama_invalid_output(server: FakeServer, responder: Responder, words: str) -> None:
+    server.default = responder
+    with pytest.raises(ModelError) as info:
+        ollama(server).complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_invalid_output"
+    assert info.value.category == "model_invalid_output"
+    assert words in str(info.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(("responder", "words"), [(c[1], c[2]) for c in INVALID_OPENAI],
+                         ids=[c[0] for c in INVALID_OPENAI])
+def test_openai_invalid_output(server: FakeServer, responder: Responder, words: str) -> None:
+    server.default = responder
+    with pytest.raises(ModelError) as info:
+        openai(server).complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_invalid_output"
+    assert words in str(info.value)
+    assert len(server.requests) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments and configuration
+
+
+@pytest.mark.parametrize("endpoint", ["localhost:11434", "ftp://x", "http://h/?q=1", "", "http://"])
+def test_bad_endpoint_is_config_invalid(endpoint: str) -> None:
+    with pytest.raises(ModelError) as info:
+        OllamaChat("m", endpoint)
+    assert info.value.code == "model_config_invalid"
+
+
+def test_blank_model_is_config_invalid() -> None:
+    with pytest.raises(ModelError) as info:
+        OpenAICompatibleChat(" ", "http://127.0.0.1:1")
+    assert info.value.code == "model_config_invalid"
+
+
+def test_bad_call_arguments(server: FakeServer) -> None:
+    server.default = ollama_ok()
+    model = ollama(server)
+    with pytest.raises(ValueError, match="timeout"):
+        model.complete(MSGS, timeout=0)
+    with pytest.raises(ValueError, match="at least one"):
+        model.complete([], timeout=1.0)
+    with pytest.raises(TypeError):
+        model.complete([{"role": "user", "content": "x"}], timeout=1.0)  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="role"):
+        Message("tool", "x")  # type: ignore[arg-type]
+    assert server.requests == []
+
+
+def test_unknown_error_code_is_refused() -> None:
+    with pytest.raises(ValueError):
+        ModelError("x", code="model_oops")
+
+
+def test_timeout_seconds_from_config() -> None:
+    assert timeout_seconds(LlmConfig(provider="ollama", model="m")) == 60.0
+    assert timeout_seconds(LlmConfig(provider="ollama", model="m", timeout_ms=250)) == 0.25
+
+
+# --------------------------------------------------------------------------------------------
+# Worker mapping
+
+
+@pytest.mark.parametrize(("code", "category"), [
+    ("model_timeout", "model_timeout"),
+    ("model_unavailable", "model_unavailable"),
+    ("model_invalid_output", "model_invalid_output"),
+    ("model_request_rejected", "model_unavailable"),
+    ("model_provider_unsupported", "model_unavailable"),
+    ("model_config_invalid", "model_unavailable"),
+])
+def test_to_step_failure_mapping(code: str, category: str) -> None:
+    failure = to_step_failure(ModelError("boom", code=code))
+    assert isinstance(failure, StepFailure)
+    assert failure.category == category
+    assert "boom" not in str(failure)  # content-free
+
+
+# --------------------------------------------------------------------------------------------
+# ScriptedChat
+
+
+def write_script(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "script.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n\n", encoding="utf-8")
+    return path
+
+
+def test_scripted_ordered_responses_per_key_via_kwargs(tmp_path: Path) -> None:
+    path = write_script(tmp_path, [
+        {"stage": "extract", "turn": "run-1", "response": "first"},
+        {"stage": "review", "turn": "run-1", "response": "review-1"},
+        {"stage": "extract", "turn": "run-1", "response": "second"},
+        {"stage": "extract", "turn": "run-2", "response": "other turn"},
+    ])
+    model = ScriptedChat(path)
+    assert isinstance(model, ChatModel)
+    assert model.complete(MSGS, timeout=1.0, stage="extract", turn="run-1") == "first"
+    assert model.complete(MSGS, timeout=1.0, stage="extract", turn="run-2") == "other turn"
+    assert model.complete(MSGS, timeout=1.0, stage="extract", turn="run-1") == "second"
+    assert model.remaining() == {("review", "run-1"): 1}
+    assert model.complete(MSGS, timeout=1.0, stage="review", turn="run-1") == "review-1"
+    assert model.calls == [("extract", "run-1"), ("extract", "run-2"), ("extract", "run-1"),
+                           ("review", "run-1")]
+    with pytest.raises(ModelError) as info:
+        model.complete(MSGS, timeout=1.0, stage="extract", turn="run-1")
+    assert info.value.code == "model_invalid_output"
+    assert "used up" in str(info.value)
+
+
+def test_scripted_markers_in_last_user_message() -> None:
+    model = ScriptedChat([
+        {"stage": "reconcile", "turn": "intake-7", "response": '{"ops": []}'},
+        {"stage": "extract", "turn": "intake-7", "response": "extracted"},
+    ])
+    messages = [Message("system", "stage: extract\nturn: intake-7"),
+                Message("user", "older"),
+                Message("assistant", "stage: extract"),
+                Message("user", "Classify these.\n  stage: reconcile\nturn: intake-7\nbody")]
+    plain: ChatModel = model
+    assert plain.complete(messages, timeout=1.0) == '{"ops": []}'
+    # keyword arguments win over markers
+    assert model.complete(messages, timeout=1.0, stage="extract") == "extracted"
+    assert model.calls == [("reconcile", "intake-7"), ("extract", "intake-7")]
+
+
+def test_scripted_without_stage_or_turn(tmp_path: Path) -> None:
+    model = ScriptedChat([{"stage": "extract", "turn": "t", "response": "x"}])
+    with pytest.raises(ModelError) as info:
+        model.complete([Message("user", "stage: extract")], timeout=1.0)
+    assert info.value.code == "model_invalid_output"
+    assert "no stage and turn" in str(info.value)
+    assert model.calls == [("extract", None)]
+
+
+def test_scripted_error_records_then_success(tmp_path: Path) -> None:
+    path = write_script(tmp_path, [
+        {"stage": "extract", "turn": "t1", "error": "model_timeout"},
+        {"stage": "extract", "turn": "t1", "error": "model_request_rejected"},
+        {"stage": "extract", "turn": "t1", "response": "ok"},
+    ])
+    model = ScriptedChat(path)
+    with pytest.raises(ModelError) as first:
+        model.complete(MSGS, timeout=1.0, stage="extract", turn="t1")
+    assert first.value.code == "model_timeout"
+    assert to_step_failure(first.value).category == "model_timeout"
+    with pytest.raises(ModelError) as second:
+        model.complete(MSGS, timeout=1.0, stage="extract", turn="t1")
+    assert second.value.category == "model_unavailable"
+    assert model.complete(MSGS, timeout=1.0, stage="extract", turn="t1") == "ok"
+
+
+def test_scripted_unknown_key() -> None:
+    model = ScriptedChat([{"stage": "extract", "turn": "t1", "response": "x"}])
+    with pytest.raises(ModelError) as info:
+        model.complete(MSGS, timeout=1.0, stage="review", turn="t1")
+    assert info.value.code == "model_invalid_output"
+    assert "no scripted response" in str(info.value)
+    assert "'review'" in str(info.value) and "'t1'" in str(info.value)
+    assert model.calls == [("review", "t1")]
+    assert model.remaining() == {("extract", "t1"): 1}  # nothing consumed
+
+
+@pytest.mark.parametrize("record", [
+    {"stage": "summarise", "turn": "t", "response": "x"},
+    {"stage": "extract", "turn": "t"},
+    {"stage": "extract", "turn": "t", "response": "x", "error": "model_timeout"},
+    {"stage": "extract", "turn": "t", "error": "boom"},
+    {"stage": "extract", "turn": "t", "response": "x", "extra": 1},
+    {"stage": "extract", "turn": 3, "response": "x"},
+])
+def test_scripted_bad_records_are_refused(tmp_path: Path, record: dict[str, Any]) -> None:
+    with pytest.raises(ModelError) as info:
+        ScriptedChat(write_script(tmp_path, [record]))
+    assert info.value.code == "model_config_invalid"
+    assert "script.jsonl:1" in str(info.value)
+    with pytest.raises(ModelError):
+        ScriptedChat([record])
+
+
+def test_scripted_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ModelError) as info:
+        ScriptedChat(tmp_path / "nope.jsonl")
+    assert info.value.code == "model_config_invalid"
+
+
+# --------------------------------------------------------------------------------------------
+# Factories and classifier routing
+
+
+def test_make_chat_model_ollama() -> None:
+    model = make_chat_model(LlmConfig(provider="ollama", model="qwen3:8b",
+                                      endpoint="http://127.0.0.1:9999/"))
+    assert isinstance(model, OllamaChat)
+    assert model.url == "http://127.0.0.1:9999/api/chat"
+    assert model.name == "ollama:qwen3:8b"
+    default = make_chat_model(LlmConfig(provider="ollama", model="m"))
+    assert isinstance(default, OllamaChat)
+    assert default.url == "http://localhost:11434/api/chat"
+
+
+def test_make_chat_model_openai_endpoint(server: FakeServer) -> None:
+    server.default = openai_ok("hi")
+    model = make_chat_model(LlmConfig(provider="ollama", model="gpt-4o-mini"),
+                            openai_endpoint=server.url + "/v1", api_key="sk-x", retry=FAST)
+    assert isinstance(model, OpenAICompatibleChat)
+    assert model.complete(MSGS, timeout=2.0) == "hi"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-x"
+    assert server.requests[0].body["model"] == "gpt-4o-mini"
+    with pytest.raises(ModelError) as info:
+        make_chat_model(LlmConfig(provider="ollama", model="m"), api_key="sk-x")
+    assert info.value.code == "model_config_invalid"
+
+
+def test_make_chat_model_agent_host_is_unsupported() -> None:
+    llm = LlmConfig(provider="agent-host", model="openai-codex:gpt-5")
+    with pytest.raises(ModelError) as info:
+        make_chat_model(llm, openai_endpoint="http://127.0.0.1:1")
+    assert info.value.code == "model_provider_unsupported"
+    assert "agent-host" in str(info.value) and "host plumbing" in str(info.value)
+    assert info.value.category == "model_unavailable"
+
+
+def bujo(reconcile_model: str | None = None) -> MemoryConfig:
+    capture: dict[str, Any] = {}
+    if reconcile_model is not None:
+        capture["reconcileModel"] = reconcile_model
+    return MemoryConfig.model_validate({
+        "mode": "bujo", "writeMode": "capture",
+        "llm": {"provider": "ollama", "model": "qwen3:8b"},
+        "embeddings": {"provider": "ollama"},
+        "capture": capture,
+    })
+
+
+def test_classifier_is_default_without_reconcile_model() -> None:
+    default = ScriptedChat([], name="default")
+    called: list[str] = []
+
+    def factory(ref: str) -> ChatModel:
+        called.append(ref)
+        return ScriptedChat([], name="alt")
+
+    assert classifier_model(bujo(), default) is default
+    assert classifier_model(bujo(), default, reconcile_factory=factory) is default
+    assert called == []
+
+
+def test_classifier_uses_factory_with_reconcile_model() -> None:
+    default = ScriptedChat([], name="default")
+    alternate = ScriptedChat([], name="alt")
+    called: list[str] = []
+
+    def factory(ref: str) -> ChatModel:
+        called.append(ref)
+        return alternate
+
+    config = bujo("openai-codex:gpt-5")
+    assert classifier_model(config, default, reconcile_factory=factory) is alternate
+    assert called == ["openai-codex:gpt-5"]
+
+
+def test_classifier_reconcile_model_without_factory_is_not_a_fallback() -> None:
+    default = ScriptedChat([], name="default")
+    with pytest.raises(ModelError) as info:
+        classifier_model(bujo("openai-codex:gpt-5"), default)
+    assert info.value.code == "model_provider_unsupported"
+    assert "reconcileModel" in str(info.value)
+
+    def broken(ref: str) -> ChatModel:
+        raise ModelError("runtime down", code="model_unavailable")
+
+    with pytest.raises(ModelError, match="runtime down"):
+        classifier_model(bujo("openai-codex:gpt-5"), default, reconcile_factory=broken)
