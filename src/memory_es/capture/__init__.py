@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+from memory_es.capture.contracts import (
+    ExtractedEntity,
+    ExtractedMemory,
+    ExtractionPlan,
+    ReconcileAdd,
+    ReconcileDecision,
+    ReconcileNoop,
+    ReconcilePlan,
+    ReconcileSupersede,
+    ReconcileUpdate,
+    Relation,
+    ReviewDecision,
+    ReviewPlan,
+    parse_extraction,
+    parse_reconcile,
+    parse_review,
+)
 from memory_es.capture.models import (
     ChatModel,
     Message,
@@ -17,13 +34,28 @@ from memory_es.capture.models import (
 
 __all__ = [
     "ChatModel",
+    "ExtractedEntity",
+    "ExtractedMemory",
+    "ExtractionPlan",
     "Message",
     "ModelError",
     "OllamaChat",
     "OpenAICompatibleChat",
+    "ReconcileAdd",
+    "ReconcileDecision",
+    "ReconcileNoop",
+    "ReconcilePlan",
+    "ReconcileSupersede",
+    "ReconcileUpdate",
+    "Relation",
+    "ReviewDecision",
+    "ReviewPlan",
     "ScriptedChat",
     "classifier_model",
     "make_chat_model",
+    "parse_extraction",
+    "parse_reconcile",
+    "parse_review",
     "timeout_seconds",
     "to_step_failure",
 ]
