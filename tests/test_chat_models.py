@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from local_http import (
+    FakeServer,
+    Recorded,
+    Reply,
+    Responder,
+    js,
+    raw,
+    status,
+)
 from memory_es.capture import models as cm
 from memory_es.capture.models import (
     ChatModel,
@@ -35,36 +41,8 @@ FAST = RetryPolicy(attempts=3, wait_initial_s=0.0, wait_max_s=0.0)
 MSGS = [Message("system", "You extract facts."), Message("user", "hello there")]
 
 # --------------------------------------------------------------------------------------------
-# A real HTTP server that speaks the Ollama and OpenAI chat wire formats.
+# Replies in the Ollama and OpenAI chat wire formats (server: tests/local_http.py).
 
-Reply = tuple[int, bytes]
-Responder = Callable[["Recorded"], Reply]
-
-
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
-class FakeServer:
-    url: str
-    requests: list[Recorded] = field(default_factory=list)
-    script: list[Responder] = field(default_factory=list)
-    default: Responder | None = None
-    release: threading.Event = field(default_factory=threading.Event)
-
-    def reply(self, request: Recorded) -> Reply:
-        if self.script:
-            return self.script.pop(0)(request)
-        assert self.default is not None, "no responder configured"
-        return self.default(request)
-
-
-def js(status: int, payload: Any) -> Reply:
-    return status, json.dumps(payload).encode()
 
 
 def ollama_ok(content: str = '{"candidates": []}') -> Responder:
@@ -85,67 +63,12 @@ def openai_ok(content: str = '{"candidates": []}') -> Responder:
     return respond
 
 
-def status(code: int, payload: Any = None) -> Responder:
-    return lambda req: js(code, payload if payload is not None else {"error": f"boom {code}"})
-
-
-def raw(body: bytes, code: int = 200) -> Responder:
-    return lambda req: (code, body)
 
 
 def hang(req: Recorded) -> Reply:
     return -1, b""
 
 
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    state: dict[str, FakeServer] = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            fake = state["fake"]
-            length = int(self.headers.get("Content-Length", "0"))
-            data = self.rfile.read(length)
-            try:
-                body: Any = json.loads(data)
-            except ValueError:
-                body = data
-            request = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-            fake.requests.append(request)
-            code, payload = fake.reply(request)
-            if code == -1:  # sleep past the client's timeout
-                fake.release.wait(5)
-                return
-            self.send_response(code)
-            if 300 <= code < 400:
-                self.send_header("Location", "http://127.0.0.1:9/elsewhere")
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-
-        def handle_error(self, request: Any, client_address: Any) -> None:
-            pass  # a client that timed out and hung up is expected here
-
-    httpd = Server(("127.0.0.1", 0), Handler)
-    port = httpd.server_address[1]
-    fake = FakeServer(url=f"http://127.0.0.1:{port}")
-    state["fake"] = fake
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield fake
-    finally:
-        fake.release.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
 
 
 def ollama(server: FakeServer, **kwargs: Any) -> OllamaChat:

@@ -19,25 +19,21 @@ and API key explicitly (O1), and no proxy from the environment is used.
 from __future__ import annotations
 
 import hashlib
-import http.client
 import importlib.resources
 import json
 import os
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
-from urllib.parse import urlsplit
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from memory_es.errors import MemoryEsError
+from memory_es.transport import HttpError, JsonClient, RetryPolicy, endpoint_problem, one_line
 
 if TYPE_CHECKING:
     from memory_es.config import EmbeddingsConfig
@@ -75,7 +71,6 @@ LOCAL_MAX_TOKENS: Final = 256  # all-MiniLM-L6-v2's max_seq_length
 _LOCAL_VOCAB: Final = "data/minilm-vocab.txt"
 _LOCAL_VOCAB_SIZE: Final = 30522
 _MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
-_ERROR_SNIPPET: Final = 200
 
 # Stable error codes.
 UNAVAILABLE: Final = "embedding_unavailable"
@@ -98,10 +93,6 @@ class EmbeddingError(MemoryEsError):
     ``embedding_model_corrupt`` (the local model file fails its SHA-256 check) and
     ``embedding_config_invalid`` (an unusable provider, model or endpoint).
     """
-
-
-class _TransientError(Exception):
-    """A failure worth another try inside the same call; becomes ``embedding_unavailable``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,21 +118,6 @@ class Embedder(Protocol):
     def identity(self) -> EmbeddingIdentity: ...
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Tries per request for transient failures, with exponential waits between them."""
-
-    attempts: int = 3
-    wait_initial_s: float = 0.25
-    wait_max_s: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("RetryPolicy.attempts must be at least 1")
-        if self.wait_initial_s < 0 or self.wait_max_s < 0:
-            raise ValueError("RetryPolicy waits must not be negative")
 
 
 def batched(texts: Sequence[T], size: int = BATCH_SIZE) -> Iterator[Sequence[T]]:
@@ -232,45 +208,10 @@ class _OpenAIResponse(msgspec.Struct):
     data: list[_OpenAIItem]
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Never follow a redirect: a POST (and its Authorization header) stays on the endpoint."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> None:
-        return None
-
-
-def _one_line(text: str, limit: int = _ERROR_SNIPPET) -> str:
-    flat = " ".join(text.split())
-    shown = flat if len(flat) <= limit else flat[:limit] + "..."
-    return json.dumps(shown, ensure_ascii=True)
-
-
-def _error_detail(body: bytes) -> str:
-    """The server's own error text if it sent one (Ollama and OpenAI both use ``error``)."""
-    text = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return _one_line(text) if text.strip() else ""
-    if isinstance(parsed, dict):
-        err = parsed.get("error")
-        if isinstance(err, dict):
-            err = err.get("message", err)
-        if err is not None:
-            return _one_line(str(err))
-    return _one_line(text)
-
-
 def _check_endpoint(endpoint: str) -> str:
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise EmbeddingError(
-            f"embedding endpoint must be an http(s) URL, got {_one_line(endpoint)}",
-            code=CONFIG_INVALID)
-    if parts.query or parts.fragment:
-        raise EmbeddingError("embedding endpoint must not carry a query or fragment",
-                             code=CONFIG_INVALID)
+    problem = endpoint_problem(endpoint)
+    if problem is not None:
+        raise EmbeddingError(f"embedding endpoint {problem}", code=CONFIG_INVALID)
     return endpoint.rstrip("/")
 
 
@@ -292,10 +233,9 @@ class _HttpEmbedder:
         self._identity = EmbeddingIdentity(provider, model, dim)
         self._url = url
         self._timeout = timeout
-        self._api_key = api_key
-        self._retry = retry or RetryPolicy()
         self._batch_size = batch_size
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+        self._client = JsonClient(url, api_key=api_key, retry=retry,
+                                  max_bytes=_MAX_RESPONSE_BYTES, retry_timeouts=True)
 
     @property
     def identity(self) -> EmbeddingIdentity:
@@ -320,57 +260,18 @@ class _HttpEmbedder:
 
     def _post(self, payload: bytes) -> bytes:
         """POST with retries; every failure ends as an EmbeddingError."""
-        policy = self._retry
-        retrying = Retrying(
-            stop=stop_after_attempt(policy.attempts),
-            wait=wait_exponential(multiplier=policy.wait_initial_s, min=policy.wait_initial_s,
-                                  max=policy.wait_max_s),
-            retry=retry_if_exception_type(_TransientError),
-            reraise=True,
-        )
         try:
-            return retrying(self._post_once, payload)
-        except _TransientError as exc:
-            tries = "1 try" if policy.attempts == 1 else f"{policy.attempts} tries"
-            raise EmbeddingError(f"{self._identity.provider} embeddings unavailable at "
-                                 f"{self._url} ({exc}; {tries})", code=UNAVAILABLE) from exc
-
-    def _post_once(self, payload: bytes) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "memory-es"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
-        try:
-            with self._opener.open(request, timeout=self._timeout) as response:
-                body: bytes = response.read(_MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            status = exc.code
-            try:
-                detail = _error_detail(exc.read(64 * 1024))
-            except (OSError, http.client.HTTPException):
-                detail = ""
-            finally:
-                exc.close()
-            suffix = f": {detail}" if detail else ""
-            if status >= 500 or status in (408, 429):
-                raise _TransientError(f"HTTP {status}{suffix}") from exc
-            raise EmbeddingError(f"{self._identity.provider} embeddings request to {self._url} "
-                                 f"rejected with HTTP {status}{suffix}",
-                                 code=REQUEST_REJECTED) from exc
-        except TimeoutError as exc:
-            raise _TransientError(f"timed out after {self._timeout:g} s") from exc
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError):
-                raise _TransientError(f"timed out after {self._timeout:g} s") from exc
-            raise _TransientError(str(reason)) from exc
-        except (OSError, http.client.HTTPException) as exc:
-            raise _TransientError(f"{type(exc).__name__}: {exc}") from exc
-        if len(body) > _MAX_RESPONSE_BYTES:
-            raise EmbeddingError(f"{self._who} sent a response over {_MAX_RESPONSE_BYTES} bytes",
-                                 code=INVALID_RESPONSE)
-        return body
+            return self._client.post(payload, self._timeout)
+        except HttpError as exc:
+            provider = self._identity.provider
+            if exc.kind == "rejected":
+                raise EmbeddingError(f"{provider} embeddings request to {self._url} rejected "
+                                     f"with {exc.detail}", code=REQUEST_REJECTED) from exc
+            if exc.kind == "too_large":
+                raise EmbeddingError(f"{self._who} sent {exc.detail}",
+                                     code=INVALID_RESPONSE) from exc
+            raise EmbeddingError(f"{provider} embeddings unavailable at {self._url} "
+                                 f"({exc.detail})", code=UNAVAILABLE) from exc
 
     def _decode(self, body: bytes, kind: type[T]) -> T:
         try:
@@ -408,7 +309,7 @@ class OpenAICompatibleEmbedder(_HttpEmbedder):
                  retry: RetryPolicy | None = None, batch_size: int = BATCH_SIZE) -> None:
         if endpoint is None:
             if provider not in DEFAULT_ENDPOINTS:
-                raise EmbeddingError(f"no default endpoint for provider {_one_line(provider)}",
+                raise EmbeddingError(f"no default endpoint for provider {one_line(provider)}",
                                      code=CONFIG_INVALID)
             endpoint = DEFAULT_ENDPOINTS[provider]
         base = _check_endpoint(endpoint)
@@ -583,17 +484,17 @@ def make_embedder(
                                  code=CONFIG_INVALID)
         if "model" in explicit and model not in (None, LOCAL_MODEL):
             raise EmbeddingError(f"the local embedding provider runs {LOCAL_MODEL}, "
-                                 f"not {_one_line(str(model))}", code=CONFIG_INVALID)
+                                 f"not {one_line(str(model))}", code=CONFIG_INVALID)
         if "dim" in explicit and dim != LOCAL_DIM:
             raise _dimension_mismatch(LOCAL_DIM, dim, f"local model {LOCAL_MODEL}")
         return LocalEmbedder()
     if model is None:
         raise EmbeddingError(f"memory.embeddings.model is required for provider "
-                             f"{_one_line(provider)}", code=CONFIG_INVALID)
+                             f"{one_line(provider)}", code=CONFIG_INVALID)
     if provider == "ollama":
         return OllamaEmbedder(model, dim, endpoint or DEFAULT_ENDPOINTS["ollama"],
                               timeout=timeout, retry=retry)
     if provider in ("lmstudio", "openai"):
         return OpenAICompatibleEmbedder(provider, model, dim, endpoint, api_key=api_key,
                                         timeout=timeout, retry=retry)
-    raise EmbeddingError(f"unknown embeddings provider {_one_line(provider)}", code=CONFIG_INVALID)
+    raise EmbeddingError(f"unknown embeddings provider {one_line(provider)}", code=CONFIG_INVALID)

@@ -23,23 +23,17 @@ alternate classifier (``memory.capture.reconcileModel``) is never a fallback eit
 
 from __future__ import annotations
 
-import http.client
-import json
 import re
 import threading
-import urllib.error
-import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, runtime_checkable
-from urllib.parse import urlsplit
 
 import msgspec
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from memory_es.embeddings import RetryPolicy
 from memory_es.errors import MemoryEsError
+from memory_es.transport import HttpError, JsonClient, RetryPolicy, endpoint_problem, one_line
 from memory_es.worker import StepFailure
 
 if TYPE_CHECKING:
@@ -65,7 +59,6 @@ __all__ = [
 DEFAULT_OLLAMA_ENDPOINT: Final = "http://localhost:11434"
 STAGES: Final = ("extract", "review", "reconcile")
 _MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
-_ERROR_SNIPPET: Final = 200
 
 # Stable error codes.
 TIMEOUT: Final = "model_timeout"
@@ -163,12 +156,6 @@ def _check_call(messages: Sequence[Message], timeout: float) -> list[Message]:
     return checked
 
 
-def _one_line(text: str, limit: int = _ERROR_SNIPPET) -> str:
-    flat = " ".join(text.split())
-    shown = flat if len(flat) <= limit else flat[:limit] + "..."
-    return json.dumps(shown, ensure_ascii=True)
-
-
 # --------------------------------------------------------------------------------------------
 # HTTP providers
 
@@ -212,46 +199,10 @@ class _OpenAIResponse(msgspec.Struct):
     choices: list[_OpenAIChoice] = msgspec.field(default_factory=list)
 
 
-class _TransientError(Exception):
-    """A failure worth another try inside the same call; becomes ``model_unavailable``."""
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Never follow a redirect: a POST (and its Authorization header) stays on the endpoint."""
-
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> None:
-        return None
-
-
-def _error_detail(body: bytes) -> str:
-    """The server's own error text if it sent one (Ollama and OpenAI both use ``error``)."""
-    text = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return _one_line(text) if text.strip() else ""
-    if isinstance(parsed, dict):
-        err = parsed.get("error")
-        if isinstance(err, dict):
-            err = err.get("message", err)
-        if err is not None:
-            return _one_line(str(err))
-    return _one_line(text)
-
-
 def _check_endpoint(endpoint: str) -> str:
-    try:
-        parts = urlsplit(endpoint)
-        valid = parts.scheme in ("http", "https") and bool(parts.netloc)
-    except ValueError:
-        valid = False
-    if not valid or any(ch.isspace() for ch in endpoint):
-        raise ModelError(f"chat model endpoint must be an http(s) URL, got {_one_line(endpoint)}",
-                         code=CONFIG_INVALID)
-    if parts.query or parts.fragment:
-        raise ModelError("chat model endpoint must not carry a query or fragment",
-                         code=CONFIG_INVALID)
+    problem = endpoint_problem(endpoint)
+    if problem is not None:
+        raise ModelError(f"chat model endpoint {problem}", code=CONFIG_INVALID)
     return endpoint.rstrip("/")
 
 
@@ -267,9 +218,9 @@ class _HttpChat:
         self.model = model
         self.name = f"{self.provider}:{model}"
         self._url = url
-        self._api_key = api_key
-        self._retry = retry or RetryPolicy()
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+        # Timeouts are not retried inside a call: the durable backoff takes over.
+        self._client = JsonClient(url, api_key=api_key, retry=retry,
+                                  max_bytes=_MAX_RESPONSE_BYTES, retry_timeouts=False)
 
     def __repr__(self) -> str:  # never shows the API key
         return f"{type(self).__name__}(model={self.model!r}, url={self._url!r})"
@@ -285,59 +236,19 @@ class _HttpChat:
 
     def _post(self, payload: bytes, timeout: float) -> bytes:
         """POST with retries; every failure ends as a ModelError."""
-        policy = self._retry
-        retrying = Retrying(
-            stop=stop_after_attempt(policy.attempts),
-            wait=wait_exponential(multiplier=policy.wait_initial_s, min=policy.wait_initial_s,
-                                  max=policy.wait_max_s),
-            retry=retry_if_exception_type(_TransientError),
-            reraise=True,
-        )
         try:
-            return retrying(self._post_once, payload, timeout)
-        except _TransientError as exc:
-            tries = "1 try" if policy.attempts == 1 else f"{policy.attempts} tries"
-            raise ModelError(f"{self._who} unavailable at {self._url} ({exc}; {tries})",
+            return self._client.post(payload, timeout)
+        except HttpError as exc:
+            if exc.kind == "timeout":
+                raise ModelError(f"{self._who} at {self._url} timed out after {timeout:g} s",
+                                 code=TIMEOUT) from exc
+            if exc.kind == "rejected":
+                raise ModelError(f"{self._who} request to {self._url} rejected with "
+                                 f"{exc.detail}", code=REQUEST_REJECTED) from exc
+            if exc.kind == "too_large":
+                raise ModelError(f"{self._who} sent {exc.detail}", code=INVALID_OUTPUT) from exc
+            raise ModelError(f"{self._who} unavailable at {self._url} ({exc.detail})",
                              code=UNAVAILABLE) from exc
-
-    def _timed_out(self, timeout: float) -> ModelError:
-        return ModelError(f"{self._who} at {self._url} timed out after {timeout:g} s",
-                          code=TIMEOUT)
-
-    def _post_once(self, payload: bytes, timeout: float) -> bytes:
-        headers = {"Content-Type": "application/json", "Accept": "application/json",
-                   "User-Agent": "memory-es"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
-        try:
-            with self._opener.open(request, timeout=timeout) as response:
-                body: bytes = response.read(_MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            status = exc.code
-            try:
-                detail = _error_detail(exc.read(64 * 1024))
-            except (OSError, http.client.HTTPException):
-                detail = ""
-            finally:
-                exc.close()
-            suffix = f": {detail}" if detail else ""
-            if status >= 500 or status in (408, 429):
-                raise _TransientError(f"HTTP {status}{suffix}") from exc
-            raise ModelError(f"{self._who} request to {self._url} rejected with "
-                             f"HTTP {status}{suffix}", code=REQUEST_REJECTED) from exc
-        except TimeoutError as exc:
-            raise self._timed_out(timeout) from exc
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, TimeoutError):
-                raise self._timed_out(timeout) from exc
-            raise _TransientError(str(exc.reason)) from exc
-        except (OSError, http.client.HTTPException) as exc:
-            raise _TransientError(f"{type(exc).__name__}: {exc}") from exc
-        if len(body) > _MAX_RESPONSE_BYTES:
-            raise ModelError(f"{self._who} sent a response over {_MAX_RESPONSE_BYTES} bytes",
-                             code=INVALID_OUTPUT)
-        return body
 
     def _decode(self, body: bytes, kind: type[T]) -> T:
         try:
@@ -370,7 +281,7 @@ class OllamaChat(_HttpChat):
                                  options=_OllamaOptions(temperature=0.0))
         reply = self._decode(self._post(msgspec.json.encode(request), timeout), _OllamaResponse)
         if reply.error is not None:
-            raise ModelError(f"{self._who} answered with an error: {_one_line(reply.error)}",
+            raise ModelError(f"{self._who} answered with an error: {one_line(reply.error)}",
                              code=INVALID_OUTPUT)
         if reply.message is None:
             raise ModelError(f"{self._who} sent no message", code=INVALID_OUTPUT)
@@ -550,11 +461,11 @@ def make_chat_model(llm: LlmConfig, *, api_key: str | None = None,
     host plumbing (SPEC P), so it raises ``model_provider_unsupported``.
     """
     if llm.provider == "agent-host":
-        raise ModelError(f'memory.llm.provider "agent-host" ({_one_line(llm.model)}) runs on '
+        raise ModelError(f'memory.llm.provider "agent-host" ({one_line(llm.model)}) runs on '
                          "the agent-host runtime, which is host plumbing (SPEC P): the host "
                          "must supply that chat model", code=PROVIDER_UNSUPPORTED)
     if llm.provider != "ollama":
-        raise ModelError(f"unknown chat model provider {_one_line(str(llm.provider))}",
+        raise ModelError(f"unknown chat model provider {one_line(str(llm.provider))}",
                          code=PROVIDER_UNSUPPORTED)
     if openai_endpoint is not None:
         return OpenAICompatibleChat(llm.model, openai_endpoint, api_key=api_key, retry=retry)
@@ -578,7 +489,7 @@ def classifier_model(config: MemoryConfig, default: ChatModel, *,
     if ref is None:
         return default
     if reconcile_factory is None:
-        raise ModelError(f"memory.capture.reconcileModel {_one_line(ref)} runs on the "
+        raise ModelError(f"memory.capture.reconcileModel {one_line(ref)} runs on the "
                          "agent-host runtime, which is host plumbing (E33, SPEC P): the host "
                          "must supply it; it is never replaced by memory.llm",
                          code=PROVIDER_UNSUPPORTED)
