@@ -27,7 +27,7 @@ import numpy as np
 
 from memory_es.config import CalibrationConfig, MemoryConfig
 from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingIdentity
-from memory_es.fsutil import create_private_file, make_private_dir
+from memory_es.fsutil import make_private_dir
 from memory_es.scoring import (
     MAX_CANDIDATES,
     NOMIC_V15,
@@ -41,7 +41,7 @@ from memory_es.scoring import (
     score_all,
     select,
 )
-from projections.sqlite_index import fts_query
+from projections.sqlite_index import connect_derived, fts_query
 
 log = logging.getLogger("memory_es")
 
@@ -97,13 +97,7 @@ class VectorCache:
         directory = root / CACHE_DIR
         make_private_dir(directory)
         path = directory / CACHE_FILE
-        if not os.path.lexists(path):
-            os.close(create_private_file(path))
-        self.conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE
-                                    | apsw.SQLITE_OPEN_NOFOLLOW)
-        self.conn.setbusytimeout(5000)
-        self.conn.execute("PRAGMA journal_mode=WAL").fetchall()
-        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn = connect_derived(path, create=not os.path.lexists(path))
         self.conn.execute(
             "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, sha256 TEXT NOT NULL, "
             "vector BLOB NOT NULL, PRIMARY KEY (identity, sha256)) WITHOUT ROWID")

@@ -63,6 +63,18 @@ DUMP_TABLES = {
 }
 
 
+def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
+    """A rebuildable SQLite file (index generation, vector cache): owner-only, never through
+    a symlink, WAL with synchronous=NORMAL (the journal, not this file, is what must survive)."""
+    if create:
+        os.close(create_private_file(path))
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)
+    conn.setbusytimeout(5000)
+    conn.execute("PRAGMA journal_mode=WAL").fetchall()
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
 def iso_ms(ts: datetime) -> str:
     """UTC instant with milliseconds and a Z, the one timestamp form projections write."""
     return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -84,13 +96,7 @@ class IndexProjection:
 
     def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = path
-        if create:
-            os.close(create_private_file(path))
-        self.conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE
-                                    | apsw.SQLITE_OPEN_NOFOLLOW)
-        self.conn.setbusytimeout(5000)
-        self.conn.execute("PRAGMA journal_mode=WAL").fetchall()
-        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn = connect_derived(path, create=create)
         if create:
             with self.conn:
                 for ddl in _SCHEMA:

@@ -322,28 +322,24 @@ class ReconcileNoop(_Reconcile, frozen=True, tag="NOOP"):
         _require("target", _text_rule(self.target, NAME_MAX_BYTES))
 
 
-class ReconcileUpdate(_Reconcile, frozen=True, tag="UPDATE"):
+class _Rewrite(_Reconcile, frozen=True):
+    """A decision that replaces a target's text: both fields required and safe (E7)."""
+
+    target: str
+    text: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _require("target", _text_rule(self.target, NAME_MAX_BYTES))
+        _require("text", _text_rule(self.text, TEXT_MAX_BYTES))
+
+
+class ReconcileUpdate(_Rewrite, frozen=True, tag="UPDATE"):
     """``{"index", "action": "UPDATE", "target", "text"}``: complete replacement text (E7)."""
 
-    target: str
-    text: str
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _require("target", _text_rule(self.target, NAME_MAX_BYTES))
-        _require("text", _text_rule(self.text, TEXT_MAX_BYTES))
-
-
-class ReconcileSupersede(_Reconcile, frozen=True, tag="SUPERSEDE"):
+class ReconcileSupersede(_Rewrite, frozen=True, tag="SUPERSEDE"):
     """``{"index", "action": "SUPERSEDE", "target", "text"}``: complete new text (E7, E13)."""
-
-    target: str
-    text: str
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _require("target", _text_rule(self.target, NAME_MAX_BYTES))
-        _require("text", _text_rule(self.text, TEXT_MAX_BYTES))
 
 
 ReconcileDecision = ReconcileAdd | ReconcileNoop | ReconcileUpdate | ReconcileSupersede
