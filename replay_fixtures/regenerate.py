@@ -37,8 +37,8 @@ from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
 from memory_es.reader import export_journal_to_file, health
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
-from projections.replay import MARKDOWN_DIRS, generation_path, read_current
-from projections.sqlite_index import DUMP_TABLES
+from projections.replay import MARKDOWN_DIRS, ROOT_FILES, generation_path, read_current
+from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES
 
 FIXTURES_DIR = Path(__file__).resolve().parent
 JOURNAL = "journal.jsonl"
@@ -89,7 +89,8 @@ def index_dump(root: Path) -> bytes:
         lines = [
             dump_line(table, row)
             for table, columns in DUMP_TABLES.items()
-            for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid")
+            for row in conn.execute(f"SELECT {', '.join(columns)} FROM {table} "
+                                    f"ORDER BY {DUMP_ORDER.get(table, 'rowid')}")
         ]
     finally:
         conn.close()
@@ -98,7 +99,8 @@ def index_dump(root: Path) -> bytes:
 
 def markdown_files(root: Path) -> dict[str, bytes]:
     """daily/*.md and audit/*.md by root-relative path (every file there, whatever its name)."""
-    found: dict[str, bytes] = {}
+    found: dict[str, bytes] = {name: (root / name).read_bytes() for name in ROOT_FILES
+                               if (root / name).is_file()}
     for kind in MARKDOWN_DIRS:
         directory = root / kind
         if directory.is_dir():

@@ -29,7 +29,7 @@ from memory_es.store import MemoryStore
 from memory_es.text import run_memory_id
 from memory_es.transfer import replay_export
 from projections.replay import Projector, generation_path, read_current
-from projections.sqlite_index import DUMP_TABLES, IndexProjection
+from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, IndexProjection
 
 LITE: dict[str, Any] = {}
 JOURNAL: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 384}}
@@ -114,7 +114,8 @@ def query(root: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any,
 
 
 def dump_index(root: Path) -> dict[str, list[tuple[Any, ...]]]:
-    return {table: query(root, f"SELECT {', '.join(cols)} FROM {table} ORDER BY rowid")
+    return {table: query(root, f"SELECT {', '.join(cols)} FROM {table} "
+                              f"ORDER BY {DUMP_ORDER.get(table, 'rowid')}")
             for table, cols in DUMP_TABLES.items()}
 
 

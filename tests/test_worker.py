@@ -30,6 +30,7 @@ import apsw
 import pytest
 
 import memory_es.store
+from memory_es.capture.models import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError
@@ -519,21 +520,24 @@ def test_c4_resolve_refuses_unknown_and_already_resolved(root: Path, clock: Cloc
         assert record(store, rh("b"))["reason_slug"] == "b" * 64
 
 
-def test_c4_resolve_a_bujo_capture_intake_waiting_for_the_pipeline(
+def test_c4_resolve_a_bujo_capture_intake_whose_model_is_down(
     root: Path, clock: Clock
 ) -> None:
-    """C4/B5: a BuJo capture intake waits for the capture pipeline (the default processor
-    leaves it pending); the operator can accept its loss. Health stays clean."""
+    """C4/B5: a BuJo capture intake whose model is down stays pending on the backoff; the
+    operator can accept its loss (no plan was retained). Health stays clean."""
     config = parse_config(BUJO_CAPTURE)
-    with MemoryStore.open(root, config, clock=clock, background=False) as store:
+    model = ScriptedChat([{"stage": "extract", "turn": rh("cap"), "error": "model_unavailable"}])
+    with MemoryStore.open(root, config, clock=clock, background=False,
+                          chat_model=model) as store:
         intake_id = rh("cap")
         result = store.persist_completed_turn(
             turn("cap", "summary", capture_text="Wombat-1207 capture text"))
         assert result.status == "admitted"
-        assert store.drain() == 0
+        assert store.drain() == 1
         rec = record(store, intake_id)
-        assert (rec["state"], rec["due"], rec["attempts"]) == ("pending", True, 0)
-        store.resolve(intake_id, "pipeline-not-ready")
+        assert (rec["state"], rec["due"], rec["category"], rec["retained"]) == (
+            "pending", False, "model_unavailable", None)
+        store.resolve(intake_id, "model-gone")
         rec = record(store, intake_id)
         assert (rec["state"], rec["outcome"]) == ("resolved", "operator_resolved")
         assert store.persist_completed_turn(

@@ -116,6 +116,27 @@ class Intake(Aggregate):
 
         TOPIC = "memory_es/Intake.RetryRequested"
 
+    class ExtractionRetained(Aggregate.Event):
+        """The extraction call's validated plan (E2, E17): a retry never asks for it again."""
+
+        TOPIC = "memory_es/Intake.ExtractionRetained"
+        plan: dict[str, Any]
+        model: str
+
+    class ReviewRetained(Aggregate.Event):
+        """One review decision per listed plan line (E23): ``None`` for an unlisted line."""
+
+        TOPIC = "memory_es/Intake.ReviewRetained"
+        decisions: list[str | None]
+        model: str
+
+    class ReconcileRetained(Aggregate.Event):
+        """The classifier's decisions with real target ids (E4, E17), before the commit."""
+
+        TOPIC = "memory_es/Intake.ReconcileRetained"
+        decisions: list[dict[str, Any]]
+        model: str
+
     @classmethod
     def admitted(cls, *, at: datetime, **fields: Any) -> Intake.Admitted:
         """The Admitted event (version 1) stamped by the caller's clock.
@@ -192,11 +213,128 @@ class Memory(Aggregate):
         self.run_hash = run_hash
         self.tier = tier
 
+    class Captured(Created):
+        """A curated BuJo line (E2, E39-E41, A19): ``kind`` is note or event (a task line the
+        extractor typed becomes a note with ``from_task``), ``source`` is host-bounded, and
+        ``entity_ids`` names only the entities extracted for this line (E26)."""
+
+        TOPIC = "memory_es/Memory.Captured"
+        memory_id: str
+        kind: str
+        text: str
+        day: str
+        status: str
+        labels: list[str]
+        entity_ids: list[str]
+        scope: str
+        source: str
+        salience: float
+        from_task: bool
+        session: str | None
+        run_hash: str | None
+        tier: str
+
+    class TextUpdated(Event):
+        """Reconcile UPDATE (E12, K3): complete replacement text, stamped with its session."""
+
+        TOPIC = "memory_es/Memory.TextUpdated"
+        memory_id: str
+        text: str
+        session: str | None
+        run_hash: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.text = self.text
+
+    class Superseded(Event):
+        """Lifecycle (E13, A21, F1): replaced by ``by``; ``status`` superseded, or invalidated
+        for a task. Replay-owned state: the sidecar is its authority (F2)."""
+
+        TOPIC = "memory_es/Memory.Superseded"
+        memory_id: str
+        by: str
+        status: str
+        run_hash: str
+
+        def apply(self, aggregate: Any) -> None:
+            aggregate.status = self.status
+
+    class Threaded(Event):
+        """A thread edge from this note to ``to`` (A20, E42), weight kept in the sidecar (F3)."""
+
+        TOPIC = "memory_es/Memory.Threaded"
+        memory_id: str
+        to: str
+        weight: float
+        run_hash: str
+
+    @classmethod
+    def captured(cls, *, at: datetime, **fields: Any) -> Memory.Captured:
+        """The Captured event (version 1) stamped with the intake's admission instant."""
+        return cls.Captured(
+            originator_id=memory_uuid(fields["memory_id"]),
+            originator_version=cls.INITIAL_VERSION,
+            timestamp=at,
+            originator_topic=cls.TOPIC,
+            **fields,
+        )
+
     @classmethod
     def recorded(cls, *, at: datetime, **fields: Any) -> Memory.Recorded:
         """The Recorded event (version 1) stamped with the intake's admission instant."""
         return cls.Recorded(
             originator_id=memory_uuid(fields["memory_id"]),
+            originator_version=cls.INITIAL_VERSION,
+            timestamp=at,
+            originator_topic=cls.TOPIC,
+            **fields,
+        )
+
+
+def entity_uuid(entity_id: str) -> UUID:
+    """Aggregate id of an entity: uuid5 of its 64-hex content-derived id."""
+    return uuid5(NAMESPACE, f"entity:{entity_id}")
+
+
+class Entity(Aggregate):
+    """A graph node (L1): a person, project, organisation or concept.
+
+    ``entity_id`` is sha256 of the NFKC, case-folded, whitespace-collapsed name and the type,
+    so the same name named in two turns is one node.
+    """
+
+    TOPIC = "memory_es/Entity"
+
+    class Created(Aggregate.Created):
+        TOPIC = "memory_es/Entity.Created"
+
+    class Event(Aggregate.Event):
+        TOPIC = "memory_es/Entity.Event"
+
+    class Named(Created):
+        TOPIC = "memory_es/Entity.Named"
+        entity_id: str
+        name: str
+        type: str
+
+    def __init__(self, entity_id: str, name: str, type: str) -> None:
+        self.entity_id = entity_id
+        self.name = name
+        self.type = type
+
+    class Related(Event):
+        """A directed, lowercase relation to entity ``to``, stated by ``memory`` (L1)."""
+
+        TOPIC = "memory_es/Entity.Related"
+        entity_id: str
+        to: str
+        relation: str
+        memory: str
+
+    @classmethod
+    def named(cls, *, at: datetime, **fields: Any) -> Entity.Named:
+        return cls.Named(
+            originator_id=entity_uuid(fields["entity_id"]),
             originator_version=cls.INITIAL_VERSION,
             timestamp=at,
             originator_topic=cls.TOPIC,

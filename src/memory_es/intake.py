@@ -268,6 +268,7 @@ class IntakeState(msgspec.Struct, kw_only=True):
     outcome: str | None = None
     reason_slug: str | None = None
     resolved_position: int | None = None
+    retained: str | None = None  # the last retained capture stage: extract|review|reconcile
 
     def due(self, now: datetime) -> bool:
         return self.state == "pending" and self.next_due_at is not None and \
@@ -280,6 +281,12 @@ class IntakeState(msgspec.Struct, kw_only=True):
 
 
 ACTIVE_STATES = ("pending", "dead")
+RETAINED_STAGE: dict[type, str] = {
+    Intake.ExtractionRetained: "extract",
+    Intake.ReviewRetained: "review",
+    Intake.ReconcileRetained: "reconcile",
+}
+RETAINED = (Intake.ExtractionRetained, Intake.ReviewRetained, Intake.ReconcileRetained)
 
 
 def failure_event(record: IntakeState, category: str, at: datetime) -> Any:
@@ -342,6 +349,8 @@ class IntakeView:
             record.state, record.failures, record.next_due_at = "pending", 0, event.timestamp
         elif isinstance(event, Intake.Resolved):
             self._resolve(record, position, event)
+        elif isinstance(event, RETAINED):
+            record.retained = RETAINED_STAGE[type(event)]
         else:
             return
         record.revision = event.originator_version
@@ -439,4 +448,5 @@ def record_json(r: IntakeState, now: datetime) -> dict[str, Any]:
         "category": r.category,
         "outcome": r.outcome,
         "reason_slug": r.reason_slug,
+        "retained": r.retained,
     }

@@ -19,8 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.capture.models import ChatModel
+from memory_es.capture.pipeline import capture_processor
+from memory_es.capture.reads import IndexReads
 from memory_es.chronology import MemoryJournal
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
@@ -29,6 +33,8 @@ from memory_es.events import Intake, Memory, intake_event, intake_uuid, memory_u
 from memory_es.fsutil import crash_point
 from memory_es.intake import (
     MAX_ACTIVE,
+    MAX_ATTEMPTS,
+    RETAINED_STAGE,
     AdmissionResult,
     CompletedTurn,
     IntakeState,
@@ -73,6 +79,24 @@ EMBED_RETRY_SECONDS = 30.0  # after a provider outage, the worker tries again th
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 Clock = Callable[[], datetime]
+
+
+def _batches(due: list[IntakeState]) -> Iterator[list[IntakeState]]:
+    """Due records in admission order: runs of up to 256 model-free records; a capture alone."""
+    batch: list[IntakeState] = []
+    for record in due:
+        if record.needs_model:
+            if batch:
+                yield batch
+                batch = []
+            yield [record]
+        else:
+            batch.append(record)
+            if len(batch) == ATTEMPT_BATCH:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
 
 
 def resolve_root(root: str | Path | None, config: MemoryConfig) -> Path:
@@ -126,13 +150,17 @@ class MemoryStore:
     def __init__(
         self, opened: OpenedJournal, config: MemoryConfig, clock: Clock, *,
         background: bool, processor: Processor | None, shutdown_timeout: float,
-        embedder: Embedder | None = None,
+        embedder: Embedder | None = None, chat_model: ChatModel | None = None,
+        classifier: ChatModel | None = None,
     ) -> None:
         self._opened = opened
         self.config = config
         self.root = opened.recorder.path.parent
         self._clock = clock
-        self._processor: Processor = processor if processor is not None else ObserveProcessor()
+        if processor is None:
+            processor = (capture_processor(config, chat_model, classifier)
+                         if config.is_capture else ObserveProcessor())
+        self._processor: Processor = processor
         self._shutdown_timeout = shutdown_timeout
         self._work_lock = threading.Lock()  # one attempt at a time per root (B23)
         self._view = fold_intakes(opened, retain_resolved=False)
@@ -153,6 +181,7 @@ class MemoryStore:
         self._embedder = embedder
         self._vector_cache: VectorCache | None = None
         self._matrix: VectorMatrix | None = None
+        self._matrix_rewrites = 0
         self._embed_pause_until = 0.0  # after a provider outage, try again later (monotonic)
         self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
         self._worker = Worker(self) if background else None
@@ -169,6 +198,8 @@ class MemoryStore:
         processor: Processor | None = None,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
         embedder: Embedder | None = None,
+        chat_model: ChatModel | None = None,
+        classifier: ChatModel | None = None,
     ) -> MemoryStore:
         """Open (creating if absent) the root, take its writer lock and verify its journal.
 
@@ -177,14 +208,16 @@ class MemoryStore:
         only on :meth:`drain` (operator commands use that). ``processor`` is the attempt step
         (default: model-free projection). ``shutdown_timeout`` bounds :meth:`close` (B22).
         ``embedder`` overrides the provider ``memory.embeddings`` names (Journal and BuJo only:
-        Lite never embeds, D2).
+        Lite never embeds, D2). ``chat_model`` and ``classifier`` override the chat models
+        ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
         """
         config = config if config is not None else MemoryConfig()
         opened = open_journal(resolve_root(root, config), writable=True,
                               lock_timeout=lock_timeout)
         try:
             return cls(opened, config, clock, background=background, processor=processor,
-                       shutdown_timeout=shutdown_timeout, embedder=embedder)
+                       shutdown_timeout=shutdown_timeout, embedder=embedder,
+                       chat_model=chat_model, classifier=classifier)
         except BaseException:
             opened.close()
             raise
@@ -324,16 +357,20 @@ class MemoryStore:
         return attempts
 
     def run_due(self, cancel: threading.Event) -> int:
-        """One pass over the due queue, in admission order, committing as it goes."""
+        """One pass over the due queue, in admission order, committing as it goes.
+
+        Model-free attempts share transactions (up to 256); a capture is its own transaction
+        and first catches projections up, so it reconciles against every earlier capture.
+        """
         with self._work_lock:
             now = self._clock()
             with self._cv:
                 due = self._view.due(now, with_model=self._processor.needs_model)
             attempts = 0
-            for start in range(0, len(due), ATTEMPT_BATCH):
+            for batch in _batches(due):
                 if cancel.is_set():
                     break
-                attempts += self._attempt(due[start:start + ATTEMPT_BATCH], cancel)
+                attempts += self._attempt(batch, cancel)
             if attempts:
                 self._prune_payloads()
             return attempts
@@ -348,15 +385,20 @@ class MemoryStore:
         events: list[Any] = []
         new_ids: set[str] = set()
         for record in records:
-            (stored,) = app.recorder.select_events(intake_uuid(record.id), lte=1)
-            admitted = app.mapper.to_domain_event(stored)
+            history = [app.mapper.to_domain_event(stored)
+                       for stored in app.recorder.select_events(intake_uuid(record.id))]
+            admitted = history[0]
             assert isinstance(admitted, Intake.Admitted)
             payload = self._opened.recorder.payload(record.id) if record.payload_sha256 else None
             ctx = StepContext(
                 revision=record.revision, at=self._clock(), cancel=cancel,
-                memory_exists=lambda mid: mid in new_ids or recorder.has_events(memory_uuid(mid)))
+                memory_exists=lambda mid: mid in new_ids or recorder.has_events(memory_uuid(mid)),
+                final=record.failures + 1 >= MAX_ATTEMPTS, history=tuple(history),
+                retain=self._retain, reads=self._capture_reads(record))
             crash_point("worker.before_step")
             try:
+                if ctx.reads is not None:
+                    self._ready_for_capture()
                 step_events = self._processor.process(
                     admitted, payload.data if payload else None, ctx)
             except StepFailure as failure:
@@ -368,7 +410,8 @@ class MemoryStore:
             if cancel.is_set():
                 return 0  # shutdown: nothing of this batch is committed (B22)
             events += step_events
-            new_ids.update(e.memory_id for e in step_events if isinstance(e, Memory.Recorded))
+            new_ids.update(e.memory_id for e in step_events
+                           if isinstance(e, Memory.Recorded | Memory.Captured))
         crash_point("worker.before_commit")
         try:
             with self._exclusive():
@@ -381,6 +424,63 @@ class MemoryStore:
             raise
         crash_point("worker.after_commit")
         return len(records)
+
+    # -- capture (E*): what a model step reads and retains -------------------------------------
+
+    def _capture_reads(self, record: IntakeState) -> IndexReads | None:
+        """Index reads for a capture attempt; None for model-free records."""
+        if not record.needs_model:
+            return None
+        return IndexReads(run=self._index_run, embed=self._embed_candidates,
+                          nearest=self._nearest, version=self._aggregate_version)
+
+    def _ready_for_capture(self) -> None:
+        """Projections caught up (a capture reconciles against every earlier one)."""
+        try:
+            with self._exclusive():
+                self._catch_up()
+        except MemoryEsError as e:
+            log.warning("memory_degraded: capture waits for projections (code=%s)", e.code)
+            raise StepFailure("io_error") from None
+
+    def _retain(self, event: Any) -> None:
+        """Commit a capture stage's output now (E17, E23): a retry resumes after it."""
+        self._commit_events([event])
+        crash_point(f"capture.after_{RETAINED_STAGE[type(event)]}")
+
+    def _index_run(self, fn: Callable[[Any], Any]) -> Any:
+        with self._exclusive():
+            return fn(self._projections().index.conn)
+
+    def _embed_candidates(self, texts: Sequence[str]) -> list[Any] | None:
+        """Vectors for candidate texts, after embedding every stored line that lacks one;
+        None while the provider is unavailable (the capture retries, DESIGN 9.10)."""
+        embedder = self._vectors()
+        if embedder is None:
+            return None
+        while self.embed_pending():
+            pass
+        if time.monotonic() < self._embed_pause_until:
+            return None
+        if not texts:
+            return []
+        try:
+            return [np.frombuffer(blob, dtype=np.float32)
+                    for blob in embed_texts(embedder, self._vector_cache, list(texts))]
+        except EmbeddingError as e:
+            log.warning("memory_degraded: capture waits for embeddings (code=%s)", e.code)
+            return None
+
+    def _nearest(self, vectors: list[Any], k: int) -> list[list[tuple[int, float]]]:
+        embedder = self._vectors()
+        assert embedder is not None
+        with self._exclusive():
+            matrix = self._vector_matrix(embedder, self._projections().index.conn)
+            return [matrix.top(v, k) for v in vectors]
+
+    def _aggregate_version(self, originator_id: Any) -> int:
+        last = self._opened.recorder.select_events(originator_id, desc=True, limit=1)
+        return int(last[0].originator_version) if last else 0
 
     def project(self) -> None:
         """Catch projections up with the journal (the worker calls this after each pass).
@@ -450,7 +550,10 @@ class MemoryStore:
         return [r.id for r in targets]
 
     def resolve(self, intake_id: str, reason_slug: str) -> None:
-        """Record ``operator_resolved``: loss-accepting, duplicate protection kept (C4)."""
+        """Record ``operator_resolved``: loss-accepting, duplicate protection kept (C4).
+
+        Refuses a pending record with a retained capture plan: its next attempt completes it
+        (DESIGN 5). A dead one may be resolved."""
         if not SLUG.fullmatch(reason_slug):
             raise MemoryEsError(
                 f"reason slug {reason_slug!r} must be 1-64 of a-z, 0-9 and '-', starting "
@@ -461,6 +564,11 @@ class MemoryStore:
             if record.state == "resolved":
                 raise MemoryEsError(f"intake {intake_id} is already resolved "
                                     f"({record.outcome}); nothing to do", code="already_resolved")
+            if record.retained is not None and record.state == "pending":
+                raise MemoryEsError(
+                    f"intake {intake_id} has a retained capture plan (stage "
+                    f"{record.retained}) that its next attempt completes without asking the "
+                    "model again; resolving it would lose that capture", code="plan_retained")
             event = Intake.resolved(run_hash=record.id, version=record.revision,
                                     at=self._clock(), outcome="operator_resolved",
                                     reason_slug=reason_slug)
@@ -556,9 +664,13 @@ class MemoryStore:
             store_vectors(index.conn, identity, pending.rowids, blobs)
 
     def _vector_matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
-        """The in-memory matrix for this identity; a new identity starts a new matrix."""
-        if self._matrix is None or self._matrix.identity != embedder.identity.key:
+        """The in-memory matrix for this identity; a new identity, or rewritten lines (a text
+        update, an invalidation), start a new matrix."""
+        rewrites = self._projections().index.rewrites
+        if self._matrix is None or self._matrix.identity != embedder.identity.key \
+                or rewrites != self._matrix_rewrites:
             self._matrix = VectorMatrix(embedder.identity.dim, embedder.identity.key)
+            self._matrix_rewrites = rewrites
         self._matrix.refresh(conn, embedder.identity.key)
         return self._matrix
 

@@ -23,3 +23,8 @@ def sha256_hex(text: str) -> str:
 def run_memory_id(run_hash: str, index: int) -> str:
     """Run-derived memory id: sha256(run_hash ":" index), so a replayed commit is a no-op."""
     return sha256_hex(f"{run_hash}:{index}")
+
+
+def text_key(text: str) -> str:
+    """Structural identity of a line (E16, DESIGN 9.3): the same words in the same order."""
+    return sha256_hex(journal_text(text))

@@ -45,14 +45,27 @@ class StepFailure(Exception):
         self.category = category
 
 
+def _no_retain(event: Any) -> None:
+    raise RuntimeError("this step cannot retain intermediate events")
+
+
 @dataclass(frozen=True)
 class StepContext:
-    """What a step may use: the intake's revision, the attempt instant, and cancellation."""
+    """What a step may use: the intake's revision, the attempt instant, and cancellation.
+
+    A capture step also gets: ``final`` (this is the 16th attempt of the budget, DESIGN 9.2),
+    ``history`` (the intake's events so far, to resume after a retained stage), ``retain``
+    (commit one intake event now, durably, E17) and ``reads`` (the caught-up index).
+    """
 
     revision: int
     at: datetime
     cancel: threading.Event
     memory_exists: Callable[[str], bool]
+    final: bool = False
+    history: tuple[Any, ...] = ()
+    retain: Callable[[Any], None] = _no_retain
+    reads: Any = None
 
 
 class Processor(Protocol):

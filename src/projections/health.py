@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 
 from memory_es.errors import MemoryEsError, NotARootError
+from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
 from projections.replay import (
     INDEX_DIR,
@@ -31,7 +32,7 @@ from projections.replay import (
     read_current,
     render_all,
 )
-from projections.sqlite_index import DUMP_TABLES
+from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
 
@@ -156,24 +157,33 @@ def _first_diff_line(a: bytes, b: bytes) -> int:
 
 def _rows(conn: apsw.Connection, table: str) -> Iterator[tuple[Any, ...]]:
     columns = ", ".join(DUMP_TABLES[table])
-    for row in conn.execute(f"SELECT {columns} FROM {table} ORDER BY rowid"):
+    order = DUMP_ORDER.get(table, "rowid")
+    try:
+        cursor = conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
+    except apsw.SQLError:  # an older generation without the capture tables: no rows
+        return
+    for row in cursor:
         yield tuple(row)
 
 
-def _merge(want: Iterator[tuple[Any, ...]], have: Iterator[tuple[Any, ...]]) -> Iterator[
-    tuple[int, tuple[Any, ...] | None, tuple[Any, ...] | None]
-]:
-    """Walk two rowid-ordered row streams together: (rowid, expected row, live row)."""
+def _merge(want: Iterator[tuple[Any, ...]], have: Iterator[tuple[Any, ...]], keys: int = 1
+           ) -> Iterator[tuple[Any, tuple[Any, ...] | None, tuple[Any, ...] | None]]:
+    """Walk two key-ordered row streams together: (key, expected row, live row). The key is
+    the first ``keys`` columns (the rowid, or a WITHOUT ROWID table's primary key)."""
     w, h = next(want, None), next(have, None)
     while w is not None or h is not None:
-        if h is None or (w is not None and w[0] < h[0]):
+        wk = w[:keys] if w is not None else None
+        hk = h[:keys] if h is not None else None
+        if hk is None or (wk is not None and wk < hk):
             assert w is not None
             yield w[0], w, None
             w = next(want, None)
-        elif w is None or h[0] < w[0]:
+        elif wk is None or hk < wk:
+            assert h is not None
             yield h[0], None, h
             h = next(have, None)
         else:
+            assert w is not None
             yield w[0], w, h
             w, h = next(want, None), next(have, None)
 
@@ -182,11 +192,15 @@ def _compare_index(live: apsw.Connection, expected: apsw.Connection,
                    rel: str) -> Iterator[Finding]:
     """Row by row, streaming both sides (memory stays flat however large the index)."""
     for table, columns in DUMP_TABLES.items():
-        for rowid, want, have in _merge(_rows(expected, table), _rows(live, table)):
+        keys = DUMP_ORDER.get(table, "rowid").count(",") + 1
+        for rowid, want, have in _merge(_rows(expected, table), _rows(live, table), keys):
             if want == have:
                 continue
             if table == "memories_fts":
                 yield Finding("fts_out_of_sync", rel, f"{table} rowid {rowid}")
+            elif table in REPLAY_OWNED:  # N1, N2: never trusted as history
+                yield Finding("canonical_mismatch", rel,
+                              f"{table} rowid {rowid} differs from the journal's replay")
             elif have is None:
                 yield Finding("index_row_missing", rel, f"{table} rowid {rowid}")
             elif want is None:
@@ -195,6 +209,33 @@ def _compare_index(live: apsw.Connection, expected: apsw.Connection,
                 changed = [c for c, a, b in zip(columns, want, have, strict=True) if a != b]
                 yield Finding("index_row_changed", rel,
                               f"{table} rowid {rowid} columns {','.join(changed)}")
+
+
+def _compare_sidecar(root: Path, live: apsw.Connection) -> Iterator[Finding]:
+    """N1, N8, F6: the sidecar is canonical and says exactly what the index holds."""
+    path = root / SIDECAR_FILE
+    try:
+        data: bytes | None = path.read_bytes()
+    except FileNotFoundError:
+        data = None
+    except OSError as e:
+        yield Finding("file_unreadable", SIDECAR_FILE, type(e).__name__)
+        return
+    if data is not None:
+        problem = sidecar_problem(data)
+        if problem is not None:
+            yield Finding("sidecar_invalid", SIDECAR_FILE, problem)
+            return
+    try:
+        want = render_sidecar(live)
+    except apsw.SQLError:
+        want = None
+    except MemoryEsError as e:
+        yield Finding(e.code, SIDECAR_FILE, "index replay state over the sidecar bounds")
+        return
+    if want != data:
+        yield Finding("canonical_mismatch", SIDECAR_FILE,
+                      "sidecar and index lifecycle/edges differ")
 
 
 def _compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
@@ -273,6 +314,7 @@ def audit(
                 finally:
                     expected.close()
             report.findings += list(_compare_provenance(root, live))
+            report.findings += list(_compare_sidecar(root, live))
         finally:
             live.close()
         if position > head:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memory_es.errors import MemoryEsError
 from memory_es.fsutil import atomic_write, check_private, make_private_dir, remove_stale_temps
+from projections.graph import GRAPH_FILE, SIDECAR_FILE, render_graph, render_sidecar
 from projections.markdown import render_audit, render_daily
 from projections.sqlite_index import IndexProjection
 
@@ -27,6 +28,17 @@ INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
 RUNTIME_DIR = ".runtime"
 _RENDER = {"daily": render_daily, "audit": render_audit}
+# Whole-root files rendered from index tables (touched as (kind, "")).
+_ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}
+ROOT_FILES = tuple(path for path, _ in _ROOT_RENDER.values())
+
+
+def render_one(index: IndexProjection, kind: str, day: str) -> tuple[str, bytes | None]:
+    """One managed file's path and bytes (None: the file should not exist)."""
+    if kind in _ROOT_RENDER:
+        path, render = _ROOT_RENDER[kind]
+        return path, render(index.conn)
+    return day_file(kind, day), _RENDER[kind](day, index.day_rows(kind, day))
 
 
 def day_file(kind: str, day: str) -> str:
@@ -51,8 +63,13 @@ def generation_path(root: Path, generation: int) -> Path:
     return root / INDEX_DIR / f"gen-{generation}" / INDEX_DB
 
 
-def _write_if_changed(root: Path, relpath: str, data: bytes) -> bool:
+def _write_if_changed(root: Path, relpath: str, data: bytes | None) -> bool:
     path = root / relpath
+    if data is None:
+        if os.path.lexists(path):
+            os.unlink(path)
+            return True
+        return False
     make_private_dir(path.parent)
     try:
         with open(path, "rb") as f:
@@ -109,8 +126,8 @@ class Projector:
         """Render touched days, write changed files, then commit the index position."""
         try:
             for kind, day in sorted(self.index.touched):
-                data = _RENDER[kind](day, self.index.day_rows(kind, day))
-                self.files_written += _write_if_changed(self.root, day_file(kind, day), data)
+                relpath, data = render_one(self.index, kind, day)
+                self.files_written += _write_if_changed(self.root, relpath, data)
             self.index.flush()
         except BaseException:
             self.index.rollback()
@@ -137,14 +154,18 @@ def _activate(root: Path, generation: int) -> None:
 
 
 def render_all(index: IndexProjection) -> dict[str, bytes]:
-    """Every Markdown file the index implies, by root-relative path."""
-    return {day_file(kind, day): _RENDER[kind](day, index.day_rows(kind, day))
-            for kind, day in index.days()}
+    """Every managed file the index implies, by root-relative path."""
+    out: dict[str, bytes] = {}
+    for kind, day in [*index.days(), *((kind, "") for kind in _ROOT_RENDER)]:
+        relpath, data = render_one(index, kind, day)
+        if data is not None:
+            out[relpath] = data
+    return out
 
 
 def managed_files(root: Path) -> list[str]:
-    """Root-relative paths of the Markdown files present under the managed directories."""
-    found: list[str] = []
+    """Root-relative paths of the managed files present: Markdown, graph and sidecar."""
+    found: list[str] = [name for name in ROOT_FILES if os.path.lexists(root / name)]
     for kind in MARKDOWN_DIRS:
         directory = root / kind
         if os.path.isdir(directory):

@@ -15,8 +15,9 @@ from typing import Any
 
 import apsw
 
-from memory_es.events import Intake, Memory
+from memory_es.events import Entity, Intake, Memory
 from memory_es.fsutil import create_private_file
+from memory_es.text import sha256_hex, text_key
 
 SESSION_MAX_BYTES = 512  # K7: longer conversation ids are stored as "unknown"
 UNKNOWN = "unknown"
@@ -53,6 +54,38 @@ _SCHEMA = (
 VECTORS_DDL = ("CREATE TABLE IF NOT EXISTS vectors (rowid INTEGER PRIMARY KEY, "
                "identity TEXT NOT NULL, vector BLOB NOT NULL)")
 
+# BuJo capture state (E*, L1, F1). Created on open, so older generations gain the (empty)
+# tables. ``lifecycle`` and ``threads`` are replay-owned: the sidecar is their authority.
+CAPTURE_DDL = (
+    """CREATE TABLE IF NOT EXISTS memory_meta (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        labels TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        salience REAL NOT NULL,
+        from_task INTEGER NOT NULL,
+        text_key TEXT NOT NULL,
+        superseded_by TEXT)""",
+    "CREATE INDEX IF NOT EXISTS memory_meta_by_key ON memory_meta (text_key)",
+    """CREATE TABLE IF NOT EXISTS entities (
+        rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+        type TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS memory_entities (
+        memory_id TEXT NOT NULL, entity_id TEXT NOT NULL, ord INTEGER NOT NULL,
+        PRIMARY KEY (memory_id, entity_id)) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS memory_entities_by_entity ON memory_entities (entity_id)",
+    """CREATE TABLE IF NOT EXISTS relations (
+        rowid INTEGER PRIMARY KEY, src TEXT NOT NULL, relation TEXT NOT NULL,
+        dst TEXT NOT NULL, memory TEXT NOT NULL, UNIQUE (src, relation, dst))""",
+    """CREATE TABLE IF NOT EXISTS lifecycle (
+        rowid INTEGER PRIMARY KEY, memory_id TEXT NOT NULL, status TEXT NOT NULL,
+        by TEXT NOT NULL, at TEXT NOT NULL, authority TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS threads (
+        rowid INTEGER PRIMARY KEY, src TEXT NOT NULL, dst TEXT NOT NULL,
+        weight REAL NOT NULL, at TEXT NOT NULL, authority TEXT NOT NULL)""",
+)
+REPLAY_OWNED = ("lifecycle", "threads")
+
 # The tables health compares row by row, with the columns in a fixed order.
 DUMP_TABLES = {
     "memories": ("rowid", "id", "kind", "text", "day", "recorded_at", "status", "source",
@@ -60,7 +93,16 @@ DUMP_TABLES = {
     "memories_fts": ("rowid", "text"),
     "audit": ("rowid", "run_hash", "day", "recorded_at", "summary", "trigger", "speaker_kind",
               "source_label", "source_session"),
+    "memory_meta": ("rowid", "id", "labels", "scope", "salience", "from_task", "text_key",
+                    "superseded_by"),
+    "entities": ("rowid", "id", "name", "type"),
+    "memory_entities": ("memory_id", "entity_id", "ord"),
+    "relations": ("rowid", "src", "relation", "dst", "memory"),
+    "lifecycle": ("rowid", "memory_id", "status", "by", "at", "authority"),
+    "threads": ("rowid", "src", "dst", "weight", "at", "authority"),
 }
+# Tables without a rowid are dumped in key order.
+DUMP_ORDER = {"memory_entities": "memory_id, entity_id"}
 
 
 def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
@@ -73,6 +115,11 @@ def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
     conn.execute("PRAGMA journal_mode=WAL").fetchall()
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
+
+
+def authority_digest(run_hash: str) -> str:
+    """The content-free authority of replay-owned state (F3): the capture that decided it."""
+    return sha256_hex(f"capture:{run_hash}")
 
 
 def iso_ms(ts: datetime) -> str:
@@ -104,8 +151,11 @@ class IndexProjection:
                 self.conn.execute("INSERT INTO meta VALUES ('position', '0')")
         # Vectors are not events: filled from the embedding cache, never compared by health.
         self.conn.execute(VECTORS_DDL)
+        for ddl in CAPTURE_DDL:
+            self.conn.execute(ddl)
         self.position = self._stored_position()
         self.touched: set[tuple[str, str]] = set()
+        self.rewrites = 0  # text updates and invalidations applied: in-memory vectors go stale
         self._in_txn = False
 
     def _stored_position(self) -> int:
@@ -125,7 +175,90 @@ class IndexProjection:
             self._record(position, event)
         elif isinstance(event, Intake.Admitted) and event.tier == "bujo":
             self._audit(position, event)
+        elif isinstance(event, Memory.Captured):
+            self._captured(position, event)
+        elif isinstance(event, Memory.TextUpdated):
+            self._text_updated(event)
+        elif isinstance(event, Memory.Superseded):
+            self._superseded(position, event)
+        elif isinstance(event, Memory.Threaded):
+            self._threaded(position, event)
+        elif isinstance(event, Entity.Named):
+            self.conn.execute("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)",
+                              (position, event.entity_id, event.name, event.type))
+            self.touched.add(("graph", ""))
+        elif isinstance(event, Entity.Related):
+            self.conn.execute("INSERT OR IGNORE INTO relations VALUES (?, ?, ?, ?, ?)",
+                              (position, event.entity_id, event.relation, event.to,
+                               event.memory))
+            self.touched.add(("graph", ""))
         self.position = position
+
+    def _captured(self, position: int, e: Memory.Captured) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (position, e.memory_id, e.kind, e.text, e.day, iso_ms(e.timestamp), e.status,
+             e.source, stored_session(e.session), e.run_hash, e.tier),
+        )
+        if not self.conn.changes():
+            return
+        self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
+                          (position, e.text))
+        self.conn.execute(
+            "INSERT INTO memory_meta VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            (position, e.memory_id, ",".join(e.labels), e.scope, e.salience, int(e.from_task),
+             text_key(e.text)))
+        for ord_, entity_id in enumerate(e.entity_ids):
+            self.conn.execute("INSERT OR IGNORE INTO memory_entities VALUES (?, ?, ?)",
+                              (e.memory_id, entity_id, ord_))
+        self.touched.add(("daily", e.day))
+        if e.entity_ids:
+            self.touched.add(("graph", ""))
+
+    def _row_of(self, memory_id: str) -> tuple[int, str, str] | None:
+        """(rowid, id, day) of a memory, or None."""
+        row: Any = self.conn.execute("SELECT rowid, id, day FROM memories WHERE id = ?",
+                                     (memory_id,)).fetchone()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _text_updated(self, e: Memory.TextUpdated) -> None:
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        rowid, _memory_id, day = found
+        self.conn.execute("UPDATE memories SET text = ?, source_session = ? WHERE rowid = ?",
+                          (e.text, stored_session(e.session), rowid))
+        self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+        self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, e.text))
+        self.conn.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
+        self.rewrites += 1
+        self.conn.execute("UPDATE memory_meta SET text_key = ? WHERE rowid = ?",
+                          (text_key(e.text), rowid))
+        self.touched.add(("daily", day))
+
+    def _superseded(self, position: int, e: Memory.Superseded) -> None:
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        rowid, memory_id, day = found
+        self.conn.execute("UPDATE memories SET status = ? WHERE rowid = ?", (e.status, rowid))
+        self.rewrites += 1
+        self.conn.execute("UPDATE memory_meta SET superseded_by = ? WHERE rowid = ?",
+                          (e.by, rowid))
+        self.conn.execute("INSERT OR IGNORE INTO lifecycle VALUES (?, ?, ?, ?, ?, ?)",
+                          (position, memory_id, e.status, e.by, iso_ms(e.timestamp),
+                           authority_digest(e.run_hash)))
+        self.touched.add(("daily", day))
+        self.touched.add(("sidecar", ""))
+
+    def _threaded(self, position: int, e: Memory.Threaded) -> None:
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        self.conn.execute("INSERT OR IGNORE INTO threads VALUES (?, ?, ?, ?, ?, ?)",
+                          (position, found[1], e.to, e.weight, iso_ms(e.timestamp),
+                           authority_digest(e.run_hash)))
+        self.touched.add(("sidecar", ""))
 
     def _record(self, position: int, e: Memory.Recorded) -> None:
         self.conn.execute(
@@ -169,8 +302,10 @@ class IndexProjection:
     def day_rows(self, kind: str, day: str) -> list[tuple[Any, ...]]:
         """The rows one daily or audit file is rendered from, in file order."""
         if kind == "daily":
-            sql = ("SELECT id, kind, text, recorded_at, status, source_session FROM memories "
-                   "WHERE day = ? ORDER BY recorded_at, id")
+            sql = ("SELECT m.id, m.kind, m.text, m.recorded_at, m.status, m.source_session, "
+                   "mm.labels, mm.scope, CASE WHEN mm.id IS NULL THEN NULL ELSE m.source END, "
+                   "mm.superseded_by FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id "
+                   "WHERE m.day = ? ORDER BY m.recorded_at, m.id")
         else:
             sql = ("SELECT run_hash, summary, recorded_at, trigger, speaker_kind, source_label, "
                    "source_session FROM audit WHERE day = ? ORDER BY recorded_at, run_hash")
@@ -186,7 +321,8 @@ class IndexProjection:
     def dump(self, table: str) -> Iterator[tuple[Any, ...]]:
         """Canonical row dump of one table, by rowid."""
         columns = ", ".join(DUMP_TABLES[table])
-        yield from self.conn.execute(f"SELECT {columns} FROM {table} ORDER BY rowid")
+        order = DUMP_ORDER.get(table, "rowid")
+        yield from self.conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
 
     def close(self) -> None:
         self.rollback()

@@ -1,0 +1,559 @@
+"""The BuJo capture step (E1-E42, A10-A23, DESIGN 6, 9.2, 9.10): at most three model calls per
+turn, each validated strictly and retained as an event, then one atomic commit.
+
+Stages, each resumed from its retained event on a later attempt (never asked again, E17, E23):
+
+1. **extract** (call 1): the plan, retained as ``Intake.ExtractionRetained``;
+2. host bounds (deterministic): a ``user`` claim on a turn with no human text becomes
+   ``assistant`` (E39); a task line becomes a history note with no coarse fact (A19); the
+   ``preference`` label needs a user line; owner user lines get the coarse ``fact`` label (E40);
+   assistant lines under salience 0.5 are dropped with the entities and relations only they
+   named (E18-E19);
+3. **review** (call 2, only when a line is eligible, E20-E25), retained as ``ReviewRetained``;
+4. structural duplicates (E16): the same words in the same order (NFKC, whitespace collapsed,
+   case kept, DESIGN 9.3) as a live line, or as an earlier line of the plan, is a NOOP;
+5. **reconcile** (call 3, E4, E12-E13, E29), only for lines with a close stored line (cosine
+   >= 0.75 or a shared entity, DESIGN 9.10); clearly novel lines are ADDed without a call.
+   Retained as ``ReconcileRetained`` with real target ids, so a crash before the commit never
+   asks again;
+6. guards (E14, E15, E28, A20, A21), ``capture.only`` (A16, L10), then the events: memories,
+   lifecycle, threads, entities, relations and ``Intake.Resolved(captured)`` in one journal
+   transaction with run-derived ids (E17, E38, L3).
+
+On the final (16th) attempt, a failed review keeps the unreviewed plan and a failed classifier
+ADDs every non-duplicate line (E25, E32, DESIGN 9.2); a failed extraction dead-letters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+from uuid import UUID
+
+import msgspec
+
+from memory_es.capture.contracts import (
+    ExtractionPlan,
+    ReconcileAdd,
+    ReconcileNoop,
+    ReconcileSupersede,
+    parse_extraction,
+    parse_reconcile,
+    parse_review,
+)
+from memory_es.capture.models import (
+    ChatModel,
+    Message,
+    ModelError,
+    classifier_model,
+    make_chat_model,
+    timeout_seconds,
+    to_step_failure,
+)
+from memory_es.capture.prompts import (
+    Offered,
+    ReconcileCandidate,
+    ReviewLine,
+    TurnContext,
+    extraction_messages,
+    reconcile_messages,
+    review_messages,
+)
+from memory_es.events import Entity, Intake, Memory, entity_uuid, intake_event, memory_uuid
+from memory_es.observe import observe
+from memory_es.text import journal_text, run_memory_id, sha256_hex, text_key
+from memory_es.worker import StepContext, StepFailure
+
+if TYPE_CHECKING:
+    from memory_es.config import MemoryConfig
+
+SALIENCE_FLOOR = 0.5  # E18
+CLOSE_COSINE = 0.75  # DESIGN 9.10
+SAME_ENTITY_LINES = 3  # E29
+THREAD_WEIGHT = 1.0  # A20, E42: a task update's note is fully on its thread
+PREFERENCE, LESSON, FACT = "preference", "lesson", "fact"
+_ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+
+
+def entity_key(name: str, type_: str) -> str:
+    """A graph node's id: the same name and type in two turns is one node."""
+    folded = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    return sha256_hex(f"{type_}\x00{folded}")
+
+
+@dataclass(frozen=True)
+class StoredLine:
+    """A stored memory as the classifier and the guards see it."""
+
+    id: str
+    text: str
+    day: str
+    kind: str
+    status: str
+    labels: tuple[str, ...]
+    scope: str | None
+    source: str
+
+
+class CaptureReads(Protocol):
+    """What the step reads from the caught-up index (the store implements it)."""
+
+    def duplicates(self, keys: Sequence[str]) -> dict[str, str]:
+        """text key -> id of a live line with that key."""
+        ...
+
+    def close_lines(self, texts: Sequence[str],
+                    entity_ids: Sequence[Sequence[str]]) -> list[list[StoredLine]] | None:
+        """Per text: live lines at cosine >= 0.75, then up to 3 newest same-entity lines.
+        ``None`` when vectors are unavailable."""
+        ...
+
+    def lines(self, ids: Sequence[str]) -> dict[str, StoredLine]: ...
+
+    def known_entities(self, ids: Sequence[str]) -> set[str]: ...
+
+    def known_relations(self, triples: Sequence[tuple[str, str, str]]
+                        ) -> set[tuple[str, str, str]]: ...
+
+    def version(self, originator_id: UUID) -> int:
+        """The aggregate's last version in the journal (0 when it has none)."""
+        ...
+
+
+@dataclass
+class Line:
+    """One plan line on its way to the commit."""
+
+    index: int  # position in the retained plan: the run-derived id's suffix
+    text: str
+    kind: str
+    from_task: bool
+    labels: list[str]
+    source: str
+    salience: float
+    entities: list[str]  # plan entity refs
+    reviewable: tuple[str, ...] = ()  # allowed review decisions; empty = not listed
+
+
+@dataclass
+class Decision:
+    line: int
+    action: str  # ADD | NOOP | UPDATE | SUPERSEDE
+    target: str | None = None
+    text: str | None = None
+
+
+@dataclass
+class Turn:
+    """Host facts about the turn (never from the model)."""
+
+    run_hash: str
+    owner: bool  # a host-verified owner turn (E14)
+    human_text: bool  # the turn carries human user text (E39)
+    scope: str  # agent | peer
+    session: str | None
+
+
+def turn_facts(admitted: Intake.Admitted) -> Turn:
+    human = admitted.trigger == "human"
+    owner = human and admitted.speaker_kind == "human-turn"
+    return Turn(run_hash=admitted.run_hash, owner=owner, human_text=human,
+                scope="agent" if owner or not human else "peer", session=admitted.session)
+
+
+# --------------------------------------------------------------------------------------------
+# Host bounds (deterministic)
+
+
+def bound_plan(plan: ExtractionPlan, turn: Turn) -> list[Line]:
+    """Source bounding, task -> note, label gates, coarse owner facts, salience floor."""
+    lines: list[Line] = []
+    for i, m in enumerate(plan.memories):
+        source = m.source
+        if source == "user" and not turn.human_text:
+            source = "assistant"  # E39: a user claim needs human user text
+        if source == "assistant" and m.salience < SALIENCE_FLOOR:
+            continue  # E18 (user, tool, document: no floor, E19)
+        from_task = m.kind == "task"
+        labels: list[str] = [label for label in m.labels
+                             if label != PREFERENCE or source == "user"]
+        if source == "user" and turn.owner and not from_task and FACT not in labels:
+            labels.append(FACT)  # E40: the coarse owner fact
+        lines.append(Line(index=i, text=m.text, kind="note" if from_task else m.kind,
+                          from_task=from_task, labels=sorted(labels), source=source,
+                          salience=m.salience, entities=list(m.entities)))
+    for line in lines:
+        if line.source == "assistant":
+            line.reviewable = ("keep", "drop")
+        elif line.source == "user" and turn.owner and PREFERENCE not in line.labels:
+            line.reviewable = ("keep", "add_preference")
+    return lines
+
+
+def apply_review(lines: list[Line], decisions: Sequence[str | None]) -> list[Line]:
+    """E21-E22: drop assistant lines, add a preference label; nothing else changes."""
+    kept: list[Line] = []
+    for line, decision in zip(lines, decisions, strict=True):
+        if decision == "drop":
+            continue
+        if decision == "add_preference" and PREFERENCE not in line.labels:
+            line.labels = sorted([*line.labels, PREFERENCE])
+        kept.append(line)
+    return kept
+
+
+def _iso_dates(text: str) -> list[str]:
+    return sorted(_ISO_DATE.findall(text))
+
+
+def guard(decision: Decision, line: Line, target: StoredLine | None, turn: Turn) -> Decision:
+    """The structural guards on a classifier decision (E14, E15, E28, A20, A21).
+
+    A target that is gone or no longer live makes the decision an ADD.
+    """
+    if decision.action == "ADD" or (decision.action == "NOOP" and target is not None):
+        return decision
+    if target is None or target.status in ("superseded", "invalidated", "dropped"):
+        return Decision(decision.line, "ADD")
+    action = decision.action
+    if action == "UPDATE" and decision.text is not None:
+        new_dates = _iso_dates(decision.text)
+        old_dates = _iso_dates(target.text)
+        if new_dates and (not old_dates or old_dates[-1] < new_dates[-1]):
+            action = "SUPERSEDE"  # E28: a dated update supersedes the undated / older line
+    if LESSON in target.labels:
+        return Decision(decision.line, "ADD")  # E15
+    if PREFERENCE in target.labels:
+        owners = target.scope == "agent" and turn.owner and line.source == "user"
+        if not owners:
+            return Decision(decision.line, "ADD")  # E14-E15: never replace a peer's taste
+        action = "SUPERSEDE"  # the old preference stays as superseded history
+    return Decision(decision.line, action, decision.target, decision.text)
+
+
+# --------------------------------------------------------------------------------------------
+# The step
+
+
+@dataclass
+class _Retained:
+    plan: ExtractionPlan | None = None
+    review: list[str | None] | None = None
+    reconcile: list[Decision] | None = None
+
+    @classmethod
+    def from_history(cls, history: Sequence[Any]) -> _Retained:
+        r = cls()
+        for event in history:
+            if isinstance(event, Intake.ExtractionRetained):
+                r.plan = msgspec.convert(event.plan, ExtractionPlan, strict=True)
+            elif isinstance(event, Intake.ReviewRetained):
+                r.review = list(event.decisions)
+            elif isinstance(event, Intake.ReconcileRetained):
+                r.reconcile = [Decision(**d) for d in event.decisions]
+        return r
+
+
+@dataclass
+class _Commit:
+    """Events of one capture, with the aggregate versions they advance."""
+
+    reads: CaptureReads
+    at: Any
+    keys: dict[str, str]  # plan entity ref -> entity id
+    events: list[Any] = field(default_factory=list)
+    versions: dict[UUID, int] = field(default_factory=dict)
+
+    def next_version(self, originator: UUID) -> int:
+        version = self.versions.get(originator)
+        if version is None:
+            version = self.reads.version(originator)
+        self.versions[originator] = version + 1
+        return version + 1
+
+    def append(self, cls: type[Any], originator: UUID, **fields: Any) -> None:
+        self.events.append(cls(originator_id=originator,
+                               originator_version=self.next_version(originator),
+                               timestamp=self.at, **fields))
+
+
+class CaptureProcessor:
+    """The worker step for BuJo capture (``needs_model``); model-free intakes go to observe."""
+
+    needs_model = True
+
+    def __init__(self, model: ChatModel, *, classifier: ChatModel | None = None,
+                 timeout: float = 60.0, focus: str | None = None,
+                 only: Sequence[str] | None = None) -> None:
+        self.model = model
+        self.classifier = classifier if classifier is not None else model
+        self.timeout = timeout
+        self.focus = focus
+        self.only = None if only is None else tuple(only)
+
+    def _call(self, model: ChatModel, messages: list[Message], ctx: StepContext) -> str:
+        if ctx.cancel.is_set():
+            raise ModelError("cancelled before the model call", code="model_timeout")
+        return model.complete(messages, timeout=self.timeout)
+
+    def process(self, admitted: Intake.Admitted, payload: bytes | None,
+                ctx: StepContext) -> list[Any]:
+        if not (admitted.tier == "bujo" and admitted.write_mode == "capture"):
+            return observe(admitted, revision=ctx.revision, at=ctx.at,
+                           memory_exists=ctx.memory_exists)
+        try:
+            return self._capture(admitted, payload, ctx)
+        except ModelError as e:
+            raise to_step_failure(e) from None  # content-free category only
+
+    def _capture(self, admitted: Intake.Admitted, payload: bytes | None,
+                 ctx: StepContext) -> list[Any]:
+        run_hash = admitted.run_hash
+        revision = ctx.revision
+        reads: CaptureReads = ctx.reads
+        if self.only is not None and not self.only:  # A16: an empty list suppresses capture
+            return [Intake.resolved(run_hash=run_hash, version=revision, at=ctx.at,
+                                    outcome="empty", reason_slug="capture-only-empty")]
+        retained = _Retained.from_history(ctx.history)
+        turn = turn_facts(admitted)
+
+        def retain(cls: type[Any], **fields: Any) -> None:
+            nonlocal revision
+            ctx.retain(intake_event(cls, run_hash=run_hash, version=revision, at=ctx.at,
+                                    **fields))
+            revision += 1
+
+        # 1. extraction
+        plan = retained.plan
+        if plan is None:
+            text = payload.decode("utf-8") if payload is not None else ""
+            messages = extraction_messages(TurnContext(
+                intake_id=run_hash, admitted_at=admitted.timestamp,
+                source_label=admitted.source_label, capture_text=text,
+                answer=admitted.summary, focus=self.focus))
+            plan = parse_extraction(self._call(self.model, messages, ctx))
+            retain(Intake.ExtractionRetained, plan=msgspec.to_builtins(plan),
+                   model=self.model.name)
+        # 2. host bounds
+        lines = bound_plan(plan, turn)
+        # 3. review
+        listed = [line for line in lines if line.reviewable]
+        decisions = retained.review
+        if decisions is None and listed:
+            try:
+                raw = self._call(self.model, review_messages(run_hash, [
+                    ReviewLine(line.text, line.source, line.labels, line.reviewable)
+                    for line in listed]), ctx)
+                review = parse_review(raw, len(listed),
+                                      allowed=[line.reviewable for line in listed])
+                reviewed = {line.index: review.decision_for(i) for i, line in enumerate(listed)}
+                decisions = [reviewed.get(m) for m in range(len(plan.memories))]
+                retain(Intake.ReviewRetained, decisions=decisions, model=self.model.name)
+            except ModelError:
+                if not ctx.final:
+                    raise
+                decisions = None  # E25: the final attempt keeps the unreviewed plan
+        if decisions is not None:
+            lines = apply_review(lines, [decisions[line.index] for line in lines])
+        # 4. structural duplicates, in the plan and against live lines
+        seen: set[str] = set()
+        fresh: list[Line] = []
+        for line in lines:
+            key = text_key(line.text)
+            if key not in seen:
+                seen.add(key)
+                fresh.append(line)
+        stored_dupes = reads.duplicates([text_key(line.text) for line in fresh])
+        fresh = [line for line in fresh if text_key(line.text) not in stored_dupes]
+        # 5. reconcile
+        plan_entities = {e.id: e for e in plan.entities}
+        choices = retained.reconcile
+        if choices is None:
+            choices = self._reconcile(fresh, plan_entities, reads, ctx, run_hash, admitted)
+            if any(d.action != "ADD" for d in choices):
+                retain(Intake.ReconcileRetained, decisions=[
+                    msgspec.structs.asdict(_DecisionRecord(**d.__dict__)) for d in choices],
+                    model=self.classifier.name)
+        by_line = {d.line: d for d in choices}
+        # 6. guards, capture.only, events
+        targets = reads.lines([d.target for d in choices if d.target is not None])
+        commit = _Commit(reads=reads, at=ctx.at,
+                         keys={e.id: entity_key(e.name, e.type) for e in plan.entities})
+        stored_lines: list[tuple[str, Line]] = []
+        for line in fresh:
+            decision = by_line.get(line.index, Decision(line.index, "ADD"))
+            target = targets.get(decision.target) if decision.target else None
+            decision = guard(decision, line, target, turn)
+            if decision.action == "NOOP" or not self._allowed(line):
+                continue
+            new_id = run_memory_id(run_hash, line.index)
+            if decision.action in ("SUPERSEDE", "UPDATE") and target is not None \
+                    and target.kind == "task":
+                # A20/A21: a task is never rewritten; the news is its own note
+                self._captured(commit, admitted, new_id, line, line.text, turn)
+                if decision.action == "SUPERSEDE":
+                    commit.append(Memory.Superseded, memory_uuid(target.id), memory_id=target.id,
+                                  by=new_id,
+                                  status="invalidated", run_hash=run_hash)
+                else:
+                    commit.append(Memory.Threaded, memory_uuid(new_id), memory_id=new_id,
+                                  to=target.id,
+                                  weight=THREAD_WEIGHT, run_hash=run_hash)
+                stored_lines.append((new_id, line))
+            elif decision.action == "UPDATE" and target is not None:
+                assert decision.text is not None
+                if journal_text(decision.text) != journal_text(target.text):
+                    commit.append(Memory.TextUpdated, memory_uuid(target.id),
+                                  memory_id=target.id, text=decision.text,
+                                  session=turn.session, run_hash=run_hash)
+            elif decision.action == "SUPERSEDE" and target is not None:
+                self._captured(commit, admitted, new_id, line, decision.text or line.text, turn)
+                commit.append(Memory.Superseded, memory_uuid(target.id), memory_id=target.id,
+                                  by=new_id,
+                              status="superseded", run_hash=run_hash)
+                stored_lines.append((new_id, line))
+            else:
+                self._captured(commit, admitted, new_id, line, line.text, turn)
+                stored_lines.append((new_id, line))
+        graph = self._graph(plan, stored_lines, reads, commit, run_hash)
+        outcome = "captured" if commit.events else "empty"
+        return [*graph, *commit.events,
+                Intake.resolved(run_hash=run_hash, version=revision, at=ctx.at,
+                                outcome=outcome)]
+
+    def _allowed(self, line: Line) -> bool:
+        """A16: stored only if an accepted label has an allowed kind (unset: everything)."""
+        return self.only is None or any(label in self.only for label in line.labels)
+
+    def _captured(self, commit: _Commit, admitted: Intake.Admitted, memory_id: str,
+                  line: Line, text: str, turn: Turn) -> None:
+        plan_refs = line.entities
+        commit.events.append(Memory.captured(
+            at=admitted.timestamp, memory_id=memory_id, kind=line.kind, text=text,
+            day=admitted.timestamp.date().isoformat(), status="open", labels=line.labels,
+            entity_ids=[commit.keys[ref] for ref in plan_refs], scope=turn.scope,
+            source=line.source, salience=line.salience, from_task=line.from_task,
+            session=turn.session, run_hash=turn.run_hash, tier=admitted.tier))
+        commit.versions[memory_uuid(memory_id)] = 1
+
+    def _graph(self, plan: ExtractionPlan, stored: list[tuple[str, Line]], reads: CaptureReads,
+               commit: _Commit, run_hash: str) -> list[Any]:
+        """Entities named by stored lines, relations between them (L1, L10, E22, E26)."""
+        keys = commit.keys
+        named_by: dict[str, str] = {}  # plan ref -> first stored memory naming it
+        for memory_id, line in stored:
+            for ref in line.entities:
+                named_by.setdefault(ref, memory_id)
+        known = reads.known_entities([keys[ref] for ref in named_by])
+        events: list[Any] = []
+        for entity in plan.entities:
+            key = keys[entity.id]
+            if entity.id in named_by and key not in known:
+                known.add(key)
+                events.append(Entity.named(at=commit.at, entity_id=key, name=entity.name,
+                                           type=entity.type))
+                commit.versions[entity_uuid(key)] = 1
+        triples = [(keys[r.from_id], r.relation, keys[r.to_id]) for r in plan.relations
+                   if r.from_id in named_by and r.to_id in named_by]
+        stated = reads.known_relations(triples)
+        for rel in plan.relations:
+            triple = (keys[rel.from_id], rel.relation, keys[rel.to_id])
+            if triple not in triples or triple in stated:
+                continue
+            stated.add(triple)
+            commit.append(Entity.Related, entity_uuid(triple[0]), entity_id=triple[0],
+                          to=triple[2], relation=rel.relation, memory=named_by[rel.from_id])
+        return events
+
+    def _reconcile(self, lines: list[Line], plan_entities: dict[str, Any], reads: CaptureReads,
+                   ctx: StepContext, run_hash: str, admitted: Intake.Admitted) -> list[Decision]:
+        """Call 3 for the lines with a close stored line; clearly novel lines are ADDs."""
+        if not lines:
+            return []
+        entity_ids = [[entity_key(plan_entities[ref].name, plan_entities[ref].type)
+                       for ref in line.entities] for line in lines]
+        close = reads.close_lines([line.text for line in lines], entity_ids)
+        if close is None:
+            if not ctx.final:
+                raise StepFailure("embedding_unavailable")
+            close = [[] for _ in lines]  # final attempt: ADD rather than drop (E32)
+        asked = [(line, offered) for line, offered in zip(lines, close, strict=True) if offered]
+        if not asked:
+            return [Decision(line.index, "ADD") for line in lines]  # E5: clearly novel
+        refs: list[dict[str, str]] = []
+        candidates: list[ReconcileCandidate] = []
+        day = admitted.timestamp.date().isoformat()
+        for line, offered in asked:
+            alias = {f"m{j + 1}": s.id for j, s in enumerate(offered)}
+            refs.append(alias)
+            candidates.append(ReconcileCandidate(
+                text=line.text, source=line.source, day=day,
+                offered=[Offered(ref, s.text, s.day, s.labels)
+                         for ref, s in zip(alias, offered, strict=True)]))
+        try:
+            raw = self._call(self.classifier, reconcile_messages(run_hash, candidates), ctx)
+            plan = parse_reconcile(raw, len(candidates),
+                                   {i: set(alias) for i, alias in enumerate(refs)})
+        except ModelError:
+            if not ctx.final:
+                raise
+            return [Decision(line.index, "ADD") for line in lines]  # E32, DESIGN 9.2
+        chosen: dict[int, Decision] = {}
+        for d in plan.decisions:
+            line, _ = asked[d.index]
+            if isinstance(d, ReconcileAdd):
+                chosen[line.index] = Decision(line.index, "ADD")
+            elif isinstance(d, ReconcileNoop):
+                chosen[line.index] = Decision(line.index, "NOOP", refs[d.index][d.target])
+            else:
+                action = "SUPERSEDE" if isinstance(d, ReconcileSupersede) else "UPDATE"
+                chosen[line.index] = Decision(line.index, action, refs[d.index][d.target],
+                                              d.text)
+        return [chosen.get(line.index, Decision(line.index, "ADD")) for line in lines]
+
+
+class _DecisionRecord(msgspec.Struct, frozen=True):
+    line: int
+    action: str
+    target: str | None
+    text: str | None
+
+
+__all__ = ["CaptureProcessor", "CaptureReads", "StoredLine", "bound_plan", "entity_key",
+           "guard", "text_key", "turn_facts"]
+
+
+class _DeferredChat:
+    """The configured chat model, built on first use: a model that cannot be built (an
+    unsupported provider) fails the capture attempt, never the store's open or admission."""
+
+    def __init__(self, build: Callable[[], ChatModel], name: str) -> None:
+        self._build = build
+        self._model: ChatModel | None = None
+        self.name = name
+
+    def complete(self, messages: Sequence[Message], *, timeout: float) -> str:
+        if self._model is None:
+            self._model = self._build()
+        return self._model.complete(messages, timeout=timeout)
+
+
+def capture_processor(config: MemoryConfig, model: ChatModel | None = None,
+                      classifier: ChatModel | None = None) -> CaptureProcessor:
+    """The capture step ``config`` describes; ``model``/``classifier`` override the providers
+    (a host's own runtime, or :class:`ScriptedChat` in tests and the demo)."""
+    llm = config.llm
+    assert llm is not None, "BuJo capture requires memory.llm (O4)"
+    if model is None:
+        model = _DeferredChat(lambda: make_chat_model(llm), f"{llm.provider}:{llm.model}")
+    if classifier is None:
+        chosen = model
+        if config.capture.reconcile_model is not None:
+            chosen = _DeferredChat(lambda: classifier_model(config, model),
+                                   config.capture.reconcile_model)
+        classifier = chosen
+    return CaptureProcessor(model, classifier=classifier, timeout=timeout_seconds(llm),
+                            focus=config.capture.focus, only=config.capture.only)

@@ -1,0 +1,134 @@
+"""The index reads a capture step makes (:class:`~memory_es.capture.pipeline.CaptureReads`).
+
+Every query runs through ``run`` (the store holds the journal like an admission leader while
+it does), and only over live lines: superseded, invalidated and dropped lines are history and
+never a duplicate, a reconcile target or a candidate (G22, DESIGN 9.8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+from uuid import UUID
+
+import apsw
+import numpy as np
+
+from memory_es.capture.pipeline import CLOSE_COSINE, SAME_ENTITY_LINES, StoredLine
+
+T = TypeVar("T")
+HISTORY = ("superseded", "invalidated", "dropped")
+_LIVE = "m.status NOT IN ('superseded', 'invalidated', 'dropped')"
+CLOSE_BY_COSINE = 5  # at most this many cosine-close lines per candidate (our bound)
+_LINE_SQL = ("SELECT m.id, m.text, m.day, m.kind, m.status, mm.labels, mm.scope, m.source, "
+             "m.rowid FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id ")
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ",".join("?" * len(values))
+
+
+def _line(row: Any) -> StoredLine:
+    labels = tuple(row[5].split(",")) if row[5] else ()
+    return StoredLine(id=row[0], text=row[1], day=row[2], kind=row[3], status=row[4],
+                      labels=labels, scope=row[6], source=row[7])
+
+
+class IndexReads:
+    """CaptureReads over the store's index.
+
+    ``run(fn)`` calls ``fn(conn)`` with the caught-up index; ``nearest(vectors, k)`` gives each
+    vector's top ``k`` (rowid, cosine) among stored vectors; ``embed(texts)`` embeds candidate
+    texts (None when the provider is unavailable); ``version(uuid)`` reads the journal.
+    """
+
+    def __init__(self, run: Callable[[Callable[[apsw.Connection], Any]], Any],
+                 embed: Callable[[Sequence[str]], list[np.ndarray] | None],
+                 nearest: Callable[[list[np.ndarray], int], list[list[tuple[int, float]]]],
+                 version: Callable[[UUID], int]) -> None:
+        self._run = run
+        self._embed = embed
+        self._nearest = nearest
+        self._version = version
+
+    def duplicates(self, keys: Sequence[str]) -> dict[str, str]:
+        if not keys:
+            return {}
+
+        def query(conn: apsw.Connection) -> dict[str, str]:
+            rows = conn.execute(
+                f"SELECT mm.text_key, m.id FROM memory_meta mm JOIN memories m ON m.id = mm.id "
+                f"WHERE mm.text_key IN ({_marks(keys)}) AND {_LIVE} ORDER BY m.rowid",
+                list(keys))
+            found: dict[str, str] = {}
+            for key, memory_id in rows:
+                found.setdefault(key, memory_id)
+            return found
+        result: dict[str, str] = self._run(query)
+        return result
+
+    def close_lines(self, texts: Sequence[str],
+                    entity_ids: Sequence[Sequence[str]]) -> list[list[StoredLine]] | None:
+        vectors = self._embed(texts)
+        if vectors is None:
+            return None
+        nearest = self._nearest(vectors, CLOSE_BY_COSINE) if vectors else []
+
+        def query(conn: apsw.Connection) -> list[list[StoredLine]]:
+            out: list[list[StoredLine]] = []
+            for hits, entities in zip(nearest, entity_ids, strict=True):
+                rowids = [rowid for rowid, cos in hits if cos >= CLOSE_COSINE]
+                lines: list[StoredLine] = []
+                if rowids:
+                    by_rowid = {row[8]: _line(row) for row in conn.execute(
+                        _LINE_SQL + f"WHERE m.rowid IN ({_marks(rowids)}) AND {_LIVE}", rowids)}
+                    lines = [by_rowid[r] for r in rowids if r in by_rowid]
+                if entities:  # E29: up to 3 same-entity lines, newest first, no vector score
+                    seen = {line.id for line in lines}
+                    rows = conn.execute(
+                        _LINE_SQL + "JOIN memory_entities me ON me.memory_id = m.id "
+                        f"WHERE me.entity_id IN ({_marks(entities)}) AND {_LIVE} "
+                        "GROUP BY m.id ORDER BY m.recorded_at DESC, m.rowid DESC LIMIT ?",
+                        [*entities, SAME_ENTITY_LINES + len(seen)])
+                    extra = [line for line in map(_line, rows) if line.id not in seen]
+                    lines += extra[:SAME_ENTITY_LINES]
+                out.append(lines)
+            return out
+        result: list[list[StoredLine]] = self._run(query)
+        return result
+
+    def lines(self, ids: Sequence[str]) -> dict[str, StoredLine]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return {}
+
+        def query(conn: apsw.Connection) -> dict[str, StoredLine]:
+            return {row[0]: _line(row) for row in conn.execute(
+                _LINE_SQL + f"WHERE m.id IN ({_marks(wanted)})", wanted)}
+        result: dict[str, StoredLine] = self._run(query)
+        return result
+
+    def known_entities(self, ids: Sequence[str]) -> set[str]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return set()
+        result: set[str] = self._run(lambda conn: {row[0] for row in conn.execute(
+            f"SELECT id FROM entities WHERE id IN ({_marks(wanted)})", wanted)})
+        return result
+
+    def known_relations(self, triples: Sequence[tuple[str, str, str]]
+                        ) -> set[tuple[str, str, str]]:
+        wanted = sorted(set(triples))
+
+        def query(conn: apsw.Connection) -> set[tuple[str, str, str]]:
+            found: set[tuple[str, str, str]] = set()
+            for triple in wanted:
+                if conn.execute("SELECT 1 FROM relations WHERE src = ? AND relation = ? "
+                                "AND dst = ?", triple).fetchone():
+                    found.add(triple)
+            return found
+        result: set[tuple[str, str, str]] = self._run(query) if wanted else set()
+        return result
+
+    def version(self, originator_id: UUID) -> int:
+        return self._version(originator_id)

@@ -1,0 +1,124 @@
+"""Shared pieces for BuJo capture tests: config, a word-bag embedder, scripted model replies
+and a store opened on a fake clock.
+
+The scripted model answers by (stage, intake id); :func:`script` builds its records from plain
+Python values, so a test reads as the conversation it models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_es.capture.models import ScriptedChat
+from memory_es.config import parse_config
+from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
+from memory_es.intake import CompletedTurn, run_hash
+from memory_es.store import MemoryStore
+
+CAPTURE: dict[str, Any] = {"mode": "bujo", "writeMode": "capture",
+                           "embeddings": {"dim": 256},
+                           "llm": {"provider": "ollama", "model": "m"}}
+START = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+_WORD = re.compile(r"\w+")
+
+
+class BagEmbedder:
+    """Deterministic word-hash bag of words (no model): the same words give cosine 1."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.identity = EmbeddingIdentity("fake", "bag", dim)
+        self.down = False
+        self.calls = 0
+
+    def vector(self, text: str) -> np.ndarray:
+        v = np.zeros(self.identity.dim, dtype=np.float64)
+        for word in _WORD.findall(text.casefold()):
+            digest = hashlib.sha256(word.encode()).digest()
+            v[int.from_bytes(digest[:4], "big") % self.identity.dim] += 1.0
+        if not v.any():
+            v[-1] = 1.0
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if self.down:
+            raise EmbeddingError("fake provider is down", code="embedding_unavailable")
+        self.calls += 1
+        if not texts:
+            return np.zeros((0, self.identity.dim), dtype=np.float32)
+        return np.stack([self.vector(t) for t in texts])
+
+
+def memory(text: str, *, source: str = "user", kind: str = "note", labels: Sequence[str] = (),
+           salience: float = 0.8, entities: Sequence[str] = ()) -> dict[str, Any]:
+    return {"text": text, "kind": kind, "labels": list(labels), "source": source,
+            "salience": salience, "entities": list(entities)}
+
+
+def entity(id_: str, name: str, type_: str = "person") -> dict[str, Any]:
+    return {"id": id_, "name": name, "type": type_}
+
+
+def extraction(memories: Iterable[dict[str, Any]], entities: Iterable[dict[str, Any]] = (),
+               relations: Iterable[tuple[str, str, str]] = ()) -> str:
+    return json.dumps({"memories": list(memories), "entities": list(entities),
+                       "relations": [{"from": a, "relation": r, "to": b}
+                                     for a, r, b in relations]})
+
+
+def review(*decisions: str) -> str:
+    return json.dumps({"decisions": [{"index": i, "decision": d}
+                                     for i, d in enumerate(decisions)]})
+
+
+def reconcile(*decisions: dict[str, Any]) -> str:
+    return json.dumps({"decisions": [{"index": i, **d} for i, d in enumerate(decisions)]})
+
+
+def script(*records: tuple[str, str, str]) -> list[dict[str, str]]:
+    """(stage, run id, response or "!error_code") -> ScriptedChat records."""
+    out = []
+    for stage, run_id, reply in records:
+        key = {"stage": stage, "turn": run_hash(run_id)}
+        if reply.startswith("!"):
+            out.append({**key, "error": reply[1:]})
+        else:
+            out.append({**key, "response": reply})
+    return out
+
+
+def turn(run_id: str, text: str, *, answer: str = "Noted.", session: str | None = "web:t1",
+         speaker_kind: str = "human-turn", trigger: str = "human") -> CompletedTurn:
+    return CompletedTurn(run_id=run_id, outcome="success", answer=answer, capture_text=text,
+                         session=session, speaker_kind=speaker_kind, trigger=trigger)
+
+
+class Clock:
+    """A fake clock that moves only when told to."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+def open_capture(root: Path, records: Iterable[dict[str, str]], *, clock: Clock | None = None,
+                 embedder: BagEmbedder | None = None, **overrides: Any
+                 ) -> tuple[MemoryStore, ScriptedChat]:
+    """A BuJo capture store with no background worker (tests call drain)."""
+    model = ScriptedChat(list(records))
+    config = parse_config({**CAPTURE, **overrides})
+    store = MemoryStore.open(root, config, clock=clock or Clock(), background=False,
+                             embedder=embedder or BagEmbedder(), chat_model=model)
+    return store, model
