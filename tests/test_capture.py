@@ -722,3 +722,89 @@ def test_f6_a_non_canonical_sidecar_is_reported(root: Path) -> None:
     rebuild_root(root)
     assert json.loads(path.read_bytes()) == value
     assert health(root).status == "clean"
+
+
+# --------------------------------------------------------------------------------------------
+# L4-L5: one-hop graph expansion in explicit recall only
+
+
+def _graph_root(root: Path) -> None:
+    plan = extraction(
+        [memory("Morgan works at Acme Robotics", entities=["m", "a"]),
+         memory("Acme Robotics is based in Lyon", entities=["a"]),
+         memory("Sam is a violinist", entities=["s"]),
+         memory("The weather was grey", source="assistant", salience=0.9)],
+        [entity("m", "Morgan"), entity("a", "Acme Robotics", "organization"),
+         entity("s", "Sam")],
+        [("s", "sibling_of", "m")])
+    store, _ = open_capture(root, script(("extract", "r1", plan),
+                                         ("review", "r1", review("keep", "keep", "keep", "keep"))))
+    with store:
+        store.persist_completed_turn(turn("r1", "x"))
+        store.drain()
+
+
+def test_l4_explicit_recall_expands_one_hop_through_entities(root: Path) -> None:
+    import apsw
+
+    from memory_es.recall import candidate_pool, expand_one_hop
+    _graph_root(root)
+    generation = read_current(root)
+    assert generation is not None
+    conn = apsw.Connection(str(generation_path(root, generation)),
+                           flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        seeds = candidate_pool(conn, "Morgan works", query_vector=None, matrix=None)
+        assert [c.text for c in seeds] == ["Morgan works at Acme Robotics"]
+        assert seeds[0].entity_names == ("Morgan", "Acme Robotics")  # name anchors (G7)
+        pool = expand_one_hop(conn, seeds, query_vector=None, matrix=None)
+    finally:
+        conn.close()
+    # Acme shares an entity with the seed; Sam's line names an entity related to Morgan;
+    # the weather line has no entity and stays out
+    assert [c.text for c in pool] == ["Morgan works at Acme Robotics",
+                                      "Acme Robotics is based in Lyon", "Sam is a violinist"]
+    assert all(c.lexical_rank is None and c.vector_rank is None for c in pool[1:])
+
+
+def test_l5_automatic_recall_never_expands(root: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    import memory_es.recall
+
+    _graph_root(root)
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("automatic recall expanded the graph")
+    store, _ = open_capture(root, [])
+    with store:
+        explicit = store.recall("Morgan works at Acme")
+        monkeypatch.setattr(memory_es.recall, "expand_one_hop", fail)
+        store.auto_recall("Where does Morgan work these days, at Acme Robotics?")
+    assert explicit.recall.hits[0].text == "Morgan works at Acme Robotics"
+
+
+def test_d11_a_lite_index_rejects_replay_owned_state(tmp_path: Path) -> None:
+    import apsw
+
+    from memory_es.config import parse_config
+    from memory_es.store import rebuild_root
+    root = tmp_path / "lite"
+    with MemoryStore.open(root, parse_config({}), background=False) as store:
+        store.persist_completed_turn(turn("r1", "x", answer="A plain observation"))
+        store.drain()
+    generation = read_current(root)
+    assert generation is not None
+    conn = apsw.Connection(str(generation_path(root, generation)))
+    conn.execute("INSERT INTO threads VALUES (99, 'a', 'b', 1.0, 't', 'x')")
+    conn.close()
+    with MemoryStore.open(root, parse_config({}), background=False) as store:
+        # admission never depends on the index (B4); the projection refuses (D11)
+        assert store.persist_completed_turn(turn("r2", "y", answer="Another")).ok
+        with pytest.raises(MemoryEsError) as err:
+            store.drain()
+        assert err.value.code == "replay_state_rejected"
+    assert "canonical_mismatch" in {f.code for f in health(root).findings}
+    rebuild_root(root)
+    with MemoryStore.open(root, parse_config({}), background=False) as store:
+        store.drain()
+    assert health(root).status == "clean"

@@ -176,7 +176,7 @@ def search_root(
                     matrix = VectorMatrix(embedder.identity.dim)
                     matrix.refresh(conn, embedder.identity.key)
             return recall(conn, query, now=utc_now(), query_vector=query_vector, matrix=matrix,
-                          limit=limit,
+                          limit=limit, expand=config.mode == "bujo",
                           calibration=calibration_for(embedder.identity if embedder else None,
                                                       configured_calibration(config)))
         finally:

@@ -17,7 +17,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -303,13 +303,84 @@ def candidate_pool(
         cosine = cosines.get(rowid)
         if cosine is None and query_vector is not None and matrix is not None:
             cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
-        candidates.append(Candidate(
-            id=row[0], text=row[1], type=row[2], status=row[3],
-            created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
-            cosine=cosine, lexical_rank=lexical.get(rowid), vector_rank=vector_ranks.get(rowid),
-            attribution="source conversation unknown" if session in (None, "unknown") else None,
-        ))
-    return candidates
+        candidates.append(_candidate(row, cosine, lexical.get(rowid), vector_ranks.get(rowid)))
+    return with_entity_names(conn, candidates)
+
+
+def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
+               vector_rank: int | None) -> Candidate:
+    session = row[5]
+    return Candidate(
+        id=row[0], text=row[1], type=row[2], status=row[3],
+        created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
+        cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
+        attribution="source conversation unknown" if session in (None, "unknown") else None,
+    )
+
+
+def _entity_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    """Graph reads; an index generation from before the graph tables has no graph."""
+    try:
+        return list(conn.execute(sql, params))
+    except apsw.SQLError:
+        return []
+
+
+def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> list[Candidate]:
+    """Each candidate with the names of its associated entities (name anchors, G7)."""
+    if not candidates:
+        return candidates
+    ids = [c.id for c in candidates]
+    names: dict[str, list[str]] = {}
+    for memory_id, name in _entity_rows(
+            conn, f"SELECT me.memory_id, e.name FROM memory_entities me JOIN entities e "
+                  f"ON e.id = me.entity_id WHERE me.memory_id IN ({','.join('?' * len(ids))}) "
+                  "ORDER BY me.memory_id, me.ord", ids):
+        names.setdefault(memory_id, []).append(name)
+    if not names:
+        return candidates
+    return [replace(c, entity_names=tuple(names[c.id])) if c.id in names else c
+            for c in candidates]
+
+
+def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
+                   query_vector: np.ndarray | None,
+                   matrix: VectorMatrix | None) -> list[Candidate]:
+    """L4: the seeds, then live memories that share an entity with a seed or name an entity
+    directly related to one; cut to the candidate bound before scoring.
+
+    Deterministic: neighbours come in journal order. They carry no retriever rank, only
+    their cosine when they have a vector.
+    """
+    room = MAX_CANDIDATES - len(seeds)
+    if room <= 0 or not seeds:
+        return seeds
+    marks = ",".join("?" * len(seeds))
+    seed_ids = [c.id for c in seeds]
+    entities = {r[0] for r in _entity_rows(
+        conn, f"SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks})", seed_ids)}
+    if not entities:
+        return seeds
+    emarks = ",".join("?" * len(entities))
+    elist = sorted(entities)
+    related = {r[0] for r in _entity_rows(
+        conn, f"SELECT dst FROM relations WHERE src IN ({emarks}) UNION "
+              f"SELECT src FROM relations WHERE dst IN ({emarks})", [*elist, *elist])}
+    hop = sorted(entities | related)
+    hmarks = ",".join("?" * len(hop))
+    rows = _entity_rows(
+        conn, "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, m.source_session, m.rowid "
+              f"FROM memories m WHERE m.id IN (SELECT memory_id FROM memory_entities "
+              f"WHERE entity_id IN ({hmarks})) AND m.id NOT IN ({marks}) "
+              f"AND m.status NOT IN {_TERMINAL_SQL} ORDER BY m.rowid LIMIT ?",
+        [*hop, *seed_ids, room])
+    neighbours = []
+    for row in rows:
+        cosine = None
+        if query_vector is not None and matrix is not None:
+            cosine = matrix.cosine(query_vector, row[6])
+        neighbours.append(_candidate(row, cosine, None, None))
+    return [*seeds, *with_entity_names(conn, neighbours)]
 
 
 def recall(
@@ -321,14 +392,18 @@ def recall(
     matrix: VectorMatrix | None,
     calibration: Calibration = NOMIC_V15,
     limit: int = 10,
+    expand: bool = False,
 ) -> RecallResult:
     """Hybrid recall over one index connection (G*).
 
     ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
     the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
+    ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
     """
     degraded = query_vector is None or matrix is None
     candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix)
+    if expand:
+        candidates = expand_one_hop(conn, candidates, query_vector=query_vector, matrix=matrix)
     scored = score_all(query, candidates, calibration)
     result = select(scored, calibration, now=now, mode="degraded" if degraded else "explicit")
     trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)

@@ -690,7 +690,7 @@ class MemoryStore:
             conn = self._projections().index.conn
             matrix = self._vector_matrix(embedder, conn) if embedder is not None else None
             return recall(conn, query, now=self._clock(), query_vector=query_vector,
-                          matrix=matrix, limit=limit,
+                          matrix=matrix, limit=limit, expand=self.config.mode == "bujo",
                           calibration=calibration_for(embedder.identity if embedder else None,
                                                       configured_calibration(self.config)))
 
@@ -752,7 +752,7 @@ class MemoryStore:
     def _projections(self) -> Projector:
         """The open projections, opened on first use (a broken index raises here, not at open)."""
         if self._projector is None:
-            self._projector = Projector.open(self.root)
+            self._projector = Projector.open(self.root, self.config.mode)
         return self._projector
 
     def _catch_up(self) -> None:

@@ -94,12 +94,24 @@ class Projector:
         return self.index.position
 
     @classmethod
-    def open(cls, root: Path) -> Projector:
+    def open(cls, root: Path, tier: str | None = None) -> Projector:
         """Open the active generation, creating (and activating) gen-1 on a new root.
 
         The caller holds the writer lock, so temp files left in our directories by a killed
-        writer are removed first.
+        writer are removed first. A Lite or Journal ``tier`` refuses an index holding
+        replay-owned lifecycle or edges, which only BuJo capture can own (D11, F10, N9).
         """
+        projector = cls._open(root)
+        if tier in ("lite", "journal") and projector.index.holds_replay_state():
+            projector.close()
+            raise MemoryEsError(
+                f"{root / INDEX_DIR}: a {tier} index holds replay-owned lifecycle or edges "
+                "that only BuJo capture owns (D11); run memory-es rebuild",
+                code="replay_state_rejected")
+        return projector
+
+    @classmethod
+    def _open(cls, root: Path) -> Projector:
         clean_stale_temps(root)
         generation = read_current(root)
         if generation is None:

@@ -299,6 +299,11 @@ class IndexProjection:
 
     # -- reads for the Markdown projection and health -----------------------------------------
 
+    def holds_replay_state(self) -> bool:
+        """Are there supersession or thread rows (the sidecar's state, F1)?"""
+        return any(self.conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()
+                   for table in REPLAY_OWNED)
+
     def day_rows(self, kind: str, day: str) -> list[tuple[Any, ...]]:
         """The rows one daily or audit file is rendered from, in file order."""
         if kind == "daily":
