@@ -8,7 +8,13 @@ a fake clock, so the journal is byte-deterministic. For each fixture this script
 3. asserts the replayed tree (daily/, audit/, index dump) equals the live one, and that
    ``health`` is clean on both, so a fixture can never capture a live/replay mismatch;
 4. only then writes ``<name>/journal.jsonl`` and ``<name>/expected/`` (daily/*.md,
-   audit/*.md and index.jsonl, a canonical dump of the index tables).
+   audit/*.md, graph.jsonl and .replay-projection-v1.json when the root has them, and
+   index.jsonl, a canonical dump of the index tables).
+
+A BuJo capture fixture also has ``<name>/model.jsonl``: the scripted model responses
+(:class:`~memory_es.capture.models.ScriptedChat` records, keyed by stage and intake id) the
+live build ran against, with a deterministic bag-of-words embedder. Only generation needs
+them: replay never calls a model or embeds.
 
 ``--check`` builds everything into a temp dir and exits 1 (listing the files) if the
 committed fixtures differ, without touching them. ``tests/test_fixtures.py`` imports this
@@ -19,21 +25,26 @@ then shows the change as a reviewable ``git diff`` of text files.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
+import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import apsw
+import numpy as np
 
+from memory_es.capture.models import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+from memory_es.embeddings import EmbeddingIdentity
+from memory_es.intake import AdmissionResult, Attachment, CompletedTurn, run_hash
 from memory_es.reader import export_journal_to_file, health
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
@@ -44,11 +55,16 @@ FIXTURES_DIR = Path(__file__).resolve().parent
 JOURNAL = "journal.jsonl"
 EXPECTED = "expected"
 INDEX_DUMP = "index.jsonl"
+MODEL = "model.jsonl"
 
 LITE: dict[str, Any] = {}
 JOURNAL_MODE: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 384}}
 BUJO_AUDIT: dict[str, Any] = {
     "mode": "bujo", "embeddings": {"dim": 384}, "llm": {"provider": "ollama", "model": "m"},
+}
+BUJO_CAPTURE: dict[str, Any] = {
+    "mode": "bujo", "writeMode": "capture", "embeddings": {"dim": 256},
+    "llm": {"provider": "ollama", "model": "m"},
 }
 EPOCH = datetime(2026, 7, 6, 12, 0, 0, tzinfo=UTC)
 
@@ -69,6 +85,36 @@ class FakeClock:
 
     def __call__(self) -> datetime:
         return self.now
+
+
+# -- deterministic embedder (generation of capture fixtures only) -------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+class BagEmbedder:
+    """Word-hash bag of words, no model: the same words give cosine 1, unrelated ones ~0.
+
+    Capture reconciles against close stored lines (cosine >= 0.75), so generation needs
+    vectors; replay never embeds, so the embedder leaves no trace in a fixture.
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self.identity = EmbeddingIdentity("fixture", "bag-of-words", dim)
+
+    def vector(self, text: str) -> np.ndarray:
+        v = np.zeros(self.identity.dim, dtype=np.float64)
+        for word in _WORD.findall(text.casefold()):
+            digest = hashlib.sha256(word.encode()).digest()
+            v[int.from_bytes(digest[:4], "big") % self.identity.dim] += 1.0
+        if not v.any():
+            v[-1] = 1.0
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.identity.dim), dtype=np.float32)
+        return np.stack([self.vector(t) for t in texts])
 
 
 # -- canonical dumps (shared with the tests) ----------------------------------------------------
@@ -98,7 +144,8 @@ def index_dump(root: Path) -> bytes:
 
 
 def markdown_files(root: Path) -> dict[str, bytes]:
-    """daily/*.md and audit/*.md by root-relative path (every file there, whatever its name)."""
+    """graph.jsonl and the replay sidecar (when present), then daily/*.md and audit/*.md, by
+    root-relative path (every file there, whatever its name)."""
     found: dict[str, bytes] = {name: (root / name).read_bytes() for name in ROOT_FILES
                                if (root / name).is_file()}
     for kind in MARKDOWN_DIRS:
@@ -110,7 +157,8 @@ def markdown_files(root: Path) -> dict[str, bytes]:
 
 
 def projection_tree(root: Path) -> dict[str, bytes]:
-    """What a fixture's ``expected/`` holds for ``root``: Markdown plus the index dump."""
+    """What a fixture's ``expected/`` holds for ``root``: the rendered files (Markdown,
+    graph.jsonl, the sidecar) plus the index dump."""
     tree = markdown_files(root)
     tree[INDEX_DUMP] = index_dump(root)
     return tree
@@ -139,11 +187,13 @@ class Admit:
     trigger: str = "human"
     speaker_kind: str = "human-turn"
     attachments: tuple[Attachment, ...] = ()
+    capture_text: str | None = None  # BuJo capture: the host-approved text (A4)
 
     def turn(self) -> CompletedTurn:
         return CompletedTurn(
             run_id=self.run_id, outcome="success", answer=self.answer, session=self.session,
             speaker_kind=self.speaker_kind, trigger=self.trigger, attachments=self.attachments,
+            capture_text=self.capture_text,
         )
 
 
@@ -158,6 +208,26 @@ Step = Admit | Drain
 
 
 @dataclass(frozen=True)
+class Reply:
+    """One scripted model reply (a ``model.jsonl`` line): ``response`` text, or ``error``, a
+    ModelError code the call raises. Keyed by stage and the intake id of ``run_id``."""
+
+    stage: str
+    run_id: str
+    response: str | None = None
+    error: str | None = None
+
+    def record(self) -> dict[str, str]:
+        out = {"stage": self.stage, "turn": run_hash(self.run_id)}
+        if self.error is not None:
+            out["error"] = self.error
+        else:
+            assert self.response is not None, self
+            out["response"] = self.response
+        return out
+
+
+@dataclass(frozen=True)
 class Spec:
     name: str
     description: str
@@ -165,6 +235,12 @@ class Spec:
     steps: tuple[Step, ...]
     step: timedelta = timedelta(minutes=1)
     start: datetime = EPOCH
+    # BuJo capture only: the scripted replies (written as model.jsonl; every one must be
+    # used), the model calls the build must make, in order, as (stage, run id), and the
+    # memory lines it must end with, in index order, as (text, kind, status, labels).
+    script: tuple[Reply, ...] = ()
+    calls: tuple[tuple[str, str], ...] = ()
+    memories: tuple[tuple[str, str, str, str], ...] = ()
 
 
 def cron(run_id: str, answer: str, **kw: Any) -> Admit:
@@ -173,6 +249,45 @@ def cron(run_id: str, answer: str, **kw: Any) -> Admit:
 
 def webhook(run_id: str, answer: str, **kw: Any) -> Admit:
     return Admit(run_id, answer, trigger="webhook", speaker_kind="trigger", **kw)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def memory(text: str, *, source: str = "user", kind: str = "note", labels: Sequence[str] = (),
+           salience: float = 0.8, entities: Sequence[str] = ()) -> dict[str, Any]:
+    return {"text": text, "kind": kind, "labels": list(labels), "source": source,
+            "salience": salience, "entities": list(entities)}
+
+
+def entity(id_: str, name: str, type_: str) -> dict[str, str]:
+    return {"id": id_, "name": name, "type": type_}
+
+
+def extract(run_id: str, memories: Sequence[dict[str, Any]],
+            entities: Sequence[dict[str, str]] = (),
+            relations: Sequence[tuple[str, str, str]] = ()) -> Reply:
+    """Call 1's reply: the extraction plan."""
+    return Reply("extract", run_id, _json({
+        "memories": list(memories), "entities": list(entities),
+        "relations": [{"from": a, "relation": r, "to": b} for a, r, b in relations]}))
+
+
+def review(run_id: str, *decisions: str) -> Reply:
+    """Call 2's reply: one decision per listed (eligible) line, in listing order."""
+    return Reply("review", run_id, _json({"decisions": [
+        {"index": i, "decision": d} for i, d in enumerate(decisions)]}))
+
+
+def reconcile(run_id: str, *decisions: dict[str, str]) -> Reply:
+    """Call 3's reply: one decision per candidate offered stored lines (ids m1, m2, ...)."""
+    return Reply("reconcile", run_id, _json({"decisions": [
+        {"index": i, **d} for i, d in enumerate(decisions)]}))
+
+
+def failure(stage: str, run_id: str, code: str) -> Reply:
+    return Reply(stage, run_id, error=code)
 
 
 LONG_SESSION = "web:" + "long-thread-" * 50  # 604 bytes > 512: stored as "unknown" (K7)
@@ -301,17 +416,182 @@ SPECS: tuple[Spec, ...] = (
             Drain(expect=3),
         ),
     ),
+    Spec(
+        name="bujo-capture",
+        description="BuJo capture with a scripted model: novel facts with entities and a "
+                    "relation (graph.jsonl), an owner preference (stated and added in review), "
+                    "a low-salience assistant line dropped with the entity and relation only it "
+                    "named, a task line stored as a note (A19), a failed review retried from "
+                    "the retained plan, a correction that SUPERSEDEs (sidecar lifecycle), an "
+                    "UPDATE that rewrites text, a review that drops an assistant line, "
+                    "structural duplicates (NOOP, outcome empty) and unicode/escaping in "
+                    "capture text, answers, memory text, entity names and sessions.",
+        config=BUJO_CAPTURE,
+        step=timedelta(hours=2, minutes=3, seconds=7, milliseconds=11),
+        steps=(
+            # day 1
+            Admit("cap-facts", "Noted: Morgan is at Acme, and window seats it is.",
+                  session="web:chat-1",
+                  capture_text="Morgan works at Acme Robotics. I prefer window seats on "
+                               "trains."),
+            Admit("cap-task", "I'll keep that in mind.", session="web:chat-1",
+                  capture_text="Morgan lives in Berlin. Remind me to call the dentist on "
+                               "Friday."),
+            Drain(expect=2),
+            Admit("cap-retry", "Your flight lands at 18:05.", session="web:chat-2",
+                  capture_text="When does the Lisbon flight land? Also, I always take the "
+                               "stairs."),
+            Drain(expect=1),  # extraction retained, the review times out: AttemptFailed
+            Drain(expect=1),  # backoff passed: the retained plan is reviewed, not re-extracted
+            # day 2
+            Admit("cap-correction", "Got it, Madrid.", session="web:chat-3",
+                  capture_text="Actually Morgan moved to Madrid last month."),
+            Drain(expect=1),
+            Admit("cap-update", "Congratulations to Morgan!", session="web:chat-3",
+                  capture_text="Morgan got promoted: lead engineer at Acme Robotics now."),
+            Drain(expect=1),
+            Admit("cap-duplicate", "Window seats, noted again.", session="web:chat-4",
+                  capture_text="Remember: window seats on trains."),
+            Admit("cap-unicode",
+                  "Noted \u2014 Zo\u00eb in \u6771\u4eac <!-- x --> & <b>ok</b> "
+                  "\U0001f1ef\U0001f1f5 \u0645\u0631\u062d\u0628\u0627 \u202eevil\u202c",
+                  session="web:\u6771\u4eac <b>&</b> --> x=1%",
+                  capture_text="Zo\u00eb \u00c5ngstr\u00f6m lives in \u6771\u4eac <!-- not a "
+                               "comment --> & <b>bold</b> \u202ebidi\u202c bell\x07 "
+                               "\U0001f469\u200d\U0001f4bb \u05e9\u05dc\u05d5\u05dd\r\n"
+                               "\uff26\uff55\uff4c\uff4c\uff0d\uff57\uff49\uff44\uff54\uff48 "
+                               "\ufb01le"),
+            Drain(expect=2),
+            Drain(expect=0),
+        ),
+        script=(
+            extract("cap-facts", [
+                memory("Morgan works at Acme Robotics", salience=0.9, entities=["m", "a"]),
+                memory("I prefer window seats on trains", labels=["preference"]),
+                # an assistant line under salience 0.5: dropped, with Zürich and m visits z
+                memory("Z\u00fcrich is lovely in July", source="assistant", salience=0.3,
+                       entities=["z"]),
+            ], [entity("m", "Morgan", "person"), entity("a", "Acme Robotics", "organization"),
+                entity("z", "Z\u00fcrich", "place")],
+                [("m", "works_at", "a"), ("m", "visits", "z")]),
+            review("cap-facts", "keep"),  # listed: the owner fact (the preference is not)
+            # no reconcile call: nothing is stored yet, every line is clearly novel (E5)
+            extract("cap-task", [
+                memory("Morgan lives in Berlin", entities=["m"]),
+                memory("Call the dentist on Friday", kind="task", salience=0.7),
+            ], [entity("m", "Morgan", "person")]),
+            review("cap-task", "keep", "keep"),
+            # Berlin shares Morgan with a stored line (E29): offered as m1, the model adds it
+            reconcile("cap-task", {"action": "ADD"}),
+            extract("cap-retry", [
+                memory("I always take the stairs", salience=0.7),
+                memory("The assistant retried the search tool twice", source="assistant",
+                       salience=0.8),
+                memory("The Lisbon flight lands at 18:05", source="assistant", salience=0.9),
+            ]),
+            failure("review", "cap-retry", "model_timeout"),
+            review("cap-retry", "add_preference", "drop", "keep"),
+            extract("cap-correction", [
+                memory("Morgan moved to Madrid last month", salience=0.9, entities=["m"]),
+            ], [entity("m", "Morgan", "person")]),
+            review("cap-correction", "keep"),
+            # offered, newest first: m1 "Morgan lives in Berlin", m2 "Morgan works at Acme"
+            reconcile("cap-correction", {"action": "SUPERSEDE", "target": "m1",
+                                         "text": "Morgan lives in Madrid"}),
+            extract("cap-update", [
+                memory("Morgan is now a lead engineer at Acme Robotics", salience=0.9,
+                       entities=["m", "a"]),
+            ], [entity("m", "Morgan", "person"), entity("a", "Acme Robotics", "organization")],
+                [("m", "works_at", "a")]),  # already stated: no second relation
+            review("cap-update", "keep"),
+            # offered: m1 "Morgan lives in Madrid" (newest), m2 "Morgan works at Acme Robotics"
+            reconcile("cap-update", {"action": "UPDATE", "target": "m2",
+                                     "text": "Morgan is a lead engineer at Acme Robotics"}),
+            # the same words in the same order as a stored line, and twice in the plan (E16):
+            # NOOP without a review (nothing eligible) or a reconcile call; outcome empty
+            extract("cap-duplicate", [
+                memory("I prefer  window seats\ton trains", labels=["preference"]),
+                memory("I prefer window seats on trains", labels=["preference"]),
+            ]),
+            extract("cap-unicode", [
+                memory("Zo\u00eb \u00c5ngstr\u00f6m lives in \u6771\u4eac & likes <b>bold</b> "
+                       "type \U0001f469\u200d\U0001f4bb", entities=["zoe", "tokyo"]),
+                memory("\uff26\uff55\uff4c\uff4c\uff0d\uff57\uff49\uff44\uff54\uff48 \ufb01le "
+                       "names: re\u0301sume\u0301, na\u00efve, \u05e9\u05dc\u05d5\u05dd, "
+                       "\u0645\u0631\u062d\u0628\u0627, \u6771\u4eac\u3067\u4f1a\u8b70, "
+                       "a | b * [x](y) `z`", source="document", salience=0.6),
+            ], [entity("zoe", "Zo\u00eb \u00c5ngstr\u00f6m", "person"),
+                entity("tokyo", "\u6771\u4eac", "place")],
+                [("zoe", "lives_in", "tokyo")]),
+            review("cap-unicode", "keep"),
+        ),
+        calls=(
+            ("extract", "cap-facts"), ("review", "cap-facts"),
+            ("extract", "cap-task"), ("review", "cap-task"), ("reconcile", "cap-task"),
+            ("extract", "cap-retry"), ("review", "cap-retry"),
+            ("review", "cap-retry"),
+            ("extract", "cap-correction"), ("review", "cap-correction"),
+            ("reconcile", "cap-correction"),
+            ("extract", "cap-update"), ("review", "cap-update"), ("reconcile", "cap-update"),
+            ("extract", "cap-duplicate"),
+            ("extract", "cap-unicode"), ("review", "cap-unicode"),
+        ),
+        memories=(
+            # the UPDATE rewrote this line in place (it keeps its row and its labels)
+            ("Morgan is a lead engineer at Acme Robotics", "note", "open", "fact"),
+            ("I prefer window seats on trains", "note", "open", "fact,preference"),
+            ("Morgan lives in Berlin", "note", "superseded", "fact"),
+            ("Call the dentist on Friday", "note", "open", ""),  # A19: no coarse fact
+            ("I always take the stairs", "note", "open", "fact,preference"),  # review added
+            ("The Lisbon flight lands at 18:05", "note", "open", ""),
+            ("Morgan lives in Madrid", "note", "open", "fact"),
+            ("Zo\u00eb \u00c5ngstr\u00f6m lives in \u6771\u4eac & likes <b>bold</b> type "
+             "\U0001f469\u200d\U0001f4bb", "note", "open", "fact"),
+            ("\uff26\uff55\uff4c\uff4c\uff0d\uff57\uff49\uff44\uff54\uff48 \ufb01le names: "
+             "re\u0301sume\u0301, na\u00efve, \u05e9\u05dc\u05d5\u05dd, "
+             "\u0645\u0631\u062d\u0628\u0627, \u6771\u4eac\u3067\u4f1a\u8b70, "
+             "a | b * [x](y) `z`", "note", "open", ""),
+        ),
+    ),
 )
 
 
 # -- building -----------------------------------------------------------------------------------
 
 
-def run_spec(spec: Spec, root: Path) -> None:
-    """Build ``root`` live from the spec's steps, checking every expected status and count."""
+def model_script(spec: Spec) -> bytes:
+    """The spec's scripted replies as ``model.jsonl`` (one ScriptedChat record a line)."""
+    return "".join(json.dumps(reply.record(), ensure_ascii=False) + "\n"
+                   for reply in spec.script).encode("utf-8")
+
+
+def memory_lines(root: Path) -> list[tuple[str, str, str, str]]:
+    """(text, kind, status, labels) of every memory line, in index order."""
+    generation = read_current(root)
+    assert generation is not None, f"{root}: no active index generation"
+    conn = apsw.Connection(str(generation_path(root, generation)),
+                           flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [tuple(row) for row in conn.execute(
+            "SELECT m.text, m.kind, m.status, coalesce(mm.labels, '') FROM memories m "
+            "LEFT JOIN memory_meta mm ON mm.id = m.id ORDER BY m.rowid")]
+    finally:
+        conn.close()
+
+
+def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
+    """Build ``root`` live from the spec's steps, checking every expected status and count.
+
+    A capture spec runs against ``script`` (its model.jsonl) and must make exactly the
+    expected model calls, use every scripted reply and end with the expected memory lines.
+    """
     config = parse_config(spec.config)
     clock = FakeClock(spec.start, spec.step)
-    with MemoryStore.open(root, config, clock=clock, background=False) as store:
+    model = ScriptedChat(script) if script is not None else None
+    embedder = BagEmbedder(config.embeddings.dim) if model is not None and \
+        config.embeddings is not None else None
+    with MemoryStore.open(root, config, clock=clock, background=False, chat_model=model,
+                          embedder=embedder) as store:
         for number, step in enumerate(spec.steps):
             clock.tick()
             if isinstance(step, Drain):
@@ -323,13 +603,36 @@ def run_spec(spec: Spec, root: Path) -> None:
             if got != want:
                 raise AssertionError(f"{spec.name} step {number} ({step}): got {got!r}, "
                                      f"expected {want!r}")
+    if model is not None:
+        names = {run_hash(reply.run_id): reply.run_id for reply in spec.script}
+        calls = tuple((stage, names.get(turn or "", turn)) for stage, turn in model.calls)
+        if calls != spec.calls:
+            raise AssertionError(f"{spec.name}: model calls {calls}, expected {spec.calls}")
+        if model.remaining():
+            raise AssertionError(f"{spec.name}: unused scripted replies {model.remaining()}")
+        lines = tuple(memory_lines(root))
+        if lines != spec.memories:
+            raise AssertionError(f"{spec.name}: memory lines {lines}, expected "
+                                 f"{spec.memories}")
 
 
-def render_fixture(spec: Spec) -> dict[str, bytes]:
-    """Fixture-relative path -> bytes, after checking that replay reproduces the live root."""
+def render_fixture(spec: Spec, script: Path | None = None) -> dict[str, bytes]:
+    """Fixture-relative path -> bytes, after checking that replay reproduces the live root.
+
+    A capture spec runs against its own replies written as model.jsonl, or against
+    ``script`` (a committed model.jsonl) when given.
+    """
     with tempfile.TemporaryDirectory(prefix=f"fixture-{spec.name}-") as tmp:
         live, replayed, export = Path(tmp) / "live", Path(tmp) / "replayed", Path(tmp) / JOURNAL
-        run_spec(spec, live)
+        replies: bytes | None = None
+        if spec.script:
+            if script is None:
+                script = Path(tmp) / MODEL
+                script.write_bytes(model_script(spec))
+            replies = script.read_bytes()
+        elif script is not None:
+            raise ValueError(f"{spec.name} is not a capture fixture: it takes no model script")
+        run_spec(spec, live, script)
         export_journal_to_file(live, export)
         journal = export.read_bytes()
         live_tree = projection_tree(live)
@@ -347,6 +650,8 @@ def render_fixture(spec: Spec) -> dict[str, bytes]:
         if re_export.read_bytes() != journal:
             raise AssertionError(f"{spec.name}: exporting the replayed root changes the journal")
     files = {JOURNAL: journal}
+    if replies is not None:
+        files[MODEL] = replies
     files.update({f"{EXPECTED}/{rel}": data for rel, data in live_tree.items()})
     return files
 

