@@ -808,3 +808,139 @@ def test_d11_a_lite_index_rejects_replay_owned_state(tmp_path: Path) -> None:
     with MemoryStore.open(root, parse_config({}), background=False) as store:
         store.drain()
     assert health(root).status == "clean"
+
+
+# --------------------------------------------------------------------------------------------
+# Prompts and routing: A10, A11, A15, E11, E27, E31, E36-E38
+
+
+class _Recorder:
+    """A chat model that records every prompt and answers from a ScriptedChat."""
+
+    def __init__(self, inner: Any, name: str = "rec") -> None:
+        self.inner = inner
+        self.name = name
+        self.prompts: list[str] = []
+
+    def complete(self, messages: Any, *, timeout: float) -> str:
+        self.prompts.append("\n".join(m.content for m in messages))
+        result: str = self.inner.complete(messages, timeout=timeout)
+        return result
+
+
+def test_prompts_state_contract_source_label_focus_and_admission_instant(root: Path) -> None:
+    from helpers_capture import CAPTURE
+    from memory_es.capture.models import ScriptedChat
+    from memory_es.config import parse_config
+    focus = "Keep travel preferences and family facts. " * 10
+    inner = ScriptedChat(script(("extract", "cron1", extraction([])),
+                                ("extract", "r1", extraction([memory("I like tea")])),
+                                ("review", "r1", review("keep"))))
+    model = _Recorder(inner)
+    config = parse_config({**CAPTURE, "capture": {"focus": focus}})
+    clock = Clock()
+    with MemoryStore.open(root, config, clock=clock, background=False, embedder=BagEmbedder(),
+                          chat_model=model) as store:
+        store.persist_completed_turn(turn("cron1", "Daily digest: 3 new items",
+                                          trigger="cron", speaker_kind="trigger"))
+        store.persist_completed_turn(turn("r1", "I like tea", answer="Tea it is."))
+        store.drain()
+    cron, extract, reviewed = model.prompts
+    # A10: the honest source label; trigger turns are never "User"
+    assert '<turn-input source="scheduled-task">' in cron and 'source="User"' not in cron
+    assert '<turn-input source="User">\nI like tea\n</turn-input>' in extract
+    assert "<assistant-answer>\nTea it is.\n</assistant-answer>" in extract
+    # A11, E11, E27: the recap rule, exact fields and bounds, time grounding
+    for rule in ("not a first-party user report", "lowercase word", "0..1", "At most 8",
+                 "[a-z][a-z0-9_-]{0,31}", "Admission instant (UTC): 2026-05-04T09:00:00Z",
+                 "Never invent a date"):
+        assert rule in extract, rule
+    # A15: the operator focus sits in its own delimited section
+    assert f"<operator-focus>\n{focus}\n</operator-focus>" in extract
+    assert "allowed: keep, add_preference" in reviewed
+
+
+def test_e31_the_reconcile_model_classifies_and_nothing_else(root: Path) -> None:
+    from helpers_capture import CAPTURE
+    from memory_es.capture.models import ScriptedChat
+    from memory_es.config import parse_config
+    records = seed_morgan() + script(
+        ("extract", "r2", extraction([memory("Morgan moved to Madrid", entities=["m"])],
+                                     MORGAN)),
+        ("review", "r2", review("keep")))
+    main = ScriptedChat(records)
+    classifier = ScriptedChat(script(("reconcile", "r2", reconcile({"action": "ADD"}))),
+                              name="classifier")
+    config = parse_config({**CAPTURE, "capture": {"reconcileModel": "anthropic:claude-x"}})
+    with MemoryStore.open(root, config, clock=Clock(), background=False,
+                          embedder=BagEmbedder(), chat_model=main,
+                          classifier=classifier) as store:
+        store.persist_completed_turn(turn("seed", "x"))
+        store.persist_completed_turn(turn("r2", "y"))
+        store.drain()
+        assert outcome(store, "r2")["outcome"] == "captured"
+    assert {stage for stage, _ in main.calls} == {"extract", "review"}
+    assert [stage for stage, _ in classifier.calls] == ["reconcile"]
+
+
+def test_e32_a_reconcile_model_without_a_host_runtime_is_not_a_fallback(root: Path) -> None:
+    from helpers_capture import CAPTURE
+    from memory_es.capture.models import ScriptedChat
+    from memory_es.config import parse_config
+    records = seed_morgan() + script(
+        ("extract", "r2", extraction([memory("Morgan moved to Madrid", entities=["m"])],
+                                     MORGAN)),
+        ("review", "r2", review("keep")), ("reconcile", "r2", reconcile({"action": "ADD"})))
+    main = ScriptedChat(records)
+    config = parse_config({**CAPTURE, "capture": {"reconcileModel": "anthropic:claude-x"}})
+    with MemoryStore.open(root, config, clock=Clock(), background=False,
+                          embedder=BagEmbedder(), chat_model=main) as store:
+        store.persist_completed_turn(turn("seed", "x"))
+        store.persist_completed_turn(turn("r2", "y"))
+        store.drain()
+        rec = outcome(store, "r2")
+    # the default model never stands in for the classifier: the capture waits and retries
+    assert (rec["state"], rec["category"], rec["retained"]) == (
+        "pending", "model_unavailable", "review")
+    assert ("reconcile", run_hash("r2")) not in main.calls
+
+
+def test_e36_e38_a_timeout_leaves_the_turn_pending_with_no_partial_graph(root: Path) -> None:
+    records = seed_morgan() + script(
+        ("extract", "r2", extraction([memory("Morgan works at Acme", entities=["m", "a"])],
+                                     [*MORGAN, entity("a", "Acme", "organization")],
+                                     [("m", "works_at", "a")])),
+        ("review", "r2", review("keep")),
+        ("reconcile", "r2", "!model_timeout"))
+    store, _ = open_capture(root, records)
+    with store:
+        store.persist_completed_turn(turn("seed", "x"))
+        store.drain()
+        graph_before = (root / GRAPH_FILE).read_bytes()
+        result = store.persist_completed_turn(turn("r2", "y", answer="The answer stays."))
+        assert result.status == "admitted"  # E37: the host's answer path is untouched
+        store.drain()
+        rec = outcome(store, "r2")
+    assert (rec["state"], rec["category"]) == ("pending", "model_timeout")
+    assert (root / GRAPH_FILE).read_bytes() == graph_before  # no Acme, no works_at
+    assert list(lines(root)) == ["Morgan lives in Berlin"]
+    assert health(root).status == "clean"
+
+
+def test_a22_a_retained_task_plan_is_committed_as_a_note(root: Path) -> None:
+    """A plan retained before a crash is recovered with the same task-to-note mapping."""
+    store, model = open_capture(root, script(
+        ("extract", "r1", extraction([memory("Buy stamps", kind="task", source="user")])),
+        ("review", "r1", "!model_unavailable"), ("review", "r1", review("keep"))),
+        clock=(clock := Clock()))
+    with store:
+        store.persist_completed_turn(turn("r1", "remind me to buy stamps"))
+        store.drain()
+        assert outcome(store, "r1")["retained"] == "extract"
+    clock.advance(minutes=2)
+    store, _ = open_capture(root, [{"stage": "review", "turn": run_hash("r1"),
+                                    "response": review("keep")}], clock=clock)
+    with store:
+        store.drain()
+    assert lines(root) == {"Buy stamps": ("open", "note")}
+    assert stages(model, "r1") == ["extract", "review"]
