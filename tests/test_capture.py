@@ -944,3 +944,38 @@ def test_a22_a_retained_task_plan_is_committed_as_a_note(root: Path) -> None:
         store.drain()
     assert lines(root) == {"Buy stamps": ("open", "note")}
     assert stages(model, "r1") == ["extract", "review"]
+
+
+# --------------------------------------------------------------------------------------------
+# H19: the labelled background in the automatic context
+
+
+def test_h19_background_holds_the_owners_preferences_and_verified_lessons(root: Path) -> None:
+    from memory_es.scoring import AUTO_HEADING, BACKGROUND_HEADING
+    plan = extraction([
+        memory("I prefer window seats", labels=["preference"]),
+        memory("Book window seats early", labels=["lesson"]),
+        memory("Window seats are cold", source="assistant", labels=["lesson"], salience=0.9),
+        memory("Morgan lives in Berlin"), memory("The dentist is on Elm Street"),
+        memory("The quarterly report is due in March")])
+    peer = extraction([memory("Sam prefers window seats", labels=["preference"])])
+    other = extraction([memory(text, source="tool") for text in (
+        "Build 4411 passed", "The cat eats at six", "Rent is due monthly", "Leo swims on Fridays",
+        "The car needs new tyres", "Piano lessons resume in May")])
+    store, _ = open_capture(root, script(
+        ("extract", "r1", plan), ("review", "r1", review("keep", "keep", "keep", "keep", "keep")),
+        ("extract", "p1", peer), ("extract", "t1", other)))
+    with store:
+        store.persist_completed_turn(turn("r1", "x"))
+        store.persist_completed_turn(turn("p1", "x", speaker_kind="unknown"))
+        store.persist_completed_turn(turn("t1", "x"))
+        store.drain()
+        while store.embed_pending():
+            pass
+        # H14: owner text of at most 16 code points hides the block, not the background
+        gated = store.auto_recall("window seats?", session="web:now")
+    assert gated.startswith(BACKGROUND_HEADING) and AUTO_HEADING not in gated
+    assert "- preference: I prefer window seats (recorded 2026-05-04; current)" in gated
+    assert "Book window seats early" in gated  # a user-stated lesson is verified
+    assert "Sam prefers" not in gated  # a peer's preference is not the owner's scope
+    assert "Window seats are cold" not in gated  # an assistant's lesson is not verified

@@ -16,6 +16,7 @@ from memory_es.scoring import (
     AUTO_HEADING,
     AUTO_LINE_TEXT_CAP_BYTES,
     AUTO_MAX_LINES,
+    BACKGROUND_HEADING,
     MAX_CANDIDATES,
     NOMIC_V15,
     Anchors,
@@ -26,6 +27,7 @@ from memory_es.scoring import (
     Scored,
     anchor_bonus,
     auto_select,
+    background_select,
     currentness,
     extract_anchors,
     format_auto_line,
@@ -34,6 +36,7 @@ from memory_es.scoring import (
     lexical_score,
     owner_text_gate,
     render_auto_block,
+    render_background,
     rrf,
     score,
     score_all,
@@ -536,3 +539,43 @@ def test_calibration_override_changes_outcomes() -> None:
     assert select([plain("a", 0.68)], strict, now=NOW).evidence == "insufficient"
     assert auto_select([plain("a", 0.61)], Calibration(auto_floor=0.60), now=NOW)
     assert len(auto_select(scored, Calibration(auto_window=0.03), now=NOW)) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# H19: labelled background
+
+
+def _pool(*scores: float) -> list[Scored]:
+    return [plain(f"m{i}", s, text=f"line {i}") for i, s in enumerate(scores)]
+
+
+def test_H19_labelled_memory_joins_when_it_leads_the_median_and_clears_the_floor() -> None:
+    pool = _pool(0.9, 0.8, 0.7, 0.66, 0.6, 0.1, 0.1)  # median 0.66
+    got = background_select(pool, {"m1": "preference", "m3": "lesson", "m5": "lesson"},
+                            now=NOW)
+    # m1 leads the median by 0.14; m3 only by 0.0 (< 0.05); m5 is below the floor
+    assert [(label, h.id) for label, h in got] == [("preference", "m1")]
+
+
+def test_H19_only_the_top_five_hits_can_join() -> None:
+    pool = _pool(0.95, 0.94, 0.93, 0.92, 0.91, 0.90, *[0.1] * 6)  # median 0.45
+    got = background_select(pool, {"m5": "preference", "m4": "preference"}, now=NOW)
+    assert [h.id for _, h in got] == ["m4"]
+
+
+def test_H19_opposite_advice_is_shown_together_and_block_lines_are_not_repeated() -> None:
+    pool = [plain("a", 0.9, text="Prefer tea in the morning"),
+            plain("b", 0.88, text="Prefer coffee in the morning"),
+            plain("c", 0.87, text="Dentist on Elm Street"), *_pool(0.1, 0.1, 0.1)]
+    labelled = {"a": "preference", "b": "preference"}
+    assert [h.id for _, h in background_select(pool, labelled, now=NOW)] == ["a", "b"]
+    assert [h.id for _, h in background_select(pool, labelled, now=NOW, exclude=["a"])] == ["b"]
+
+
+def test_H19_background_lines_render_with_label_date_and_currentness() -> None:
+    created = datetime(2026, 5, 1, 12, tzinfo=UTC)
+    pool = [plain("a", 0.9, text="Prefer tea", created_at=created), *_pool(0.1, 0.1)]
+    text = render_background(background_select(pool, {"a": "preference"}, now=NOW))
+    assert text == (f"{BACKGROUND_HEADING}\n\n"
+                    "- preference: Prefer tea (recorded 2026-05-01; current)")
+    assert render_background(()) == ""

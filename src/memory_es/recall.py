@@ -36,8 +36,10 @@ from memory_es.scoring import (
     Candidate,
     Recall,
     auto_select,
+    background_select,
     format_recall,
     render_auto_block,
+    render_background,
     score_all,
     select,
 )
@@ -419,9 +421,37 @@ def auto_block(
     matrix: VectorMatrix,
     session: str | None,
     calibration: Calibration = NOMIC_V15,
+    lines: bool = True,
 ) -> str:
-    """The automatic "possibly relevant" block (H1-H11, H21, H22): direct hits only."""
+    """The automatic "possibly relevant" block (H1-H11, H21, H22): direct hits only, then the
+    labelled background of the owner's preferences and verified lessons (H19). ``lines=False``
+    keeps only the background (the short-owner-text gate, H14)."""
     candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
                                 exclude_session=session)
-    hits = auto_select(score_all(text, candidates, calibration), calibration, now=now, tz=UTC)
-    return render_auto_block(hits, UTC)
+    scored = score_all(text, candidates, calibration)
+    hits = auto_select(scored, calibration, now=now, tz=UTC) if lines else ()
+    background = background_select(scored, labelled_background(conn, candidates), calibration,
+                                   now=now, tz=UTC, exclude=[h.id for h in hits])
+    return "\n\n".join(part for part in (render_auto_block(hits, UTC),
+                                          render_background(background, UTC)) if part)
+
+
+def labelled_background(conn: apsw.Connection, candidates: Sequence[Candidate]
+                        ) -> dict[str, str]:
+    """id -> label for pool memories that may join the labelled background (H19): the owner's
+    own (scope ``agent``) preferences, and lessons the user or a document stated (verified:
+    an assistant's lesson is not)."""
+    ids = [c.id for c in candidates]
+    if not ids:
+        return {}
+    out: dict[str, str] = {}
+    for memory_id, labels, source in _entity_rows(
+            conn, f"SELECT m.id, mm.labels, m.source FROM memory_meta mm JOIN memories m "
+                  f"ON m.id = mm.id WHERE mm.id IN ({','.join('?' * len(ids))}) "
+                  "AND mm.scope = 'agent'", ids):
+        kinds = labels.split(",")
+        if "preference" in kinds:
+            out[memory_id] = "preference"
+        elif "lesson" in kinds and source in ("user", "document"):
+            out[memory_id] = "lesson"
+    return out

@@ -689,3 +689,63 @@ def render_auto_block(hits: Sequence[Hit], tz: tzinfo = UTC) -> str:
     if not hits:
         return ""
     return "\n".join([AUTO_HEADING, "", *(format_auto_line(h, tz) for h in hits)])
+
+
+# --------------------------------------------------------------------------------------------
+# Labelled background (H19, H12, DESIGN 9.4)
+
+BACKGROUND_HEADING = "## Background (your labelled preferences and lessons; may be unrelated)"
+BACKGROUND_TOP = 5  # "ranks among the top retrieved hits": the top five live hits (our bound)
+BACKGROUND_LEAD = 0.05  # DESIGN 9.4: "clearly leads" = at least 0.05 above the pool median
+BACKGROUND_MAX_LINES = 3  # our bound, like the block (H5)
+BACKGROUND_BUDGET_BYTES = 900  # block 1,500 + background 900 keeps the context under ~2.5 KB
+
+
+def background_select(scored: Iterable[Scored], labelled: dict[str, str],
+                      calibration: Calibration = NOMIC_V15, *, now: datetime,
+                      tz: tzinfo | None = None, exclude: Iterable[str] = ()
+                      ) -> tuple[tuple[str, Hit], ...]:
+    """The labelled background lines (H19): ``(label, hit)`` for each labelled memory
+    (``labelled``: id -> "preference" | "lesson", already restricted by the caller to the turn's
+    scopes and to verified lessons) that ranks among the top live hits, reaches the automatic
+    floor, and leads the pool median by at least 0.05. Opposite advice is kept together: no
+    line suppresses another. Lines in ``exclude`` (already in the block) are not repeated."""
+    ranked = _live_ranked(scored)
+    if not ranked:
+        return ()
+    values = sorted(s.score for s in ranked)
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    zone = _local_tz(now, tz)
+    skip = set(exclude)
+    chosen: list[tuple[str, Hit]] = []
+    used = 0
+    for s in ranked[:BACKGROUND_TOP]:
+        label = labelled.get(s.candidate.id)
+        if label is None or s.candidate.id in skip:
+            continue
+        if s.score < calibration.auto_floor - EPSILON or s.score < median + BACKGROUND_LEAD:
+            continue
+        hit = _hit(s, now, zone)
+        if len(hit.text.encode("utf-8")) > AUTO_LINE_TEXT_CAP_BYTES:
+            continue
+        cost = len(format_background_line(label, hit, zone).encode("utf-8")) + 1
+        if used + cost > BACKGROUND_BUDGET_BYTES or len(chosen) >= BACKGROUND_MAX_LINES:
+            continue
+        used += cost
+        chosen.append((label, hit))
+    return tuple(chosen)
+
+
+def format_background_line(label: str, hit: Hit, tz: tzinfo = UTC) -> str:
+    """``- preference: <text> (recorded <date>; current)``."""
+    recorded = (f"recorded {_local_date(hit.created_at, tz).isoformat()}; "
+                if hit.created_at is not None else "")
+    return f"- {label}: {hit.text} ({recorded}{hit.currentness})"
+
+
+def render_background(lines: Sequence[tuple[str, Hit]], tz: tzinfo = UTC) -> str:
+    if not lines:
+        return ""
+    return "\n".join([BACKGROUND_HEADING, "",
+                      *(format_background_line(label, hit, tz) for label, hit in lines)])

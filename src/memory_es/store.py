@@ -712,10 +712,12 @@ class MemoryStore:
 
         Nothing for Lite or degraded results (H15), for turns that are not host-verified owner
         turns (``owner=False``, H16), or for owner text of at most 16 code points when the gate
-        applies (H14). Records of the current conversation (``session``) are excluded (H21).
+        applies (H14; the labelled background stays, H19). Records of the current conversation
+        (``session``) are excluded (H21).
         """
-        if not owner or (gate_owner_text and not owner_text_gate(text)):
+        if not owner:
             return ""
+        lines = not gate_owner_text or owner_text_gate(text)
         embedder = self._vectors()
         if embedder is None or time.monotonic() < self._embed_pause_until:
             return ""
@@ -728,7 +730,7 @@ class MemoryStore:
             conn = self._projections().index.conn
             matrix = self._vector_matrix(embedder, conn)
             return auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                              matrix=matrix, session=session,
+                              matrix=matrix, session=session, lines=lines,
                               calibration=calibration_for(embedder.identity,
                                                           configured_calibration(self.config)))
 
