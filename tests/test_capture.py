@@ -979,3 +979,34 @@ def test_h19_background_holds_the_owners_preferences_and_verified_lessons(root: 
     assert "Book window seats early" in gated  # a user-stated lesson is verified
     assert "Sam prefers" not in gated  # a peer's preference is not the owner's scope
     assert "Window seats are cold" not in gated  # an assistant's lesson is not verified
+
+
+def test_e6_two_candidates_may_rewrite_two_lines_but_never_one_line_twice(root: Path) -> None:
+    two = extraction([memory("Morgan moved to Madrid", entities=["m"]),
+                      memory("Morgan now works at Globex", entities=["m"])], MORGAN)
+    seed = extraction([memory("Morgan lives in Berlin", entities=["m"]),
+                       memory("Morgan works at Acme", entities=["m"])], MORGAN)
+    records = script(
+        ("extract", "seed", seed), ("review", "seed", review("keep", "keep")),
+        ("extract", "r2", two), ("review", "r2", review("keep", "keep")),
+        # both candidates are offered both stored lines, under the same two ids
+        ("reconcile", "r2", reconcile(
+            {"action": "SUPERSEDE", "target": "m1", "text": "Morgan works at Globex"},
+            {"action": "UPDATE", "target": "m1", "text": "Morgan works at Globex"})),
+        ("reconcile", "r2", reconcile(
+            {"action": "SUPERSEDE", "target": "m2", "text": "Morgan lives in Madrid"},
+            {"action": "SUPERSEDE", "target": "m1", "text": "Morgan works at Globex"})))
+    clock = Clock()
+    store, _model = open_capture(root, records, clock=clock)
+    with store:
+        store.persist_completed_turn(turn("seed", "x"))
+        store.persist_completed_turn(turn("r2", "y"))
+        store.drain()
+        assert outcome(store, "r2")["category"] == "model_invalid_output"  # a collision
+        clock.advance(minutes=1)
+        store.drain()
+    assert lines(root) == {"Morgan lives in Berlin": ("superseded", "note"),
+                           "Morgan works at Acme": ("superseded", "note"),
+                           "Morgan lives in Madrid": ("open", "note"),
+                           "Morgan works at Globex": ("open", "note")}
+    assert health(root).status == "clean"

@@ -384,10 +384,16 @@ class CaptureProcessor:
         commit = _Commit(reads=reads, at=ctx.at,
                          keys={e.id: entity_key(e.name, e.type) for e in plan.entities})
         stored_lines: list[tuple[str, Line]] = []
+        changed: set[str | None] = set()
         for line in fresh:
             decision = by_line.get(line.index, Decision(line.index, "ADD"))
             target = targets.get(decision.target) if decision.target else None
             decision = guard(decision, line, target, turn)
+            if decision.action in ("UPDATE", "SUPERSEDE"):
+                if decision.target in changed:  # never two rewrites of one line (E6)
+                    decision = Decision(line.index, "ADD")
+                else:
+                    changed.add(decision.target)
             if decision.action == "NOOP" or not self._allowed(line):
                 continue
             new_id = run_memory_id(run_hash, line.index)
@@ -491,11 +497,14 @@ class CaptureProcessor:
         asked = [(line, offered) for line, offered in zip(lines, close, strict=True) if offered]
         if not asked:
             return [Decision(line.index, "ADD") for line in lines], False  # E5: clearly novel
+        # One alias per stored line across the whole prompt, so two candidates naming the
+        # same line name the same id and a collision on it is caught (E6).
+        aliases: dict[str, str] = {}  # memory id -> alias
         refs: list[dict[str, str]] = []
         candidates: list[ReconcileCandidate] = []
         day = admitted.timestamp.date().isoformat()
         for line, offered in asked:
-            alias = {f"m{j + 1}": s.id for j, s in enumerate(offered)}
+            alias = {aliases.setdefault(s.id, f"m{len(aliases) + 1}"): s.id for s in offered}
             refs.append(alias)
             candidates.append(ReconcileCandidate(
                 text=line.text, source=line.source, day=day,
