@@ -170,8 +170,9 @@ class CrashCounter:
 
     def install(self) -> None:
         from memory_es import journal, store, worker
+        from projections import replay
 
-        for module in (store, journal, worker):
+        for module in (store, journal, worker, replay):
             if hasattr(module, "crash_point"):
                 module.crash_point = self.point  # type: ignore[attr-defined]
         journal.crash_armed = self.armed  # type: ignore[attr-defined]

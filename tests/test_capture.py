@@ -1010,3 +1010,32 @@ def test_e6_two_candidates_may_rewrite_two_lines_but_never_one_line_twice(root: 
                            "Morgan lives in Madrid": ("open", "note"),
                            "Morgan works at Globex": ("open", "note")}
     assert health(root).status == "clean"
+
+
+def test_graph_grows_by_appending_and_a_lost_file_is_rewritten_whole(root: Path) -> None:
+    records = script(
+        ("extract", "r1", extraction([memory("Morgan works at Acme", entities=["m", "a"])],
+                                     [*MORGAN, entity("a", "Acme", "organization")],
+                                     [("m", "works_at", "a")])),
+        ("review", "r1", review("keep")),
+        ("extract", "r2", extraction([memory("Sam plays cello", entities=["s"])],
+                                     [entity("s", "Sam")])),
+        ("review", "r2", review("keep")),
+        ("extract", "r3", extraction([memory("Lee paints", entities=["l"])],
+                                     [entity("l", "Lee")])),
+        ("review", "r3", review("keep")))
+    store, _ = open_capture(root, records)
+    with store:
+        store.persist_completed_turn(turn("r1", "x"))
+        store.drain()
+        first = (root / GRAPH_FILE).read_bytes()
+        store.persist_completed_turn(turn("r2", "y"))
+        store.drain()
+        second = (root / GRAPH_FILE).read_bytes()
+        assert second.startswith(first) and len(second.splitlines()) == 7
+        (root / GRAPH_FILE).unlink()  # lost: the next flush writes the whole file again
+        store.persist_completed_turn(turn("r3", "z"))
+        store.drain()
+    third = (root / GRAPH_FILE).read_bytes()
+    assert third.startswith(second) and len(third.splitlines()) == 9
+    assert health(root).status == "clean"

@@ -21,6 +21,7 @@ from local_http import (
     status,
 )
 from memory_es.capture import models as cm
+from memory_es.capture.contracts import MAX_COMPLETION_UTF16, parse_extraction
 from memory_es.capture.models import (
     ChatModel,
     Message,
@@ -528,3 +529,70 @@ def test_classifier_reconcile_model_without_factory_is_not_a_fallback() -> None:
 
     with pytest.raises(ModelError, match="runtime down"):
         classifier_model(bujo("openai-codex:gpt-5"), default, reconcile_factory=broken)
+
+
+# --------------------------------------------------------------------------------------------
+# Oversize completions from a real server: the transport's byte bound, then the E9 cap
+
+
+def sized(size: int, ok: Callable[[str], Responder]) -> Responder:
+    """``ok``'s reply padded with ASCII content to exactly ``size`` bytes of HTTP body."""
+    def respond(req: Recorded) -> Reply:
+        _, empty = ok("")(req)
+        code, body = ok("x" * (size - len(empty)))(req)
+        assert len(body) == size
+        return code, body
+    return respond
+
+
+@provider_params
+def test_response_body_at_the_byte_bound_is_read(server: FakeServer, make: Factory,
+                                                 ok: Callable[[str], Responder]) -> None:
+    server.default = sized(cm._MAX_RESPONSE_BYTES, ok)
+    content = make(server).complete(MSGS, timeout=30.0)
+    assert set(content) == {"x"} and len(content) > cm._MAX_RESPONSE_BYTES - 512
+
+
+@provider_params
+def test_response_body_over_the_byte_bound_is_invalid_output(
+        server: FakeServer, make: Factory, ok: Callable[[str], Responder]) -> None:
+    limit = cm._MAX_RESPONSE_BYTES
+    server.default = sized(limit + 1, ok)
+    with pytest.raises(ModelError) as info:
+        make(server).complete(MSGS, timeout=30.0)
+    assert info.value.code == "model_invalid_output"
+    assert info.value.category == "model_invalid_output"
+    assert f"a response over {limit} bytes" in str(info.value)
+    assert "xxxx" not in str(info.value)
+    assert len(server.requests) == 1  # not retried
+
+
+@provider_params
+@pytest.mark.parametrize("pad", ["spaces", "astral"])
+def test_completion_over_the_utf16_cap_is_rejected_before_parsing(
+        server: FakeServer, make: Factory, ok: Callable[[str], Responder], pad: str) -> None:
+    """E9: a provider's completion over 262,144 UTF-16 code units, well within the byte bound,
+    comes back from complete() unchanged, and parse_extraction rejects it by its length before
+    any parsing (the message names the length, not a JSON or field rule)."""
+    plan: dict[str, Any] = {"memories": [], "entities": [], "relations": []}
+    if pad == "spaces":  # valid JSON: only its length is wrong
+        content = json.dumps(plan) + " " * (MAX_COMPLETION_UTF16 + 1 - len(json.dumps(plan)))
+        units = MAX_COMPLETION_UTF16 + 1
+        assert parse_extraction(content.rstrip()).memories == []
+    else:  # fewer code points than the cap, more UTF-16 code units (sent \ud83d\ude00-escaped)
+        emoji = MAX_COMPLETION_UTF16 // 2 + 1
+        plan["memories"] = [{"text": "😀" * emoji, "kind": "note", "labels": [],
+                             "source": "user", "salience": 0.5, "entities": []}]
+        content = json.dumps(plan, ensure_ascii=False)
+        units = len(content) + emoji
+        assert len(content) < MAX_COMPLETION_UTF16 < units
+    server.default = ok(content)
+    got = make(server).complete(MSGS, timeout=10.0)
+    assert got == content
+    assert len(server.requests) == 1
+    assert len(json.dumps(content).encode()) < cm._MAX_RESPONSE_BYTES
+    with pytest.raises(ModelError) as info:
+        parse_extraction(got)
+    assert info.value.code == "model_invalid_output"
+    assert str(info.value) == (
+        f"$: completion is {units} UTF-16 code units, more than {MAX_COMPLETION_UTF16}")

@@ -343,7 +343,7 @@ def test_review_one_decision_per_line() -> None:
 def test_review_missing_extra_or_repeated_decision_rejects() -> None:
     rejects(parse_review, review((0, "keep")), 2, match=r"^decisions: no decision for index 1$")
     rejects(parse_review, review((0, "keep"), (1, "keep"), (2, "keep")), 2,
-            match=r"^decisions\[2\]\.index: 2 is not a listed index 0\.\.1$")
+            match=r"^decisions\[2\]\.index: 2 is not a listed index: 0\.\.1$")
     rejects(parse_review, review((0, "keep"), (0, "drop")), 2,
             match=r"^decisions\[1\]\.index: 0 has another decision$")
     rejects(parse_review, review((-1, "keep")), 1, match=r"^decisions\[0\]\.index: -1 is negative")
@@ -441,7 +441,7 @@ def test_reconcile_one_decision_per_candidate() -> None:
     rejects(parse_reconcile, reconcile(ADD, ADD), 2, {"m1"},
             match=r"^decisions\[1\]\.index: 0 has another decision$")
     rejects(parse_reconcile, reconcile(ADD, {"index": 1, "action": "ADD"}), 1, {"m1"},
-            match=r"^decisions\[1\]\.index: 1 is not a listed index 0\.\.0$")
+            match=r"^decisions\[1\]\.index: 1 is not a listed index: 0\.\.0$")
 
 
 def test_target_must_be_offered() -> None:
@@ -482,3 +482,14 @@ def test_plan_is_not_mutated_by_parsing() -> None:
     before = copy.deepcopy(p)
     parse_extraction(json.dumps(p))
     assert p == before
+
+
+def test_reconcile_targets_must_not_be_one_string() -> None:
+    """A plain string would be checked by substring: "m" would pass for "m1"."""
+    with pytest.raises(TypeError, match="not one string"):
+        parse_reconcile('{"decisions": [{"index": 0, "action": "NOOP", "target": "m"}]}', 1, "m1")
+
+
+def test_no_listed_index_is_named_plainly() -> None:
+    with pytest.raises(ModelError, match=r"is not a listed index: none \(nothing is listed\)$"):
+        parse_review('{"decisions": [{"index": 0, "decision": "keep"}]}', 0)

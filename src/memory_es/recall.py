@@ -133,14 +133,19 @@ class PendingTexts:
 def pending_texts(conn: apsw.Connection, identity: str, limit: int = MAX_IN_FLIGHT) -> PendingTexts:
     """Up to ``limit`` texts (and at most 2 MiB) lacking a vector for ``identity`` (D6).
 
-    Vectors of another identity are dropped first: a changed identity re-embeds (B25).
+    A changed identity drops every vector and queues every memory again (B25). Reads only the
+    queue the projection keeps (``vector_pending``), never every memory.
     """
-    with conn:
-        conn.execute("DELETE FROM vectors WHERE identity != ?", (identity,))
+    row: Any = conn.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
+    if row is None or row[0] != identity:
+        with conn:
+            conn.execute("DELETE FROM vectors WHERE identity != ?", (identity,))
+            conn.execute("INSERT OR IGNORE INTO vector_pending SELECT m.rowid FROM memories m "
+                         "LEFT JOIN vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('vector_identity', ?)", (identity,))
     rows = conn.execute(
-        "SELECT m.rowid, m.text FROM memories m LEFT JOIN vectors v ON v.rowid = m.rowid "
-        f"WHERE v.rowid IS NULL AND m.status NOT IN {_TERMINAL_SQL} "
-        "ORDER BY m.rowid LIMIT ?", (limit,))
+        "SELECT m.rowid, m.text FROM vector_pending p JOIN memories m ON m.rowid = p.rowid "
+        f"WHERE m.status NOT IN {_TERMINAL_SQL} ORDER BY p.rowid LIMIT ?", (limit,))
     pending = PendingTexts([], [])
     size = 0
     for rowid, text in rows:
@@ -177,6 +182,7 @@ def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],
     with conn:
         conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                          [(r, identity, b) for r, b in zip(rowids, blobs, strict=True)])
+        conn.executemany("DELETE FROM vector_pending WHERE rowid = ?", [(r,) for r in rowids])
 
 
 class VectorMatrix:
@@ -185,9 +191,18 @@ class VectorMatrix:
     def __init__(self, dim: int, identity: str = "") -> None:
         self.dim = dim
         self.identity = identity
-        self.rowids = np.zeros(0, dtype=np.int64)
-        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self._rowids = np.zeros(0, dtype=np.int64)
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+        self._size = 0
         self._last = 0
+
+    @property
+    def rowids(self) -> np.ndarray:
+        return self._rowids[:self._size]
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._matrix[:self._size]
 
     def refresh(self, conn: apsw.Connection, identity: str) -> None:
         rows = list(conn.execute(
@@ -198,9 +213,33 @@ class VectorMatrix:
             return
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         block = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
-        self.rowids = np.concatenate([self.rowids, ids])
-        self.matrix = np.vstack([self.matrix, block.reshape(len(rows), self.dim)])
+        end = self._size + len(rows)
+        if end > len(self._rowids):  # grow by doubling: appends stay amortised O(1)
+            capacity = max(end, 2 * len(self._rowids), 64)
+            rowids = np.zeros(capacity, dtype=np.int64)
+            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            rowids[:self._size] = self.rowids
+            matrix[:self._size] = self.matrix
+            self._rowids, self._matrix = rowids, matrix
+        self._rowids[self._size:end] = ids
+        self._matrix[self._size:end] = block.reshape(len(rows), self.dim)
+        self._size = end
         self._last = int(ids[-1])
+
+    def top_many(self, queries: Sequence[np.ndarray], k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`top` for several queries with one pass over the matrix."""
+        if not queries:
+            return []
+        if not self._size:
+            return [[] for _ in queries]
+        sims = self.matrix @ np.stack(queries).astype(np.float32).T
+        k = min(k, self._size)
+        out = []
+        for column in sims.T:
+            best = np.argpartition(-column, k - 1)[:k]
+            best = best[np.argsort(-column[best], kind="stable")]
+            out.append([(int(self.rowids[i]), float(column[i])) for i in best])
+        return out
 
     def top(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(rowid, cosine) of the ``k`` nearest rows; rows are L2-normalised, so dot = cosine."""

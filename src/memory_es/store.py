@@ -459,7 +459,7 @@ class MemoryStore:
         if embedder is None:
             return None
         while self.embed_pending():
-            pass
+            pass  # cheap when nothing waits: the projection keeps the queue
         if time.monotonic() < self._embed_pause_until:
             return None
         if not texts:
@@ -476,7 +476,7 @@ class MemoryStore:
         assert embedder is not None
         with self._exclusive():
             matrix = self._vector_matrix(embedder, self._projections().index.conn)
-            return [matrix.top(v, k) for v in vectors]
+            return matrix.top_many(vectors, k)
 
     def _aggregate_version(self, originator_id: Any) -> int:
         last = self._opened.recorder.select_events(originator_id, desc=True, limit=1)

@@ -32,22 +32,28 @@ def canonical(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def render_graph(conn: apsw.Connection) -> bytes | None:
-    """The graph file, or None when the graph is empty."""
-    lines: list[bytes] = []
-    for entity_id, name, type_ in conn.execute(
-            "SELECT id, name, type FROM entities ORDER BY rowid"):
-        lines.append(canonical({"kind": "entity", "id": entity_id, "name": name, "type": type_}))
-    for memory_id, entity_id in conn.execute(
-            "SELECT me.memory_id, me.entity_id FROM memory_entities me "
-            "JOIN memories m ON m.id = me.memory_id ORDER BY m.rowid, me.ord"):
-        lines.append(canonical({"kind": "association", "memory": memory_id,
-                                "entity": entity_id}))
-    for src, relation, dst, memory in conn.execute(
-            "SELECT src, relation, dst, memory FROM relations ORDER BY rowid"):
-        lines.append(canonical({"kind": "relation", "from": src, "relation": relation,
-                                "to": dst, "memory": memory}))
-    return b"".join(line + b"\n" for line in lines) if lines else None
+def render_graph(conn: apsw.Connection, after: int = 0) -> bytes | None:
+    """The graph lines of events after journal position ``after`` (0: the whole file, or None
+    when the graph is empty). Lines are in journal order (an entity where it was named, a
+    memory's associations in extraction order where it was captured, a relation where it was
+    stated), so the file only ever grows at its end and a live writer appends."""
+    rows: list[tuple[int, int, dict[str, Any]]] = []
+    for pos, entity_id, name, type_ in conn.execute(
+            "SELECT rowid, id, name, type FROM entities WHERE rowid > ?", (after,)):
+        rows.append((pos, 0, {"kind": "entity", "id": entity_id, "name": name, "type": type_}))
+    for pos, ord_, memory_id, entity_id in conn.execute(
+            "SELECT m.rowid, me.ord, me.memory_id, me.entity_id FROM memory_entities me "
+            "JOIN memories m ON m.id = me.memory_id WHERE m.rowid > ?", (after,)):
+        rows.append((pos, ord_, {"kind": "association", "memory": memory_id,
+                                 "entity": entity_id}))
+    for pos, src, relation, dst, memory in conn.execute(
+            "SELECT rowid, src, relation, dst, memory FROM relations WHERE rowid > ?", (after,)):
+        rows.append((pos, 0, {"kind": "relation", "from": src, "relation": relation, "to": dst,
+                              "memory": memory}))
+    if not rows:
+        return None
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return b"".join(canonical(value) + b"\n" for _, _, value in rows)
 
 
 def sidecar_entries(conn: apsw.Connection) -> list[dict[str, Any]]:

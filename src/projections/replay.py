@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory_es.errors import MemoryEsError
-from memory_es.fsutil import atomic_write, check_private, make_private_dir, remove_stale_temps
+from memory_es.fsutil import (
+    atomic_write,
+    check_private,
+    crash_point,
+    make_private_dir,
+    remove_stale_temps,
+)
 from projections.graph import GRAPH_FILE, SIDECAR_FILE, render_graph, render_sidecar
 from projections.markdown import render_audit, render_daily
 from projections.sqlite_index import IndexProjection
@@ -27,6 +33,7 @@ CURRENT_FILE = "CURRENT"
 INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
 RUNTIME_DIR = ".runtime"
+GRAPH_BYTES = "graph_bytes"  # index meta: graph.jsonl's length at the committed position
 _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
 _ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}
@@ -138,12 +145,46 @@ class Projector:
         """Render touched days, write changed files, then commit the index position."""
         try:
             for kind, day in sorted(self.index.touched):
+                if kind == "graph":
+                    self.files_written += self._flush_graph()
+                    continue
                 relpath, data = render_one(self.index, kind, day)
                 self.files_written += _write_if_changed(self.root, relpath, data)
             self.index.flush()
         except BaseException:
             self.index.rollback()
             raise
+
+    def _flush_graph(self) -> bool:
+        """Append the new graph lines (the file only grows at its end); the byte length the
+        index records, committed with the position, makes a crash between the append and the
+        commit converge: a longer file is cut back to it, a shorter or unknown one rewritten."""
+        path = self.root / GRAPH_FILE
+        known = self.index.meta(GRAPH_BYTES)
+        try:
+            size: int | None = os.lstat(path).st_size
+        except FileNotFoundError:
+            size = None
+        if known is None or size is None or size < int(known):
+            data = render_graph(self.index.conn)
+            written = _write_if_changed(self.root, GRAPH_FILE, data)
+            self.index.set_meta(GRAPH_BYTES, str(len(data) if data else 0))
+            return written
+        tail = render_graph(self.index.conn, after=self.index.committed_position()) or b""
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if size > int(known):  # a crash after an append, before the commit
+                os.ftruncate(fd, int(known))
+            os.lseek(fd, 0, os.SEEK_END)
+            view = memoryview(tail)
+            while view:
+                view = view[os.write(fd, view):]
+            crash_point("graph.before_fsync")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.index.set_meta(GRAPH_BYTES, str(int(known) + len(tail)))
+        return bool(tail)
 
     def catch_up(self, events: Iterable[tuple[int, object]]) -> int:
         """Apply every event after our position, then flush; returns the new position."""
@@ -232,6 +273,8 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
         if before_activate is not None:  # e.g. vectors for the new generation (D10, C8)
             before_activate(index)
         expected = render_all(index)
+        index.set_meta(GRAPH_BYTES, str(len(expected.get(GRAPH_FILE, b""))))
+        index.flush()
         report = RebuildReport(generation=generation, position=index.position)
         for relpath, data in sorted(expected.items()):
             if _write_if_changed(root, relpath, data):

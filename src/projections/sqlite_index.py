@@ -53,6 +53,9 @@ _SCHEMA = (
 
 VECTORS_DDL = ("CREATE TABLE IF NOT EXISTS vectors (rowid INTEGER PRIMARY KEY, "
                "identity TEXT NOT NULL, vector BLOB NOT NULL)")
+# Rows whose text still needs a vector (D4, D9): filled by the projection, emptied as vectors
+# are stored, so finding the next batch never scans every memory.
+PENDING_DDL = "CREATE TABLE IF NOT EXISTS vector_pending (rowid INTEGER PRIMARY KEY)"
 
 # BuJo capture state (E*, L1, F1). Created on open, so older generations gain the (empty)
 # tables. ``lifecycle`` and ``threads`` are replay-owned: the sidecar is their authority.
@@ -151,6 +154,13 @@ class IndexProjection:
                 self.conn.execute("INSERT INTO meta VALUES ('position', '0')")
         # Vectors are not events: filled from the embedding cache, never compared by health.
         self.conn.execute(VECTORS_DDL)
+        if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vector_pending'"
+                                 ).fetchone():  # a generation from before the queue: fill it
+            with self.conn:
+                self.conn.execute(PENDING_DDL)
+                self.conn.execute(
+                    "INSERT INTO vector_pending SELECT m.rowid FROM memories m LEFT JOIN "
+                    "vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
         for ddl in CAPTURE_DDL:
             self.conn.execute(ddl)
         self.position = self._stored_position()
@@ -161,6 +171,19 @@ class IndexProjection:
     def _stored_position(self) -> int:
         row: Any = self.conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
         return int(row[0])
+
+    def meta(self, key: str) -> str | None:
+        row: Any = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a meta value; inside the open transaction, so it commits with the position."""
+        self.begin()
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def committed_position(self) -> int:
+        """The position the last flush committed (``position`` runs ahead while applying)."""
+        return self._stored_position()
 
     def begin(self) -> None:
         if not self._in_txn:
@@ -204,6 +227,7 @@ class IndexProjection:
             return
         self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
                           (position, e.text))
+        self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
         self.conn.execute(
             "INSERT INTO memory_meta VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
             (position, e.memory_id, ",".join(e.labels), e.scope, e.salience, int(e.from_task),
@@ -231,6 +255,7 @@ class IndexProjection:
         self.conn.execute("DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
         self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, e.text))
         self.conn.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
+        self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (rowid,))
         self.rewrites += 1
         self.conn.execute("UPDATE memory_meta SET text_key = ? WHERE rowid = ?",
                           (text_key(e.text), rowid))
@@ -242,7 +267,8 @@ class IndexProjection:
             return
         rowid, memory_id, day = found
         self.conn.execute("UPDATE memories SET status = ? WHERE rowid = ?", (e.status, rowid))
-        self.rewrites += 1
+        if e.status != "superseded":  # invalidated is terminal: it leaves the vector matrix
+            self.rewrites += 1
         self.conn.execute("UPDATE memory_meta SET superseded_by = ? WHERE rowid = ?",
                           (e.by, rowid))
         self.conn.execute("INSERT OR IGNORE INTO lifecycle VALUES (?, ?, ?, ?, ?, ?)",
@@ -269,6 +295,7 @@ class IndexProjection:
         if self.conn.changes():
             self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
                               (position, e.text))
+            self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
             self.touched.add(("daily", e.day))
 
     def _audit(self, position: int, e: Intake.Admitted) -> None:

@@ -118,7 +118,6 @@ DECISIONS: Final = ("keep", "drop", "add_preference")  # E21
 
 _ENTITY_ID = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _WORD = re.compile(r"[a-z][a-z0-9_]{0,63}")
-_SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
 _UNSAFE_CHARS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _COMMENT = re.compile("<!--|-->")
 _CREDENTIALS: Final = (
@@ -375,14 +374,17 @@ def _object_hook(pairs: list[tuple[str, Any]]) -> _Object:
     return obj
 
 
+def _shown_key(key: str) -> str:
+    """A key as a message may show it: one of our field names, else ``<key>`` (content-free)."""
+    return key if key in _FIELD_NAMES else "<key>"
+
+
 def _find_duplicate(value: Any, path: str) -> str | None:
     if isinstance(value, _Object):
         if value.duplicates:
-            key = value.duplicates[0]
-            shown = key if _SAFE_KEY.fullmatch(key) else "<key>"
-            return f"{path or '$'}: duplicate key {shown!r}"
+            return f"{path or '$'}: duplicate key {_shown_key(value.duplicates[0])!r}"
         for key, child in value.items():
-            shown = key if _SAFE_KEY.fullmatch(key) else "<key>"
+            shown = _shown_key(key)
             found = _find_duplicate(child, f"{path}.{shown}" if path else shown)
             if found is not None:
                 return found
@@ -395,6 +397,19 @@ def _find_duplicate(value: Any, path: str) -> str | None:
 
 
 _AT = re.compile(r"^(?P<head>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_PATH_PART = re.compile(r"\.?([A-Za-z_][A-Za-z0-9_]*)|\[\d+\]")
+
+
+def _safe_path(path: str) -> str:
+    """A msgspec path made only of our field names and indices; anything else (a model key
+    that forged a path) is replaced by ``$``, so no model text reaches a message."""
+    pos = 0
+    while pos < len(path):
+        part = _PATH_PART.match(path, pos)
+        if part is None or (part.group(1) is not None and part.group(1) not in _FIELD_NAMES):
+            return ""
+        pos = part.end()
+    return path
 _FIELD_RULE = re.compile(r"^(?P<field>[A-Za-z_][A-Za-z0-9_\[\].]*): (?P<rule>.*)$", re.DOTALL)
 
 
@@ -402,8 +417,7 @@ def _content_free(error: msgspec.ValidationError) -> str:
     """``path: rule`` from a msgspec validation error, without any model-supplied string."""
     match = _AT.match(str(error))
     head = match.group("head") if match else str(error)
-    path = (match.group("path") or "") if match else ""
-    path = path.lstrip(".")
+    path = _safe_path(((match.group("path") or "") if match else "").lstrip("."))
     fr = _FIELD_RULE.match(head)
     if fr is not None:  # one of our __post_init__ rules: "field: rule"
         field = fr.group("field")
@@ -447,7 +461,8 @@ def _check_indices(indices: Sequence[int], count: int) -> None:
     seen: set[int] = set()
     for i, index in enumerate(indices):
         if index >= count:
-            raise _invalid(f"decisions[{i}].index: {index} is not a listed index 0..{count - 1}")
+            listed = f"0..{count - 1}" if count else "none (nothing is listed)"
+            raise _invalid(f"decisions[{i}].index: {index} is not a listed index: {listed}")
         if index in seen:
             raise _invalid(f"decisions[{i}].index: {index} has another decision")
         seen.add(index)
@@ -496,6 +511,8 @@ def parse_reconcile(
     """
     if candidate_count < 0:
         raise ValueError("candidate_count must not be negative")
+    if isinstance(targets, str):
+        raise TypeError("targets must be a collection of ids, not one string")
     plan = _decode(raw, ReconcilePlan)
     _check_indices([d.index for d in plan.decisions], candidate_count)
     changed: dict[str, int] = {}
@@ -516,3 +533,13 @@ def parse_reconcile(
             changed[d.target] = i
         named.setdefault(d.target, i)
     return plan
+
+
+# Every JSON field name of the three contracts: the only keys a message may show.
+_FIELD_NAMES: Final = frozenset(
+    field.encode_name
+    for struct in (ExtractedEntity, Relation, ExtractedMemory, ExtractionPlan, ReviewDecision,
+                   ReviewPlan, ReconcileAdd, ReconcileNoop, ReconcileUpdate, ReconcileSupersede,
+                   ReconcilePlan)
+    for field in msgspec.structs.fields(struct)
+) | {"action"}
