@@ -1039,3 +1039,27 @@ def test_graph_grows_by_appending_and_a_lost_file_is_rewritten_whole(root: Path)
     third = (root / GRAPH_FILE).read_bytes()
     assert third.startswith(second) and len(third.splitlines()) == 9
     assert health(root).status == "clean"
+
+
+def test_an_updated_line_is_found_by_its_new_vector_not_the_stale_one(root: Path) -> None:
+    records = seed_morgan("Morgan lives in Berlin") + script(
+        ("extract", "r2", extraction([memory("Morgan lives in Kreuzberg", entities=["m"])],
+                                     MORGAN)),
+        ("review", "r2", review("keep")),
+        ("reconcile", "r2", reconcile({"action": "UPDATE", "target": "m1",
+                                       "text": "Morgan rents a flat in Kreuzberg"})))
+    embedder = BagEmbedder()
+    store, _ = open_capture(root, records, embedder=embedder)
+    with store:
+        store.persist_completed_turn(turn("seed", "x"))
+        store.drain()
+        while store.embed_pending():
+            pass
+        before = store.recall("Morgan lives in Berlin").recall.hits[0]
+        assert before.score > 0.99  # the matrix holds the old vector
+        store.persist_completed_turn(turn("r2", "y"))
+        store.drain()
+        while store.embed_pending():
+            pass
+        hit = store.recall("Morgan rents a flat in Kreuzberg").recall.hits[0]
+    assert hit.text == "Morgan rents a flat in Kreuzberg" and hit.score > 0.99

@@ -195,6 +195,7 @@ class VectorMatrix:
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._size = 0
         self._last = 0
+        self._readd: set[int] = set()  # forgotten rows to read again once re-embedded
 
     @property
     def rowids(self) -> np.ndarray:
@@ -204,11 +205,36 @@ class VectorMatrix:
     def matrix(self) -> np.ndarray:
         return self._matrix[:self._size]
 
+    def forget(self, rowids: Sequence[int]) -> None:
+        """Drop these rows (their vector went stale or they left recall); a row that gets a
+        vector again is re-read by the next :meth:`refresh`."""
+        gone = np.isin(self.rowids, np.asarray(rowids, dtype=np.int64))
+        self._matrix[:self._size][gone] = 0.0
+        self._rowids[:self._size][gone] = -1
+        self._readd.update(int(r) for r in rowids)
+
     def refresh(self, conn: apsw.Connection, identity: str) -> None:
         rows = list(conn.execute(
             "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
             f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
             "ORDER BY v.rowid", (identity, self._last)))
+        if self._readd:
+            wanted = sorted(r for r in self._readd if r <= self._last)
+            back = list(conn.execute(
+                "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+                f"WHERE v.identity = ? AND v.rowid IN ({','.join('?' * len(wanted))}) "
+                f"AND m.status NOT IN {_TERMINAL_SQL}", (identity, *wanted))) if wanted else []
+            self._readd.difference_update(r[0] for r in back)
+            if wanted:  # a row that left recall for good is not waited for
+                self._readd.difference_update(r[0] for r in conn.execute(
+                    f"SELECT rowid FROM memories WHERE rowid IN ({','.join('?' * len(wanted))}) "
+                    f"AND status IN {_TERMINAL_SQL}", wanted))
+            self._append(back)
+        self._append(rows)
+        if rows:
+            self._last = int(rows[-1][0])
+
+    def _append(self, rows: list[Any]) -> None:
         if not rows:
             return
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -224,7 +250,6 @@ class VectorMatrix:
         self._rowids[self._size:end] = ids
         self._matrix[self._size:end] = block.reshape(len(rows), self.dim)
         self._size = end
-        self._last = int(ids[-1])
 
     def top_many(self, queries: Sequence[np.ndarray], k: int) -> list[list[tuple[int, float]]]:
         """:meth:`top` for several queries with one pass over the matrix."""
@@ -238,7 +263,8 @@ class VectorMatrix:
         for column in sims.T:
             best = np.argpartition(-column, k - 1)[:k]
             best = best[np.argsort(-column[best], kind="stable")]
-            out.append([(int(self.rowids[i]), float(column[i])) for i in best])
+            out.append([(int(self.rowids[i]), float(column[i])) for i in best
+                        if self.rowids[i] >= 0])
         return out
 
     def top(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -249,7 +275,7 @@ class VectorMatrix:
         k = min(k, len(sims))
         best = np.argpartition(-sims, k - 1)[:k]
         best = best[np.argsort(-sims[best], kind="stable")]
-        return [(int(self.rowids[i]), float(sims[i])) for i in best]
+        return [(int(self.rowids[i]), float(sims[i])) for i in best if self.rowids[i] >= 0]
 
     def cosine(self, query: np.ndarray, rowid: int) -> float | None:
         hit = np.nonzero(self.rowids == rowid)[0]

@@ -181,7 +181,7 @@ class MemoryStore:
         self._embedder = embedder
         self._vector_cache: VectorCache | None = None
         self._matrix: VectorMatrix | None = None
-        self._matrix_rewrites = 0
+        self._matrix_rewrites = 0  # entries of the index's ``rewritten`` the matrix has seen
         self._embed_pause_until = 0.0  # after a provider outage, try again later (monotonic)
         self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
         self._worker = Worker(self) if background else None
@@ -664,13 +664,16 @@ class MemoryStore:
             store_vectors(index.conn, identity, pending.rowids, blobs)
 
     def _vector_matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
-        """The in-memory matrix for this identity; a new identity, or rewritten lines (a text
-        update, an invalidation), start a new matrix."""
-        rewrites = self._projections().index.rewrites
+        """The in-memory matrix for this identity (a new identity starts a new one), told which
+        rows went stale since it last looked (text updates, invalidations), then refreshed."""
+        rewritten = self._projections().index.rewritten
         if self._matrix is None or self._matrix.identity != embedder.identity.key \
-                or rewrites != self._matrix_rewrites:
+                or self._matrix_rewrites > len(rewritten):
             self._matrix = VectorMatrix(embedder.identity.dim, embedder.identity.key)
-            self._matrix_rewrites = rewrites
+            self._matrix_rewrites = len(rewritten)
+        if self._matrix_rewrites < len(rewritten):
+            self._matrix.forget(rewritten[self._matrix_rewrites:])
+            self._matrix_rewrites = len(rewritten)
         self._matrix.refresh(conn, embedder.identity.key)
         return self._matrix
 

@@ -165,7 +165,9 @@ class IndexProjection:
             self.conn.execute(ddl)
         self.position = self._stored_position()
         self.touched: set[tuple[str, str]] = set()
-        self.rewrites = 0  # text updates and invalidations applied: in-memory vectors go stale
+        # Rows whose vector went stale (text updated) or left recall (invalidated), in order:
+        # an in-memory vector matrix forgets them (and re-reads a re-embedded one).
+        self.rewritten: list[int] = []
         self._in_txn = False
 
     def _stored_position(self) -> int:
@@ -256,7 +258,7 @@ class IndexProjection:
         self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, e.text))
         self.conn.execute("DELETE FROM vectors WHERE rowid = ?", (rowid,))
         self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (rowid,))
-        self.rewrites += 1
+        self.rewritten.append(rowid)
         self.conn.execute("UPDATE memory_meta SET text_key = ? WHERE rowid = ?",
                           (text_key(e.text), rowid))
         self.touched.add(("daily", day))
@@ -268,7 +270,7 @@ class IndexProjection:
         rowid, memory_id, day = found
         self.conn.execute("UPDATE memories SET status = ? WHERE rowid = ?", (e.status, rowid))
         if e.status != "superseded":  # invalidated is terminal: it leaves the vector matrix
-            self.rewrites += 1
+            self.rewritten.append(rowid)
         self.conn.execute("UPDATE memory_meta SET superseded_by = ? WHERE rowid = ?",
                           (e.by, rowid))
         self.conn.execute("INSERT OR IGNORE INTO lifecycle VALUES (?, ?, ?, ?, ?, ?)",
