@@ -25,6 +25,7 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/worker.py
 	$(BIN)/python bench/recall_quality.py
 	$(BIN)/python bench/recall_latency.py
+	$(BIN)/python bench/capture.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
