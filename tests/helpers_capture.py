@@ -57,9 +57,14 @@ class BagEmbedder:
 
 
 def memory(text: str, *, source: str = "user", kind: str = "note", labels: Sequence[str] = (),
-           salience: float = 0.8, entities: Sequence[str] = ()) -> dict[str, Any]:
-    return {"text": text, "kind": kind, "labels": list(labels), "source": source,
-            "salience": salience, "entities": list(entities)}
+           salience: float = 0.8, entities: Sequence[str] = (),
+           fact: tuple[str, str, str] | None = None) -> dict[str, Any]:
+    """One extracted memory; ``fact`` is (entity ref, key, value)."""
+    out: dict[str, Any] = {"text": text, "kind": kind, "labels": list(labels), "source": source,
+                           "salience": salience, "entities": list(entities)}
+    if fact is not None:
+        out["fact"] = {"entity": fact[0], "key": fact[1], "value": fact[2]}
+    return out
 
 
 def entity(id_: str, name: str, type_: str = "person") -> dict[str, Any]:

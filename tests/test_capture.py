@@ -327,7 +327,7 @@ def _seed_task(store: MemoryStore, text: str) -> str:
     store._commit_events([Memory.captured(
         at=store._clock(), memory_id=memory_id, kind="task", text=text, day="2026-05-04",
         status="open", labels=[], entity_ids=[entity_key("Plumber", "role")], scope="agent",
-        source="user", salience=1.0,
+        source="user", salience=1.0, fact=None,
         from_task=False, session="web:op", run_hash=None, tier="bujo")])
     return memory_id
 
@@ -1063,3 +1063,136 @@ def test_an_updated_line_is_found_by_its_new_vector_not_the_stale_one(root: Path
             pass
         hit = store.recall("Morgan rents a flat in Kreuzberg").recall.hits[0]
     assert hit.text == "Morgan rents a flat in Kreuzberg" and hit.score > 0.99
+
+
+def test_inspect_shows_the_retained_stage_without_content(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_es.cli import main
+    store, _ = open_capture(root, script(
+        ("extract", "r1", extraction([memory("I live in Lyon")])),
+        ("review", "r1", "!model_timeout")))
+    with store:
+        store.persist_completed_turn(turn("r1", "I live in Lyon"))
+        store.drain()
+    assert main(["--root", str(root), "inspect"]) == 0
+    out = capsys.readouterr().out
+    assert f"{run_hash('r1')}  pending  attempts=1" in out and "retained=extract" in out
+    assert "Lyon" not in out  # C1: content-free
+
+
+# --------------------------------------------------------------------------------------------
+# H20, E29, G16: structured facts and the person card
+
+
+def _morgan_facts(root: Path) -> tuple[MemoryStore, Any]:
+    plan = extraction([
+        memory("Morgan's home town is Maple Harbor", entities=["m"],
+               fact=("m", "home_town", "Maple Harbor")),
+        memory("Morgan works at Acme", entities=["m"], fact=("m", "employer", "Acme")),
+        memory("Morgan was born on 1990-09-10", entities=["m"],
+               fact=("m", "birth_date", "1990-09-10")),
+        memory("Morgan's favourite colour is probably green", source="assistant",
+               salience=0.9, entities=["m"], fact=("m", "favourite_colour", "green")),
+        memory("The contract lists Morgan at Globex", source="document", entities=["m"],
+               fact=("m", "employer", "Globex")),
+        memory("Sam lives in Oslo", entities=["s"], fact=("s", "home_town", "Oslo"))],
+        [*MORGAN, entity("s", "Sam")])
+    store, model = open_capture(root, script(
+        ("extract", "r1", plan), ("review", "r1", review("keep", "keep", "keep", "keep", "keep"))))
+    return store, model
+
+
+def test_h20_a_named_person_gets_a_card_of_stated_facts(root: Path) -> None:
+    store, _ = _morgan_facts(root)
+    with store:
+        store.persist_completed_turn(turn("r1", "about Morgan"))
+        store.drain()
+        spanish = store.auto_recall("¿Dónde trabaja Morgan ahora mismo?", session="web:x")
+        polish = store.auto_recall("Gdzie pracuje Morgan? Pytam dla siebie.", session="web:x")
+        first_person = store.auto_recall("Where do I work these days, remind me?")
+        sam_id = rows(root, "SELECT id FROM entities WHERE name = 'Sam'")[0][0]
+        by_id = store.auto_recall(f"tell me about person:{sam_id[:12]} please", session="w")
+    card = spanish[spanish.index("## Person: Morgan"):]
+    assert card == (
+        "## Person: Morgan (from memory; verify before relying)\n\n"
+        "- home town: Maple Harbor (you said, recorded 2026-05-04)\n"
+        "- employer: conflicting values — ask\n"
+        "- birth date: 1990-09-10 (age 35; you said, recorded 2026-05-04)")
+    assert "favourite" not in spanish  # an assistant's guess is not a stated fact
+    assert polish.endswith(card)  # keys are not filtered by the question's wording
+    assert "## Person" not in first_person  # "I" never selects the owner's card
+    assert "- home town: Oslo (you said, recorded 2026-05-04)" in by_id
+
+
+def test_h20_a_superseded_value_leaves_the_card(root: Path) -> None:
+    store, _ = _morgan_facts(root)
+    with store:
+        store.persist_completed_turn(turn("r1", "about Morgan"))
+        store.drain()
+    store, _ = open_capture(root, script(
+        ("extract", "r2", extraction([memory("Morgan moved her home town to Lyon",
+                                             entities=["m"], fact=("m", "home_town", "Lyon"))],
+                                     MORGAN)),
+        ("review", "r2", review("keep")),
+        ("reconcile", "r2", reconcile({"action": "SUPERSEDE", "target": "m1",
+                                       "text": "Morgan's home town is Lyon"}))))
+    with store:
+        store.persist_completed_turn(turn("r2", "x"))
+        store.drain()
+        text = store.auto_recall("What is new with Morgan lately?")
+    assert "- home town: Lyon (you said" in text and "Maple Harbor" not in text
+
+
+def test_e29_same_entity_lines_sharing_the_fact_key_are_offered_first(root: Path) -> None:
+    from memory_es.capture.models import Message
+    seed = extraction([memory(f"Morgan note {i}", entities=["m"]) for i in range(4)]
+                      + [memory("Morgan works at Acme", entities=["m"],
+                                fact=("m", "employer", "Acme"))]
+                      + [memory(f"Morgan later note {i}", entities=["m"]) for i in range(3)],
+                      MORGAN)
+    records = script(("extract", "seed", seed), ("review", "seed", review(*["keep"] * 8)),
+                     ("extract", "r2", extraction([memory(
+                         "Morgan joined Globex", entities=["m"],
+                         fact=("m", "employer", "Globex"))], MORGAN)),
+                     ("review", "r2", review("keep")),
+                     ("reconcile", "r2", reconcile({"action": "ADD"})))
+    inner_store, model = open_capture(root, records)
+    prompts: list[str] = []
+    original = model.complete
+
+    def spy(messages: list[Message], *, timeout: float, **kw: Any) -> str:
+        prompts.append(messages[-1].content)
+        return original(messages, timeout=timeout, **kw)
+    model.complete = spy  # type: ignore[method-assign]
+    with inner_store as store:
+        store.persist_completed_turn(turn("seed", "x"))
+        store.persist_completed_turn(turn("r2", "y"))
+        store.drain()
+    offered = [line for line in prompts[-1].splitlines() if line.startswith("   - id ")]
+    # the employer line is older than three other Morgan lines, yet comes first
+    assert len(offered) == 3 and offered[0].endswith("Morgan works at Acme")
+
+
+def test_a_version_1_captured_event_decodes_with_no_fact() -> None:
+    """Journals written before structured facts replay unchanged (class_version upcast)."""
+    import msgspec
+    from eventsourcing.persistence import StoredEvent
+
+    from memory_es.journal import MsgspecMapper
+    from memory_es.text import run_memory_id
+    event = Memory.captured(
+        at=Clock()(), memory_id=run_memory_id("a" * 64, 0), kind="note", text="Tea", day="x",
+        status="open", labels=["fact"], entity_ids=[], scope="agent", source="user",
+        salience=0.5, from_task=False, session=None, run_hash="a" * 64, tier="bujo",
+        fact={"subject": "s", "key": "k", "value": "v"})
+    mapper = MsgspecMapper()
+    stored = mapper.to_stored_event(event)
+    state = msgspec.json.decode(stored.state)
+    assert state.pop("class_version") == 2 and state.pop("fact") == {
+        "subject": "s", "key": "k", "value": "v"}
+    old = StoredEvent(originator_id=stored.originator_id,
+                      originator_version=stored.originator_version, topic=stored.topic,
+                      state=msgspec.json.encode(state))
+    decoded = mapper.to_domain_event(old)
+    assert isinstance(decoded, Memory.Captured)
+    assert decoded.fact is None and decoded.text == "Tea"

@@ -107,6 +107,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             detail = f"category={r['category']}"
         else:
             detail = f"outcome={r['outcome']}"
+        if r.get("retained") and r["state"] != "resolved":
+            detail += f" retained={r['retained']}"  # a capture resumes after this stage
         print(f"{r['id']}  {r['state']:<8} attempts={r['attempts']} "
               f"admitted={r['admitted_at']} {detail}")
     return 0

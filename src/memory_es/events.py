@@ -219,6 +219,7 @@ class Memory(Aggregate):
         ``entity_ids`` names only the entities extracted for this line (E26)."""
 
         TOPIC = "memory_es/Memory.Captured"
+        class_version = 2  # v2 added ``fact``
         memory_id: str
         kind: str
         text: str
@@ -233,6 +234,11 @@ class Memory(Aggregate):
         session: str | None
         run_hash: str | None
         tier: str
+        fact: dict[str, str] | None  # {subject: entity id, key, value} (H20, E29)
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["fact"] = None
 
     class TextUpdated(Event):
         """Reconcile UPDATE (E12, K3): complete replacement text, stamped with its session."""

@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 import numpy as np
 
+from memory_es.card import person_card
 from memory_es.config import CalibrationConfig, MemoryConfig
 from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingIdentity
 from memory_es.fsutil import make_private_dir
@@ -34,6 +35,7 @@ from memory_es.scoring import (
     TERMINAL_STATUSES,
     Calibration,
     Candidate,
+    Fact,
     Recall,
     auto_select,
     background_select,
@@ -394,7 +396,8 @@ def _entity_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list
 
 
 def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> list[Candidate]:
-    """Each candidate with the names of its associated entities (name anchors, G7)."""
+    """Each candidate with the names of its associated entities (name anchors, G7) and its
+    structured fact (conflicting evidence, G16)."""
     if not candidates:
         return candidates
     ids = [c.id for c in candidates]
@@ -404,10 +407,14 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
                   f"ON e.id = me.entity_id WHERE me.memory_id IN ({','.join('?' * len(ids))}) "
                   "ORDER BY me.memory_id, me.ord", ids):
         names.setdefault(memory_id, []).append(name)
-    if not names:
+    facts = {row[0]: Fact(subject=row[1], property=row[2], scope=row[3], value=row[4])
+             for row in _entity_rows(
+                 conn, "SELECT id, fact_subject, fact_key, scope, fact_value FROM memory_meta "
+                       f"WHERE id IN ({','.join('?' * len(ids))}) AND fact_key IS NOT NULL", ids)}
+    if not names and not facts:
         return candidates
-    return [replace(c, entity_names=tuple(names[c.id])) if c.id in names else c
-            for c in candidates]
+    return [replace(c, entity_names=tuple(names.get(c.id, ())), fact=facts.get(c.id))
+            if c.id in names or c.id in facts else c for c in candidates]
 
 
 def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
@@ -488,17 +495,24 @@ def auto_block(
     calibration: Calibration = NOMIC_V15,
     lines: bool = True,
 ) -> str:
-    """The automatic "possibly relevant" block (H1-H11, H21, H22): direct hits only, then the
-    labelled background of the owner's preferences and verified lessons (H19). ``lines=False``
-    keeps only the background (the short-owner-text gate, H14)."""
+    """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
+    the labelled background of the owner's preferences and verified lessons (H19), and the card
+    of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
+    only the block (the short-owner-text gate, H14)."""
     candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
                                 exclude_session=session)
     scored = score_all(text, candidates, calibration)
     hits = auto_select(scored, calibration, now=now, tz=UTC) if lines else ()
     background = background_select(scored, labelled_background(conn, candidates), calibration,
                                    now=now, tz=UTC, exclude=[h.id for h in hits])
-    return "\n\n".join(part for part in (render_auto_block(hits, UTC),
-                                          render_background(background, UTC)) if part)
+    parts = [part for part in (render_auto_block(hits, UTC),
+                               render_background(background, UTC)) if part]
+    used = sum(len(part.encode("utf-8")) + 2 for part in parts)
+    card = person_card(conn, text, now=now, tz=UTC, budget_bytes=CONTEXT_BUDGET_BYTES - used)
+    return "\n\n".join([*parts, card] if card else parts)
+
+
+CONTEXT_BUDGET_BYTES = 2_500  # H12: the whole automatic context stays under about 2.5 KB
 
 
 def labelled_background(conn: apsw.Connection, candidates: Sequence[Candidate]

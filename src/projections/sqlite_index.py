@@ -68,8 +68,12 @@ CAPTURE_DDL = (
         salience REAL NOT NULL,
         from_task INTEGER NOT NULL,
         text_key TEXT NOT NULL,
-        superseded_by TEXT)""",
+        superseded_by TEXT,
+        fact_subject TEXT,
+        fact_key TEXT,
+        fact_value TEXT)""",
     "CREATE INDEX IF NOT EXISTS memory_meta_by_key ON memory_meta (text_key)",
+    "CREATE INDEX IF NOT EXISTS memory_meta_by_fact ON memory_meta (fact_subject, fact_key)",
     """CREATE TABLE IF NOT EXISTS entities (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
         type TEXT NOT NULL)""",
@@ -97,7 +101,7 @@ DUMP_TABLES = {
     "audit": ("rowid", "run_hash", "day", "recorded_at", "summary", "trigger", "speaker_kind",
               "source_label", "source_session"),
     "memory_meta": ("rowid", "id", "labels", "scope", "salience", "from_task", "text_key",
-                    "superseded_by"),
+                    "superseded_by", "fact_subject", "fact_key", "fact_value"),
     "entities": ("rowid", "id", "name", "type"),
     "memory_entities": ("memory_id", "entity_id", "ord"),
     "relations": ("rowid", "src", "relation", "dst", "memory"),
@@ -161,6 +165,7 @@ class IndexProjection:
                 self.conn.execute(
                     "INSERT INTO vector_pending SELECT m.rowid FROM memories m LEFT JOIN "
                     "vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
+        self._upgrade_memory_meta()
         for ddl in CAPTURE_DDL:
             self.conn.execute(ddl)
         self.position = self._stored_position()
@@ -173,6 +178,14 @@ class IndexProjection:
     def _stored_position(self) -> int:
         row: Any = self.conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
         return int(row[0])
+
+    def _upgrade_memory_meta(self) -> None:
+        """A generation written before structured facts gains their (empty) columns."""
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(memory_meta)")}
+        if columns and "fact_subject" not in columns:
+            with self.conn:
+                for column in ("fact_subject", "fact_key", "fact_value"):
+                    self.conn.execute(f"ALTER TABLE memory_meta ADD COLUMN {column} TEXT")
 
     def meta(self, key: str) -> str | None:
         row: Any = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -230,10 +243,11 @@ class IndexProjection:
         self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
                           (position, e.text))
         self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
+        fact = e.fact or {}
         self.conn.execute(
-            "INSERT INTO memory_meta VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            "INSERT INTO memory_meta VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
             (position, e.memory_id, ",".join(e.labels), e.scope, e.salience, int(e.from_task),
-             text_key(e.text)))
+             text_key(e.text), fact.get("subject"), fact.get("key"), fact.get("value")))
         for ord_, entity_id in enumerate(e.entity_ids):
             self.conn.execute("INSERT OR IGNORE INTO memory_entities VALUES (?, ?, ?)",
                               (e.memory_id, entity_id, ord_))

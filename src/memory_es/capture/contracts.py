@@ -27,7 +27,9 @@ Extraction (call 1, E2)::
     {"memories": [{"text": str, "kind": "note"|"event"|"task",
                    "labels": ["fact"|"preference"|"lesson", ...],
                    "source": "user"|"assistant"|"tool"|"document",
-                   "salience": number in 0..1, "entities": [entity id, ...]}, ...],
+                   "salience": number in 0..1, "entities": [entity id, ...],
+                   "fact": null | {"entity": entity id, "key": lowercase word,
+                                   "value": str}  (optional)}, ...],
      "entities": [{"id": entity id, "name": str, "type": lowercase word}, ...],
      "relations": [{"from": entity id, "to": entity id, "relation": lowercase word}, ...]}
 
@@ -85,6 +87,7 @@ __all__ = [
     "MEMORY_KINDS",
     "SOURCES",
     "ExtractedEntity",
+    "ExtractedFact",
     "ExtractedMemory",
     "ExtractionPlan",
     "ReconcileAdd",
@@ -217,8 +220,25 @@ class Relation(_Strict, frozen=True):
             raise ValueError("relation: is not a lowercase word [a-z][a-z0-9_]{0,63}")
 
 
-class ExtractedMemory(_Strict, frozen=True):
-    """One atomic memory: text, kind, labels, model-assigned source, salience, entity refs."""
+class ExtractedFact(_Strict, frozen=True):
+    """A memory's one structured attribute of one of its entities (person card, H20; E29):
+    ``key`` a lowercase word such as ``home_town`` or ``birth_date`` (an ISO date value)."""
+
+    entity: str
+    key: str
+    value: str
+
+    def __post_init__(self) -> None:
+        if not _ENTITY_ID.fullmatch(self.entity):
+            raise ValueError("entity: is not an entity id [a-z][a-z0-9_-]{0,31}")
+        if not _WORD.fullmatch(self.key):
+            raise ValueError("key: is not a lowercase word [a-z][a-z0-9_]{0,63}")
+        _require("value", _text_rule(self.value, NAME_MAX_BYTES))
+
+
+class ExtractedMemory(_Strict, frozen=True, omit_defaults=True):
+    """One atomic memory: text, kind, labels, model-assigned source, salience, entity refs,
+    and optionally the one structured ``fact`` it states about one of those entities."""
 
     text: str
     kind: Literal["note", "event", "task"]
@@ -226,6 +246,7 @@ class ExtractedMemory(_Strict, frozen=True):
     source: Literal["user", "assistant", "tool", "document"]
     salience: float
     entities: list[str]
+    fact: ExtractedFact | None = None
 
     def __post_init__(self) -> None:
         _require("text", _text_rule(self.text, TEXT_MAX_BYTES))
@@ -238,6 +259,8 @@ class ExtractedMemory(_Strict, frozen=True):
         for i, ref in enumerate(self.entities):
             if not _ENTITY_ID.fullmatch(ref):
                 raise ValueError(f"entities[{i}]: is not an entity id [a-z][a-z0-9_-]{{0,31}}")
+        if self.fact is not None and self.fact.entity not in self.entities:
+            raise ValueError("fact.entity: is not one of this memory's entities")
 
 
 class ExtractionPlan(_Strict, frozen=True):
@@ -538,8 +561,8 @@ def parse_reconcile(
 # Every JSON field name of the three contracts: the only keys a message may show.
 _FIELD_NAMES: Final = frozenset(
     field.encode_name
-    for struct in (ExtractedEntity, Relation, ExtractedMemory, ExtractionPlan, ReviewDecision,
-                   ReviewPlan, ReconcileAdd, ReconcileNoop, ReconcileUpdate, ReconcileSupersede,
-                   ReconcilePlan)
+    for struct in (ExtractedEntity, ExtractedFact, Relation, ExtractedMemory, ExtractionPlan,
+                   ReviewDecision, ReviewPlan, ReconcileAdd, ReconcileNoop, ReconcileUpdate,
+                   ReconcileSupersede, ReconcilePlan)
     for field in msgspec.structs.fields(struct)
 ) | {"action"}

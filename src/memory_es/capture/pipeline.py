@@ -36,6 +36,7 @@ from uuid import UUID
 import msgspec
 
 from memory_es.capture.contracts import (
+    ExtractedFact,
     ExtractionPlan,
     ReconcileAdd,
     ReconcileNoop,
@@ -105,10 +106,11 @@ class CaptureReads(Protocol):
         """text key -> id of a live line with that key."""
         ...
 
-    def close_lines(self, texts: Sequence[str],
-                    entity_ids: Sequence[Sequence[str]]) -> list[list[StoredLine]] | None:
-        """Per text: live lines at cosine >= 0.75, then up to 3 newest same-entity lines.
-        ``None`` when vectors are unavailable."""
+    def close_lines(self, texts: Sequence[str], entity_ids: Sequence[Sequence[str]],
+                    fact_keys: Sequence[tuple[str, str] | None] | None = None
+                    ) -> list[list[StoredLine]] | None:
+        """Per text: live lines at cosine >= 0.75, then up to 3 same-entity lines (those with
+        the same fact key first, then the newest, E29). ``None`` when vectors are unavailable."""
         ...
 
     def lines(self, ids: Sequence[str]) -> dict[str, StoredLine]: ...
@@ -135,6 +137,7 @@ class Line:
     source: str
     salience: float
     entities: list[str]  # plan entity refs
+    fact: ExtractedFact | None = None
     reviewable: tuple[str, ...] = ()  # allowed review decisions; empty = not listed
 
 
@@ -184,7 +187,7 @@ def bound_plan(plan: ExtractionPlan, turn: Turn) -> list[Line]:
             labels.append(FACT)  # E40: the coarse owner fact
         lines.append(Line(index=i, text=m.text, kind="note" if from_task else m.kind,
                           from_task=from_task, labels=sorted(labels), source=source,
-                          salience=m.salience, entities=list(m.entities)))
+                          salience=m.salience, entities=list(m.entities), fact=m.fact))
     for line in lines:
         if line.source == "assistant":
             line.reviewable = ("keep", "drop")
@@ -443,7 +446,10 @@ class CaptureProcessor:
             day=admitted.timestamp.date().isoformat(), status="open", labels=line.labels,
             entity_ids=[commit.keys[ref] for ref in plan_refs], scope=turn.scope,
             source=line.source, salience=line.salience, from_task=line.from_task,
-            session=turn.session, run_hash=turn.run_hash, tier=admitted.tier))
+            session=turn.session, run_hash=turn.run_hash, tier=admitted.tier,
+            fact=None if line.fact is None else {
+                "subject": commit.keys[line.fact.entity], "key": line.fact.key,
+                "value": line.fact.value}))
         commit.versions[memory_uuid(memory_id)] = 1
 
     def _graph(self, plan: ExtractionPlan, stored: list[tuple[str, Line]], reads: CaptureReads,
@@ -489,7 +495,10 @@ class CaptureProcessor:
             return [], False
         entity_ids = [[entity_key(plan_entities[ref].name, plan_entities[ref].type)
                        for ref in line.entities] for line in lines]
-        close = reads.close_lines([line.text for line in lines], entity_ids)
+        fact_keys = [None if line.fact is None else (
+            entity_key(plan_entities[line.fact.entity].name, plan_entities[line.fact.entity].type),
+            line.fact.key) for line in lines]
+        close = reads.close_lines([line.text for line in lines], entity_ids, fact_keys)
         if close is None:
             if not ctx.final:
                 raise StepFailure("embedding_unavailable")

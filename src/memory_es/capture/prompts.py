@@ -27,7 +27,9 @@ Answer with exactly one JSON object and nothing else:
                 "labels": array of distinct "fact"|"preference"|"lesson",
                 "source": "user"|"assistant"|"tool"|"document",
                 "salience": number from 0 to 1,
-                "entities": array of entity ids named by this memory}}],
+                "entities": array of entity ids named by this memory,
+                "fact": null or {{"entity": entity id of this memory, "key": lowercase word,
+                                 "value": string}}}}],
  "entities": [{{"id": entity id, "name": string, "type": lowercase word}}],
  "relations": [{{"from": entity id, "to": entity id, "relation": lowercase word}}]}}
 
@@ -38,6 +40,8 @@ Rules:
 relations may only name ids listed in "entities". Give each memory only the entities it names.
 - A relation and an entity type are lowercase words matching [a-z][a-z0-9_]{{0,63}} \
 (e.g. "works_at", "person"). Relations are directed: from -> to.
+- "fact" is optional: when a memory states one attribute of one of its entities, give it \
+as a fact ("home_town", "employer", "birth_date" with a YYYY-MM-DD value); otherwise null.
 - Salience is a number in 0..1 (how durable and useful the memory is). Never outside 0..1.
 - Text is one line, at most 2048 bytes, without HTML comments, control characters or secrets.
 - "source" says who asserted it: "user" for the human user's own words, "assistant" for the \

@@ -67,8 +67,9 @@ class IndexReads:
         result: dict[str, str] = self._run(query)
         return result
 
-    def close_lines(self, texts: Sequence[str],
-                    entity_ids: Sequence[Sequence[str]]) -> list[list[StoredLine]] | None:
+    def close_lines(self, texts: Sequence[str], entity_ids: Sequence[Sequence[str]],
+                    fact_keys: Sequence[tuple[str, str] | None] | None = None
+                    ) -> list[list[StoredLine]] | None:
         vectors = self._embed(texts)
         if vectors is None:
             return None
@@ -76,20 +77,23 @@ class IndexReads:
 
         def query(conn: apsw.Connection) -> list[list[StoredLine]]:
             out: list[list[StoredLine]] = []
-            for hits, entities in zip(nearest, entity_ids, strict=True):
+            keys = fact_keys if fact_keys is not None else [None] * len(entity_ids)
+            for hits, entities, fact in zip(nearest, entity_ids, keys, strict=True):
                 rowids = [rowid for rowid, cos in hits if cos >= CLOSE_COSINE]
                 lines: list[StoredLine] = []
                 if rowids:
                     by_rowid = {row[8]: _line(row) for row in conn.execute(
                         _LINE_SQL + f"WHERE m.rowid IN ({_marks(rowids)}) AND {_LIVE}", rowids)}
                     lines = [by_rowid[r] for r in rowids if r in by_rowid]
-                if entities:  # E29: up to 3 same-entity lines, newest first, no vector score
-                    seen = {line.id for line in lines}
+                if entities:  # E29: up to 3 same-entity lines, no vector score: those sharing
+                    seen = {line.id for line in lines}  # the structured fact key first
+                    subject, key = fact if fact is not None else ("", "")
                     rows = conn.execute(
                         _LINE_SQL + "JOIN memory_entities me ON me.memory_id = m.id "
-                        f"WHERE me.entity_id IN ({_marks(entities)}) AND {_LIVE} "
-                        "GROUP BY m.id ORDER BY m.recorded_at DESC, m.rowid DESC LIMIT ?",
-                        [*entities, SAME_ENTITY_LINES + len(seen)])
+                        f"WHERE me.entity_id IN ({_marks(entities)}) AND {_LIVE} GROUP BY m.id "
+                        "ORDER BY (mm.fact_subject IS ? AND mm.fact_key IS ?) DESC, "
+                        "m.recorded_at DESC, m.rowid DESC LIMIT ?",
+                        [*entities, subject, key, SAME_ENTITY_LINES + len(seen)])
                     extra = [line for line in map(_line, rows) if line.id not in seen]
                     lines += extra[:SAME_ENTITY_LINES]
                 out.append(lines)
