@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import hashlib
 import io
 import json
 import logging
@@ -75,9 +74,9 @@ from memory_es.capture.contracts import parse_extraction
 from memory_es.capture.models import Message, ScriptedChat
 from memory_es.capture.pipeline import Turn, bound_plan
 from memory_es.config import parse_config
-from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.intake import CompletedTurn, run_hash
 from memory_es.store import MemoryStore
+from memory_es.testing import WordBagEmbedder
 from rebuild import mark, peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script
 
 SEED = 20262
@@ -99,39 +98,22 @@ RELATIONS = ("works_at", "knows", "based_in", "leads", "uses")
 FIRST_NAMES = ("Dana", "Ravi", "Mei", "Jonas", "Amara", "Luis", "Priya", "Olek", "Sana", "Theo",
                "Ines", "Kofi", "Yuki", "Marta", "Emeka", "Lena")
 _SYLLABLES = tuple(c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai"))
-_WORD = re.compile(r"\w+")
 
 # --------------------------------------------------------------------------------------------
 # Instant models that time themselves.
 
 
-class BagEmbedder:
-    """Deterministic word-hash bag of words (no model): the same words give cosine 1.
-
-    A copy of ``tests/helpers_capture.BagEmbedder`` that also accumulates its own time."""
+class BagEmbedder(WordBagEmbedder):
+    """The shared deterministic word-bag embedder, timing its own calls."""
 
     def __init__(self, dim: int = DIM) -> None:
-        self.identity = EmbeddingIdentity("fake", "bag", dim)
+        super().__init__(dim)
         self.seconds = 0.0
-
-    def vector(self, text: str) -> np.ndarray:
-        v = np.zeros(self.identity.dim, dtype=np.float64)
-        for word in _WORD.findall(text.casefold()):
-            digest = hashlib.sha256(word.encode()).digest()
-            v[int.from_bytes(digest[:4], "big") % self.identity.dim] += 1.0
-        if not v.any():
-            v[-1] = 1.0
-        return (v / np.linalg.norm(v)).astype(np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         t0 = time.perf_counter()
         try:
-            if not texts:
-                return np.zeros((0, self.identity.dim), dtype=np.float32)
-            return np.stack([self.vector(t) for t in texts])
-        except Exception as e:  # never expected; the store handles EmbeddingError only
-            raise EmbeddingError(f"bench embedder failed: {e}",
-                                 code="embedding_unavailable") from e
+            return super().embed(texts)
         finally:
             self.seconds += time.perf_counter() - t0
 

@@ -25,10 +25,8 @@ then shows the change as a reviewable ``git diff`` of text files.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
-import re
 import shutil
 import sys
 import tempfile
@@ -39,14 +37,13 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import numpy as np
 
 from memory_es.capture.models import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.embeddings import EmbeddingIdentity
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn, run_hash
 from memory_es.reader import export_journal_to_file, health
 from memory_es.store import MemoryStore
+from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import replay_export
 from projections.replay import MARKDOWN_DIRS, ROOT_FILES, generation_path, read_current
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES
@@ -88,33 +85,12 @@ class FakeClock:
 
 
 # -- deterministic embedder (generation of capture fixtures only) -------------------------------
+# Capture reconciles against close stored lines (cosine >= 0.75), so generation needs vectors;
+# replay never embeds, so the embedder leaves no trace in a fixture.
 
-_WORD = re.compile(r"\w+")
 
-
-class BagEmbedder:
-    """Word-hash bag of words, no model: the same words give cosine 1, unrelated ones ~0.
-
-    Capture reconciles against close stored lines (cosine >= 0.75), so generation needs
-    vectors; replay never embeds, so the embedder leaves no trace in a fixture.
-    """
-
-    def __init__(self, dim: int = 256) -> None:
-        self.identity = EmbeddingIdentity("fixture", "bag-of-words", dim)
-
-    def vector(self, text: str) -> np.ndarray:
-        v = np.zeros(self.identity.dim, dtype=np.float64)
-        for word in _WORD.findall(text.casefold()):
-            digest = hashlib.sha256(word.encode()).digest()
-            v[int.from_bytes(digest[:4], "big") % self.identity.dim] += 1.0
-        if not v.any():
-            v[-1] = 1.0
-        return (v / np.linalg.norm(v)).astype(np.float32)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.identity.dim), dtype=np.float32)
-        return np.stack([self.vector(t) for t in texts])
+def fixture_embedder(dim: int) -> WordBagEmbedder:
+    return WordBagEmbedder(dim, provider="fixture", model="bag-of-words")
 
 
 # -- canonical dumps (shared with the tests) ----------------------------------------------------
@@ -588,7 +564,7 @@ def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
     config = parse_config(spec.config)
     clock = FakeClock(spec.start, spec.step)
     model = ScriptedChat(script) if script is not None else None
-    embedder = BagEmbedder(config.embeddings.dim) if model is not None and \
+    embedder = fixture_embedder(config.embeddings.dim) if model is not None and \
         config.embeddings is not None else None
     with MemoryStore.open(root, config, clock=clock, background=False, chat_model=model,
                           embedder=embedder) as store:

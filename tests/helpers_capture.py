@@ -7,53 +7,25 @@ Python values, so a test reads as the conversation it models.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from memory_es.capture.models import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.intake import CompletedTurn, run_hash
 from memory_es.store import MemoryStore
+from memory_es.testing import WordBagEmbedder
 
 CAPTURE: dict[str, Any] = {"mode": "bujo", "writeMode": "capture",
                            "embeddings": {"dim": 256},
                            "llm": {"provider": "ollama", "model": "m"}}
 START = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
-_WORD = re.compile(r"\w+")
 
 
-class BagEmbedder:
-    """Deterministic word-hash bag of words (no model): the same words give cosine 1."""
-
-    def __init__(self, dim: int = 256) -> None:
-        self.identity = EmbeddingIdentity("fake", "bag", dim)
-        self.down = False
-        self.calls = 0
-
-    def vector(self, text: str) -> np.ndarray:
-        v = np.zeros(self.identity.dim, dtype=np.float64)
-        for word in _WORD.findall(text.casefold()):
-            digest = hashlib.sha256(word.encode()).digest()
-            v[int.from_bytes(digest[:4], "big") % self.identity.dim] += 1.0
-        if not v.any():
-            v[-1] = 1.0
-        return (v / np.linalg.norm(v)).astype(np.float32)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if self.down:
-            raise EmbeddingError("fake provider is down", code="embedding_unavailable")
-        self.calls += 1
-        if not texts:
-            return np.zeros((0, self.identity.dim), dtype=np.float32)
-        return np.stack([self.vector(t) for t in texts])
+BagEmbedder = WordBagEmbedder  # the shared deterministic word-bag embedder
 
 
 def memory(text: str, *, source: str = "user", kind: str = "note", labels: Sequence[str] = (),

@@ -17,6 +17,13 @@ from eventsourcing.domain import Aggregate
 NAMESPACE = UUID("6d2c4c55-2f0b-5a0e-9b7e-6d656d6f7279")
 
 
+def created(aggregate: Any, event_class: type[Any], originator_id: UUID,
+            at: datetime, fields: dict[str, Any]) -> Any:
+    """An aggregate's first event, built directly (no aggregate object is ever needed)."""
+    return event_class(originator_id=originator_id, originator_version=aggregate.INITIAL_VERSION,
+                       timestamp=at, originator_topic=aggregate.TOPIC, **fields)
+
+
 def intake_uuid(run_hash: str) -> UUID:
     """Aggregate id of the intake for a run: uuid5 of its 64-hex run hash."""
     return uuid5(NAMESPACE, f"intake:{run_hash}")
@@ -144,13 +151,9 @@ class Intake(Aggregate):
         Built directly rather than through the aggregate: admission is the hot path, and the
         event is all the journal needs.
         """
-        return cls.Admitted(
-            originator_id=intake_uuid(fields["run_hash"]),
-            originator_version=cls.INITIAL_VERSION,
-            timestamp=at,
-            originator_topic=cls.TOPIC,
-            **fields,
-        )
+        event: Intake.Admitted = created(cls, cls.Admitted, intake_uuid(fields["run_hash"]),
+                                         at, fields)
+        return event
 
 
     @classmethod
@@ -277,24 +280,16 @@ class Memory(Aggregate):
     @classmethod
     def captured(cls, *, at: datetime, **fields: Any) -> Memory.Captured:
         """The Captured event (version 1) stamped with the intake's admission instant."""
-        return cls.Captured(
-            originator_id=memory_uuid(fields["memory_id"]),
-            originator_version=cls.INITIAL_VERSION,
-            timestamp=at,
-            originator_topic=cls.TOPIC,
-            **fields,
-        )
+        event: Memory.Captured = created(cls, cls.Captured, memory_uuid(fields["memory_id"]),
+                                         at, fields)
+        return event
 
     @classmethod
     def recorded(cls, *, at: datetime, **fields: Any) -> Memory.Recorded:
         """The Recorded event (version 1) stamped with the intake's admission instant."""
-        return cls.Recorded(
-            originator_id=memory_uuid(fields["memory_id"]),
-            originator_version=cls.INITIAL_VERSION,
-            timestamp=at,
-            originator_topic=cls.TOPIC,
-            **fields,
-        )
+        event: Memory.Recorded = created(cls, cls.Recorded, memory_uuid(fields["memory_id"]),
+                                         at, fields)
+        return event
 
 
 def entity_uuid(entity_id: str) -> UUID:
@@ -339,13 +334,10 @@ class Entity(Aggregate):
 
     @classmethod
     def named(cls, *, at: datetime, **fields: Any) -> Entity.Named:
-        return cls.Named(
-            originator_id=entity_uuid(fields["entity_id"]),
-            originator_version=cls.INITIAL_VERSION,
-            timestamp=at,
-            originator_topic=cls.TOPIC,
-            **fields,
-        )
+        """The Named event (version 1) of a content-derived entity id."""
+        event: Entity.Named = created(cls, cls.Named, entity_uuid(fields["entity_id"]), at,
+                                      fields)
+        return event
 
 
 def intake_event(cls: type[Any], *, run_hash: str, version: int, at: datetime,
