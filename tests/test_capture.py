@@ -1196,3 +1196,195 @@ def test_a_version_1_captured_event_decodes_with_no_fact() -> None:
     decoded = mapper.to_domain_event(old)
     assert isinstance(decoded, Memory.Captured)
     assert decoded.fact is None and decoded.text == "Tea"
+
+
+# --------------------------------------------------------------------------------------------
+# Review findings: history crowding, stale facts and vectors, dated task updates, replacement
+# duplicates, warnings, the sidecar bound (E4, E16, E28/A20, E36, F8, H20)
+
+
+def _doc(text: str, **kw: Any) -> dict[str, Any]:
+    return memory(text, source="document", **kw)
+
+
+def test_superseded_history_never_crowds_a_live_line_out_of_reconcile(root: Path) -> None:
+    close = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
+    live_line = "alpha bravo charlie delta echo foxtrot golf hotel india yankee"
+    history = [f"{close} x{k}" for k in range(1, 8)]
+    records = [("extract", "L", extraction([_doc(live_line)])),
+               ("extract", "s1", extraction([_doc(history[0])])),
+               ("reconcile", "s1", reconcile({"action": "ADD"}))]
+    turns = ["L", "s1"]
+    for k in range(2, 7):  # each supersedes the last: history piles up close to `close`
+        records += [("extract", f"s{k}", extraction([_doc(history[k - 1])])),
+                    ("reconcile", f"s{k}", reconcile(
+                        {"action": "SUPERSEDE", "target": "m1", "text": history[k - 1]}))]
+        turns.append(f"s{k}")
+    records += [("extract", "s7", extraction([_doc(history[6])])),
+                ("reconcile", "s7", reconcile({"action": "SUPERSEDE", "target": "m1",
+                                               "text": "zulu unrelated words"})),
+                ("extract", "cand", extraction([_doc(close)])),
+                ("reconcile", "cand", reconcile({"action": "NOOP", "target": "m1"}))]
+    store, model = open_capture(root, script(*records))
+    with store:
+        for t in [*turns, "s7", "cand"]:
+            store.persist_completed_turn(turn(t, "x"))
+            store.drain()
+    assert stages(model, "cand") == ["extract", "reconcile"]
+    live = [t for t, (status, _) in lines(root).items() if status == "open"]
+    assert close not in live and live_line in live
+
+
+def test_an_update_restates_the_structured_fact(root: Path) -> None:
+    records = script(
+        ("extract", "a", extraction([memory("Morgan's home town is Berlin", entities=["m"],
+                                            fact=("m", "home_town", "Berlin"))], MORGAN)),
+        ("review", "a", review("keep")),
+        ("extract", "b", extraction([memory("Morgan's home town is Potsdam", entities=["m"],
+                                            fact=("m", "home_town", "Potsdam"))], MORGAN)),
+        ("review", "b", review("keep")),
+        ("reconcile", "b", reconcile({"action": "UPDATE", "target": "m1",
+                                      "text": "Morgan's home town is Potsdam near Berlin"})))
+    store, _ = open_capture(root, records)
+    with store:
+        for t in "ab":
+            store.persist_completed_turn(turn(t, "x"))
+        store.drain()
+        card = store.auto_recall("Tell me about Morgan and her family")
+    assert rows(root, "SELECT mm.fact_value FROM memory_meta mm") == [("Potsdam",)]
+    assert "- home town: Potsdam (you said" in card and "Berlin)" not in card
+
+
+def test_a_rewritten_line_rejoins_vector_search_after_a_restart(root: Path) -> None:
+    import memory_es.store as store_module
+    old, new = "alpha bravo charlie delta", "alpha bravo charlie delta echo foxtrot"
+    records = script(("extract", "a", extraction([_doc(old)])),
+                     ("extract", "b", extraction([_doc("kilo lima mike november")])),
+                     ("extract", "c", extraction([_doc("alpha bravo charlie delta echo")])),
+                     ("reconcile", "c", reconcile({"action": "UPDATE", "target": "m1",
+                                                   "text": new})))
+    embedder = BagEmbedder()
+    store, _ = open_capture(root, records, embedder=embedder)
+    with store:
+        for t in "ab":
+            store.persist_completed_turn(turn(t, "x"))
+            store.drain()
+        store.persist_completed_turn(turn("c", "x"))
+        real = store_module.crash_point
+
+        def crash(name: str) -> None:
+            if name == "worker.before_commit":
+                raise KeyboardInterrupt  # leaves the retained reconcile, like a kill
+        store_module.crash_point = crash
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                store.drain()
+        finally:
+            store_module.crash_point = real
+    store, _ = open_capture(root, [], embedder=embedder)
+    with store:
+        store.drain()  # the retained reconcile completes: the line's vector is stale
+        store.recall("unrelated query")  # the matrix is built while the line waits
+        while store.embed_pending():
+            pass
+        hit = store.recall(new).recall.hits[0]
+    assert hit.text == new and hit.score > 0.99
+
+
+def test_a_dated_update_of_a_task_still_becomes_a_threaded_note(root: Path) -> None:
+    records = script(
+        ("extract", "r1", extraction([memory("Plumber confirmed the repair for 2026-05-11",
+                                             entities=["p"])], PLUMBER)),
+        ("review", "r1", review("keep")),
+        ("reconcile", "r1", reconcile({"action": "UPDATE", "target": "m1",
+                                       "text": "Fix the sink on 2026-05-11"})))
+    store, _ = open_capture(root, records)
+    with store:
+        _seed_task(store, "Fix the sink with the plumber")
+        store.persist_completed_turn(turn("r1", "x"))
+        store.drain()
+    assert lines(root)["Fix the sink with the plumber"] == ("open", "task")
+    assert [e["kind"] for e in json.loads((root / SIDECAR_FILE).read_bytes())["entries"]] == [
+        "thread"]
+
+
+def test_e16_a_replacement_text_that_is_already_a_live_line_is_not_added_again(
+        root: Path) -> None:
+    records = script(
+        ("extract", "a", extraction([_doc("Morgan lives in Berlin", entities=["m"]),
+                                     _doc("Morgan lives in Madrid", entities=["m"])], MORGAN)),
+        ("extract", "b", extraction([_doc("Morgan has moved to Madrid", entities=["m"])],
+                                    MORGAN)),
+        ("reconcile", "b", reconcile({"action": "SUPERSEDE", "target": "m2",
+                                      "text": "Morgan lives in Madrid"})))
+    store, _ = open_capture(root, records)
+    with store:
+        for t in "ab":
+            store.persist_completed_turn(turn(t, "x"))
+            store.drain()
+    assert lines(root) == {"Morgan lives in Berlin": ("superseded", "note"),
+                           "Morgan lives in Madrid": ("open", "note")}
+    (entry,) = json.loads((root / SIDECAR_FILE).read_bytes())["entries"]
+    madrid = rows(root, "SELECT id FROM memories WHERE text = 'Morgan lives in Madrid'")[0][0]
+    assert entry["by"] == madrid
+    assert health(root).status == "clean"
+
+
+def test_e36_a_failed_model_call_is_logged_without_content(
+        root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store, _ = open_capture(root, script(("extract", "r1", "!model_timeout")))
+    with store, caplog.at_level("WARNING", logger="memory_es"):
+        store.persist_completed_turn(turn("r1", "Secret-Wombat-77 details"))
+        store.drain()
+    (record,) = [r for r in caplog.records if getattr(r, "memory_event", "") == "capture_failed"]
+    assert record.getMessage().endswith(f"{run_hash('r1')}): model_timeout")
+    assert "Wombat" not in caplog.text
+
+
+def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_es.capture.pipeline as pipeline
+    from memory_es.store import rebuild_root
+    monkeypatch.setattr(pipeline, "SIDECAR_MAX_ENTRIES", 1)
+    records = seed_morgan("Morgan lives in Berlin") + script(
+        ("extract", "b", extraction([memory("Morgan moved to Madrid", entities=["m"])],
+                                    MORGAN)),
+        ("review", "b", review("keep")),
+        ("reconcile", "b", reconcile({"action": "SUPERSEDE", "target": "m1",
+                                      "text": "Morgan lives in Madrid"})),
+        ("extract", "c", extraction([memory("Morgan moved to Lisbon", entities=["m"])],
+                                    MORGAN)),
+        ("review", "c", review("keep")),
+        ("reconcile", "c", reconcile({"action": "SUPERSEDE", "target": "m1",
+                                      "text": "Morgan lives in Lisbon"})),
+        ("extract", "d", extraction([memory("Lee paints")])), ("review", "d", review("keep")))
+    store, _ = open_capture(root, records)
+    with store:
+        for t in ("seed", "b", "c", "d"):
+            store.persist_completed_turn(turn(t, "x"))
+            store.drain()
+        c = outcome(store, "c")
+        assert (c["state"], c["category"], c["retained"]) == ("pending", "io_error", "reconcile")
+        assert outcome(store, "d")["outcome"] == "captured"  # later turns still project
+    assert len(json.loads((root / SIDECAR_FILE).read_bytes())["entries"]) == 1
+    assert health(root).status == "clean"
+    rebuild_root(root)
+    assert sorted(p.name for p in (root / "index").iterdir()) == ["CURRENT", "gen-2"]
+
+
+def test_a_failed_rebuild_leaves_no_half_built_generation(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import projections.replay as replay
+    from memory_es.store import rebuild_root
+    store, _ = open_capture(root, script(("extract", "r1", extraction([memory("Lee paints")])),
+                                         ("review", "r1", review("keep"))))
+    with store:
+        store.persist_completed_turn(turn("r1", "x"))
+        store.drain()
+
+    def broken(index: Any) -> dict[str, bytes]:
+        raise MemoryEsError("sidecar over its bounds", code="sidecar_too_large")
+    monkeypatch.setattr(replay, "render_all", broken)
+    with pytest.raises(MemoryEsError):
+        rebuild_root(root)
+    assert sorted(p.name for p in (root / "index").iterdir()) == ["CURRENT", "gen-1"]

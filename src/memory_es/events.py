@@ -247,10 +247,16 @@ class Memory(Aggregate):
         """Reconcile UPDATE (E12, K3): complete replacement text, stamped with its session."""
 
         TOPIC = "memory_es/Memory.TextUpdated"
+        class_version = 2  # v2 added ``fact``
         memory_id: str
         text: str
         session: str | None
         run_hash: str
+        fact: dict[str, str] | None  # the updated line's structured fact; None: unchanged
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["fact"] = None
 
         def apply(self, aggregate: Any) -> None:
             aggregate.text = self.text

@@ -220,21 +220,27 @@ class VectorMatrix:
             "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
             f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
             "ORDER BY v.rowid", (identity, self._last)))
-        if self._readd:
-            wanted = sorted(r for r in self._readd if r <= self._last)
-            back = list(conn.execute(
-                "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-                f"WHERE v.identity = ? AND v.rowid IN ({','.join('?' * len(wanted))}) "
-                f"AND m.status NOT IN {_TERMINAL_SQL}", (identity, *wanted))) if wanted else []
-            self._readd.difference_update(r[0] for r in back)
-            if wanted:  # a row that left recall for good is not waited for
-                self._readd.difference_update(r[0] for r in conn.execute(
-                    f"SELECT rowid FROM memories WHERE rowid IN ({','.join('?' * len(wanted))}) "
-                    f"AND status IN {_TERMINAL_SQL}", wanted))
-            self._append(back)
         self._append(rows)
         if rows:
             self._last = int(rows[-1][0])
+        # A row below the high-water mark still waiting for its vector (a text rewritten before
+        # this matrix existed, or since) is read once it has one.
+        self._readd.update(r[0] for r in _entity_rows(
+            conn, "SELECT rowid FROM vector_pending WHERE rowid <= ?", (self._last,)))
+        wanted = sorted(r for r in self._readd if r <= self._last)
+        if not wanted:
+            return
+        marks = ",".join("?" * len(wanted))
+        back = list(conn.execute(
+            "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+            f"WHERE v.identity = ? AND v.rowid IN ({marks}) AND m.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY v.rowid", (identity, *wanted)))
+        self._readd.difference_update(r[0] for r in back)
+        # a row that left recall for good is not waited for
+        self._readd.difference_update(r[0] for r in conn.execute(
+            f"SELECT rowid FROM memories WHERE rowid IN ({marks}) AND status IN {_TERMINAL_SQL}",
+            wanted))
+        self._append(back)
 
     def _append(self, rows: list[Any]) -> None:
         if not rows:
@@ -388,7 +394,8 @@ def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
 
 
 def _entity_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
-    """Graph reads; an index generation from before the graph tables has no graph."""
+    """Reads of tables newer than some index generations (graph, vector queue): a generation
+    from before them simply has no such rows."""
     try:
         return list(conn.execute(sql, params))
     except apsw.SQLError:

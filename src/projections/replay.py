@@ -34,6 +34,7 @@ INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
 RUNTIME_DIR = ".runtime"
 GRAPH_BYTES = "graph_bytes"  # index meta: graph.jsonl's length at the committed position
+SIDECAR_BYTES = "sidecar_bytes"  # index meta: the sidecar's length at the committed position
 _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
 _ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}
@@ -150,6 +151,8 @@ class Projector:
                     continue
                 relpath, data = render_one(self.index, kind, day)
                 self.files_written += _write_if_changed(self.root, relpath, data)
+                if kind == "sidecar":  # what capture checks before adding replay state (F8)
+                    self.index.set_meta(SIDECAR_BYTES, str(len(data) if data else 0))
             self.index.flush()
         except BaseException:
             self.index.rollback()
@@ -268,12 +271,17 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
         current = 0
     existing = [int(p.name[4:]) for p in (root / INDEX_DIR).glob("gen-*") if p.name[4:].isdigit()]
     generation = max([current, *existing]) + 1
-    index = build_generation(generation_path(root, generation), events)
+    try:
+        index = build_generation(generation_path(root, generation), events)
+    except BaseException:
+        shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
+        raise
     try:
         if before_activate is not None:  # e.g. vectors for the new generation (D10, C8)
             before_activate(index)
         expected = render_all(index)
         index.set_meta(GRAPH_BYTES, str(len(expected.get(GRAPH_FILE, b""))))
+        index.set_meta(SIDECAR_BYTES, str(len(expected.get(SIDECAR_FILE, b""))))
         index.flush()
         report = RebuildReport(generation=generation, position=index.position)
         for relpath, data in sorted(expected.items()):
@@ -283,8 +291,11 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
             if relpath not in expected:
                 os.unlink(root / relpath)
                 report.removed.append(relpath)
-    finally:
+    except BaseException:  # never leave a half-built generation behind
         index.close()
+        shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
+        raise
+    index.close()
     _activate(root, generation)
     for old in [*existing, current]:
         if old != generation:

@@ -275,6 +275,10 @@ class IndexProjection:
         self.rewritten.append(rowid)
         self.conn.execute("UPDATE memory_meta SET text_key = ? WHERE rowid = ?",
                           (text_key(e.text), rowid))
+        if e.fact is not None:  # the rewritten line states its fact anew (H20)
+            self.conn.execute(
+                "UPDATE memory_meta SET fact_subject = ?, fact_key = ?, fact_value = ? "
+                "WHERE rowid = ?", (e.fact["subject"], e.fact["key"], e.fact["value"], rowid))
         self.touched.add(("daily", day))
 
     def _superseded(self, position: int, e: Memory.Superseded) -> None:
@@ -285,6 +289,7 @@ class IndexProjection:
         self.conn.execute("UPDATE memories SET status = ? WHERE rowid = ?", (e.status, rowid))
         if e.status != "superseded":  # invalidated is terminal: it leaves the vector matrix
             self.rewritten.append(rowid)
+            self.conn.execute("DELETE FROM vector_pending WHERE rowid = ?", (rowid,))
         self.conn.execute("UPDATE memory_meta SET superseded_by = ? WHERE rowid = ?",
                           (e.by, rowid))
         self.conn.execute("INSERT OR IGNORE INTO lifecycle VALUES (?, ?, ?, ?, ?, ?)",

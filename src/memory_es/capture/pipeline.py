@@ -26,6 +26,7 @@ ADDs every non-duplicate line (E25, E32, DESIGN 9.2); a failed extraction dead-l
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -67,10 +68,12 @@ from memory_es.events import Entity, Intake, Memory, entity_uuid, intake_event, 
 from memory_es.observe import observe
 from memory_es.text import journal_text, run_memory_id, sha256_hex, text_key
 from memory_es.worker import StepContext, StepFailure
+from projections.graph import SIDECAR_ENTRY_MAX_BYTES, SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
 
 if TYPE_CHECKING:
     from memory_es.config import MemoryConfig
 
+log = logging.getLogger("memory_es")
 SALIENCE_FLOOR = 0.5  # E18
 CLOSE_COSINE = 0.75  # DESIGN 9.10
 SAME_ENTITY_LINES = 3  # E29
@@ -122,6 +125,10 @@ class CaptureReads(Protocol):
 
     def version(self, originator_id: UUID) -> int:
         """The aggregate's last version in the journal (0 when it has none)."""
+        ...
+
+    def replay_state(self) -> tuple[int, int]:
+        """(entries, bytes) of the replay sidecar as projected (F8)."""
         ...
 
 
@@ -215,14 +222,15 @@ def _iso_dates(text: str) -> list[str]:
 def guard(decision: Decision, line: Line, target: StoredLine | None, turn: Turn) -> Decision:
     """The structural guards on a classifier decision (E14, E15, E28, A20, A21).
 
-    A target that is gone or no longer live makes the decision an ADD.
+    A target that is gone or no longer live makes the decision an ADD. A task's UPDATE always
+    stays an UPDATE (it becomes a threaded note, A20), even when dated.
     """
     if decision.action == "ADD" or (decision.action == "NOOP" and target is not None):
         return decision
     if target is None or target.status in ("superseded", "invalidated", "dropped"):
         return Decision(decision.line, "ADD")
     action = decision.action
-    if action == "UPDATE" and decision.text is not None:
+    if action == "UPDATE" and decision.text is not None and target.kind != "task":
         new_dates = _iso_dates(decision.text)
         old_dates = _iso_dates(target.text)
         if new_dates and (not old_dates or old_dates[-1] < new_dates[-1]):
@@ -309,8 +317,11 @@ class CaptureProcessor:
                            memory_exists=ctx.memory_exists)
         try:
             return self._capture(admitted, payload, ctx)
-        except ModelError as e:
-            raise to_step_failure(e) from None  # content-free category only
+        except ModelError as e:  # E36: warn, stay pending, retry durably; content-free
+            log.warning("memory_es capture attempt failed (intake %s): %s",
+                        admitted.run_hash, e.code,
+                        extra={"memory_event": "capture_failed", "code": e.code})
+            raise to_step_failure(e) from None
 
     def _capture(self, admitted: Intake.Admitted, payload: bytes | None,
                  ctx: StepContext) -> list[Any]:
@@ -388,6 +399,9 @@ class CaptureProcessor:
                          keys={e.id: entity_key(e.name, e.type) for e in plan.entities})
         stored_lines: list[tuple[str, Line]] = []
         changed: set[str | None] = set()
+        # E16 also holds for the classifier's replacement texts and for lines of this commit:
+        # text that is already a live line never becomes a second one.
+        live = reads.duplicates([text_key(d.text) for d in choices if d.text])
         for line in fresh:
             decision = by_line.get(line.index, Decision(line.index, "ADD"))
             target = targets.get(decision.target) if decision.target else None
@@ -400,43 +414,83 @@ class CaptureProcessor:
             if decision.action == "NOOP" or not self._allowed(line):
                 continue
             new_id = run_memory_id(run_hash, line.index)
-            if decision.action in ("SUPERSEDE", "UPDATE") and target is not None \
-                    and target.kind == "task":
+            if target is not None and target.kind == "task":
                 # A20/A21: a task is never rewritten; the news is its own note
-                self._captured(commit, admitted, new_id, line, line.text, turn)
+                if not self._add(commit, admitted, new_id, line, line.text, turn, live):
+                    continue
                 if decision.action == "SUPERSEDE":
-                    commit.append(Memory.Superseded, memory_uuid(target.id), memory_id=target.id,
-                                  by=new_id,
-                                  status="invalidated", run_hash=run_hash)
+                    commit.append(Memory.Superseded, memory_uuid(target.id),
+                                  memory_id=target.id, by=new_id, status="invalidated",
+                                  run_hash=run_hash)
                 else:
                     commit.append(Memory.Threaded, memory_uuid(new_id), memory_id=new_id,
-                                  to=target.id,
-                                  weight=THREAD_WEIGHT, run_hash=run_hash)
+                                  to=target.id, weight=THREAD_WEIGHT, run_hash=run_hash)
                 stored_lines.append((new_id, line))
-            elif decision.action == "UPDATE" and target is not None:
+            elif target is not None and decision.action in ("UPDATE", "SUPERSEDE"):
                 assert decision.text is not None
-                if journal_text(decision.text) != journal_text(target.text):
+                same = live.get(text_key(decision.text))
+                if same == target.id or journal_text(decision.text) == journal_text(target.text):
+                    continue  # the line already says exactly this
+                if same is not None:  # another live line says it: the target is history
+                    commit.append(Memory.Superseded, memory_uuid(target.id),
+                                  memory_id=target.id, by=same, status="superseded",
+                                  run_hash=run_hash)
+                elif decision.action == "UPDATE":
                     commit.append(Memory.TextUpdated, memory_uuid(target.id),
                                   memory_id=target.id, text=decision.text,
-                                  session=turn.session, run_hash=run_hash)
-            elif decision.action == "SUPERSEDE" and target is not None:
-                self._captured(commit, admitted, new_id, line, decision.text or line.text, turn)
-                commit.append(Memory.Superseded, memory_uuid(target.id), memory_id=target.id,
-                                  by=new_id,
-                              status="superseded", run_hash=run_hash)
+                                  session=turn.session, run_hash=run_hash,
+                                  fact=self._fact(commit, line))
+                    live[text_key(decision.text)] = target.id
+                elif self._add(commit, admitted, new_id, line, decision.text, turn, live):
+                    commit.append(Memory.Superseded, memory_uuid(target.id),
+                                  memory_id=target.id, by=new_id, status="superseded",
+                                  run_hash=run_hash)
+                    stored_lines.append((new_id, line))
+            elif self._add(commit, admitted, new_id, line, line.text, turn, live):
                 stored_lines.append((new_id, line))
-            else:
-                self._captured(commit, admitted, new_id, line, line.text, turn)
-                stored_lines.append((new_id, line))
+        self._check_sidecar_room(commit, reads)
         graph = self._graph(plan, stored_lines, reads, commit, run_hash)
         outcome = "captured" if commit.events else "empty"
         return [*graph, *commit.events,
                 Intake.resolved(run_hash=run_hash, version=revision, at=ctx.at,
                                 outcome=outcome)]
 
+    @staticmethod
+    def _check_sidecar_room(commit: _Commit, reads: CaptureReads) -> None:
+        """F8, fail closed: never commit replay state the sidecar could not hold (the
+        projection would then stop for good); the capture waits, content-free, instead."""
+        adding = sum(isinstance(e, Memory.Superseded | Memory.Threaded) for e in commit.events)
+        if not adding:
+            return
+        entries, size = reads.replay_state()
+        if entries + adding > SIDECAR_MAX_ENTRIES or \
+                size + adding * SIDECAR_ENTRY_MAX_BYTES > SIDECAR_MAX_BYTES:
+            log.warning("memory_degraded: the replay sidecar is full (%d entries, %d bytes); "
+                        "capture waits", entries, size,
+                        extra={"memory_event": "memory_degraded", "code": "sidecar_full"})
+            raise StepFailure("io_error")
+
     def _allowed(self, line: Line) -> bool:
         """A16: stored only if an accepted label has an allowed kind (unset: everything)."""
         return self.only is None or any(label in self.only for label in line.labels)
+
+    def _add(self, commit: _Commit, admitted: Intake.Admitted, memory_id: str, line: Line,
+             text: str, turn: Turn, live: dict[str, str]) -> bool:
+        """Capture ``text`` as a new line unless a live line (or one of this commit) already
+        says it (E16); returns whether it was added."""
+        key = text_key(text)
+        if key in live:
+            return False
+        live[key] = memory_id
+        self._captured(commit, admitted, memory_id, line, text, turn)
+        return True
+
+    @staticmethod
+    def _fact(commit: _Commit, line: Line) -> dict[str, str] | None:
+        if line.fact is None:
+            return None
+        return {"subject": commit.keys[line.fact.entity], "key": line.fact.key,
+                "value": line.fact.value}
 
     def _captured(self, commit: _Commit, admitted: Intake.Admitted, memory_id: str,
                   line: Line, text: str, turn: Turn) -> None:
@@ -447,9 +501,7 @@ class CaptureProcessor:
             entity_ids=[commit.keys[ref] for ref in plan_refs], scope=turn.scope,
             source=line.source, salience=line.salience, from_task=line.from_task,
             session=turn.session, run_hash=turn.run_hash, tier=admitted.tier,
-            fact=None if line.fact is None else {
-                "subject": commit.keys[line.fact.entity], "key": line.fact.key,
-                "value": line.fact.value}))
+            fact=self._fact(commit, line)))
         commit.versions[memory_uuid(memory_id)] = 1
 
     def _graph(self, plan: ExtractionPlan, stored: list[tuple[str, Line]], reads: CaptureReads,

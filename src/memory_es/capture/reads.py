@@ -19,7 +19,8 @@ from memory_es.capture.pipeline import CLOSE_COSINE, SAME_ENTITY_LINES, StoredLi
 T = TypeVar("T")
 HISTORY = ("superseded", "invalidated", "dropped")
 _LIVE = "m.status NOT IN ('superseded', 'invalidated', 'dropped')"
-CLOSE_BY_COSINE = 5  # at most this many cosine-close lines per candidate (our bound)
+CLOSE_BY_COSINE = 5  # at most this many cosine-close live lines per candidate (our bound)
+NEAREST_SCANNED = 50  # nearest vectors looked at per candidate, history included
 _LINE_SQL = ("SELECT m.id, m.text, m.day, m.kind, m.status, mm.labels, mm.scope, m.source, "
              "m.rowid FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id ")
 
@@ -73,7 +74,8 @@ class IndexReads:
         vectors = self._embed(texts)
         if vectors is None:
             return None
-        nearest = self._nearest(vectors, CLOSE_BY_COSINE) if vectors else []
+        # Wide enough that superseded history close to the text cannot crowd live lines out
+        nearest = self._nearest(vectors, NEAREST_SCANNED) if vectors else []
 
         def query(conn: apsw.Connection) -> list[list[StoredLine]]:
             out: list[list[StoredLine]] = []
@@ -84,7 +86,7 @@ class IndexReads:
                 if rowids:
                     by_rowid = {row[8]: _line(row) for row in conn.execute(
                         _LINE_SQL + f"WHERE m.rowid IN ({_marks(rowids)}) AND {_LIVE}", rowids)}
-                    lines = [by_rowid[r] for r in rowids if r in by_rowid]
+                    lines = [by_rowid[r] for r in rowids if r in by_rowid][:CLOSE_BY_COSINE]
                 if entities:  # E29: up to 3 same-entity lines, no vector score: those sharing
                     seen = {line.id for line in lines}  # the structured fact key first
                     subject, key = fact if fact is not None else ("", "")
@@ -132,6 +134,17 @@ class IndexReads:
                     found.add(triple)
             return found
         result: set[tuple[str, str, str]] = self._run(query) if wanted else set()
+        return result
+
+    def replay_state(self) -> tuple[int, int]:
+        """(entries, bytes) of the replay sidecar at the projected position (F8)."""
+        def query(conn: apsw.Connection) -> tuple[int, int]:
+            counts: list[Any] = [conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+                                 for table in ("lifecycle", "threads")]
+            entries = sum(int(c[0]) for c in counts)
+            row: Any = conn.execute("SELECT value FROM meta WHERE key = 'sidecar_bytes'").fetchone()
+            return entries, int(row[0]) if row else 0
+        result: tuple[int, int] = self._run(query)
         return result
 
     def version(self, originator_id: UUID) -> int:
