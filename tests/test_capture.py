@@ -1388,3 +1388,55 @@ def test_a_failed_rebuild_leaves_no_half_built_generation(
     with pytest.raises(MemoryEsError):
         rebuild_root(root)
     assert sorted(p.name for p in (root / "index").iterdir()) == ["CURRENT", "gen-1"]
+
+
+def _three_moves() -> list[dict[str, str]]:
+    records = seed_morgan("Morgan lives in Berlin")
+    for run_id, city in (("b", "Madrid"), ("c", "Lisbon"), ("d", "Porto")):
+        records += script(
+            ("extract", run_id, extraction([memory(f"Morgan moved to {city}", entities=["m"])],
+                                           MORGAN)),
+            ("review", run_id, review("keep")),
+            ("reconcile", run_id, reconcile({"action": "SUPERSEDE", "target": "m1",
+                                             "text": f"Morgan lives in {city}"})))
+    return records
+
+
+def test_the_sidecar_grows_in_place_to_exactly_its_full_render(root: Path) -> None:
+    from memory_es.store import rebuild_root
+    store, _ = open_capture(root, _three_moves())
+    with store:
+        for t in ("seed", "b", "c", "d"):
+            store.persist_completed_turn(turn(t, "x"))
+            store.drain()
+    live = (root / SIDECAR_FILE).read_bytes()
+    assert len(json.loads(live)["entries"]) == 3
+    rebuild_root(root)  # renders the whole file from the index
+    assert (root / SIDECAR_FILE).read_bytes() == live
+    assert health(root).status == "clean"
+
+
+def test_a_kill_inside_a_sidecar_append_converges(root: Path) -> None:
+    import projections.replay as replay
+    store, _ = open_capture(root, _three_moves())
+    with store:
+        for t in ("seed", "b", "c"):
+            store.persist_completed_turn(turn(t, "x"))
+            store.drain()
+        store.persist_completed_turn(turn("d", "x"))
+        real = replay.crash_point
+
+        def crash(name: str) -> None:
+            if name == "sidecar.before_fsync":
+                raise KeyboardInterrupt  # the bytes are written, the index is not committed
+        replay.crash_point = crash
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                store.drain()
+        finally:
+            replay.crash_point = real
+    store, _ = open_capture(root, [])
+    with store:
+        store.drain()
+    assert len(json.loads((root / SIDECAR_FILE).read_bytes())["entries"]) == 3
+    assert health(root).status == "clean"

@@ -57,15 +57,21 @@ def render_graph(conn: apsw.Connection, after: int = 0) -> bytes | None:
     return b"".join(canonical(value) + b"\n" for _, _, value in rows)
 
 
-def sidecar_entries(conn: apsw.Connection) -> list[dict[str, Any]]:
-    """The replay-owned rows of an index, in journal order, as sidecar entries."""
+SIDECAR_TAIL = b'],"version":1}\n'  # how every non-empty sidecar ends
+
+
+def sidecar_entries(conn: apsw.Connection, after: int = 0) -> list[dict[str, Any]]:
+    """The replay-owned rows after journal position ``after``, in journal order, as sidecar
+    entries (appended in that order, so a live writer only ever adds at the end)."""
     entries: list[tuple[int, dict[str, Any]]] = []
     for rowid, memory_id, status, by, at, digest in conn.execute(
-            "SELECT rowid, memory_id, status, by, at, authority FROM lifecycle"):
+            "SELECT rowid, memory_id, status, by, at, authority FROM lifecycle "
+            "WHERE rowid > ?", (after,)):
         entries.append((rowid, {"kind": "lifecycle", "memory": memory_id, "status": status,
                                 "by": by, "at": at, "authority": "capture", "digest": digest}))
     for rowid, src, dst, weight, at, digest in conn.execute(
-            "SELECT rowid, src, dst, weight, at, authority FROM threads"):
+            "SELECT rowid, src, dst, weight, at, authority FROM threads WHERE rowid > ?",
+            (after,)):
         entries.append((rowid, {"kind": "thread", "from": src, "to": dst, "weight": weight,
                                 "at": at, "authority": "capture", "digest": digest}))
     return [{"position": rowid, **entry} for rowid, entry in sorted(entries,
@@ -85,6 +91,26 @@ def render_sidecar(conn: apsw.Connection) -> bytes | None:
         raise MemoryEsError(f"{SIDECAR_FILE}: {len(data)} bytes, more than "
                             f"{SIDECAR_MAX_BYTES}", code="sidecar_too_large")
     return data
+
+
+def sidecar_append(conn: apsw.Connection, after: int, size: int) -> bytes | None:
+    """What replaces the last ``len(SIDECAR_TAIL)`` bytes of a non-empty sidecar of ``size``
+    bytes to add the entries after ``after``: the same bytes a full render gives. None when
+    there is nothing new. Raises ``sidecar_too_large`` past the bounds (F8)."""
+    new = sidecar_entries(conn, after)
+    if not new:
+        return None
+    counts: list[Any] = [conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+                         for table in ("lifecycle", "threads")]
+    total = sum(int(c[0]) for c in counts)
+    if total > SIDECAR_MAX_ENTRIES:
+        raise MemoryEsError(f"{SIDECAR_FILE}: {total} entries, more than "
+                            f"{SIDECAR_MAX_ENTRIES}", code="sidecar_too_large")
+    tail = b"," + b",".join(canonical(entry) for entry in new) + SIDECAR_TAIL
+    if size - len(SIDECAR_TAIL) + len(tail) > SIDECAR_MAX_BYTES:
+        raise MemoryEsError(f"{SIDECAR_FILE}: more than {SIDECAR_MAX_BYTES} bytes",
+                            code="sidecar_too_large")
+    return tail
 
 
 def sidecar_problem(data: bytes) -> str | None:

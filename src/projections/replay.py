@@ -24,7 +24,14 @@ from memory_es.fsutil import (
     make_private_dir,
     remove_stale_temps,
 )
-from projections.graph import GRAPH_FILE, SIDECAR_FILE, render_graph, render_sidecar
+from projections.graph import (
+    GRAPH_FILE,
+    SIDECAR_FILE,
+    SIDECAR_TAIL,
+    render_graph,
+    render_sidecar,
+    sidecar_append,
+)
 from projections.markdown import render_audit, render_daily
 from projections.sqlite_index import IndexProjection
 
@@ -148,11 +155,11 @@ class Projector:
             for kind, day in sorted(self.index.touched):
                 if kind == "graph":
                     self.files_written += self._flush_graph()
-                    continue
-                relpath, data = render_one(self.index, kind, day)
-                self.files_written += _write_if_changed(self.root, relpath, data)
-                if kind == "sidecar":  # what capture checks before adding replay state (F8)
-                    self.index.set_meta(SIDECAR_BYTES, str(len(data) if data else 0))
+                elif kind == "sidecar":
+                    self.files_written += self._flush_sidecar()
+                else:
+                    relpath, data = render_one(self.index, kind, day)
+                    self.files_written += _write_if_changed(self.root, relpath, data)
             self.index.flush()
         except BaseException:
             self.index.rollback()
@@ -188,6 +195,45 @@ class Projector:
             os.close(fd)
         self.index.set_meta(GRAPH_BYTES, str(int(known) + len(tail)))
         return bool(tail)
+
+    def _flush_sidecar(self) -> bool:
+        """Add the new entries in place of the closing bytes, when the file is exactly what the
+        index last committed; otherwise (absent, empty, or a crash mid-write) rewrite it whole
+        and atomically. The length the index records (committed with the position) is also
+        what capture checks before adding replay state (F8)."""
+        path = self.root / SIDECAR_FILE
+        known = self.index.meta(SIDECAR_BYTES)
+        try:
+            size: int | None = os.lstat(path).st_size
+        except FileNotFoundError:
+            size = None
+        tail = None
+        if known is not None and size is not None and size == int(known) > len(SIDECAR_TAIL):
+            with open(path, "rb") as f:
+                f.seek(size - len(SIDECAR_TAIL))
+                if f.read() == SIDECAR_TAIL:
+                    tail = sidecar_append(self.index.conn, self.index.committed_position(),
+                                          size)
+                    if tail is None:
+                        return False
+        if tail is None:
+            data = render_sidecar(self.index.conn)
+            written = _write_if_changed(self.root, SIDECAR_FILE, data)
+            self.index.set_meta(SIDECAR_BYTES, str(len(data) if data else 0))
+            return written
+        assert size is not None
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.lseek(fd, size - len(SIDECAR_TAIL), os.SEEK_SET)
+            view = memoryview(tail)
+            while view:
+                view = view[os.write(fd, view):]
+            crash_point("sidecar.before_fsync")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.index.set_meta(SIDECAR_BYTES, str(size - len(SIDECAR_TAIL) + len(tail)))
+        return True
 
     def catch_up(self, events: Iterable[tuple[int, object]]) -> int:
         """Apply every event after our position, then flush; returns the new position."""
