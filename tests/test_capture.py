@@ -27,12 +27,12 @@ from helpers_capture import (
     script,
     turn,
 )
-from memory_es.capture.pipeline import entity_key
 from memory_es.errors import MemoryEsError
 from memory_es.events import Memory
 from memory_es.intake import run_hash
 from memory_es.reader import health
 from memory_es.store import MemoryStore
+from memory_es.text import entity_key
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 from projections.replay import generation_path, read_current
 

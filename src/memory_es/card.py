@@ -18,7 +18,9 @@ from typing import Any
 
 import apsw
 
-from memory_es.text import sha256_hex
+from memory_es.scoring import HISTORY_STATUSES
+from memory_es.text import entity_key
+from projections.sqlite_index import sql_list
 
 CARD_MAX_PEOPLE = 2
 CARD_MAX_LINES = 8  # per person (our bound)
@@ -27,17 +29,11 @@ BIRTH_KEYS = frozenset({"birth_date", "birthday", "date_of_birth", "born"})
 _ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _WORDS = re.compile(r"\w+")
 _PERSON_REF = re.compile(r"\bperson:([0-9a-f]{8,64})\b")
-_HISTORY = "('superseded', 'invalidated', 'dropped')"
 ATTRIBUTION = {"user": "you said", "document": "from a document"}
 
 
 def _fold(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-def _person_key(name: str) -> str:
-    """The graph id of a person named ``name`` (the same rule as capture's entity ids)."""
-    return sha256_hex(f"person\x00{_fold(name)}")
 
 
 def _name_grams(text: str) -> set[str]:
@@ -55,7 +51,7 @@ def _name_grams(text: str) -> set[str]:
 
 def mentioned_people(conn: apsw.Connection, text: str) -> list[tuple[str, str]]:
     """(entity id, name) of the people the text names exactly, in graph order."""
-    ids = sorted({_person_key(g) for g in _name_grams(text)})
+    ids = sorted({entity_key(g, "person") for g in _name_grams(text)})
     found: list[tuple[int, str, str]] = []
     try:
         if ids:
@@ -95,7 +91,7 @@ def card_lines(conn: apsw.Connection, entity_id: str, *, now: datetime,
     rows: Sequence[Any] = list(conn.execute(
         "SELECT mm.fact_key, mm.fact_value, m.source, m.recorded_at FROM memory_meta mm "
         "JOIN memories m ON m.id = mm.id WHERE mm.fact_subject = ? AND mm.fact_key IS NOT NULL "
-        f"AND m.status NOT IN {_HISTORY} AND m.source IN ('user', 'document') "
+        f"AND m.status NOT IN {sql_list(HISTORY_STATUSES)} AND m.source IN ('user', 'document') "
         "ORDER BY m.rowid", (entity_id,)))
     by_key: dict[str, list[tuple[str, str, str]]] = {}
     for key, value, source, recorded_at in rows:

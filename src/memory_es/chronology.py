@@ -46,6 +46,7 @@ from zoneinfo import ZoneInfo, available_timezones
 import apsw
 
 from memory_es.errors import MemoryEsError
+from memory_es.scoring import TERMINAL_STATUSES  # G22 / I14: never returned
 
 MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
 DEFAULT_LIMIT = 10
@@ -62,7 +63,6 @@ UNSAFE_TEXT_MARKER = "[unsafe text withheld]"
 UNSAFE_ID_MARKER = "[unsafe id withheld]"
 UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
 
-TERMINAL_STATUSES = ("dropped", "invalidated")  # G22 / I14: never returned
 RANGE_FIELDS = ("fromDate", "throughDate", "timeZone")
 CURSOR_VERSION = 1
 

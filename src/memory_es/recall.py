@@ -45,7 +45,7 @@ from memory_es.scoring import (
     score_all,
     select,
 )
-from projections.sqlite_index import connect_derived, fts_query
+from projections.sqlite_index import connect_derived, fts_query, sql_list
 
 log = logging.getLogger("memory_es")
 
@@ -55,7 +55,7 @@ MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
 MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
-_TERMINAL_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(TERMINAL_STATUSES)) + ")"
+_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 
 
 # Measured for the local all-MiniLM-L6-v2 int8 model on bench/data/recall_labelled.json by
@@ -225,7 +225,7 @@ class VectorMatrix:
             self._last = int(rows[-1][0])
         # A row below the high-water mark still waiting for its vector (a text rewritten before
         # this matrix existed, or since) is read once it has one.
-        self._readd.update(r[0] for r in _entity_rows(
+        self._readd.update(r[0] for r in _optional_rows(
             conn, "SELECT rowid FROM vector_pending WHERE rowid <= ?", (self._last,)))
         wanted = sorted(r for r in self._readd if r <= self._last)
         if not wanted:
@@ -393,7 +393,7 @@ def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
     )
 
 
-def _entity_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+def _optional_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
     """Reads of tables newer than some index generations (graph, vector queue): a generation
     from before them simply has no such rows."""
     try:
@@ -409,13 +409,13 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
         return candidates
     ids = [c.id for c in candidates]
     names: dict[str, list[str]] = {}
-    for memory_id, name in _entity_rows(
+    for memory_id, name in _optional_rows(
             conn, f"SELECT me.memory_id, e.name FROM memory_entities me JOIN entities e "
                   f"ON e.id = me.entity_id WHERE me.memory_id IN ({','.join('?' * len(ids))}) "
                   "ORDER BY me.memory_id, me.ord", ids):
         names.setdefault(memory_id, []).append(name)
     facts = {row[0]: Fact(subject=row[1], property=row[2], scope=row[3], value=row[4])
-             for row in _entity_rows(
+             for row in _optional_rows(
                  conn, "SELECT id, fact_subject, fact_key, scope, fact_value FROM memory_meta "
                        f"WHERE id IN ({','.join('?' * len(ids))}) AND fact_key IS NOT NULL", ids)}
     if not names and not facts:
@@ -438,18 +438,18 @@ def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
         return seeds
     marks = ",".join("?" * len(seeds))
     seed_ids = [c.id for c in seeds]
-    entities = {r[0] for r in _entity_rows(
+    entities = {r[0] for r in _optional_rows(
         conn, f"SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks})", seed_ids)}
     if not entities:
         return seeds
     emarks = ",".join("?" * len(entities))
     elist = sorted(entities)
-    related = {r[0] for r in _entity_rows(
+    related = {r[0] for r in _optional_rows(
         conn, f"SELECT dst FROM relations WHERE src IN ({emarks}) UNION "
               f"SELECT src FROM relations WHERE dst IN ({emarks})", [*elist, *elist])}
     hop = sorted(entities | related)
     hmarks = ",".join("?" * len(hop))
-    rows = _entity_rows(
+    rows = _optional_rows(
         conn, "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, m.source_session, m.rowid "
               f"FROM memories m WHERE m.id IN (SELECT memory_id FROM memory_entities "
               f"WHERE entity_id IN ({hmarks})) AND m.id NOT IN ({marks}) "
@@ -531,7 +531,7 @@ def labelled_background(conn: apsw.Connection, candidates: Sequence[Candidate]
     if not ids:
         return {}
     out: dict[str, str] = {}
-    for memory_id, labels, source in _entity_rows(
+    for memory_id, labels, source in _optional_rows(
             conn, f"SELECT m.id, mm.labels, m.source FROM memory_meta mm JOIN memories m "
                   f"ON m.id = mm.id WHERE mm.id IN ({','.join('?' * len(ids))}) "
                   "AND mm.scope = 'agent'", ids):

@@ -40,7 +40,9 @@ __all__ = [
     "AUTO_HEADING",
     "AUTO_LINE_TEXT_CAP_BYTES",
     "AUTO_MAX_LINES",
+    "BACKGROUND_HEADING",
     "CONFLICT_WINDOW",
+    "HISTORY_STATUSES",
     "MAX_CANDIDATES",
     "NAME_BUDGET",
     "NOMIC_V15",
@@ -61,11 +63,13 @@ __all__ = [
     "Scored",
     "anchor_bonus",
     "auto_select",
+    "background_select",
     "candidate_anchor_tokens",
     "currentness",
     "ended_on",
     "extract_anchors",
     "format_auto_line",
+    "format_background_line",
     "format_instant",
     "format_line",
     "format_recall",
@@ -73,6 +77,7 @@ __all__ = [
     "normalize",
     "owner_text_gate",
     "render_auto_block",
+    "render_background",
     "rrf",
     "rrf_hint",
     "score",
@@ -97,6 +102,8 @@ AUTO_BLOCK_BUDGET_BYTES = 1_500  # H11: 1.5 KB, KB = 1,000 bytes of UTF-8 (DESIG
 OWNER_TEXT_MIN_EXCLUSIVE = 16  # H14: at most 16 code points suppresses the block
 AUTO_HEADING = "## Memory (possibly relevant — may be unrelated; verify before relying)"  # H1
 TERMINAL_STATUSES = frozenset({"dropped", "invalidated"})  # G22, DESIGN 9.8
+# History: terminal, or superseded. Never a duplicate, a reconcile target or a card fact.
+HISTORY_STATUSES = TERMINAL_STATUSES | {"superseded"}
 EPSILON = 1e-9
 
 CONFLICTING_NOTE = "Conflicting values:"  # G16

@@ -385,8 +385,9 @@ class MemoryStore:
         events: list[Any] = []
         new_ids: set[str] = set()
         for record in records:
-            history = [app.mapper.to_domain_event(stored)
-                       for stored in app.recorder.select_events(intake_uuid(record.id))]
+            # A capture resumes from its retained stages; a model-free step needs only the first
+            history = [app.mapper.to_domain_event(stored) for stored in app.recorder.select_events(
+                intake_uuid(record.id), lte=None if record.needs_model else 1)]
             admitted = history[0]
             assert isinstance(admitted, Intake.Admitted)
             payload = self._opened.recorder.payload(record.id) if record.payload_sha256 else None

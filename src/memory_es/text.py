@@ -25,6 +25,13 @@ def run_memory_id(run_hash: str, index: int) -> str:
     return sha256_hex(f"{run_hash}:{index}")
 
 
+def entity_key(name: str, type_: str) -> str:
+    """A graph node's id (L1): the same name (NFKC, case-folded, whitespace collapsed) and type
+    in two turns is one node; a person card finds people the same way (H20)."""
+    folded = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+    return sha256_hex(f"{type_}\x00{folded}")
+
+
 def text_key(text: str) -> str:
     """Structural identity of a line (E16, DESIGN 9.3): the same words in the same order."""
     return sha256_hex(journal_text(text))

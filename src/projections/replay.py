@@ -169,31 +169,11 @@ class Projector:
         """Append the new graph lines (the file only grows at its end); the byte length the
         index records, committed with the position, makes a crash between the append and the
         commit converge: a longer file is cut back to it, a shorter or unknown one rewritten."""
-        path = self.root / GRAPH_FILE
-        known = self.index.meta(GRAPH_BYTES)
-        try:
-            size: int | None = os.lstat(path).st_size
-        except FileNotFoundError:
-            size = None
-        if known is None or size is None or size < int(known):
-            data = render_graph(self.index.conn)
-            written = _write_if_changed(self.root, GRAPH_FILE, data)
-            self.index.set_meta(GRAPH_BYTES, str(len(data) if data else 0))
-            return written
+        known, size = self._lengths(GRAPH_BYTES, GRAPH_FILE)
+        if known is None or size is None or size < known:
+            return self._rewrite(GRAPH_FILE, render_graph(self.index.conn), GRAPH_BYTES)
         tail = render_graph(self.index.conn, after=self.index.committed_position()) or b""
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            if size > int(known):  # a crash after an append, before the commit
-                os.ftruncate(fd, int(known))
-            os.lseek(fd, 0, os.SEEK_END)
-            view = memoryview(tail)
-            while view:
-                view = view[os.write(fd, view):]
-            crash_point("graph.before_fsync")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self.index.set_meta(GRAPH_BYTES, str(int(known) + len(tail)))
+        self._patch(GRAPH_FILE, known, tail, GRAPH_BYTES, "graph.before_fsync")
         return bool(tail)
 
     def _flush_sidecar(self) -> bool:
@@ -201,39 +181,50 @@ class Projector:
         index last committed; otherwise (absent, empty, or a crash mid-write) rewrite it whole
         and atomically. The length the index records (committed with the position) is also
         what capture checks before adding replay state (F8)."""
-        path = self.root / SIDECAR_FILE
-        known = self.index.meta(SIDECAR_BYTES)
+        known, size = self._lengths(SIDECAR_BYTES, SIDECAR_FILE)
+        if known is not None and size == known > len(SIDECAR_TAIL):
+            with open(self.root / SIDECAR_FILE, "rb") as f:
+                f.seek(known - len(SIDECAR_TAIL))
+                intact = f.read() == SIDECAR_TAIL
+            if intact:
+                tail = sidecar_append(self.index.conn, self.index.committed_position(), known)
+                if tail is None:
+                    return False
+                self._patch(SIDECAR_FILE, known - len(SIDECAR_TAIL), tail, SIDECAR_BYTES,
+                            "sidecar.before_fsync")
+                return True
+        return self._rewrite(SIDECAR_FILE, render_sidecar(self.index.conn), SIDECAR_BYTES)
+
+    def _lengths(self, meta_key: str, relpath: str) -> tuple[int | None, int | None]:
+        """(length the index committed, length on disk) of a file that grows in place."""
+        known = self.index.meta(meta_key)
         try:
-            size: int | None = os.lstat(path).st_size
+            size: int | None = os.lstat(self.root / relpath).st_size
         except FileNotFoundError:
             size = None
-        tail = None
-        if known is not None and size is not None and size == int(known) > len(SIDECAR_TAIL):
-            with open(path, "rb") as f:
-                f.seek(size - len(SIDECAR_TAIL))
-                if f.read() == SIDECAR_TAIL:
-                    tail = sidecar_append(self.index.conn, self.index.committed_position(),
-                                          size)
-                    if tail is None:
-                        return False
-        if tail is None:
-            data = render_sidecar(self.index.conn)
-            written = _write_if_changed(self.root, SIDECAR_FILE, data)
-            self.index.set_meta(SIDECAR_BYTES, str(len(data) if data else 0))
-            return written
-        assert size is not None
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return (None if known is None else int(known)), size
+
+    def _rewrite(self, relpath: str, data: bytes | None, meta_key: str) -> bool:
+        """The whole file, atomically, and its length in the index (with the position)."""
+        written = _write_if_changed(self.root, relpath, data)
+        self.index.set_meta(meta_key, str(len(data) if data else 0))
+        return written
+
+    def _patch(self, relpath: str, offset: int, data: bytes, meta_key: str,
+               crash: str) -> None:
+        """Cut the file at ``offset``, write ``data`` there, fsync, record the new length."""
+        fd = os.open(self.root / relpath, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            os.lseek(fd, size - len(SIDECAR_TAIL), os.SEEK_SET)
-            view = memoryview(tail)
+            os.ftruncate(fd, offset)
+            view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
-            crash_point("sidecar.before_fsync")
+                written = os.pwrite(fd, view, offset)
+                view, offset = view[written:], offset + written
+            crash_point(crash)
             os.fsync(fd)
         finally:
             os.close(fd)
-        self.index.set_meta(SIDECAR_BYTES, str(size - len(SIDECAR_TAIL) + len(tail)))
-        return True
+        self.index.set_meta(meta_key, str(offset))
 
     def catch_up(self, events: Iterable[tuple[int, object]]) -> int:
         """Apply every event after our position, then flush; returns the new position."""

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import logging
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
@@ -66,12 +65,16 @@ from memory_es.capture.prompts import (
 )
 from memory_es.events import Entity, Intake, Memory, entity_uuid, intake_event, memory_uuid
 from memory_es.observe import observe
-from memory_es.text import journal_text, run_memory_id, sha256_hex, text_key
+from memory_es.scoring import HISTORY_STATUSES
+from memory_es.text import entity_key, journal_text, run_memory_id, text_key
 from memory_es.worker import StepContext, StepFailure
 from projections.graph import SIDECAR_ENTRY_MAX_BYTES, SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
 
 if TYPE_CHECKING:
     from memory_es.config import MemoryConfig
+
+__all__ = ["CaptureProcessor", "CaptureReads", "StoredLine", "bound_plan", "capture_processor",
+           "guard", "turn_facts"]
 
 log = logging.getLogger("memory_es")
 SALIENCE_FLOOR = 0.5  # E18
@@ -80,12 +83,6 @@ SAME_ENTITY_LINES = 3  # E29
 THREAD_WEIGHT = 1.0  # A20, E42: a task update's note is fully on its thread
 PREFERENCE, LESSON, FACT = "preference", "lesson", "fact"
 _ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
-
-
-def entity_key(name: str, type_: str) -> str:
-    """A graph node's id: the same name and type in two turns is one node."""
-    folded = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-    return sha256_hex(f"{type_}\x00{folded}")
 
 
 @dataclass(frozen=True)
@@ -227,7 +224,7 @@ def guard(decision: Decision, line: Line, target: StoredLine | None, turn: Turn)
     """
     if decision.action == "ADD" or (decision.action == "NOOP" and target is not None):
         return decision
-    if target is None or target.status in ("superseded", "invalidated", "dropped"):
+    if target is None or target.status in HISTORY_STATUSES:
         return Decision(decision.line, "ADD")
     action = decision.action
     if action == "UPDATE" and decision.text is not None and target.kind != "task":
@@ -373,30 +370,36 @@ class CaptureProcessor:
         if decisions is not None:
             lines = apply_review(lines, [decisions[line.index] for line in lines])
         # 4. structural duplicates, in the plan and against live lines
-        seen: set[str] = set()
-        fresh: list[Line] = []
+        first: dict[str, Line] = {}  # text key -> the plan's first line with it
         for line in lines:
-            key = text_key(line.text)
-            if key not in seen:
-                seen.add(key)
-                fresh.append(line)
-        stored_dupes = reads.duplicates([text_key(line.text) for line in fresh])
-        fresh = [line for line in fresh if text_key(line.text) not in stored_dupes]
+            first.setdefault(text_key(line.text), line)
+        stored_dupes = reads.duplicates(list(first))
+        fresh = [line for key, line in first.items() if key not in stored_dupes]
         # 5. reconcile
-        plan_entities = {e.id: e for e in plan.entities}
+        keys = {e.id: entity_key(e.name, e.type) for e in plan.entities}  # ref -> entity id
         choices = retained.reconcile
         if choices is None:
-            choices, answered = self._reconcile(fresh, plan_entities, reads, ctx, run_hash,
-                                                admitted)
+            choices, answered = self._reconcile(fresh, keys, reads, ctx, run_hash, admitted)
             if answered:  # a crash before the commit must not ask the classifier again
-                retain(Intake.ReconcileRetained, decisions=[
-                    msgspec.structs.asdict(_DecisionRecord(**d.__dict__)) for d in choices],
-                    model=self.classifier.name)
-        by_line = {d.line: d for d in choices}
+                retain(Intake.ReconcileRetained, decisions=[asdict(d) for d in choices],
+                       model=self.classifier.name)
         # 6. guards, capture.only, events
+        commit = _Commit(reads=reads, at=ctx.at, keys=keys)
+        stored = self._write_lines(fresh, choices, commit, admitted, turn)
+        self._check_sidecar_room(commit, reads)
+        graph = self._graph(plan, stored, reads, commit)
+        outcome = "captured" if commit.events else "empty"
+        return [*graph, *commit.events,
+                Intake.resolved(run_hash=run_hash, version=revision, at=ctx.at,
+                                outcome=outcome)]
+
+    def _write_lines(self, fresh: list[Line], choices: list[Decision], commit: _Commit,
+                     admitted: Intake.Admitted, turn: Turn) -> list[tuple[str, Line]]:
+        """Each line's guarded decision as events (E14-E16, E28, A16, A20-A21); returns the new
+        lines (id, line) that the graph hangs on."""
+        reads, run_hash = commit.reads, turn.run_hash
+        by_line = {d.line: d for d in choices}
         targets = reads.lines([d.target for d in choices if d.target is not None])
-        commit = _Commit(reads=reads, at=ctx.at,
-                         keys={e.id: entity_key(e.name, e.type) for e in plan.entities})
         stored_lines: list[tuple[str, Line]] = []
         changed: set[str | None] = set()
         # E16 also holds for the classifier's replacement texts and for lines of this commit:
@@ -448,12 +451,7 @@ class CaptureProcessor:
                     stored_lines.append((new_id, line))
             elif self._add(commit, admitted, new_id, line, line.text, turn, live):
                 stored_lines.append((new_id, line))
-        self._check_sidecar_room(commit, reads)
-        graph = self._graph(plan, stored_lines, reads, commit, run_hash)
-        outcome = "captured" if commit.events else "empty"
-        return [*graph, *commit.events,
-                Intake.resolved(run_hash=run_hash, version=revision, at=ctx.at,
-                                outcome=outcome)]
+        return stored_lines
 
     @staticmethod
     def _check_sidecar_room(commit: _Commit, reads: CaptureReads) -> None:
@@ -494,18 +492,17 @@ class CaptureProcessor:
 
     def _captured(self, commit: _Commit, admitted: Intake.Admitted, memory_id: str,
                   line: Line, text: str, turn: Turn) -> None:
-        plan_refs = line.entities
         commit.events.append(Memory.captured(
             at=admitted.timestamp, memory_id=memory_id, kind=line.kind, text=text,
             day=admitted.timestamp.date().isoformat(), status="open", labels=line.labels,
-            entity_ids=[commit.keys[ref] for ref in plan_refs], scope=turn.scope,
+            entity_ids=[commit.keys[ref] for ref in line.entities], scope=turn.scope,
             source=line.source, salience=line.salience, from_task=line.from_task,
             session=turn.session, run_hash=turn.run_hash, tier=admitted.tier,
             fact=self._fact(commit, line)))
         commit.versions[memory_uuid(memory_id)] = 1
 
     def _graph(self, plan: ExtractionPlan, stored: list[tuple[str, Line]], reads: CaptureReads,
-               commit: _Commit, run_hash: str) -> list[Any]:
+               commit: _Commit) -> list[Any]:
         """Entities named by stored lines, relations between them (L1, L10, E22, E26)."""
         keys = commit.keys
         named_by: dict[str, str] = {}  # plan ref -> first stored memory naming it
@@ -536,7 +533,7 @@ class CaptureProcessor:
                           memory=both[0] if both else named_by[rel.from_id])
         return events
 
-    def _reconcile(self, lines: list[Line], plan_entities: dict[str, Any], reads: CaptureReads,
+    def _reconcile(self, lines: list[Line], keys: dict[str, str], reads: CaptureReads,
                    ctx: StepContext, run_hash: str, admitted: Intake.Admitted
                    ) -> tuple[list[Decision], bool]:
         """Call 3 for the lines with a close stored line; clearly novel lines are ADDs.
@@ -545,11 +542,9 @@ class CaptureProcessor:
         """
         if not lines:
             return [], False
-        entity_ids = [[entity_key(plan_entities[ref].name, plan_entities[ref].type)
-                       for ref in line.entities] for line in lines]
-        fact_keys = [None if line.fact is None else (
-            entity_key(plan_entities[line.fact.entity].name, plan_entities[line.fact.entity].type),
-            line.fact.key) for line in lines]
+        entity_ids = [[keys[ref] for ref in line.entities] for line in lines]
+        fact_keys = [None if line.fact is None else (keys[line.fact.entity], line.fact.key)
+                     for line in lines]
         close = reads.close_lines([line.text for line in lines], entity_ids, fact_keys)
         if close is None:
             if not ctx.final:
@@ -591,17 +586,6 @@ class CaptureProcessor:
                 chosen[line.index] = Decision(line.index, action, refs[d.index][d.target],
                                               d.text)
         return [chosen.get(line.index, Decision(line.index, "ADD")) for line in lines], True
-
-
-class _DecisionRecord(msgspec.Struct, frozen=True):
-    line: int
-    action: str
-    target: str | None
-    text: str | None
-
-
-__all__ = ["CaptureProcessor", "CaptureReads", "StoredLine", "bound_plan", "entity_key",
-           "guard", "text_key", "turn_facts"]
 
 
 class _DeferredChat:

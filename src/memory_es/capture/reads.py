@@ -15,10 +15,12 @@ import apsw
 import numpy as np
 
 from memory_es.capture.pipeline import CLOSE_COSINE, SAME_ENTITY_LINES, StoredLine
+from memory_es.scoring import HISTORY_STATUSES
+from projections.replay import SIDECAR_BYTES
+from projections.sqlite_index import sql_list
 
 T = TypeVar("T")
-HISTORY = ("superseded", "invalidated", "dropped")
-_LIVE = "m.status NOT IN ('superseded', 'invalidated', 'dropped')"
+_LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"
 CLOSE_BY_COSINE = 5  # at most this many cosine-close live lines per candidate (our bound)
 NEAREST_SCANNED = 50  # nearest vectors looked at per candidate, history included
 _LINE_SQL = ("SELECT m.id, m.text, m.day, m.kind, m.status, mm.labels, mm.scope, m.source, "
@@ -142,7 +144,8 @@ class IndexReads:
             counts: list[Any] = [conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
                                  for table in ("lifecycle", "threads")]
             entries = sum(int(c[0]) for c in counts)
-            row: Any = conn.execute("SELECT value FROM meta WHERE key = 'sidecar_bytes'").fetchone()
+            row: Any = conn.execute("SELECT value FROM meta WHERE key = ?",
+                                    (SIDECAR_BYTES,)).fetchone()
             return entries, int(row[0]) if row else 0
         result: tuple[int, int] = self._run(query)
         return result
