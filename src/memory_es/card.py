@@ -11,7 +11,6 @@ selects a card. Read-only and deterministic: ``now`` is the caller's instant.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import apsw
 
 from memory_es.scoring import HISTORY_STATUSES
-from memory_es.text import entity_key
+from memory_es.text import entity_key, fold
 from projections.sqlite_index import sql_list
 
 CARD_MAX_PEOPLE = 2
@@ -32,14 +31,10 @@ _PERSON_REF = re.compile(r"\bperson:([0-9a-f]{8,64})\b")
 ATTRIBUTION = {"user": "you said", "document": "from a document"}
 
 
-def _fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
 def _name_grams(text: str) -> set[str]:
     """Every run of 1-4 words, split two ways (word characters; whitespace without the
     surrounding punctuation), so "Morgan?" and "O'Neil," both match their names."""
-    folded = _fold(text)
+    folded = fold(text)
     grams: set[str] = set()
     for words in (_WORDS.findall(folded),
                   [w.strip(".,;:!?¿¡\"()[]{}«»“”'’") for w in folded.split()]):
@@ -99,7 +94,7 @@ def card_lines(conn: apsw.Connection, entity_id: str, *, now: datetime,
     lines: list[str] = []
     for key, facts in by_key.items():
         shown = key.replace("_", " ")
-        values = {_fold(v) for v, _, _ in facts}
+        values = {fold(v) for v, _, _ in facts}
         if len(values) > 1:
             lines.append(f"- {shown}: conflicting values — ask")
             continue

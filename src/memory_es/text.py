@@ -25,11 +25,15 @@ def run_memory_id(run_hash: str, index: int) -> str:
     return sha256_hex(f"{run_hash}:{index}")
 
 
+def fold(text: str) -> str:
+    """NFKC, case-folded, whitespace collapsed: how names and fact values compare."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
 def entity_key(name: str, type_: str) -> str:
-    """A graph node's id (L1): the same name (NFKC, case-folded, whitespace collapsed) and type
-    in two turns is one node; a person card finds people the same way (H20)."""
-    folded = " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-    return sha256_hex(f"{type_}\x00{folded}")
+    """A graph node's id (L1): the same folded name and type in two turns is one node; a
+    person card finds people the same way (H20)."""
+    return sha256_hex(f"{type_}\x00{fold(name)}")
 
 
 def text_key(text: str) -> str:

@@ -8,7 +8,7 @@ never a duplicate, a reconcile target or a candidate (G22, DESIGN 9.8).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import apsw
@@ -19,7 +19,6 @@ from memory_es.scoring import HISTORY_STATUSES
 from projections.replay import SIDECAR_BYTES
 from projections.sqlite_index import sql_list
 
-T = TypeVar("T")
 _LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"
 CLOSE_BY_COSINE = 5  # at most this many cosine-close live lines per candidate (our bound)
 NEAREST_SCANNED = 50  # nearest vectors looked at per candidate, history included
