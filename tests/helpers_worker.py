@@ -163,7 +163,8 @@ class AtomicWriteKiller:
 
 
 def make_processor(step: str, gate: threading.Event, hanging: threading.Event) -> Any:
-    from memory_es.worker import ObserveProcessor, StepFailure
+    from memory_es.observe import ObserveProcessor
+    from memory_es.step import StepFailure
 
     class OkStep(ObserveProcessor):
         def process(self, admitted: Any, payload: bytes | None, ctx: Any) -> list[Any]:

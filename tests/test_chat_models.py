@@ -36,7 +36,7 @@ from memory_es.capture.models import (
     to_step_failure,
 )
 from memory_es.config import LlmConfig, MemoryConfig
-from memory_es.worker import StepFailure
+from memory_es.step import StepFailure
 
 FAST = RetryPolicy(attempts=3, wait_initial_s=0.0, wait_max_s=0.0)
 MSGS = [Message("system", "You extract facts."), Message("user", "hello there")]

@@ -39,9 +39,10 @@ from memory_es.intake import (
     failure_event,
     prepare_turn,
 )
+from memory_es.observe import ObserveProcessor
 from memory_es.reader import health, iter_events, open_reader
+from memory_es.step import StepContext, StepFailure
 from memory_es.store import MemoryStore
-from memory_es.worker import ObserveProcessor, StepContext, StepFailure
 
 T0 = datetime(2026, 5, 4, 9, 30, tzinfo=UTC)
 SIX_HOURS = timedelta(hours=6)

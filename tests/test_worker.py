@@ -36,15 +36,14 @@ from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory, intake_uuid
 from memory_es.intake import CATEGORIES, CompletedTurn
+from memory_es.observe import ObserveProcessor
 from memory_es.reader import export_journal, health, inspect_root, iter_events, open_reader
+from memory_es.step import StepContext, StepFailure
 from memory_es.store import MemoryStore
 from memory_es.worker import (
     HEARTBEAT_SECONDS,
     RUNTIME_DIR,
     SNAPSHOT_FILE,
-    ObserveProcessor,
-    StepContext,
-    StepFailure,
     read_snapshot,
 )
 

@@ -71,12 +71,12 @@ from memory_es.recall import (
 )
 from memory_es.scoring import (
     NOMIC_V15,
-    TERMINAL_STATUSES,
     Calibration,
     Candidate,
     score_all,
     select,
 )
+from memory_es.vocabulary import TERMINAL_STATUSES
 from projections.replay import generation_path, read_current
 
 __all__ = [

@@ -17,9 +17,8 @@ from typing import Any
 
 import apsw
 
-from memory_es.scoring import HISTORY_STATUSES
 from memory_es.text import entity_key, fold
-from projections.sqlite_index import sql_list
+from memory_es.vocabulary import HISTORY_STATUSES, sql_list
 
 CARD_MAX_PEOPLE = 2
 CARD_MAX_LINES = 8  # per person (our bound)

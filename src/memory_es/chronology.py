@@ -46,7 +46,7 @@ from zoneinfo import ZoneInfo, available_timezones
 import apsw
 
 from memory_es.errors import MemoryEsError
-from memory_es.scoring import TERMINAL_STATUSES  # G22 / I14: never returned
+from memory_es.vocabulary import TERMINAL_STATUSES  # G22 / I14: never returned
 
 MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
 DEFAULT_LIMIT = 10

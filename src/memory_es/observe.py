@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memory_es.events import Intake, Memory
+from memory_es.step import StepContext
 from memory_es.text import collapse_ws, journal_text, run_memory_id, sha256_hex
 
 
@@ -42,3 +43,14 @@ def observe(
     events.append(Intake.resolved(run_hash=run_hash, version=revision, at=at,
                                   outcome="projected", memory_id=memory_id))
     return events
+
+
+class ObserveProcessor:
+    """The model-free step: Lite/Journal observations and BuJo audit resolution."""
+
+    needs_model = False
+
+    def process(self, admitted: Intake.Admitted, payload: bytes | None,
+                ctx: StepContext) -> list[Any]:
+        return observe(admitted, revision=ctx.revision, at=ctx.at,
+                       memory_exists=ctx.memory_exists)

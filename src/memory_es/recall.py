@@ -32,7 +32,6 @@ from memory_es.fsutil import make_private_dir
 from memory_es.scoring import (
     MAX_CANDIDATES,
     NOMIC_V15,
-    TERMINAL_STATUSES,
     Calibration,
     Candidate,
     Fact,
@@ -45,7 +44,8 @@ from memory_es.scoring import (
     score_all,
     select,
 )
-from projections.sqlite_index import connect_derived, fts_query, sql_list
+from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from projections.sqlite_index import connect_derived, fts_query
 
 log = logging.getLogger("memory_es")
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any, Literal
 
+from memory_es.vocabulary import TERMINAL_STATUSES
+
 __all__ = [
     "AUTO_BLOCK_BUDGET_BYTES",
     "AUTO_HEADING",
@@ -42,7 +44,6 @@ __all__ = [
     "AUTO_MAX_LINES",
     "BACKGROUND_HEADING",
     "CONFLICT_WINDOW",
-    "HISTORY_STATUSES",
     "MAX_CANDIDATES",
     "NAME_BUDGET",
     "NOMIC_V15",
@@ -51,7 +52,6 @@ __all__ = [
     "RRF_K",
     "RRF_WEIGHT",
     "SALIENCE_WEIGHT",
-    "TERMINAL_STATUSES",
     "Anchors",
     "Calibration",
     "Candidate",
@@ -101,9 +101,6 @@ AUTO_LINE_TEXT_CAP_BYTES = 360  # H11: a line whose text is longer is left out, 
 AUTO_BLOCK_BUDGET_BYTES = 1_500  # H11: 1.5 KB, KB = 1,000 bytes of UTF-8 (DESIGN 9.6)
 OWNER_TEXT_MIN_EXCLUSIVE = 16  # H14: at most 16 code points suppresses the block
 AUTO_HEADING = "## Memory (possibly relevant — may be unrelated; verify before relying)"  # H1
-TERMINAL_STATUSES = frozenset({"dropped", "invalidated"})  # G22, DESIGN 9.8
-# History: terminal, or superseded. Never a duplicate, a reconcile target or a card fact.
-HISTORY_STATUSES = TERMINAL_STATUSES | {"superseded"}
 EPSILON = 1e-9
 
 CONFLICTING_NOTE = "Conflicting values:"  # G16

@@ -46,6 +46,7 @@ from memory_es.intake import (
     utc_now,
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open_journal
+from memory_es.observe import ObserveProcessor
 from memory_es.reader import fold_intakes, iter_events
 from memory_es.recall import (
     RecallResult,
@@ -60,14 +61,8 @@ from memory_es.recall import (
     store_vectors,
 )
 from memory_es.scoring import owner_text_gate
-from memory_es.worker import (
-    ObserveProcessor,
-    Processor,
-    StepContext,
-    StepFailure,
-    Worker,
-    publish_snapshot,
-)
+from memory_es.step import Processor, StepContext, StepFailure
+from memory_es.worker import Worker, publish_snapshot
 from projections.replay import Projector, RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection, fts_search
 

@@ -1,9 +1,8 @@
 """The background worker (B6-B8, B19-B24): one thread per open store, one attempt at a time.
 
-It processes due intakes in admission order, commits each attempt's outcome as events, and
-sleeps until the next due time or a new admission. ``Processor`` is the pluggable step: the
-default projects model-free intakes (``observe``); the capture pipeline plugs in later, and
-tests plug in steps that fail or hang.
+It drives a small protocol (``WorkSource``): run due attempts, catch projections up, embed,
+sleep until the next due time or a new admission, and publish the runtime snapshot. It knows
+nothing of the store that implements it.
 """
 
 from __future__ import annotations
@@ -13,19 +12,10 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from memory_es.events import Intake
 from memory_es.fsutil import FILE_MODE, crash_point, make_private_dir
-from memory_es.intake import CATEGORIES
-from memory_es.observe import observe
-
-if TYPE_CHECKING:
-    from memory_es.store import MemoryStore
 
 log = logging.getLogger("memory_es")
 
@@ -33,63 +23,6 @@ RUNTIME_DIR = ".runtime"
 SNAPSHOT_FILE = "snapshot.json"
 HEARTBEAT_SECONDS = 5.0
 SNAPSHOT_MIN_INTERVAL = 0.05
-
-
-class StepFailure(Exception):
-    """A failed attempt, with a content-free category from ``CATEGORIES``."""
-
-    def __init__(self, category: str) -> None:
-        if category not in CATEGORIES:
-            raise ValueError(f"unknown failure category {category!r}")
-        super().__init__(category)
-        self.category = category
-
-
-def _no_retain(event: Any) -> None:
-    raise RuntimeError("this step cannot retain intermediate events")
-
-
-@dataclass(frozen=True)
-class StepContext:
-    """What a step may use: the intake's revision, the attempt instant, and cancellation.
-
-    A capture step also gets: ``final`` (this is the 16th attempt of the budget, DESIGN 9.2),
-    ``history`` (the intake's events so far, to resume after a retained stage), ``retain``
-    (commit one intake event now, durably, E17) and ``reads`` (the caught-up index).
-    """
-
-    revision: int
-    at: datetime
-    cancel: threading.Event
-    memory_exists: Callable[[str], bool]
-    final: bool = False
-    history: tuple[Any, ...] = ()
-    retain: Callable[[Any], None] = _no_retain
-    reads: Any = None
-
-
-class Processor(Protocol):
-    """One attempt at an intake: return the events that resolve it, or raise StepFailure.
-
-    A step should check ``ctx.cancel`` at its blocking points; one that does not still cannot
-    block shutdown (B22), it only delays nothing: its result is discarded.
-    """
-
-    needs_model: bool
-
-    def process(self, admitted: Intake.Admitted, payload: bytes | None,
-                ctx: StepContext) -> list[Any]: ...
-
-
-class ObserveProcessor:
-    """The model-free step: Lite/Journal observations and BuJo audit resolution."""
-
-    needs_model = False
-
-    def process(self, admitted: Intake.Admitted, payload: bytes | None,
-                ctx: StepContext) -> list[Any]:
-        return observe(admitted, revision=ctx.revision, at=ctx.at,
-                       memory_exists=ctx.memory_exists)
 
 
 def publish_snapshot(root: Path, data: dict[str, Any]) -> None:
@@ -116,10 +49,24 @@ def read_snapshot(root: Path) -> dict[str, Any] | None:
     return None
 
 
+class WorkSource(Protocol):
+    """What the worker drives; the store implements it."""
+
+    def run_due(self, cancel: threading.Event) -> int: ...
+
+    def project(self) -> None: ...
+
+    def embed_pending(self) -> int: ...
+
+    def seconds_until_due(self, cap: float) -> float: ...
+
+    def publish_snapshot(self, state: str) -> None: ...
+
+
 class Worker:
     """The store's background thread. ``kick`` wakes it; ``stop`` drains, then cancels."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: WorkSource) -> None:
         self._store = store
         self._wake = threading.Event()
         self._stopping = threading.Event()

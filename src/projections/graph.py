@@ -18,13 +18,11 @@ from typing import Any
 import apsw
 
 from memory_es.errors import MemoryEsError
+from memory_es.vocabulary import SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
 
 GRAPH_FILE = "graph.jsonl"
 SIDECAR_FILE = ".replay-projection-v1.json"
 SIDECAR_VERSION = 1
-SIDECAR_MAX_BYTES = 32 * 1024 * 1024  # F8
-SIDECAR_MAX_ENTRIES = 131_072  # F8
-SIDECAR_ENTRY_MAX_BYTES = 512  # an upper bound of one canonical entry (ids are 64 hex)
 
 
 def canonical(value: Any) -> bytes:

@@ -24,6 +24,7 @@ from memory_es.fsutil import (
     make_private_dir,
     remove_stale_temps,
 )
+from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
 from projections.graph import (
     GRAPH_FILE,
     SIDECAR_FILE,
@@ -40,8 +41,6 @@ CURRENT_FILE = "CURRENT"
 INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
 RUNTIME_DIR = ".runtime"
-GRAPH_BYTES = "graph_bytes"  # index meta: graph.jsonl's length at the committed position
-SIDECAR_BYTES = "sidecar_bytes"  # index meta: the sidecar's length at the committed position
 _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
 _ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}

@@ -8,7 +8,7 @@ between writing Markdown and committing the position converges on restart.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -122,11 +122,6 @@ def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
     conn.execute("PRAGMA journal_mode=WAL").fetchall()
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
-
-
-def sql_list(values: Iterable[str]) -> str:
-    """A constant set of our own (never user-supplied) words as an SQL list literal."""
-    return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
 
 
 def authority_digest(run_hash: str) -> str:

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeVar, runtim
 import msgspec
 
 from memory_es.errors import MemoryEsError
+from memory_es.step import StepFailure
 from memory_es.transport import HttpError, JsonClient, RetryPolicy, endpoint_problem, one_line
-from memory_es.worker import StepFailure
 
 if TYPE_CHECKING:
     from memory_es.config import LlmConfig, MemoryConfig

@@ -65,10 +65,14 @@ from memory_es.capture.prompts import (
 )
 from memory_es.events import Entity, Intake, Memory, entity_uuid, intake_event, memory_uuid
 from memory_es.observe import observe
-from memory_es.scoring import HISTORY_STATUSES
+from memory_es.step import StepContext, StepFailure
 from memory_es.text import entity_key, journal_text, run_memory_id, text_key
-from memory_es.worker import StepContext, StepFailure
-from projections.graph import SIDECAR_ENTRY_MAX_BYTES, SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
+from memory_es.vocabulary import (
+    HISTORY_STATUSES,
+    SIDECAR_ENTRY_MAX_BYTES,
+    SIDECAR_MAX_BYTES,
+    SIDECAR_MAX_ENTRIES,
+)
 
 if TYPE_CHECKING:
     from memory_es.config import MemoryConfig

@@ -15,9 +15,7 @@ import apsw
 import numpy as np
 
 from memory_es.capture.pipeline import CLOSE_COSINE, SAME_ENTITY_LINES, StoredLine
-from memory_es.scoring import HISTORY_STATUSES
-from projections.replay import SIDECAR_BYTES
-from projections.sqlite_index import sql_list
+from memory_es.vocabulary import HISTORY_STATUSES, SIDECAR_BYTES, sql_list
 
 _LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"
 CLOSE_BY_COSINE = 5  # at most this many cosine-close live lines per candidate (our bound)

@@ -1,0 +1,29 @@
+"""Domain vocabulary shared by capture, recall and the projections: closed sets and bounds.
+
+Words and numbers that more than one layer must agree on live here, so that capture never
+imports the read path or a projection to learn them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+# Record statuses (DESIGN 9.8). Terminal records never enter a retriever (G22, I14).
+TERMINAL_STATUSES: Final = frozenset({"dropped", "invalidated"})
+# History: terminal, or superseded. Never a duplicate, a reconcile target or a card fact.
+HISTORY_STATUSES: Final = TERMINAL_STATUSES | {"superseded"}
+
+# The replay sidecar's bounds (F8).
+SIDECAR_MAX_BYTES: Final = 32 * 1024 * 1024
+SIDECAR_MAX_ENTRIES: Final = 131_072
+SIDECAR_ENTRY_MAX_BYTES: Final = 512  # an upper bound of one canonical entry (ids are 64 hex)
+
+# Index meta keys: a file's length at the committed position.
+GRAPH_BYTES: Final = "graph_bytes"
+SIDECAR_BYTES: Final = "sidecar_bytes"
+
+
+def sql_list(values: Iterable[str]) -> str:
+    """A constant set of our own (never user-supplied) words as an SQL list literal."""
+    return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
