@@ -406,7 +406,7 @@ def instrument(store: MemoryStore, probe: Probe) -> None:
             probe.journal_s += time.perf_counter() - t0
             probe.transactions += 1
 
-    projector = store._projections()
+    projector = store.projections.get()
     catch_up = projector.catch_up
 
     def timed_catch_up(*args: Any, **kwargs: Any) -> int:
@@ -480,7 +480,7 @@ def setup_root(directory: Path, cache: Path | None, maker: TurnMaker, model: Ben
 
 
 def stored_count(store: MemoryStore) -> int:
-    row: Any = store._projections().index.conn.execute(
+    row: Any = store.projections.get().index.conn.execute(
         "SELECT count(*) FROM memories").fetchone()
     return int(row[0])
 
@@ -578,7 +578,7 @@ def run_turn(store: MemoryStore, clock: Clock, model: BenchModel, embedder: BagE
     """Admit ``spec`` (not timed), time ``drain()`` of it, then the floor of the same work."""
     model.add([spec])
     clock.now = at
-    index = store._projections().index.conn
+    index = store.projections.get().index.conn
     last: Any = index.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
     rowid_before = last[0]
     result = store.persist_completed_turn(spec.completed_turn())

@@ -9,7 +9,7 @@ pollute the peak RSS:
 - floor: open journal.db read-only with apsw, read every row in position order, decode each
   with the project's ``MsgspecMapper`` and bulk-insert the observation texts into a fresh FTS5
   table (same tokenizer and pragmas as the index) in one transaction.
-- rebuild: ``memory_es.store.rebuild_root`` on the closed root (verify the chain, replay every
+- rebuild: ``memory_es.transfer.rebuild_root`` on the closed root (verify the chain, replay every
   event into a new index generation, render and compare Markdown).
   Targets: floor events/s / rebuild events/s <= 3.0; peak RSS < 500 MB.
 - health: ``memory_es.reader.health`` on the same root (must be clean).
@@ -222,7 +222,7 @@ def phase_floor(root: Path, scratch: Path) -> dict[str, Any]:
 
 
 def phase_rebuild(root: Path) -> dict[str, Any]:
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
 
     t0 = time.perf_counter()
     report = rebuild_root(root)

@@ -92,8 +92,8 @@ class Bench:
         self.store = store
         self.questions = questions
         self.now = now
-        self.conn = store._projections().index.conn
-        self.matrix: VectorMatrix = store._vector_matrix(embedder, self.conn)
+        self.conn = store.projections.get().index.conn
+        self.matrix: VectorMatrix = store.vectors.matrix(embedder, self.conn)
         ids = dict(self.conn.execute("SELECT rowid, id FROM memories"))
         self.row_ids = [ids[int(r)] for r in self.matrix.rowids]
         t0 = time.perf_counter()

@@ -7,12 +7,14 @@ Python values, so a test reads as the conversation it models.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory_es import fsutil
 from memory_es.capture.models import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn, run_hash
@@ -99,3 +101,28 @@ def open_capture(root: Path, records: Iterable[dict[str, str]], *, clock: Clock 
     store = MemoryStore.open(root, config, clock=clock or Clock(), background=False,
                              embedder=embedder or BagEmbedder(), chat_model=model)
     return store, model
+
+
+class _InterruptAt:
+    """Crash hooks that raise KeyboardInterrupt at one named boundary: an in-process stand-in
+    for a kill where the test needs to keep going in the same process."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def point(self, name: str) -> None:
+        if name == self.name:
+            raise KeyboardInterrupt
+
+    def armed(self, name: str) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def interrupt_at(name: str) -> Iterator[None]:
+    """Raise KeyboardInterrupt at crash point ``name`` while the block runs."""
+    fsutil.set_crash_hooks(_InterruptAt(name))
+    try:
+        yield
+    finally:
+        fsutil.set_crash_hooks(None)

@@ -16,11 +16,10 @@ harness can count calls made by a killed process.
 Kill controls (environment):
 
 - ``MEMORY_ES_CRASH_AT=<point>`` and ``HELPER_CRASH_NTH=<n>`` (default 1): die by SIGKILL at the
-  n-th time the run reaches the library's named crash point. The helper disarms the library's
-  own switch (``fsutil._CRASH_AT``, read at import) and counts the hits through the names
-  ``store``, ``journal`` and ``worker`` imported; at the n-th it re-arms the switch and calls the
-  library's ``crash_point``, which sends the SIGKILL. ``catalog.torn_write`` is reached through
-  ``crash_armed`` (the torn half-slot is written by the library before it dies).
+  n-th time the run reaches the library's named crash point. The helper routes every crash
+  point through its counter (``fsutil.set_crash_hooks``) and at the n-th calls ``fsutil.die``
+  (SIGKILL). ``catalog.torn_write`` is reached through ``crash_armed`` (the torn half-slot is
+  written by the library before it dies).
 - ``HELPER_KILL_IN_ATOMIC_WRITE=<relpath>:<k>``: SIGKILL inside the k-th
   ``fsutil.atomic_write`` of the root-relative file ``relpath`` (``daily/2026-05-04.md``,
   ``graph.jsonl``, ``.replay-projection-v1.json``, ``index/CURRENT``, ...);
@@ -145,8 +144,6 @@ class CrashCounter:
         self.fsutil = fsutil
         self.crash_at, self.nth, self.trace = crash_at, nth, trace
         self.hits: Counter[str] = Counter()
-        self._real_point = fsutil.crash_point
-        fsutil._CRASH_AT = None  # armed again only for the chosen hit
 
     def _count(self, name: str) -> bool:
         self.hits[name] += 1
@@ -159,23 +156,14 @@ class CrashCounter:
             if name in self.GATED else self._count(name)
         if chosen:
             say("kill", name, self.nth)
-            self.fsutil._CRASH_AT = name
-            self._real_point(name)  # SIGKILL: never returns
+            self.fsutil.die()  # SIGKILL: never returns
 
     def armed(self, name: str) -> bool:
-        chosen = self._count(name)
-        if chosen:
-            self.fsutil._CRASH_AT = name  # the library writes the torn slot, then dies
-        return chosen
+        """Counted here; the library writes the torn slot, then reaches ``point``."""
+        return self._count(name)
 
     def install(self) -> None:
-        from memory_es import journal, store, worker
-        from projections import replay
-
-        for module in (store, journal, worker, replay):
-            if hasattr(module, "crash_point"):
-                module.crash_point = self.point  # type: ignore[attr-defined]
-        journal.crash_armed = self.armed  # type: ignore[attr-defined]
+        self.fsutil.set_crash_hooks(self)
 
 
 class AtomicWriteKiller:

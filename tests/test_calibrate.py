@@ -297,8 +297,8 @@ def test_pool_scorer_matches_recall(built: tuple[Path, dict[str, str]]) -> None:
     with MemoryStore.open(root, parse_config(JOURNAL), background=False,
                           embedder=fake) as store:
         expected = store.recall(question.text)
-        conn = store._projections().index.conn
-        matrix = store._vector_matrix(fake, conn)
+        conn = store.projections.get().index.conn
+        matrix = store.vectors.matrix(fake, conn)
         pool = memory_es.recall.candidate_pool(
             conn, question.text, query_vector=fake.embed([question.text])[0], matrix=matrix)
     scorer = PoolScorer([question], [pool], datetime.now(UTC))

@@ -20,6 +20,7 @@ from helpers_capture import (
     Clock,
     entity,
     extraction,
+    interrupt_at,
     memory,
     open_capture,
     reconcile,
@@ -324,7 +325,7 @@ def _seed_task(store: MemoryStore, text: str) -> str:
     """An operator-written task line about the plumber (A23): there is no Remember API yet,
     so the test commits the explicit write's event directly."""
     memory_id = "7" * 64
-    store._commit_events([Memory.captured(
+    store.journal_writer.commit_events([Memory.captured(
         at=store._clock(), memory_id=memory_id, kind="task", text=text, day="2026-05-04",
         status="open", labels=[], entity_ids=[entity_key("Plumber", "role")], scope="agent",
         source="user", salience=1.0, fact=None,
@@ -718,7 +719,7 @@ def test_f6_a_non_canonical_sidecar_is_reported(root: Path) -> None:
     findings = {(f.code, f.path) for f in health(root).findings}
     assert ("sidecar_invalid", SIDECAR_FILE) in findings
     # rebuild restores the canonical bytes
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
     rebuild_root(root)
     assert json.loads(path.read_bytes()) == value
     assert health(root).status == "clean"
@@ -787,7 +788,7 @@ def test_d11_a_lite_index_rejects_replay_owned_state(tmp_path: Path) -> None:
     import apsw
 
     from memory_es.config import parse_config
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
     root = tmp_path / "lite"
     with MemoryStore.open(root, parse_config({}), background=False) as store:
         store.persist_completed_turn(turn("r1", "x", answer="A plain observation"))
@@ -1256,7 +1257,6 @@ def test_an_update_restates_the_structured_fact(root: Path) -> None:
 
 
 def test_a_rewritten_line_rejoins_vector_search_after_a_restart(root: Path) -> None:
-    import memory_es.store as store_module
     old, new = "alpha bravo charlie delta", "alpha bravo charlie delta echo foxtrot"
     records = script(("extract", "a", extraction([_doc(old)])),
                      ("extract", "b", extraction([_doc("kilo lima mike november")])),
@@ -1270,17 +1270,9 @@ def test_a_rewritten_line_rejoins_vector_search_after_a_restart(root: Path) -> N
             store.persist_completed_turn(turn(t, "x"))
             store.drain()
         store.persist_completed_turn(turn("c", "x"))
-        real = store_module.crash_point
-
-        def crash(name: str) -> None:
-            if name == "worker.before_commit":
-                raise KeyboardInterrupt  # leaves the retained reconcile, like a kill
-        store_module.crash_point = crash
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                store.drain()
-        finally:
-            store_module.crash_point = real
+        # leaves the retained reconcile, like a kill
+        with interrupt_at("worker.before_commit"), pytest.raises(KeyboardInterrupt):
+            store.drain()
     store, _ = open_capture(root, [], embedder=embedder)
     with store:
         store.drain()  # the retained reconcile completes: the line's vector is stale
@@ -1344,7 +1336,7 @@ def test_e36_a_failed_model_call_is_logged_without_content(
 def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import memory_es.capture.pipeline as pipeline
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
     monkeypatch.setattr(pipeline, "SIDECAR_MAX_ENTRIES", 1)
     records = seed_morgan("Morgan lives in Berlin") + script(
         ("extract", "b", extraction([memory("Morgan moved to Madrid", entities=["m"])],
@@ -1375,7 +1367,7 @@ def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working
 def test_a_failed_rebuild_leaves_no_half_built_generation(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import projections.replay as replay
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
     store, _ = open_capture(root, script(("extract", "r1", extraction([memory("Lee paints")])),
                                          ("review", "r1", review("keep"))))
     with store:
@@ -1403,7 +1395,7 @@ def _three_moves() -> list[dict[str, str]]:
 
 
 def test_the_sidecar_grows_in_place_to_exactly_its_full_render(root: Path) -> None:
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
     store, _ = open_capture(root, _three_moves())
     with store:
         for t in ("seed", "b", "c", "d"):
@@ -1417,24 +1409,15 @@ def test_the_sidecar_grows_in_place_to_exactly_its_full_render(root: Path) -> No
 
 
 def test_a_kill_inside_a_sidecar_append_converges(root: Path) -> None:
-    import projections.replay as replay
     store, _ = open_capture(root, _three_moves())
     with store:
         for t in ("seed", "b", "c"):
             store.persist_completed_turn(turn(t, "x"))
             store.drain()
         store.persist_completed_turn(turn("d", "x"))
-        real = replay.crash_point
-
-        def crash(name: str) -> None:
-            if name == "sidecar.before_fsync":
-                raise KeyboardInterrupt  # the bytes are written, the index is not committed
-        replay.crash_point = crash
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                store.drain()
-        finally:
-            replay.crash_point = real
+        # the bytes are written, the index is not committed
+        with interrupt_at("sidecar.before_fsync"), pytest.raises(KeyboardInterrupt):
+            store.drain()
     store, _ = open_capture(root, [])
     with store:
         store.drain()

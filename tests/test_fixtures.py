@@ -17,7 +17,7 @@ import pytest
 import memory_es.capture.models as models
 import memory_es.capture.pipeline as pipeline
 import memory_es.embeddings as embeddings
-import memory_es.store as store_module
+import memory_es.store.vectors as store_vectors
 from memory_es.config import parse_config
 from memory_es.reader import export_journal_to_file, health
 from memory_es.store import MemoryStore
@@ -181,7 +181,7 @@ def test_capture_fixture_replays_with_the_model_unreachable(
     monkeypatch.setattr(models, "make_chat_model", refuse("make_chat_model"))
     monkeypatch.setattr(pipeline, "make_chat_model", refuse("make_chat_model"))
     monkeypatch.setattr(embeddings, "make_embedder", refuse("make_embedder"))
-    monkeypatch.setattr(store_module, "make_embedder", refuse("make_embedder"))
+    monkeypatch.setattr(store_vectors, "make_embedder", refuse("make_embedder"))
     monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
     monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
 

@@ -51,9 +51,9 @@ def test_callers_queued_behind_a_commit_share_the_next_transaction(tmp_path: Pat
     for t in others:
         t.start()
     deadline = time.monotonic() + 5
-    while len(store._queue) < 7 and time.monotonic() < deadline:
+    while len(store.journal_writer.queue) < 7 and time.monotonic() < deadline:
         time.sleep(0.001)
-    assert len(store._queue) == 7
+    assert len(store.journal_writer.queue) == 7
     release_first.set()
     for t in [first, *others]:
         t.join(5)

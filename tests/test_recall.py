@@ -25,13 +25,14 @@ import apsw
 import numpy as np
 import pytest
 
-import memory_es.store
+import memory_es.store.vectors
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.intake import CompletedTurn
 from memory_es.reader import health
 from memory_es.recall import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
-from memory_es.store import MemoryStore, rebuild_root
+from memory_es.store import MemoryStore
+from memory_es.transfer import rebuild_root
 from projections.replay import generation_path, read_current
 
 JOURNAL_FAKE: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 8}}
@@ -382,7 +383,7 @@ def test_outage_embed_pending_logs_and_retries_after_pause(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = tmp_path / "root"
-    monkeypatch.setattr(memory_es.store, "EMBED_RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(memory_es.store.vectors, "EMBED_RETRY_SECONDS", 0.0)
     with open_store(root, fake) as store:
         admit(store, ["I like green tea", "Rocket launch on Friday"])
         store.drain()
@@ -405,7 +406,7 @@ def test_outage_pauses_the_provider_for_the_retry_interval(
     tmp_path: Path, fake: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "root"
-    monkeypatch.setattr(memory_es.store, "EMBED_RETRY_SECONDS", 3600.0)
+    monkeypatch.setattr(memory_es.store.vectors, "EMBED_RETRY_SECONDS", 3600.0)
     with open_store(root, fake) as store:
         admit(store, ["I like green tea", "Rocket launch on Friday"])
         store.drain()

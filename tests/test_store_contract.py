@@ -45,7 +45,7 @@ def test_b4_a_broken_index_never_blocks_admission(
     from memory_es import CompletedTurn
     from memory_es.errors import MemoryEsError
     from memory_es.reader import health
-    from memory_es.store import rebuild_root
+    from memory_es.transfer import rebuild_root
 
     root = tmp_path / "root"
     with MemoryStore.open(root, background=False) as store:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import apsw
 import pytest
 
-import memory_es.store
+import memory_es.store.attempts
 from memory_es.capture.models import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
@@ -695,7 +695,7 @@ def test_b9_b10_resolved_payloads_beyond_the_retained_set_are_pruned(
     """B9: only the payloads of the newest RESOLVED_PAYLOADS_KEPT resolutions stay (newest by
     resolution, not admission); B10: the Admitted events stay, so a pruned run id is still a
     duplicate (same bytes) or a conflict (other bytes); health stays clean."""
-    monkeypatch.setattr(memory_es.store, "RESOLVED_PAYLOADS_KEPT", 3)
+    monkeypatch.setattr(memory_es.store.attempts, "RESOLVED_PAYLOADS_KEPT", 3)
     config = parse_config(BUJO_CAPTURE)
     ids = [rh(f"cap-{i}") for i in range(5)]
     capture = Capture(fail_once={ids[0], ids[1]})  # resolved last: 2, 3, 4, then 0, 1

@@ -1,41 +1,20 @@
 """memory_es: a durable, event-sourced long-term memory engine for AI agent hosts.
 
-Public names are imported lazily (PEP 562): the ``projections`` package imports small
-``memory_es`` modules (errors, events, fsutil), and an eager ``store`` import here would close
-an import cycle through ``projections``.
+The face: the writer (:class:`MemoryStore`), the turn and result types, the config and the
+errors. ``projections`` imports this package before its own modules, so either package may be
+imported first (docs/ARCHITECTURE.md, "Import order").
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from memory_es.config import ConfigError, MemoryConfig, load_config
-    from memory_es.errors import (
-        IntegrityError,
-        LockTimeoutError,
-        MemoryEsError,
-        NotARootError,
-        UnsafePathError,
-    )
-    from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
-    from memory_es.store import MemoryStore
-
-_EXPORTS = {
-    "AdmissionResult": "memory_es.intake",
-    "Attachment": "memory_es.intake",
-    "CompletedTurn": "memory_es.intake",
-    "ConfigError": "memory_es.config",
-    "IntegrityError": "memory_es.errors",
-    "LockTimeoutError": "memory_es.errors",
-    "MemoryConfig": "memory_es.config",
-    "MemoryEsError": "memory_es.errors",
-    "MemoryStore": "memory_es.store",
-    "NotARootError": "memory_es.errors",
-    "UnsafePathError": "memory_es.errors",
-    "load_config": "memory_es.config",
-}
+from memory_es.config import ConfigError, MemoryConfig, load_config
+from memory_es.errors import (
+    IntegrityError,
+    LockTimeoutError,
+    MemoryEsError,
+    NotARootError,
+    UnsafePathError,
+)
+from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+from memory_es.store import MemoryStore
 
 __all__ = [
     "AdmissionResult",
@@ -51,11 +30,3 @@ __all__ = [
     "UnsafePathError",
     "load_config",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module 'memory_es' has no attribute {name!r}") from None
-    return getattr(importlib.import_module(module), name)

@@ -24,8 +24,8 @@ from memory_es.reader import (
     inspect_root,
     search_root,
 )
-from memory_es.store import MemoryStore, rebuild_root, resolve_root
-from memory_es.transfer import replay_export
+from memory_es.store import MemoryStore, resolve_root
+from memory_es.transfer import rebuild_root, replay_export
 
 HEX = set("0123456789abcdef")
 

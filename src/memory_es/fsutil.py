@@ -7,6 +7,7 @@ import os
 import signal
 import stat
 from pathlib import Path
+from typing import Protocol
 
 from memory_es.errors import UnsafePathError
 
@@ -16,18 +17,46 @@ FILE_MODE = 0o600
 _CRASH_AT = os.environ.get("MEMORY_ES_CRASH_AT")
 
 
+class CrashHooks(Protocol):
+    """A test harness that decides at every named boundary (counting hits, say)."""
+
+    def point(self, name: str) -> None: ...
+
+    def armed(self, name: str) -> bool: ...
+
+
+_hooks: CrashHooks | None = None
+
+
+def set_crash_hooks(hooks: CrashHooks | None) -> None:
+    """Route every crash point of this process through ``hooks`` (None: back to the variable).
+
+    One switch for the whole library, so harnesses never patch module attributes."""
+    global _hooks
+    _hooks = hooks
+
+
+def die() -> None:
+    """SIGKILL this process: no cleanup, no flush, like a power cut for the journal."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def crash_point(name: str) -> None:
     """Kill this process with SIGKILL when MEMORY_ES_CRASH_AT names this boundary.
 
     Durability tests run a real subprocess with the variable set; in normal runs this is one
     comparison against None.
     """
-    if _CRASH_AT is not None and name == _CRASH_AT:
-        os.kill(os.getpid(), signal.SIGKILL)
+    if _hooks is not None:
+        _hooks.point(name)
+    elif _CRASH_AT is not None and name == _CRASH_AT:
+        die()
 
 
 def crash_armed(name: str) -> bool:
     """True when the test harness asked to die at ``name`` (for torn-write simulation)."""
+    if _hooks is not None:
+        return _hooks.armed(name)
     return _CRASH_AT is not None and name == _CRASH_AT
 
 

@@ -1,4 +1,5 @@
-"""Building a root from an exported journal (the CI use: replay a memory root from scratch).
+"""Rebuilding a root's projections, and building a root from an exported journal (the CI use:
+replay a memory root from scratch).
 
 ``replay_export`` verifies the export's hash chain line by line before anything is written,
 appends the events verbatim (same ids, versions, topics and state bytes) to a new root, then
@@ -65,5 +66,18 @@ def replay_export(path: str | Path, root: str | Path) -> RebuildReport:
         for start in range(0, len(events), BATCH):
             opened.recorder.insert_events(events[start:start + BATCH])
         return rebuild(root, iter_events(opened))
+    finally:
+        opened.close()
+
+
+def rebuild_root(root: str | Path, *, lock_timeout: float = 0.0) -> RebuildReport:
+    """``memory-es rebuild``: rebuild projections with the writer lock (C15, C16).
+
+    Needs no working index: the journal alone decides. Refuses, naming the holder, while an
+    agent holds the root.
+    """
+    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout)
+    try:
+        return rebuild(Path(root), iter_events(opened))
     finally:
         opened.close()

@@ -1,0 +1,203 @@
+"""Group commit: concurrent admissions share one journal transaction and one fsync.
+
+The first waiting caller leads: it commits everyone queued so far, then hands the journal to
+the next waiter. Operator transitions and attempt commits take the journal the same way
+(``exclusive``), so one writer path serialises every append of this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import StoredEvent
+
+from memory_es.errors import MemoryEsError
+from memory_es.events import Intake, intake_uuid
+from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIntake
+from memory_es.journal import OpenedJournal, Payload
+
+log = logging.getLogger("memory_es")
+
+
+class _Request:
+    """One caller's admission in the group-commit queue.
+
+    The caller builds its event and stored form itself, so the serial commit path holds only
+    the SQL and the fsync. ``wake`` is a lock created held and released exactly once: with a
+    result, or to hand over leadership (a bare lock is the cheapest one-shot signal).
+    """
+
+    __slots__ = ("event", "payload", "prepared", "result", "stored", "wake")
+
+    def __init__(self, prepared: PreparedIntake, event: Any, stored: StoredEvent) -> None:
+        self.prepared = prepared
+        self.event = event
+        self.stored = stored
+        self.payload = (
+            Payload(prepared.run_hash, prepared.fields["payload_sha256"], prepared.payload)
+            if prepared.payload is not None else None
+        )
+        self.result: AdmissionResult | None = None
+        self.wake = threading.Lock()
+        self.wake.acquire()
+
+
+class GroupCommit:
+    """The journal's single writer path in this process, and the intake view it keeps current.
+
+    ``cv`` guards ``view``: readers of the view hold it too.
+    """
+
+    def __init__(self, opened: OpenedJournal, view: IntakeView, root: Path) -> None:
+        self._opened = opened
+        self._root = root
+        self.view = view
+        self.cv = threading.Condition()
+        self.queue: list[_Request] = []
+        self._committing = False
+        self._last_batch = 0
+        self.closed = False
+        self.commits = 0  # journal transactions written by admission (shared by a batch)
+
+    def admit(self, prepared: PreparedIntake, event: Intake.Admitted) -> AdmissionResult:
+        """Queue one admission and return once the transaction holding it is durable."""
+        request = _Request(prepared, event, self._opened.app.mapper.to_stored_event(event))
+        with self.cv:
+            if self.closed:
+                return AdmissionResult(status="rejected", intake_id=prepared.run_hash,
+                                       code="store_closed", detail="the store is closed")
+            self.queue.append(request)
+            leader = not self._committing
+            self._committing = True
+        if not leader:
+            request.wake.acquire()
+            if request.result is not None:
+                return request.result
+        # Leader: commit everything queued so far, then hand over to the next waiter, if any.
+        # Under concurrency (the last batch was shared), yielding the GIL once lets callers
+        # that are mid-preparation join this batch; a lone caller never pays for it.
+        if self._last_batch > 1:
+            time.sleep(0)
+        with self.cv:
+            batch, self.queue = self.queue, []
+            self._last_batch = len(batch)
+        try:
+            self._commit(batch)
+        finally:
+            self._release()
+        assert request.result is not None
+        return request.result
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the journal like an admission leader (attempts, operator transitions)."""
+        with self.cv:
+            if self.closed:
+                raise MemoryEsError(f"{self._root}: the store is closed", code="store_closed")
+            while self._committing:
+                self.cv.wait()
+            self._committing = True
+        try:
+            yield
+        finally:
+            self._release()
+
+    def close(self) -> bool:
+        """Refuse new work and wait for the commit in flight; False if already closed."""
+        with self.cv:
+            if self.closed:
+                return False
+            self.closed = True
+            while self._committing:
+                self.cv.wait()
+            return True
+
+    def commit_events(self, events: Sequence[Any]) -> None:
+        """Append domain events in one transaction and fold them into the view."""
+        if not events:
+            return
+        app = self._opened.app
+        with self.exclusive():
+            positions = self._opened.recorder.insert_events(
+                [app.mapper.to_stored_event(e) for e in events])
+            self.apply(positions, events)
+
+    def apply(self, positions: Sequence[int] | None, events: Sequence[Any]) -> None:
+        """Fold committed events into the view."""
+        assert positions is not None
+        with self.cv:
+            for position, event in zip(positions, events, strict=True):
+                self.view.apply(position, event)
+
+    def _release(self) -> None:
+        """Hand the journal to the next queued admission, or free it."""
+        with self.cv:
+            if self.queue:
+                self.queue[0].wake.release()
+            else:
+                self._committing = False
+                self.cv.notify_all()
+
+    def _commit(self, batch: list[_Request]) -> None:
+        """Decide every queued request, write the admitted ones in one transaction."""
+        decided: dict[str, str] = {}  # run_hash -> content hash admitted in this batch
+        to_write: list[_Request] = []
+        rides_on_write: list[int] = []  # results that are only true if the write succeeds
+        results: list[AdmissionResult] = []
+        active = self.view.active
+        for i, req in enumerate(batch):
+            p = req.prepared
+            known = self.view.records.get(p.run_hash)
+            known_hash = (known.content_sha256 if known else decided.get(p.run_hash)
+                          or self._opened.recorder.admitted_content_hash(intake_uuid(p.run_hash)))
+            if known is None and p.run_hash in decided:
+                rides_on_write.append(i)
+            if known_hash is not None:
+                results.append(_repeat_result(p, known_hash))
+            elif active + len(to_write) >= MAX_ACTIVE:
+                results.append(AdmissionResult(
+                    status="rejected", intake_id=p.run_hash, code="too_many_active_records",
+                    detail=f"{MAX_ACTIVE} active (pending + dead) records already",
+                ))
+            else:
+                decided[p.run_hash] = p.content_sha256
+                to_write.append(req)
+                rides_on_write.append(i)
+                results.append(AdmissionResult(status="admitted", intake_id=p.run_hash))
+        if to_write:
+            try:
+                self._write(to_write)
+            except Exception as e:
+                log.error("memory_es journal write failed: %s", type(e).__name__)
+                for i in rides_on_write:
+                    results[i] = AdmissionResult(
+                        status="rejected", intake_id=batch[i].prepared.run_hash,
+                        code="journal_write_failed", detail=type(e).__name__,
+                    )
+        for req, result in zip(batch, results, strict=True):
+            req.result = result
+            req.wake.release()
+
+    def _write(self, requests: list[_Request]) -> None:
+        payloads = [r.payload for r in requests if r.payload is not None]
+        positions = self._opened.recorder.insert_events(
+            [r.stored for r in requests], payloads=payloads
+        )
+        self.commits += 1
+        self.apply(positions, [r.event for r in requests])
+
+
+def _repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:
+    """B3: same bytes is a successful duplicate; other bytes fail closed."""
+    if known_hash == p.content_sha256:
+        return AdmissionResult(status="duplicate", intake_id=p.run_hash)
+    return AdmissionResult(
+        status="rejected", intake_id=p.run_hash, code="run_id_conflict",
+        detail="this run id was admitted with different content",
+    )

@@ -1,0 +1,348 @@
+"""MemoryStore: the embeddable facade a host opens once and hands every completed turn.
+
+Admission is the only thing on the host's answer path: validate, then append one Intake
+event in a transaction that is fsynced before the call returns (B1). Everything else is done
+by the collaborators this class wires together: group commit (``admission``), the attempt
+runner and operator transitions (``attempts``), the live projections (``projecting``) and
+vector upkeep (``vectors``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memory_es.capture.models import ChatModel
+from memory_es.capture.pipeline import capture_processor
+from memory_es.chronology import MemoryJournal
+from memory_es.config import ConfigError, MemoryConfig
+from memory_es.embeddings import Embedder
+from memory_es.errors import MemoryEsError
+from memory_es.events import Intake
+from memory_es.intake import AdmissionResult, CompletedTurn, prepare_turn, utc_now
+from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
+from memory_es.observe import ObserveProcessor
+from memory_es.reader import fold_intakes
+from memory_es.recall import (
+    RecallResult,
+    auto_block,
+    calibration_for,
+    configured_calibration,
+    recall,
+)
+from memory_es.scoring import owner_text_gate
+from memory_es.step import Processor
+from memory_es.store.admission import GroupCommit
+from memory_es.store.attempts import Attempts
+from memory_es.store.projecting import LiveProjections
+from memory_es.store.vectors import Vectors
+from memory_es.worker import Worker, publish_snapshot
+from projections.replay import RebuildReport
+from projections.sqlite_index import fts_search
+
+log = logging.getLogger("memory_es")
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
+
+Clock = Callable[[], datetime]
+
+
+def resolve_root(root: str | Path | None, config: MemoryConfig) -> Path:
+    """--root wins, then ``memory.path`` from config (default ``./.memory``)."""
+    return Path(root) if root is not None else Path(config.path)
+
+
+def require_writable(store: object, config: MemoryConfig) -> None:
+    """B27/O8: a config that writes completed turns needs a store that can admit them.
+
+    Hosts that plug in their own (possibly read-only) store call this at start-up.
+    """
+    if config.write_mode != "disabled" and not callable(
+        getattr(store, "persist_completed_turn", None)
+    ):
+        raise ConfigError([
+            f'memory.writeMode: "{config.write_mode}" requires a writable store '
+            f"({type(store).__name__} has no persist_completed_turn)"
+        ])
+
+
+class MemoryStore:
+    """A writable memory root, held exclusively for the store's lifetime (B23, C16).
+
+    Open with :meth:`open`; use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(
+        self, opened: OpenedJournal, config: MemoryConfig, clock: Clock, *,
+        background: bool, processor: Processor | None, shutdown_timeout: float,
+        embedder: Embedder | None = None, chat_model: ChatModel | None = None,
+        classifier: ChatModel | None = None,
+    ) -> None:
+        self.config = config
+        self.root = opened.recorder.path.parent
+        self._opened = opened
+        self._clock = clock
+        self._shutdown_timeout = shutdown_timeout
+        if processor is None:
+            processor = (capture_processor(config, chat_model, classifier)
+                         if config.is_capture else ObserveProcessor())
+        self.journal_writer = GroupCommit(opened, fold_intakes(opened, retain_resolved=False),
+                                          self.root)
+        self.projections = LiveProjections(opened, self.root, config.mode, self.journal_writer)
+        try:
+            self.projections.catch_up()
+        except MemoryEsError as e:  # admission must not depend on a healthy index
+            log.warning("memory_degraded: projections unavailable (code=%s); run memory-es "
+                        "rebuild", e.code, extra={"memory_event": "memory_degraded",
+                                                  "code": e.code})
+        self.vectors = Vectors(config, self.root, embedder, self.journal_writer,
+                               self.projections)
+        self.attempts = Attempts(opened, self.journal_writer, self.projections, self.vectors,
+                                 processor, clock)
+        self.attempts.prune_payloads()
+        self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
+        self._worker = Worker(self) if background else None
+
+    @classmethod
+    def open(
+        cls,
+        root: str | Path | None = None,
+        config: MemoryConfig | None = None,
+        *,
+        clock: Clock = utc_now,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        background: bool = True,
+        processor: Processor | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        embedder: Embedder | None = None,
+        chat_model: ChatModel | None = None,
+        classifier: ChatModel | None = None,
+    ) -> MemoryStore:
+        """Open (creating if absent) the root, take its writer lock and verify its journal.
+
+        With ``background`` (the default) a worker thread projects admitted turns as they
+        arrive and retries failures on the durable backoff schedule; without it, work runs
+        only on :meth:`drain` (operator commands use that). ``processor`` is the attempt step
+        (default: model-free projection). ``shutdown_timeout`` bounds :meth:`close` (B22).
+        ``embedder`` overrides the provider ``memory.embeddings`` names (Journal and BuJo only:
+        Lite never embeds, D2). ``chat_model`` and ``classifier`` override the chat models
+        ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
+        """
+        config = config if config is not None else MemoryConfig()
+        opened = open_journal(resolve_root(root, config), writable=True,
+                              lock_timeout=lock_timeout)
+        try:
+            return cls(opened, config, clock, background=background, processor=processor,
+                       shutdown_timeout=shutdown_timeout, embedder=embedder,
+                       chat_model=chat_model, classifier=classifier)
+        except BaseException:
+            opened.close()
+            raise
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Drain due work for up to ``timeout`` (default 10 s), cancel the active attempt,
+        then release the journal and the writer lock (B22). Unfinished work stays pending."""
+        worker, self._worker = self._worker, None  # a second close() finds nothing to stop
+        if worker is not None:
+            worker.stop(self._shutdown_timeout if timeout is None else timeout)
+        if not self.journal_writer.close():
+            return
+        try:
+            self.projections.close()
+            self.vectors.close()
+        finally:
+            self._opened.close()
+
+    # -- admission ----------------------------------------------------------------------------
+
+    def persist_completed_turn(self, turn: CompletedTurn) -> AdmissionResult:
+        """Durably and idempotently admit one completed turn (A3, A4, B1-B5, B18, B27).
+
+        Never raises for a bad turn or a failed write: the result says what happened, and a
+        rejection also logs a content-free ``memory_degraded`` warning (B4).
+        """
+        try:
+            result = self._admit(turn)
+        except Exception as e:  # B4: the host's answer path must never see an exception
+            log.exception("memory_es admission failed unexpectedly")
+            result = AdmissionResult(status="rejected", code="internal_error",
+                                     detail=type(e).__name__)
+        if result.status == "admitted":
+            self.kick()  # attempt 1 runs at admission, off the caller's path
+        if result.status == "rejected":
+            log.warning(
+                "memory_degraded: turn not saved (code=%s, intake_id=%s)",
+                result.code, result.intake_id,
+                extra={"memory_event": "memory_degraded", "code": result.code,
+                       "intake_id": result.intake_id},
+            )
+        return result
+
+    def _admit(self, turn: CompletedTurn) -> AdmissionResult:
+        prepared = prepare_turn(
+            turn,
+            tier=self.config.mode,
+            write_mode=self.config.write_mode,
+            capture_cron=self.config.capture.cron,
+            capture_webhook=self.config.capture.webhook,
+        )
+        if isinstance(prepared, AdmissionResult):
+            return prepared
+        return self.journal_writer.admit(prepared, Intake.admitted(at=self._clock(),
+                                                                   **prepared.fields))
+
+    @property
+    def commits(self) -> int:
+        """Journal transactions written by admission (group commit shares them)."""
+        return self.journal_writer.commits
+
+    # -- background work (the worker's WorkSource) -------------------------------------------
+
+    def drain(self, timeout: float | None = None) -> int:
+        """Run every due intake in the foreground now; returns how many attempts were made.
+
+        Shares the worker's attempt code and lock, so both paths behave alike. A broken index
+        fails the drain before anything is resolved. ``timeout`` bounds the time spent.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.journal_writer.exclusive():
+            self.projections.get()
+        attempts = 0
+        cancel = threading.Event()
+        while deadline is None or time.monotonic() < deadline:
+            done = self.run_due(cancel)
+            attempts += done
+            if not done:
+                break
+        with self.journal_writer.exclusive():
+            self.projections.catch_up()  # foreground: a projection error surfaces
+        return attempts
+
+    def run_due(self, cancel: threading.Event) -> int:
+        """One pass over the due queue (see :class:`Attempts`)."""
+        return self.attempts.run_due(cancel)
+
+    def project(self) -> None:
+        """Catch projections up with the journal; logged, never raised (B21)."""
+        self.projections.project()
+
+    def embed_pending(self) -> int:
+        """Embed memories that lack a vector; until then they are found lexically (D9)."""
+        return self.vectors.embed_pending()
+
+    def seconds_until_due(self, cap: float) -> float:
+        return self.attempts.seconds_until_due(cap)
+
+    def kick(self) -> None:
+        """Wake the worker now (tests that move a fake clock call this)."""
+        if self._worker is not None:
+            self._worker.kick()
+
+    def publish_snapshot(self, state: str) -> None:
+        """Republish ``.runtime/snapshot.json`` (B19-B21): content-free counts and liveness."""
+        now = self._clock()
+        with self.journal_writer.cv:
+            counts = self.journal_writer.view.counts(now)
+        publish_snapshot(self.root, {
+            "pid": os.getpid(), "heartbeat": now.isoformat(timespec="milliseconds"),
+            "counts": counts, "shutdown": state, "queue": {"due": counts["due"]},
+        })
+
+    # -- reading (G*, H*, I*) -------------------------------------------------------------------
+
+    def recall(self, query: str, limit: int = 10) -> RecallResult:
+        """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, scored embedding-first.
+
+        Never raises for a provider outage: the result is lexical-only and ``degraded``.
+        """
+        embedder = self.vectors.embedder()
+        query_vector = self.vectors.query_vector(query, "memory_recall_unavailable: lexical only")
+        with self.journal_writer.exclusive():
+            conn = self.projections.get().index.conn
+            matrix = self.vectors.matrix(embedder, conn) if embedder is not None else None
+            return recall(conn, query, now=self._clock(), query_vector=query_vector,
+                          matrix=matrix, limit=limit, expand=self.config.mode == "bujo",
+                          calibration=calibration_for(embedder.identity if embedder else None,
+                                                      configured_calibration(self.config)))
+
+    def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
+                    gate_owner_text: bool = True) -> str:
+        """The automatic "possibly relevant" block for a turn, or "" (H1-H22).
+
+        Nothing for Lite or degraded results (H15), for turns that are not host-verified owner
+        turns (``owner=False``, H16), or for owner text of at most 16 code points when the gate
+        applies (H14; the labelled background stays, H19). Records of the current conversation
+        (``session``) are excluded (H21).
+        """
+        if not owner:
+            return ""
+        lines = not gate_owner_text or owner_text_gate(text)
+        embedder = self.vectors.embedder()
+        query_vector = self.vectors.query_vector(
+            text, "memory_recall_unavailable: no automatic block")
+        if embedder is None or query_vector is None:
+            return ""
+        with self.journal_writer.exclusive():
+            conn = self.projections.get().index.conn
+            matrix = self.vectors.matrix(embedder, conn)
+            return auto_block(conn, text, now=self._clock(), query_vector=query_vector,
+                              matrix=matrix, session=session, lines=lines,
+                              calibration=calibration_for(embedder.identity,
+                                                          configured_calibration(self.config)))
+
+    def journal(self, from_date: str, through_date: str, time_zone: str,
+                limit: int = 10) -> dict[str, Any]:
+        """MemoryJournal (I*): memories recorded between two inclusive civil dates in an
+        explicit IANA zone, from a frozen snapshot; continue with :meth:`journal_continue`."""
+        with self.journal_writer.exclusive():
+            return self._chronology.query(self.projections.get().index.conn, from_date,
+                                          through_date, time_zone, limit)
+
+    def journal_continue(self, cursor: str) -> dict[str, Any]:
+        """The next page of a MemoryJournal snapshot (HMAC cursor bound to this handle)."""
+        return self._chronology.continue_(None, cursor)
+
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Lexical FTS5 search over the active index (bm25)."""
+        with self.journal_writer.exclusive():
+            return fts_search(self.projections.get().index.conn, query, limit)
+
+    # -- operators (C1-C4, C8) ------------------------------------------------------------------
+
+    def rebuild(self) -> RebuildReport:
+        """Replay the journal into a new index generation and matching Markdown (D10, C8)."""
+        with self.journal_writer.exclusive():
+            report = self.projections.rebuild(before_activate=self.vectors.fill)
+            self.vectors.forget_matrix()
+            return report
+
+    def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
+        """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
+        asked for, resolved or not). ``memory-es inspect`` lists resolved ones too."""
+        return self.attempts.inspect(intake_id)
+
+    def retry(self, intake_id: str | None = None) -> list[str]:
+        """Give dead or delayed intakes (one, or all) a fresh 16-attempt budget, due now."""
+        ids = self.attempts.retry(intake_id)
+        self.kick()
+        return ids
+
+    def resolve(self, intake_id: str, reason_slug: str) -> None:
+        """Record ``operator_resolved``: loss-accepting, duplicate protection kept (C4)."""
+        self.attempts.resolve(intake_id, reason_slug)
+        self.project()
+
+    def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
+        """Every journal row in order (position, originator, version, topic, state, chain)."""
+        return self._opened.recorder.rows()

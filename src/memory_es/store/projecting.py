@@ -1,0 +1,70 @@
+"""The store's live projections: opened on first use, caught up after every commit.
+
+A broken index must never block admission, so opening is lazy and a failure in the
+background is logged, never raised; operator paths (drain, rebuild) see it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from memory_es.journal import OpenedJournal
+from memory_es.reader import iter_events
+from memory_es.store.admission import GroupCommit
+from projections.replay import Projector, RebuildReport, rebuild
+from projections.sqlite_index import IndexProjection
+
+log = logging.getLogger("memory_es")
+
+
+class LiveProjections:
+    """The open :class:`Projector` of a writable root. Callers hold the journal
+    (``GroupCommit.exclusive``) around every use."""
+
+    def __init__(self, opened: OpenedJournal, root: Path, tier: str, journal: GroupCommit) -> None:
+        self._opened = opened
+        self._root = root
+        self._tier = tier
+        self._journal = journal
+        self._projector: Projector | None = None
+
+    def get(self) -> Projector:
+        """The open projections, opened on first use (a broken index raises here)."""
+        if self._projector is None:
+            self._projector = Projector.open(self._root, self._tier)
+        return self._projector
+
+    def catch_up(self) -> None:
+        """Fold every journal event after the index position (the caller holds the journal)."""
+        projector = self.get()
+        projector.catch_up(iter_events(self._opened, after=projector.position))
+
+    def project(self) -> None:
+        """Catch up if behind (the worker calls this after each pass).
+
+        A failure is logged, never raised: it cannot undo a committed transition (B21), and
+        health reports the lag until a later pass or a rebuild succeeds.
+        """
+        try:
+            with self._journal.exclusive():
+                if self._projector is None or \
+                        self._projector.position < (self._opened.recorder.max_notification_id()
+                                                    or 0):
+                    self.catch_up()
+        except Exception as e:
+            log.warning("memory_degraded: projection catch-up failed (%s)", type(e).__name__)
+
+    def rebuild(self, before_activate: Callable[[IndexProjection], None]) -> RebuildReport:
+        """Replay the journal into a new generation, activate it and reopen (the caller holds
+        the journal)."""
+        self.close()
+        report = rebuild(self._root, iter_events(self._opened), before_activate=before_activate)
+        self.catch_up()
+        return report
+
+    def close(self) -> None:
+        if self._projector is not None:
+            self._projector.close()
+            self._projector = None
