@@ -12,7 +12,7 @@ pollute the peak RSS:
 - rebuild: ``memory_es.transfer.rebuild_root`` on the closed root (verify the chain, replay every
   event into a new index generation, render and compare Markdown).
   Targets: floor events/s / rebuild events/s <= 3.0; peak RSS < 500 MB.
-- health: ``memory_es.reader.health`` on the same root (must be clean).
+- health: ``MemoryRoot.health`` on the same root (must be clean).
   Target: health time <= 1.5x rebuild time.
 
 With ``--rounds`` > 1 the three phases alternate and medians are reported. ``--cache DIR``
@@ -233,10 +233,10 @@ def phase_rebuild(root: Path) -> dict[str, Any]:
 
 
 def phase_health(root: Path) -> dict[str, Any]:
-    from memory_es.reader import health
+    from memory_es.root import MemoryRoot
 
     t0 = time.perf_counter()
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "status": report.status, "findings": len(report.findings),
             "events": report.journal_position, "peak_rss_mb": peak_rss_mb()}

@@ -17,7 +17,7 @@ Each phase runs in a fresh subprocess (so its peak RSS is its own) on a fresh ro
 - floor: the same N turns into a root opened with ``background=False`` (no worker thread),
   8 threads admitting 4,000 at a time, each chunk followed by a foreground ``store.drain()``:
   admission plus projection with no overlap between them.
-- health: ``memory_es.reader.health`` on the worker's root (must be clean).
+- health: ``MemoryRoot.health`` on the worker's root (must be clean).
 
 ``ratio`` is worker seconds / floor seconds to full resolution (<= 1.0: the background worker
 loses nothing against draining in the foreground). Targets: capacity check passes; health
@@ -246,10 +246,10 @@ def phase_floor(root: Path, n: int, seed: int) -> dict[str, Any]:
 
 
 def phase_health(root: Path) -> dict[str, Any]:
-    from memory_es.reader import health
+    from memory_es.root import MemoryRoot
 
     t0 = time.perf_counter()
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     return {"seconds": time.perf_counter() - t0, "status": report.status,
             "findings": [str(f) for f in report.findings][:10],
             "events": report.journal_position, "peak_rss_mb": peak_rss_mb()}

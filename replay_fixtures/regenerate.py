@@ -41,7 +41,7 @@ import apsw
 from memory_es.capture.models import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn, run_hash
-from memory_es.reader import export_journal_to_file, health
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import replay_export
@@ -609,7 +609,7 @@ def render_fixture(spec: Spec, script: Path | None = None) -> dict[str, bytes]:
         elif script is not None:
             raise ValueError(f"{spec.name} is not a capture fixture: it takes no model script")
         run_spec(spec, live, script)
-        export_journal_to_file(live, export)
+        MemoryRoot.open(live).export_to(export)
         journal = export.read_bytes()
         live_tree = projection_tree(live)
         replay_export(export, replayed)
@@ -618,11 +618,11 @@ def render_fixture(spec: Spec, script: Path | None = None) -> dict[str, bytes]:
         if mismatch:
             raise AssertionError(f"{spec.name}: replay differs from live: {mismatch}")
         for root in (live, replayed):
-            report = health(root)
+            report = MemoryRoot.open(root).health()
             if report.status != "clean":
                 raise AssertionError(f"{spec.name}: health of {root.name}: {report.to_json()}")
         re_export = Path(tmp) / "re-export.jsonl"
-        export_journal_to_file(replayed, re_export)
+        MemoryRoot.open(replayed).export_to(re_export)
         if re_export.read_bytes() != journal:
             raise AssertionError(f"{spec.name}: exporting the replayed root changes the journal")
     files = {JOURNAL: journal}

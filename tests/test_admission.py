@@ -1,7 +1,7 @@
 """Durable intake admission through MemoryStore (SPEC A2-A4, A6-A8, A10, A12-A13, B1-B4, B18, B28,
 C1, C2).
 
-Every check reads the journal back through a separate read-only reader (memory_es.reader), so a
+Every check reads the journal back through a separate read-only reader (``MemoryRoot``), so a
 turn counts as admitted only if it is durably in the journal when the call returns.
 """
 
@@ -20,9 +20,10 @@ from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.events import intake_uuid
+from memory_es.history import export_lines, open_reader
 from memory_es.intake import MAX_ACTIVE, AdmissionResult, Attachment, CompletedTurn
 from memory_es.journal import Payload
-from memory_es.reader import export_lines, inspect_root, open_reader
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
 ADMITTED_TOPIC = "memory_es/Intake.Admitted"
@@ -592,7 +593,7 @@ def test_b18_at_most_4096_active_records(root: Path, open_store: Any) -> None:
         reopened.persist_completed_turn(turn("run-4097", "still full")), "too_many_active_records"
     )
     assert reopened.persist_completed_turn(turn("run-4095", "answer 4095")).status == "duplicate"
-    report = inspect_root(root)
+    report = MemoryRoot.open(root).inspect()
     assert report["counts"]["active"] == 4096
     assert [r["id"] for r in report["records"]] == ids
     assert count(root) == 4096
@@ -793,7 +794,7 @@ def test_c1_c2_inspect_counts_and_records_without_content(root: Path, open_store
     store.persist_completed_turn(turn("run-fail", "x", outcome="failed"))
 
     live = store.inspect()
-    offline = inspect_root(root)
+    offline = MemoryRoot.open(root).inspect()
     assert live == offline
     counts = live["counts"]
     assert counts["pending"] == 3
@@ -807,7 +808,7 @@ def test_c1_c2_inspect_counts_and_records_without_content(root: Path, open_store
 
     one = store.inspect(rh("run-b"))
     assert [r["id"] for r in one["records"]] == [rh("run-b")]
-    assert inspect_root(root, rh("run-b"))["records"] == one["records"]
+    assert MemoryRoot.open(root).inspect(rh("run-b"))["records"] == one["records"]
     assert store.inspect("0" * 64)["records"] == []
 
     for report in (live, offline, one):
@@ -818,4 +819,4 @@ def test_c1_c2_inspect_counts_and_records_without_content(root: Path, open_store
             assert "summary" not in record
             assert "session" not in record
     store.close()
-    assert inspect_root(root) == live
+    assert MemoryRoot.open(root).inspect() == live

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import memory_es.calibrate
-import memory_es.reader
+import memory_es.root
 from memory_es import cli
 from memory_es.calibrate import (
     LabelledQuestion,
@@ -39,8 +39,8 @@ from memory_es.config import MemoryConfig, parse_config
 from memory_es.embeddings import EmbeddingIdentity
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
-from memory_es.reader import search_root
 from memory_es.recall import LOCAL_MINILM, calibration_for, configured_calibration
+from memory_es.root import MemoryRoot
 from memory_es.scoring import NOMIC_V15, Calibration
 from memory_es.store import MemoryStore
 from projections.replay import generation_path, read_current
@@ -439,9 +439,9 @@ def test_override_changes_recall_evidence(built: tuple[Path, dict[str, str]],
     assert results["override"].recall.hits[0].id == ids[FACTS[4]]
     assert results["override"].recall.evidence == "insufficient"
 
-    monkeypatch.setattr(memory_es.reader, "make_embedder", lambda block: FakeEmbedder())
-    assert search_root(root, question, plain).recall.evidence is None
-    searched = search_root(root, question, strict)
+    monkeypatch.setattr(memory_es.root, "make_embedder", lambda block: FakeEmbedder())
+    assert MemoryRoot.open(root, plain).recall(question).recall.evidence is None
+    searched = MemoryRoot.open(root, strict).recall(question)
     assert not searched.degraded and searched.recall.evidence == "insufficient"
 
 

@@ -31,7 +31,7 @@ from helpers_capture import (
 from memory_es.errors import MemoryEsError
 from memory_es.events import Memory
 from memory_es.intake import run_hash
-from memory_es.reader import health
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.text import entity_key
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
@@ -111,7 +111,7 @@ def test_e2_novel_lines_are_added_with_graph_and_metadata(root: Path) -> None:
     memory_ids = {g["memory"] for g in graph if g["kind"] == "association"}
     assert len(memory_ids) == 1
     assert not (root / SIDECAR_FILE).exists()  # no replay-owned state yet
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def test_e13_correction_supersedes_in_english_polish_and_spanish(
         "lifecycle", old_id, new_id, "superseded")
     assert old not in json.dumps(sidecar) and replacement not in json.dumps(sidecar)  # F3
     assert stat.S_IMODE(os.stat(root / SIDECAR_FILE).st_mode) == 0o600  # F7
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_e13_unrelated_same_subject_fact_stays_a_separate_line(root: Path) -> None:
@@ -352,7 +352,7 @@ def test_a20_a_task_update_becomes_a_threaded_note(root: Path) -> None:
     note = rows(root, "SELECT id FROM memories WHERE kind = 'note'")[0][0]
     assert (thread["kind"], thread["from"], thread["to"], thread["weight"]) == (
         "thread", note, task, 1.0)
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_a21_a_superseded_task_is_invalidated_and_replaced_by_a_note(root: Path) -> None:
@@ -574,7 +574,7 @@ def test_e12_update_rewrites_the_line_and_stamps_the_changing_session(root: Path
     assert rows(root, "SELECT text, status, source_session FROM memories") == [
         ("Morgan lives in Berlin, in Kreuzberg", "open", "web:b")]
     assert hits == ["Morgan lives in Berlin, in Kreuzberg"]  # FTS follows the new text
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_e28_a_dated_update_becomes_a_dated_supersession(root: Path) -> None:
@@ -697,7 +697,7 @@ def test_n2_lifecycle_written_straight_into_sqlite_is_canonical_mismatch(root: P
     conn.execute("INSERT INTO lifecycle VALUES (999999, 'a', 'superseded', 'b', "
                  "'2026-05-04T09:00:00.000Z', 'x')")
     conn.close()
-    codes = {f.code for f in health(root).findings}
+    codes = {f.code for f in MemoryRoot.open(root).health().findings}
     assert codes == {"canonical_mismatch"}
 
 
@@ -716,13 +716,13 @@ def test_f6_a_non_canonical_sidecar_is_reported(root: Path) -> None:
     path = root / SIDECAR_FILE
     value = json.loads(path.read_bytes())
     path.write_text(json.dumps(value, indent=1))
-    findings = {(f.code, f.path) for f in health(root).findings}
+    findings = {(f.code, f.path) for f in MemoryRoot.open(root).health().findings}
     assert ("sidecar_invalid", SIDECAR_FILE) in findings
     # rebuild restores the canonical bytes
     from memory_es.transfer import rebuild_root
     rebuild_root(root)
     assert json.loads(path.read_bytes()) == value
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -804,11 +804,11 @@ def test_d11_a_lite_index_rejects_replay_owned_state(tmp_path: Path) -> None:
         with pytest.raises(MemoryEsError) as err:
             store.drain()
         assert err.value.code == "replay_state_rejected"
-    assert "canonical_mismatch" in {f.code for f in health(root).findings}
+    assert "canonical_mismatch" in {f.code for f in MemoryRoot.open(root).health().findings}
     rebuild_root(root)
     with MemoryStore.open(root, parse_config({}), background=False) as store:
         store.drain()
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -925,7 +925,7 @@ def test_e36_e38_a_timeout_leaves_the_turn_pending_with_no_partial_graph(root: P
     assert (rec["state"], rec["category"]) == ("pending", "model_timeout")
     assert (root / GRAPH_FILE).read_bytes() == graph_before  # no Acme, no works_at
     assert list(lines(root)) == ["Morgan lives in Berlin"]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_a22_a_retained_task_plan_is_committed_as_a_note(root: Path) -> None:
@@ -1010,7 +1010,7 @@ def test_e6_two_candidates_may_rewrite_two_lines_but_never_one_line_twice(root: 
                            "Morgan works at Acme": ("superseded", "note"),
                            "Morgan lives in Madrid": ("open", "note"),
                            "Morgan works at Globex": ("open", "note")}
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_graph_grows_by_appending_and_a_lost_file_is_rewritten_whole(root: Path) -> None:
@@ -1039,7 +1039,7 @@ def test_graph_grows_by_appending_and_a_lost_file_is_rewritten_whole(root: Path)
         store.drain()
     third = (root / GRAPH_FILE).read_bytes()
     assert third.startswith(second) and len(third.splitlines()) == 9
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_an_updated_line_is_found_by_its_new_vector_not_the_stale_one(root: Path) -> None:
@@ -1319,7 +1319,7 @@ def test_e16_a_replacement_text_that_is_already_a_live_line_is_not_added_again(
     (entry,) = json.loads((root / SIDECAR_FILE).read_bytes())["entries"]
     madrid = rows(root, "SELECT id FROM memories WHERE text = 'Morgan lives in Madrid'")[0][0]
     assert entry["by"] == madrid
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_e36_a_failed_model_call_is_logged_without_content(
@@ -1359,7 +1359,7 @@ def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working
         assert (c["state"], c["category"], c["retained"]) == ("pending", "io_error", "reconcile")
         assert outcome(store, "d")["outcome"] == "captured"  # later turns still project
     assert len(json.loads((root / SIDECAR_FILE).read_bytes())["entries"]) == 1
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
     rebuild_root(root)
     assert sorted(p.name for p in (root / "index").iterdir()) == ["CURRENT", "gen-2"]
 
@@ -1405,7 +1405,7 @@ def test_the_sidecar_grows_in_place_to_exactly_its_full_render(root: Path) -> No
     assert len(json.loads(live)["entries"]) == 3
     rebuild_root(root)  # renders the whole file from the index
     assert (root / SIDECAR_FILE).read_bytes() == live
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_a_kill_inside_a_sidecar_append_converges(root: Path) -> None:
@@ -1422,7 +1422,7 @@ def test_a_kill_inside_a_sidecar_append_converges(root: Path) -> None:
     with store:
         store.drain()
     assert len(json.loads((root / SIDECAR_FILE).read_bytes())["entries"]) == 3
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_l2_journal_and_lite_never_build_a_graph_or_replay_state(tmp_path: Path) -> None:

@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 
 from memory_es.cli import main
+from memory_es.history import open_reader
 from memory_es.intake import CompletedTurn
 from memory_es.journal import GENESIS, chain_link
-from memory_es.reader import inspect_root, open_reader
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
 CLI = str(Path(sys.executable).with_name("memory-es"))
@@ -188,7 +189,7 @@ def test_admit_exit_codes_and_json(capsys: pytest.CaptureFixture[str], root: Pat
     assert code == 1
     assert (obj["status"], obj["code"]) == ("rejected", "invalid_turn")
 
-    report = inspect_root(root)
+    report = MemoryRoot.open(root).inspect()
     assert [r["id"] for r in report["records"]] == [rh("r1")]
 
 
@@ -324,9 +325,9 @@ def test_admit_root_resolution(
     code, out, _ = run(capsys, "admit", "--run-id", "c", "--answer", "to default")
     assert code == 0
 
-    assert [r["id"] for r in inspect_root(explicit)["records"]] == [rh("a")]
-    assert [r["id"] for r in inspect_root(from_config)["records"]] == [rh("b")]
-    assert [r["id"] for r in inspect_root(cwd / ".memory")["records"]] == [rh("c")]
+    assert [r["id"] for r in MemoryRoot.open(explicit).inspect()["records"]] == [rh("a")]
+    assert [r["id"] for r in MemoryRoot.open(from_config).inspect()["records"]] == [rh("b")]
+    assert [r["id"] for r in MemoryRoot.open(cwd / ".memory").inspect()["records"]] == [rh("c")]
     # inspect resolves the same way
     code, out, _ = run(capsys, "--config", str(config), "inspect", "--json")
     assert code == 0
@@ -380,7 +381,7 @@ def test_c2_inspect_one_id_json(
     assert record["id"] == rh("run-2")
     assert record["state"] == "pending"
     assert "ANSWER-TWO" not in out
-    full = inspect_root(root)
+    full = MemoryRoot.open(root).inspect()
     assert record == next(r for r in full["records"] if r["id"] == rh("run-2"))
 
 

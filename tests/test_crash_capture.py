@@ -38,8 +38,9 @@ import pytest
 
 from helpers_crash_capture import DAY, FINAL_LINES, TURNS, write_script
 from memory_es.events import Intake, Memory, intake_uuid
+from memory_es.history import iter_events, open_reader
 from memory_es.intake import RETAINED_STAGE, run_hash
-from memory_es.reader import export_journal_to_file, health, iter_events, open_reader
+from memory_es.root import MemoryRoot
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 from projections.replay import generation_path, read_current
 
@@ -196,7 +197,7 @@ def index_lines(root: Path) -> list[tuple[str, str]]:
 
 
 def export(root: Path, out: Path) -> bytes:
-    export_journal_to_file(root, out)
+    MemoryRoot.open(root).export_to(out)
     return out.read_bytes()
 
 
@@ -315,7 +316,7 @@ def test_kill_then_resume(tmp_path: Path, script: Path, baseline: Baseline, case
     # (3) E17: no stage asked twice once retained.
     check_calls(case, baseline, crashed, first, second)
     # (4) F5: health clean.
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.status == "clean", report.to_json()
     # (5) L3: run-derived ids on a constant clock, so the same bytes as the baseline.
     assert managed(root) == baseline.files

@@ -41,7 +41,7 @@ from memory_es.config import MemoryConfig, parse_config
 from memory_es.events import ADMITTED_TOPIC, RECORDED_TOPIC, RESOLVED_TOPIC, intake_uuid
 from memory_es.intake import CompletedTurn, run_hash, utc_now
 from memory_es.journal import MARKER_FILE, open_journal
-from memory_es.reader import export_journal_to_file, health, inspect_root
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.text import journal_text, run_memory_id
 
@@ -226,7 +226,7 @@ def run_helper(root: Path, case: Case) -> subprocess.CompletedProcess[str]:
 
 def read_rows(root: Path, out: Path) -> list[dict[str, Any]]:
     """The journal through its canonical export (a verified read-only open)."""
-    count = export_journal_to_file(root, out)
+    count = MemoryRoot.open(root).export_to(out)
     rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
     assert len(rows) == count
     return rows
@@ -376,6 +376,6 @@ def test_kill_reopen_drain(tmp_path: Path, case: Case) -> None:
         assert fresh.recorder.verify()[0] == len(rows)
     finally:
         fresh.close()
-    assert inspect_root(root)["counts"]["resolved"] == N + len(seeded)
-    report = health(root)
+    assert MemoryRoot.open(root).inspect()["counts"]["resolved"] == N + len(seeded)
+    report = MemoryRoot.open(root).health()
     assert report.status == "clean", report.to_json()

@@ -19,7 +19,7 @@ import memory_es.capture.pipeline as pipeline
 import memory_es.embeddings as embeddings
 import memory_es.store.vectors as store_vectors
 from memory_es.config import parse_config
-from memory_es.reader import export_journal_to_file, health
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
@@ -81,10 +81,10 @@ def test_replaying_the_journal_reproduces_the_expected_tree(fixture: Path,
     assert regen.index_dump(root) == (expected / "index.jsonl").read_bytes()
 
     re_export = tmp_path / "re-export.jsonl"
-    export_journal_to_file(root, re_export)
+    MemoryRoot.open(root).export_to(re_export)
     assert re_export.read_bytes() == journal.read_bytes()
 
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.status == "clean", report.to_json()
     assert report.findings == []
     assert report.projection_position == report.journal_position > 0
@@ -203,7 +203,7 @@ def test_capture_fixture_replays_with_the_model_unreachable(
         assert store.inspect()["records"] == []  # nothing pending: nothing to ask a model
     assert attempts == [], attempts  # (the embedder may be asked for vectors: it is down)
     assert regen.projection_tree(root) == want
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.status == "clean", report.to_json()
 
 

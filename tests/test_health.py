@@ -24,7 +24,7 @@ import pytest
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn, run_hash
-from memory_es.reader import health
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from projections.replay import generation_path, read_current
 
@@ -129,7 +129,7 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 def assert_findings(root: Path, expected: set[tuple[str, str]]) -> None:
     """Library report: exactly ``expected``, status findings, exit 1."""
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.status == "findings"
     assert report.exit_code == 1
     assert codes(report) == expected, report.findings
@@ -140,7 +140,7 @@ def assert_findings(root: Path, expected: set[tuple[str, str]]) -> None:
 
 def test_clean_root_library(root: Path) -> None:
     """N*: a root whose projections equal a replay of its journal has no findings, exit 0."""
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.status == "clean"
     assert report.findings == []
     assert report.exit_code == 0
@@ -191,7 +191,7 @@ def test_changed_index_row_names_table_and_column(root: Path) -> None:
     """D10/N1: an index cell that differs from replay is index_row_changed, naming the column."""
     rowid, _ = memory_row(root, ANSWERS[DAY1][0])
     sql(index_db(root), "UPDATE memories SET text = 'forged' WHERE rowid = ?", (rowid,))
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("index_row_changed", index_rel(root))}
     (finding,) = report.findings
     assert "memories" in finding.detail
@@ -219,7 +219,7 @@ def test_deleted_index_row_is_index_row_missing(root: Path) -> None:
     """N11: an event-implied row absent from the index is index_row_missing."""
     rowid, _ = memory_row(root, ANSWERS[DAY1][2])
     sql(index_db(root), "DELETE FROM memories WHERE rowid = ?", (rowid,))
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("index_row_missing", index_rel(root))}
     assert f"rowid {rowid}" in report.findings[0].detail
 
@@ -229,7 +229,7 @@ def test_index_source_session_change_is_reported_n4(root: Path) -> None:
     rowid, memory_id = memory_row(root, ANSWERS[DAY2][0])
     sql(index_db(root), "UPDATE memories SET source_session = 'web:other' WHERE rowid = ?",
         (rowid,))
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("index_row_changed", index_rel(root)),
                              ("source_session_mismatch", f"daily/{DAY2}.md")}
     changed = next(f for f in report.findings if f.code == "index_row_changed")
@@ -310,7 +310,7 @@ def admit_more(root: Path, *answers: str) -> None:
 def test_projection_behind_without_writer(root: Path) -> None:
     """N3: admitted but not projected, and no writer alive, is projection_behind."""
     admit_more(root, "Walrus-1180 late admission")
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("projection_behind", "index")}
     assert report.journal_position > report.projection_position
     assert report.exit_code == 1
@@ -351,7 +351,7 @@ def test_in_progress_while_writer_alive(
     root: Path, holder: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """N3: newly accepted intake work with the writer alive is in_progress, exit 0."""
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.status == "in_progress"
     assert report.findings == []
     assert report.exit_code == 0
@@ -364,7 +364,7 @@ def test_in_progress_while_writer_alive(
     holder.stdin.close()
     assert holder.stdout.readline().strip() == "closed"
     assert holder.wait(timeout=30) == 0
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("projection_behind", "index")}
     assert report.exit_code == 1
 
@@ -386,7 +386,7 @@ def test_rebuild_heals_markdown_and_index_tampering(
     sql(index_db(root), "UPDATE memories SET text = 'forged' WHERE rowid = ?", (rowid,))
     sql(index_db(root), "DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
     write_private(root / "daily" / "notes.md", b"stray\n")
-    assert health(root).exit_code == 1
+    assert MemoryRoot.open(root).health().exit_code == 1
 
     code, _out = run_cli(capsys, "--root", str(root), "rebuild")
     assert code == 0
@@ -407,7 +407,7 @@ def test_rebuild_heals_deleted_daily_file(root: Path, capsys: pytest.CaptureFixt
     daily(root, DAY1).unlink()
     assert run_cli(capsys, "--root", str(root), "rebuild")[0] == 0
     assert daily(root, DAY1).read_bytes() == original
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # -- content-free output (N12) -------------------------------------------------------------------
@@ -448,7 +448,7 @@ def test_health_output_is_content_free(
         tamper(root)
     outputs = [run_cli(capsys, "--root", str(root), "health"),
                run_cli(capsys, "--root", str(root), "health", "--json")]
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert {code for code, _ in outputs} == {report.exit_code}
     assert report.exit_code == (0 if tamper is None else 1)
     blob = "\n".join(out for _, out in outputs) + json.dumps(report.to_json())
@@ -469,7 +469,7 @@ def test_not_a_root_cannot_audit(
     path = tmp_path / "nothing"
     if kind == "empty_dir":
         path.mkdir(mode=0o700)
-    report = health(path)
+    report = MemoryRoot.open(path).health()
     assert report.status == "cannot_audit"
     assert report.exit_code == 2
     code, out = run_cli(capsys, "--root", str(path), "health", "--json")
@@ -494,7 +494,7 @@ def capture_root(tmp_path: Path) -> tuple[Path, str]:
         assert result.status == "admitted"
         store.drain()  # resolves nothing (no capture pipeline yet); projects the audit line
         assert store.inspect()["counts"]["pending"] == 1
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
     return root, run_hash("cap-1")
 
 
@@ -502,7 +502,7 @@ def test_deleted_payload_is_payload_missing(capture_root: tuple[Path, str]) -> N
     """B5/B9: an unresolved capture intake whose payload row is gone."""
     root, intake_id = capture_root
     sql(root / "journal.db", "DELETE FROM payloads WHERE intake_id = ?", (intake_id,))
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("payload_missing", "journal.db")}
     assert intake_id in report.findings[0].detail
     assert report.exit_code == 1
@@ -513,7 +513,7 @@ def test_altered_payload_is_payload_mismatch(capture_root: tuple[Path, str]) -> 
     root, intake_id = capture_root
     sql(root / "journal.db", "UPDATE payloads SET bytes = CAST(? AS BLOB) WHERE intake_id = ?",
         (b"Heron-4410 capture tex!", intake_id))
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert codes(report) == {("payload_mismatch", "journal.db")}
     assert "Heron" not in json.dumps(report.to_json())
     assert report.exit_code == 1

@@ -28,7 +28,7 @@ from memory_es.journal import (
     Catalog,
     open_journal,
 )
-from memory_es.reader import inspect_root
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
 HELPER = Path(__file__).with_name("helpers_crash.py")
@@ -111,7 +111,7 @@ def refuse(root: Path, exc: type[Exception], *words: str) -> str:
     for w in words:
         assert w in msg, msg
     with pytest.raises(exc) as reader_err:
-        inspect_root(root)
+        MemoryRoot.open(root).inspect()
     for w in words:
         assert w in str(reader_err.value), str(reader_err.value)
     return msg
@@ -320,7 +320,7 @@ def test_journal_ahead_of_catalog_is_recovered_by_writer_only(tmp_path: Path) ->
     finally:
         reader.close()
     assert tail[0] == 5
-    assert [r["id"] for r in inspect_root(root)["records"]] == HASHES
+    assert [r["id"] for r in MemoryRoot.open(root).inspect()["records"]] == HASHES
     assert path.read_bytes() == old_catalog
 
     # Writer: recovers, and the catalog now records the verified tail.
@@ -416,7 +416,7 @@ def test_symlinked_managed_file_is_refused(root: Path, tmp_path: Path, name: str
     assert str(path) in str(err.value) and "symlink" in str(err.value)
     if name != LOCK_FILE:  # readers never touch the lock file
         with pytest.raises(UnsafePathError, match="symlink"):
-            inspect_root(root)
+            MemoryRoot.open(root).inspect()
     assert target.exists() and not target.is_symlink()
     path.unlink()
     os.rename(target, path)
@@ -480,7 +480,7 @@ def test_reader_on_missing_root_is_not_a_root(tmp_path: Path) -> None:
     """C1 with B17: a read-only command on a nonexistent path says so and creates nothing."""
     missing = tmp_path / "nowhere"
     with pytest.raises(NotARootError, match="no memory root"):
-        inspect_root(missing)
+        MemoryRoot.open(missing).inspect()
     assert not missing.exists()
 
 
@@ -524,7 +524,7 @@ def test_writer_lock_excludes_second_writer(
         open_journal(root, writable=True, lock_timeout=0.1)
 
     # Readers take no lock.
-    assert [r["id"] for r in inspect_root(root)["records"]] == HASHES
+    assert [r["id"] for r in MemoryRoot.open(root).inspect()["records"]] == HASHES
 
     out, errtext = cli.communicate(timeout=30)
     assert cli.returncode == 2, (out, errtext)
@@ -539,7 +539,7 @@ def test_writer_lock_excludes_second_writer(
     with MemoryStore.open(root, lock_timeout=0.3, background=False) as store:
         assert store.persist_completed_turn(turn("after-holder")).status == "admitted"
     assert ids_in(root) == [*HASHES, run_hash("after-holder")]
-    assert run_hash("blocked") not in [r["id"] for r in inspect_root(root)["records"]]
+    assert run_hash("blocked") not in [r["id"] for r in MemoryRoot.open(root).inspect()["records"]]
 
 
 def test_writer_lock_is_released_when_holder_is_killed(

@@ -23,8 +23,9 @@ import pytest
 
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.errors import IntegrityError
+from memory_es.history import iter_events, open_reader
 from memory_es.intake import CompletedTurn
-from memory_es.reader import export_journal_to_file, health, iter_events, open_reader
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.text import run_memory_id
 from memory_es.transfer import replay_export
@@ -188,7 +189,7 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
             md_text, md_day, fields["recorded"], fields["type"], fields["status"],
             fields["source_session"])
         assert (tier, source) == ("lite", "host-summary")
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_lite_normalises_whitespace_but_keeps_each_run(tmp_path: Path) -> None:
@@ -229,7 +230,7 @@ def test_k7_session_limit_and_absent_session(tmp_path: Path) -> None:
             assert fields["source_session"] == want
             assert list(fields)[-1] == "source_session"  # K2: at the end of the comment
         assert indexed[f"Session case {run_id} marker"] == want
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # -- D3 / D5: Journal ------------------------------------------------------------------------------
@@ -264,7 +265,7 @@ def test_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> No
                                            (ids["buy oat milk today"], "buy oat milk today")]
     assert {r[2] for r in rows} == {"journal"}
     assert query(root, "SELECT COUNT(*) FROM memories_fts") == [(2,)]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # -- D7 / D8 / A13: BuJo -------------------------------------------------------------------------
@@ -301,7 +302,7 @@ def test_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
     assert query(root, "SELECT COUNT(*) FROM memories") == [(0,)]
     assert query(root, "SELECT COUNT(*) FROM memories_fts") == [(0,)]
     assert query(root, "SELECT COUNT(*) FROM audit") == [(2,)]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_bujo_capture_cron_disabled_gets_no_audit_line(tmp_path: Path) -> None:
@@ -364,7 +365,7 @@ def test_k_hostile_text_cannot_break_the_markdown(tmp_path: Path) -> None:
     # The index keeps the (whitespace-normalised) text itself; FTS finds non-Latin scripts.
     with MemoryStore.open(root, background=False) as store:
         assert [h["text"] for h in store.search("שלום")] == [" ".join(HOSTILE[6].split())]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_k2_metadata_values_are_percent_encoded(tmp_path: Path) -> None:
@@ -388,7 +389,7 @@ def test_k2_metadata_values_are_percent_encoded(tmp_path: Path) -> None:
     assert re.fullmatch(r"[A-Za-z0-9%._~:@-]+", raw)
     assert query(root, "SELECT source_session FROM memories ORDER BY rowid") == [
         (session,), ("web:plain",)]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # -- K10: untouched days are not rewritten ---------------------------------------------------------
@@ -452,9 +453,9 @@ def test_live_root_equals_replay_of_its_export(tmp_path: Path, block: dict[str, 
     # Bring projections level with the journal (the undrained admission, BuJo's audit line).
     with MemoryStore.open(live, config(block), background=False):
         pass
-    assert health(live).status == "clean"
+    assert MemoryRoot.open(live).health().status == "clean"
     export = tmp_path / "export.jsonl"
-    count = export_journal_to_file(live, export)
+    count = MemoryRoot.open(live).export_to(export)
     assert count > 0
     replayed = tmp_path / "replayed"
     report = replay_export(export, replayed)
@@ -466,9 +467,9 @@ def test_live_root_equals_replay_of_its_export(tmp_path: Path, block: dict[str, 
     assert new_tree == live_tree
     assert dump_index(replayed) == dump_index(live)
     again = tmp_path / "again.jsonl"
-    assert export_journal_to_file(replayed, again) == count
+    assert MemoryRoot.open(replayed).export_to(again) == count
     assert again.read_bytes() == export.read_bytes()
-    assert health(replayed).status == "clean"
+    assert MemoryRoot.open(replayed).health().status == "clean"
 
 
 def test_tampered_export_is_refused(tmp_path: Path) -> None:
@@ -476,7 +477,7 @@ def test_tampered_export_is_refused(tmp_path: Path) -> None:
     live = tmp_path / "live"
     build_mixed_root(live, LITE)
     export = tmp_path / "export.jsonl"
-    export_journal_to_file(live, export)
+    MemoryRoot.open(live).export_to(export)
     lines = export.read_bytes().splitlines(keepends=True)
     assert b"Harbour tides" in lines[1]
     lines[1] = lines[1].replace(b"Harbour tides", b"Harbour tidez")
@@ -532,7 +533,7 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
     assert count_bullets(root) == {"Drained before the crash kiwi": 1,
                                    **{a: 1 for a in answers}}
     assert query(root, "SELECT COUNT(*), COUNT(DISTINCT text) FROM memories") == [(5, 5)]
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert (report.status, report.findings) == ("clean", [])
 
 
@@ -560,14 +561,14 @@ def test_failed_index_commit_after_markdown_write_converges(
     st = os.stat(day)
     assert count_bullets(root) == {"Before the failure walnut": 1, "During the failure walnut": 1}
     assert query(root, "SELECT COUNT(*) FROM memories") == [(1,)]  # rolled back
-    assert health(root).exit_code == 1  # behind and disagreeing until caught up
+    assert MemoryRoot.open(root).health().exit_code == 1  # behind and disagreeing until caught up
 
     with MemoryStore.open(root, background=False) as store:
         assert len(store.search("walnut")) == 2
     assert day.read_bytes() == written
     assert os.stat(day).st_ino == st.st_ino
     assert query(root, "SELECT COUNT(*) FROM memories") == [(2,)]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # -- projector idempotence -------------------------------------------------------------------------
@@ -603,7 +604,7 @@ def test_projector_catch_up_twice_changes_nothing(drained_root: Path) -> None:
     assert {rel: (os.stat(root / rel).st_ino, os.stat(root / rel).st_mtime_ns)
             for rel in files} == stats
     assert dump_index(root) == dump
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_index_apply_twice_in_fresh_generation_is_idempotent(

@@ -18,7 +18,7 @@ from pathlib import Path
 from memory_es.events import ADMITTED_TOPIC, intake_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, run_hash
 from memory_es.journal import open_journal
-from memory_es.reader import export_journal, inspect_root
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
 CLI = Path(sys.executable).with_name("memory-es")
@@ -99,7 +99,7 @@ def test_threads_racing_on_overlapping_run_ids(tmp_path: Path) -> None:
         assert events[0]["summary"] == answer(r, winners[0])
         assert events[0]["run_hash"] == run_hash(r)
     # The positions are 1..n with nothing else in between.
-    report = inspect_root(root)
+    report = MemoryRoot.open(root).inspect()
     assert report["counts"]["total"] == n_ids
     assert sorted(rec["position"] for rec in report["records"]) == list(range(1, n_ids + 1))
 
@@ -185,14 +185,14 @@ def test_reader_sees_consistent_snapshots_while_writers_admit(tmp_path: Path) ->
             while True:
                 last_round = writers_done.is_set()
                 buf = io.BytesIO()
-                count = export_journal(root, buf)
+                count = MemoryRoot.open(root).export(buf)
                 lines = buf.getvalue().splitlines()
                 assert len(lines) == count
                 positions = [json.loads(line)["position"] for line in lines]
                 assert positions == list(range(1, count + 1))
                 assert not seen or count >= seen[-1], (seen[-1], count)
                 seen.append(count)
-                report = inspect_root(root)
+                report = MemoryRoot.open(root).inspect()
                 assert report["counts"]["total"] >= count
                 assert not inspected or report["counts"]["total"] >= inspected[-1]
                 inspected.append(report["counts"]["total"])

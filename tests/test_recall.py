@@ -29,8 +29,8 @@ import memory_es.store.vectors
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.intake import CompletedTurn
-from memory_es.reader import health
 from memory_es.recall import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import rebuild_root
 from projections.replay import generation_path, read_current
@@ -598,7 +598,7 @@ def test_health_is_clean_with_vector_cache_and_vectors(
         assert vector_count(root) == len(FACTS)
         assert embed_all(store) == []
     assert (root / "embeddings" / "cache.db").is_file()
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert report.findings == []
     assert report.status == "clean"
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn, is_nothing_to_report, run_hash
-from memory_es.reader import export_journal_to_file, health
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
 
@@ -156,7 +156,7 @@ class Model:
 def _check_drain(live: Path, scratch: Path, number: int) -> Path:
     """Export the live journal, replay it into a fresh root, compare the projections."""
     export = scratch / f"export-{number}.jsonl"
-    export_journal_to_file(live, export)
+    MemoryRoot.open(live).export_to(export)
     replayed = scratch / f"replayed-{number}"
     replay_export(export, replayed)
     live_tree, replayed_tree = regen.projection_tree(live), regen.projection_tree(replayed)
@@ -225,5 +225,5 @@ def test_live_projections_equal_replay_after_every_drain(
         for session, rh in [(row[8], row[9]) for row in memories] + [
                 (row[8], row[1]) for row in audit]:
             assert session == _stored_session(by_hash[rh].session)  # D12, K6, K7
-        report = health(live)
+        report = MemoryRoot.open(live).health()
         assert report.status == "clean", report.to_json()

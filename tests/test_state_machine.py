@@ -30,6 +30,7 @@ from hypothesis.stateful import (
 
 import memory_es.intake as intake_module
 from memory_es.events import Intake, Memory, intake_event, intake_uuid
+from memory_es.history import iter_events, open_reader
 from memory_es.intake import (
     CATEGORIES,
     CompletedTurn,
@@ -40,7 +41,7 @@ from memory_es.intake import (
     prepare_turn,
 )
 from memory_es.observe import ObserveProcessor
-from memory_es.reader import health, iter_events, open_reader
+from memory_es.root import MemoryRoot
 from memory_es.step import StepContext, StepFailure
 from memory_es.store import MemoryStore
 
@@ -453,4 +454,4 @@ def test_b6_b7_store_fails_n_times_then_resolves_or_dead_letters(
         with MemoryStore.open(root, clock=clock, background=False) as store:
             assert store.inspect() == report
             assert store.drain() == 0  # dead stays dead; resolved is never processed again
-        assert health(root).status == "clean"
+        assert MemoryRoot.open(root).health().status == "clean"

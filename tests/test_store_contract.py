@@ -44,7 +44,7 @@ def test_b4_a_broken_index_never_blocks_admission(
     opens and admits (warning memory_degraded), drain names the cause, rebuild heals it."""
     from memory_es import CompletedTurn
     from memory_es.errors import MemoryEsError
-    from memory_es.reader import health
+    from memory_es.root import MemoryRoot
     from memory_es.transfer import rebuild_root
 
     root = tmp_path / "root"
@@ -63,9 +63,9 @@ def test_b4_a_broken_index_never_blocks_admission(
         assert err.value.code == "index_pointer_invalid"
     assert any("memory_degraded" in r.getMessage() and "index_pointer_invalid" in r.getMessage()
                for r in caplog.records)
-    assert [f.code for f in health(root).findings] == ["index_pointer_invalid"]
+    assert [f.code for f in MemoryRoot.open(root).health().findings] == ["index_pointer_invalid"]
     rebuild_root(root)
     with MemoryStore.open(root, background=False) as store:
         assert store.drain() == 1
         assert [h["text"] for h in store.search("two")] == ["two"]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"

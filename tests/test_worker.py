@@ -35,9 +35,10 @@ from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory, intake_uuid
+from memory_es.history import iter_events, open_reader
 from memory_es.intake import CATEGORIES, CompletedTurn
 from memory_es.observe import ObserveProcessor
-from memory_es.reader import export_journal, health, inspect_root, iter_events, open_reader
+from memory_es.root import MemoryRoot
 from memory_es.step import StepContext, StepFailure
 from memory_es.store import MemoryStore
 from memory_es.worker import (
@@ -221,7 +222,7 @@ def test_b6_background_worker_projects_an_admitted_turn_without_drain(root: Path
         wait_for(lambda: (root / "daily").is_dir() and daily_has_text(), "the daily file")
         hits = wait_for(lambda: store.search("Kestrel"), "the index")
         assert [h["text"] for h in hits] == ["Kestrel-5521 booked the ferry"]
-    report = health(root)
+    report = MemoryRoot.open(root).health()
     assert (report.status, report.findings) == ("clean", [])
 
 
@@ -317,7 +318,7 @@ def test_b8_unexpected_exception_counts_as_internal(root: Path, clock: Clock) ->
         assert record(store, intake_id)["category"] == "internal"
         assert "Quokka" not in json.dumps(store.inspect())
     out = io.BytesIO()
-    export_journal(root, out)
+    MemoryRoot.open(root).export(out)
     assert b"Quokka" not in out.getvalue()
 
 
@@ -543,7 +544,7 @@ def test_c4_resolve_a_bujo_capture_intake_whose_model_is_down(
             turn("cap", "summary", capture_text="Wombat-1207 capture text")
         ).status == "duplicate"
     assert payload_ids(root) == {intake_id}  # within the retained set (B9)
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -556,7 +557,7 @@ def test_b22_close_drains_due_work(root: Path) -> None:
         for i in range(5):
             assert store.persist_completed_turn(turn(f"d{i}", f"drained {i}")).status == \
                 "admitted"
-    report = inspect_root(root)
+    report = MemoryRoot.open(root).inspect()
     assert report["counts"]["resolved"] == 5
     assert report["counts"]["pending"] == 0
 
@@ -581,12 +582,12 @@ def test_b22_a_hanging_step_cannot_block_close(root: Path) -> None:
     finally:
         hanging.release.set()
     assert hanging.finished.wait(5)
-    (rec,) = inspect_root(root)["records"]
+    (rec,) = MemoryRoot.open(root).inspect()["records"]
     assert (rec["state"], rec["attempts"], rec["due"]) == ("pending", 0, True)
     assert [type(e) for e in journal_events(root)] == [Intake.Admitted]
     with MemoryStore.open(root, shutdown_timeout=FAST) as store:  # restart resumes it
         wait_for(lambda: record(store, rh("hang"))["state"] == "resolved", "the resumed step")
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def test_b22_cooperative_cancellation(root: Path) -> None:
@@ -602,7 +603,7 @@ def test_b22_cooperative_cancellation(root: Path) -> None:
     assert not closer.is_alive(), "close did not return"
     assert cooperative.finished.is_set()
     assert cooperative.contexts[0].cancel.is_set()
-    (rec,) = inspect_root(root)["records"]
+    (rec,) = MemoryRoot.open(root).inspect()["records"]
     assert (rec["state"], rec["attempts"]) == ("pending", 0)
     assert [type(e) for e in journal_events(root)] == [Intake.Admitted]
     with MemoryStore.open(root, background=False) as store:
@@ -729,7 +730,7 @@ def test_b9_b10_resolved_payloads_beyond_the_retained_set_are_pruned(
     assert [e.run_hash for e in of(events, Intake.Admitted)] == [*ids, rh("cap-5")]
     assert sorted(e.outcome for e in of(events, Intake.Resolved)) == [
         "captured"] * 5 + ["operator_resolved"]
-    assert health(root).status == "clean"
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 # --------------------------------------------------------------------------------------------
@@ -828,7 +829,7 @@ def test_c3_cli_retry_resolve_drain_on_a_stopped_root(
     code, out, _ = cli(capsys, "--root", str(root), "retry", rh("delayed"))
     assert (code, out) == (
         0, f"retry {rh('delayed')}: fresh budget of 16 attempts, due now\n")
-    assert inspect_root(root, rh("delayed"))["records"][0]["due"] is True
+    assert MemoryRoot.open(root).inspect(rh("delayed"))["records"][0]["due"] is True
 
     for argv in (("retry", "xyz"), ("retry", "A" * 64), ("resolve", "1234", "slug"),
                  ("resolve", rh("delayed"), "Bad Slug"), ("retry", "f" * 64)):
@@ -837,4 +838,4 @@ def test_c3_cli_retry_resolve_drain_on_a_stopped_root(
         assert out == ""
         assert len(err.strip().splitlines()) == 1
         assert err.startswith("memory-es: error:")
-    assert inspect_root(root, rh("delayed"))["records"][0]["state"] == "pending"
+    assert MemoryRoot.open(root).inspect(rh("delayed"))["records"][0]["state"] == "pending"

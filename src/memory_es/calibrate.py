@@ -61,8 +61,8 @@ import numpy as np
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError, make_embedder
 from memory_es.errors import MemoryEsError
+from memory_es.history import verified_index
 from memory_es.intake import utc_now
-from memory_es.reader import open_reader
 from memory_es.recall import (
     VectorMatrix,
     calibration_for,
@@ -77,7 +77,6 @@ from memory_es.scoring import (
     select,
 )
 from memory_es.vocabulary import TERMINAL_STATUSES
-from projections.replay import generation_path, read_current
 
 __all__ = [
     "MIN_ANSWERABLE",
@@ -525,34 +524,28 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     labelled = Path(labelled_path)
     questions = load_labelled(labelled)
     root = Path(root)
-    with open_reader(root):  # verifies the journal first: never calibrate on a tampered root
-        generation = read_current(root)
-        if generation is None:
+    with verified_index(root) as conn:  # never calibrate on a tampered root
+        if conn is None:
             raise MemoryEsError(f"{NEEDS_EMBEDDINGS}: {root} has no index generation yet "
                                 "(run drain)", code=NEEDS_EMBEDDINGS)
-        conn = apsw.Connection(str(generation_path(root, generation)),
-                               flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            _check_gold(conn, labelled, questions)
-            if embedder is None:
-                embedder = make_embedder(config.embeddings)
-            assert embedder is not None  # an embeddings block always names a provider
-            identity = embedder.identity
-            matrix = VectorMatrix(identity.dim)
-            with contextlib.suppress(apsw.SQLError):  # an index built by Lite: no vectors
-                matrix.refresh(conn, identity.key)
-            memories = sum(1 for (status,) in conn.execute("SELECT status FROM memories")
-                           if status not in TERMINAL_STATUSES)
-            if not len(matrix.rowids):
-                raise MemoryEsError(
-                    f"{NEEDS_EMBEDDINGS}: the index holds no vectors for {identity.key}: open "
-                    "the root with this config and let it embed its memories first",
-                    code=NEEDS_EMBEDDINGS)
-            vectors = _embed(embedder, [q.text for q in questions])
-            pools = [candidate_pool(conn, q.text, query_vector=vectors[i], matrix=matrix)
-                     for i, q in enumerate(questions)]
-        finally:
-            conn.close()
+        _check_gold(conn, labelled, questions)
+        if embedder is None:
+            embedder = make_embedder(config.embeddings)
+        assert embedder is not None  # an embeddings block always names a provider
+        identity = embedder.identity
+        matrix = VectorMatrix(identity.dim)
+        with contextlib.suppress(apsw.SQLError):  # an index built by Lite: no vectors
+            matrix.refresh(conn, identity.key)
+        memories = sum(1 for (status,) in conn.execute("SELECT status FROM memories")
+                       if status not in TERMINAL_STATUSES)
+        if not len(matrix.rowids):
+            raise MemoryEsError(
+                f"{NEEDS_EMBEDDINGS}: the index holds no vectors for {identity.key}: open "
+                "the root with this config and let it embed its memories first",
+                code=NEEDS_EMBEDDINGS)
+        vectors = _embed(embedder, [q.text for q in questions])
+        pools = [candidate_pool(conn, q.text, query_vector=vectors[i], matrix=matrix)
+                 for i, q in enumerate(questions)]
 
     scorer = PoolScorer(questions, pools, utc_now())
     every = list(range(len(questions)))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,13 +16,7 @@ from typing import Any
 from memory_es.config import ConfigError, MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
-from memory_es.reader import (
-    export_journal,
-    export_journal_to_file,
-    health,
-    inspect_root,
-    search_root,
-)
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
 from memory_es.transfer import rebuild_root, replay_export
 
@@ -44,6 +37,12 @@ def _config(args: argparse.Namespace) -> MemoryConfig:
 
 def _root(args: argparse.Namespace, config: MemoryConfig | None = None) -> Path:
     return resolve_root(args.root, config if config is not None else _config(args))
+
+
+def _reader(args: argparse.Namespace) -> MemoryRoot:
+    """The read-only handle for a reading command (no lock, nothing written)."""
+    config = _config(args)
+    return MemoryRoot.open(_root(args, config), config)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -92,7 +91,7 @@ def _check_id(intake_id: str) -> str:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     intake_id = _check_id(args.id) if args.id else None
-    report = inspect_root(_root(args), intake_id)
+    report = _reader(args).inspect(intake_id)
     if intake_id is not None and not report["records"]:
         raise CliError(f"no intake with id {intake_id}")
     if args.json:
@@ -115,12 +114,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    root = _root(args)
+    root = _reader(args)
     if args.journal == "-":
-        count = export_journal(root, sys.stdout.buffer)
+        count = root.export(sys.stdout.buffer)
         sys.stdout.flush()
     else:
-        count = export_journal_to_file(root, args.journal)
+        count = root.export_to(args.journal)
     print(f"exported {count} events", file=sys.stderr)
     return 0
 
@@ -181,7 +180,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    report = health(_root(args))
+    report = _reader(args).health()
     if args.json:
         _print_json(report.to_json())
     else:
@@ -193,8 +192,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    config = _config(args)
-    result = search_root(_root(args, config), args.query, config, args.limit)
+    result = _reader(args).recall(args.query, args.limit)
     if args.json:
         _print_json(result.to_json())
     elif result.recall.hits:
@@ -205,10 +203,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from memory_es.calibrate import calibrate_root, render_text
+    from memory_es.calibrate import render_text
 
-    config = _config(args)
-    report = calibrate_root(_root(args, config), args.labelled, config)
+    report = _reader(args).calibrate(args.labelled)
     if args.json:
         _print_json(report.to_json())
     else:
@@ -223,12 +220,6 @@ def cmd_journal(args: argparse.Namespace) -> int:
     earlier ``memory-es journal`` cannot continue here (journal_invalid_cursor); ``--page N``
     re-runs the query and follows the cursors within this process instead.
     """
-    import apsw
-
-    from memory_es.chronology import MemoryJournal
-    from memory_es.reader import open_reader
-    from projections.replay import generation_path, read_current
-
     if args.page < 1:
         raise CliError("--page must be 1 or more")
     request: dict[str, Any] = {}
@@ -240,31 +231,20 @@ def cmd_journal(args: argparse.Namespace) -> int:
                         ("timeZone", args.tz), ("limit", args.limit)):
         if value is not None:
             request[name] = value
-    root = _root(args)
-    journal = MemoryJournal()
-    with open_reader(root):  # verifies the journal first: never serve a tampered root
-        generation = read_current(root)
-        if generation is None:
-            raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
-                                code="journal_unavailable")
-        conn = apsw.Connection(str(generation_path(root, generation)),
-                               flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            try:
-                result = journal.call(conn, request)
-                for page in range(2, args.page + 1):
-                    if result["cursor"] is None:
-                        raise CliError(f"page {args.page} is past the end: the range has "
-                                       f"{page - 1} page(s)")
-                    result = journal.continue_(conn, result["cursor"])
-            except CliError:
-                raise
-            except MemoryEsError as e:
-                hint = (" (a cursor is private to the process that issued it; use --page N)"
-                        if e.code == "journal_invalid_cursor" else "")
-                raise MemoryEsError(f"{e.code}: {e}{hint}", code=e.code) from e
-        finally:
-            conn.close()
+    root = _reader(args)
+    try:
+        result = root.journal(request)
+        for page in range(2, args.page + 1):
+            if result["cursor"] is None:
+                raise CliError(f"page {args.page} is past the end: the range has "
+                               f"{page - 1} page(s)")
+            result = root.journal({"cursor": result["cursor"]})
+    except CliError:
+        raise
+    except MemoryEsError as e:
+        hint = (" (a cursor is private to the process that issued it; use --page N)"
+                if e.code == "journal_invalid_cursor" else "")
+        raise MemoryEsError(f"{e.code}: {e}{hint}", code=e.code) from e
     if args.json:
         _print_json(result)
         return 0
@@ -282,117 +262,11 @@ def cmd_journal(args: argparse.Namespace) -> int:
     return 0
 
 
-DEMO_TURNS = (
-    ("first turn", CompletedTurn(run_id="demo-run-1", outcome="success",
-                                 answer="Booked the dentist for 2026-12-09 at 10:00.",
-                                 speaker_kind="human-turn")),
-    ("same run id, same bytes", CompletedTurn(
-        run_id="demo-run-1", outcome="success",
-        answer="Booked the dentist for 2026-12-09 at 10:00.", speaker_kind="human-turn")),
-    ("same run id, other bytes", CompletedTurn(
-        run_id="demo-run-1", outcome="success",
-        answer="Booked the dentist for 2026-12-10.", speaker_kind="human-turn")),
-    ("cron no-op", CompletedTurn(run_id="demo-run-2", outcome="success",
-                                 answer="Checked the feeds.\nNOTHING_TO_REPORT",
-                                 trigger="cron", speaker_kind="trigger")),
-    ("failed turn", CompletedTurn(run_id="demo-run-3", outcome="failed", answer="partial")),
-    ("webhook turn", CompletedTurn(run_id="demo-run-4", outcome="success",
-                                   answer="The build for 0.9 passed.", trigger="webhook",
-                                   speaker_kind="trigger")),
-)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
-    """The whole Lite flow: admit, drain, read, search, health, tamper, health, rebuild."""
-    import logging
+    """The whole Lite flow, then BuJo capture, in a temporary root (memory_es.demo)."""
+    from memory_es.demo import run_demo
 
-    logger = logging.getLogger("memory_es")
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # the demo prints each result itself
-    try:
-        with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp:
-            return _demo(Path(tmp) / "memory")
-    finally:
-        logger.setLevel(level)
-
-
-def _demo(root: Path) -> int:
-    def step(title: str) -> None:
-        print(f"\n== {title}")
-
-    def run(*argv: str) -> int:
-        print(f"$ memory-es {' '.join(argv)}")
-        return main(["--root", str(root), *argv])
-
-    print(f"memory root: {root}")
-    step("admit turns (MemoryStore.persist_completed_turn)")
-    with MemoryStore.open(root, background=False) as store:
-        for label, turn in DEMO_TURNS:
-            result = store.persist_completed_turn(turn)
-            print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")
-    step("project them")
-    run("drain")
-    run("inspect")
-    step("the daily file")
-    for path in sorted((root / "daily").iterdir()):
-        print(f"--- daily/{path.name}")
-        print(path.read_text("utf-8"), end="")
-    step("search: the same scoring as recall (lexical on Lite, hybrid with embeddings)")
-    run("search", "dentist")
-    step("audit the root against a replay of its journal")
-    run("health")
-    step("tamper with a daily file, audit again")
-    daily = sorted((root / "daily").iterdir())[0]
-    daily.write_text(daily.read_text("utf-8").replace("dentist", "dent1st"), "utf-8")
-    code = run("health")
-    print(f"[exit {code}]")
-    step("rebuild from the journal, audit again")
-    run("rebuild")
-    code = run("health")
-    return code or _demo_capture(root.parent / "bujo", step, run_at=main)
-
-
-def _demo_capture(root: Path, step: Callable[[str], None],
-                  run_at: Callable[[list[str]], int]) -> int:
-    """BuJo capture: extraction, review, reconcile (a correction supersedes), graph, sidecar."""
-    from memory_es.capture.demo import DEMO_CONFIG, FIRST, SECOND, DemoChat
-    from memory_es.config import parse_config
-    from memory_es.embeddings import EmbeddingError, make_embedder
-    from memory_es.intake import run_hash
-
-    def run(*argv: str) -> int:
-        print(f"$ memory-es {' '.join(argv)}")
-        return run_at(["--root", str(root), *argv])
-
-    config = parse_config(DEMO_CONFIG)
-    step("BuJo capture: a chat model curates each turn (offline demo model, local embeddings)")
-    try:
-        embedder = make_embedder(config.embeddings)
-    except EmbeddingError as e:
-        print(f"skipped: the offline embedding model is not installed ({e.code}); "
-              "install memory-es[local]")
-        return 0
-    model = DemoChat(run_hash)
-    with MemoryStore.open(root, config, background=False, embedder=embedder,
-                          chat_model=model) as store:
-        for turn in (FIRST, SECOND):
-            result = store.persist_completed_turn(turn)
-            store.drain()
-            record = store.inspect(result.intake_id)["records"][0]
-            print(f"{turn.run_id}: {result.status}, then {record['outcome']} "
-                  f"(model calls so far: {', '.join(model.calls)})")
-        while store.embed_pending():  # what the background worker does after each pass
-            pass
-        print("\nrecall 'where does Morgan live?':")
-        print(store.recall("where does Morgan live?").text)
-    for name in ("daily", "audit"):
-        for path in sorted((root / name).iterdir()):
-            print(f"--- {name}/{path.name}")
-            print(path.read_text("utf-8"), end="")
-    for name in ("graph.jsonl", ".replay-projection-v1.json"):
-        print(f"--- {name}")
-        print((root / name).read_text("utf-8"), end="")
-    return run("health")
+    return run_demo(main)
 
 
 CALIBRATE_HELP = """\

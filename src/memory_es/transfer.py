@@ -16,8 +16,8 @@ import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.errors import IntegrityError, MemoryEsError
+from memory_es.history import iter_events
 from memory_es.journal import GENESIS, chain_link, open_journal
-from memory_es.reader import iter_events
 from projections.replay import RebuildReport, rebuild
 
 BATCH = 1000

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import apsw
+
 from memory_es.errors import MemoryEsError
 from memory_es.fsutil import (
     atomic_write,
@@ -75,6 +77,15 @@ def read_current(root: Path) -> int | None:
 
 def generation_path(root: Path, generation: int) -> Path:
     return root / INDEX_DIR / f"gen-{generation}" / INDEX_DB
+
+
+def open_active_index(root: Path) -> apsw.Connection | None:
+    """The active generation's index, opened read-only; None when none was ever activated."""
+    generation = read_current(root)
+    if generation is None:
+        return None
+    return apsw.Connection(str(generation_path(root, generation)),
+                           flags=apsw.SQLITE_OPEN_READONLY)
 
 
 def _write_if_changed(root: Path, relpath: str, data: bytes | None) -> bool:

@@ -25,10 +25,10 @@ from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake
+from memory_es.history import fold_intakes
 from memory_es.intake import AdmissionResult, CompletedTurn, prepare_turn, utc_now
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.observe import ObserveProcessor
-from memory_es.reader import fold_intakes
 from memory_es.recall import (
     RecallResult,
     auto_block,

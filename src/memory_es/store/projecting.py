@@ -10,8 +10,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
-from memory_es.reader import iter_events
 from memory_es.store.admission import GroupCommit
 from projections.replay import Projector, RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection

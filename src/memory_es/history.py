@@ -1,0 +1,85 @@
+"""The journal read back: the verified read-only journal and active index, decoded events in
+order, the intake view folded from them, and the canonical export lines. Shared by the writer,
+the reader (MemoryRoot) and maintenance."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+import msgspec
+from eventsourcing.persistence import StoredEvent
+
+from memory_es.intake import IntakeView
+from memory_es.journal import OpenedJournal, open_journal
+from projections.replay import open_active_index
+
+INTAKE_TOPIC_PREFIX = "memory_es/Intake."
+
+
+@contextlib.contextmanager
+def open_reader(root: str | Path) -> Iterator[OpenedJournal]:
+    """The verified, read-only journal of ``root`` for the span of one read."""
+    opened = open_journal(Path(root), writable=False)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@contextlib.contextmanager
+def verified_index(root: Path) -> Iterator[apsw.Connection | None]:
+    """The active index generation, read-only, once the journal's chain is verified (a
+    tampered root is never served); None when no generation was ever activated."""
+    with open_reader(root):
+        conn = open_active_index(root)
+        try:
+            yield conn
+        finally:
+            if conn is not None:
+                conn.close()
+
+
+def iter_events(
+    opened: OpenedJournal, after: int = 0, upto: int | None = None, batch: int = 1000
+) -> Iterator[tuple[int, Any]]:
+    """Decoded events after position ``after`` (up to ``upto``), in journal order."""
+    mapper = opened.app.mapper
+    recorder = opened.recorder
+    while True:
+        notifications = recorder.select_notifications(
+            after, batch, stop=upto, inclusive_of_start=False)
+        if not notifications:
+            return
+        for n in notifications:
+            yield n.id, mapper.to_domain_event(n)
+        after = notifications[-1].id
+
+
+def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
+    """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only)."""
+    view = IntakeView(retain_resolved=retain_resolved)
+    mapper = opened.app.mapper
+    for position, oid, version, topic, state, _chain in opened.recorder.rows():
+        if topic.startswith(INTAKE_TOPIC_PREFIX):
+            view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state)))
+    return view
+
+
+def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
+    """Canonical JSONL of every event in journal order: the stored state bytes verbatim."""
+    for position, oid, version, topic, state, chain in opened.recorder.rows():
+        yield msgspec.json.encode(
+            {
+                "chain": chain.hex(),
+                "originator_id": oid,
+                "originator_version": version,
+                "position": position,
+                "state": msgspec.Raw(state),
+                "topic": topic,
+            },
+            order="sorted",
+        ) + b"\n"

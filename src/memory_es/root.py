@@ -1,0 +1,193 @@
+"""MemoryRoot: the read-only door to a memory root. It takes no lock and changes nothing
+(C1, C2, C5, C9), so it is safe while an agent holds the root.
+
+Every call opens the journal read-only and verifies its chain first (a tampered root is never
+served), then reads one consistent snapshot: the journal in one SQLite read transaction, the
+active index generation opened read-only. MemoryJournal snapshots and cursors (I*) live as long
+as the handle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import apsw
+
+from memory_es.calibrate import CalibrationReport, calibrate_root
+from memory_es.chronology import MemoryJournal
+from memory_es.config import MemoryConfig
+from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
+from memory_es.errors import MemoryEsError
+from memory_es.fsutil import FILE_MODE, fsync_dir
+from memory_es.history import (
+    export_lines,
+    fold_intakes,
+    iter_events,
+    open_reader,
+    verified_index,
+)
+from memory_es.intake import utc_now
+from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
+from memory_es.recall import (
+    RecallResult,
+    VectorMatrix,
+    calibration_for,
+    configured_calibration,
+    recall,
+)
+from memory_es.scoring import Recall
+from projections.health import Finding, HealthReport, audit
+from projections.sqlite_index import fts_search
+
+log = logging.getLogger("memory_es")
+
+
+class MemoryRoot:
+    """A read-only handle on ``root`` configured by ``config`` (defaults when None)."""
+
+    def __init__(self, root: Path, config: MemoryConfig) -> None:
+        self.root = root
+        self.config = config
+        self._chronology = MemoryJournal()
+
+    @classmethod
+    def open(cls, root: str | Path | None = None,
+             config: MemoryConfig | None = None) -> MemoryRoot:
+        """A handle on ``root`` (default: ``memory.path`` of ``config``). Nothing is held open
+        between calls; a root that is missing or not a memory root fails at the first call."""
+        config = config if config is not None else MemoryConfig()
+        return cls(Path(root) if root is not None else Path(config.path), config)
+
+    def __enter__(self) -> MemoryRoot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Forget the journal snapshots (their cursors stop working)."""
+        self._chronology = MemoryJournal()
+
+    # -- the journal ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[OpenedJournal]:
+        """The verified, read-only journal for the span of one read."""
+        with open_reader(self.root) as opened:
+            yield opened
+
+    def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
+        """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2)."""
+        with self.reader() as opened:
+            return fold_intakes(opened).report(utc_now(), intake_id)
+
+    def events(self) -> list[tuple[int, Any]]:
+        """Every decoded event with its journal position, in order."""
+        with self.reader() as opened:
+            return list(iter_events(opened))
+
+    def export(self, out: IO[bytes]) -> int:
+        """Write the canonical JSONL export to ``out``; returns the number of events."""
+        count = 0
+        with self.reader() as opened:
+            for line in export_lines(opened):
+                out.write(line)
+                count += 1
+        return count
+
+    def export_to(self, path: str | Path) -> int:
+        """Export to ``path`` atomically (owner-only: an export holds every memory)."""
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                count = self.export(out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        fsync_dir(target.parent.resolve())
+        return count
+
+    def health(self) -> HealthReport:
+        """Replay the journal into scratch and compare with the live root (N*)."""
+        return audit(
+            self.root,
+            open_journal=lambda r: open_journal(r, writable=False),
+            events_upto=lambda opened, position: iter_events(opened, upto=position),
+            journal_checks=_payload_findings,
+        )
+
+    # -- the index --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def index(self) -> Iterator[apsw.Connection | None]:
+        """The active index generation, read-only, after the journal is verified; None when
+        no generation was ever activated."""
+        with verified_index(self.root) as conn:
+            yield conn
+
+    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Lexical FTS5 search (bm25) over the active index."""
+        with self.index() as conn:
+            return fts_search(conn, query, limit) if conn is not None else []
+
+    def recall(self, query: str, limit: int = 5) -> RecallResult:
+        """``memory-es search`` (C9): the same config-aware hybrid scoring as
+        ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
+        (Lite: lexical only); a provider outage degrades, flagged."""
+        config = self.config
+        with self.index() as conn:
+            if conn is None:
+                return RecallResult(recall=Recall(hits=()), degraded=True)
+            embedder = (make_embedder(config.embeddings)
+                        if config.mode != "lite" and config.embeddings is not None else None)
+            query_vector, matrix = None, None
+            if embedder is not None:
+                try:
+                    query_vector = embedder.embed([query])[0]
+                except EmbeddingError as e:
+                    log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
+                else:
+                    matrix = VectorMatrix(embedder.identity.dim)
+                    matrix.refresh(conn, embedder.identity.key)
+            return recall(conn, query, now=utc_now(), query_vector=query_vector, matrix=matrix,
+                          limit=limit, expand=config.mode == "bujo",
+                          calibration=calibration_for(embedder.identity if embedder else None,
+                                                      configured_calibration(config)))
+
+    def journal(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and
+        ``limit``, or exactly ``{"cursor": ...}`` from an earlier page of this handle."""
+        with self.index() as conn:
+            if conn is None:
+                raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
+                                    code="journal_unavailable")
+            return self._chronology.call(conn, request)
+
+    def calibrate(self, labelled: str | Path, *,
+                  embedder: Embedder | None = None) -> CalibrationReport:
+        """Fit a recall calibration on a user's own labelled questions (see ``calibrate``)."""
+        return calibrate_root(self.root, labelled, self.config, embedder=embedder)
+
+
+def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:
+    """Every unresolved intake with capture text still has its exact payload (B5, B9)."""
+    for record in fold_intakes(opened).unresolved():
+        if record.payload_sha256 is None:
+            continue
+        payload = opened.recorder.payload(record.id)
+        if payload is None:
+            yield Finding("payload_missing", JOURNAL_FILE, f"intake {record.id}")
+        elif hashlib.sha256(payload.data).hexdigest() != record.payload_sha256:
+            yield Finding("payload_mismatch", JOURNAL_FILE, f"intake {record.id}")
