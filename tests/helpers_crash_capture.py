@@ -18,9 +18,10 @@ Kill controls (environment):
 - ``MEMORY_ES_CRASH_AT=<point>`` and ``HELPER_CRASH_NTH=<n>`` (default 1): die by SIGKILL at the
   n-th time the run reaches the library's named crash point. The helper disarms the library's
   own switch (``fsutil._CRASH_AT``, read at import) and counts the hits through the names
-  ``store``, ``journal`` and ``worker`` imported; at the n-th it re-arms the switch and calls the
-  library's ``crash_point``, which sends the SIGKILL. ``catalog.torn_write`` is reached through
-  ``crash_armed`` (the torn half-slot is written by the library before it dies).
+  ``store``, ``journal.recorder``, ``journal.catalog``, ``worker`` and ``replay`` imported; at
+  the n-th it re-arms the switch and calls the library's ``crash_point``, which sends the
+  SIGKILL. ``catalog.torn_write`` is reached through ``crash_armed`` (the torn half-slot is
+  written by the library before it dies).
 - ``HELPER_KILL_IN_ATOMIC_WRITE=<relpath>:<k>``: SIGKILL inside the k-th
   ``fsutil.atomic_write`` of the root-relative file ``relpath`` (``daily/2026-05-04.md``,
   ``graph.jsonl``, ``.replay-projection-v1.json``, ``index/CURRENT``, ...);
@@ -169,13 +170,14 @@ class CrashCounter:
         return chosen
 
     def install(self) -> None:
-        from memory_es import journal, store, worker
+        from memory_es import store, worker
+        from memory_es.journal import catalog, recorder
         from projections import replay
 
-        for module in (store, journal, worker, replay):
+        for module in (store, recorder, catalog, worker, replay):
             if hasattr(module, "crash_point"):
                 module.crash_point = self.point  # type: ignore[attr-defined]
-        journal.crash_armed = self.armed  # type: ignore[attr-defined]
+        catalog.crash_armed = self.armed  # type: ignore[attr-defined]
 
 
 class AtomicWriteKiller:
