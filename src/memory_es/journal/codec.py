@@ -1,0 +1,100 @@
+"""How events become bytes and back: a msgspec mapper (DESIGN 3).
+
+Canonical JSON (sorted keys) on the way out; on the way in, a strict typed decode against the
+event class's own fields, after any ``upcast_vN_vM`` steps, so a stored event that no longer
+matches its class is an error rather than a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_type_hints
+from uuid import UUID
+
+import msgspec
+from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.persistence import (
+    Mapper,
+    MapperDeserialisationError,
+    StoredEvent,
+    Transcoder,
+)
+from eventsourcing.utils import resolve_topic
+
+
+class MsgspecTranscoder(Transcoder):
+    """Canonical JSON: sorted keys, no spaces, UTF-8. Decoding is untyped; see MsgspecMapper."""
+
+    def encode(self, obj: Any) -> bytes:
+        return msgspec.json.encode(obj, order="sorted")
+
+    def decode(self, data: bytes) -> Any:
+        return msgspec.json.decode(data)
+
+
+_decode_types: dict[type, Any] = {}
+_SKIP_FIELDS = {"originator_id", "originator_version", "originator_id_type"}
+
+
+def _decode_type(cls: type) -> Any:
+    """A strict msgspec Struct mirroring the event class's fields (cached per class)."""
+    try:
+        return _decode_types[cls]
+    except KeyError:
+        hints = get_type_hints(cls)
+        fields: list[Any] = [(n, t) for n, t in hints.items() if n not in _SKIP_FIELDS]
+        fields.append(("class_version", int, 1))
+        struct_type = msgspec.defstruct(
+            f"{cls.__name__}State", fields, forbid_unknown_fields=True, kw_only=True
+        )
+        _decode_types[cls] = struct_type
+        return struct_type
+
+
+class MsgspecMapper(Mapper[UUID]):
+    """Typed decode: a stored event whose fields don't match its class is an error, not a guess."""
+
+    def __init__(self) -> None:
+        super().__init__(transcoder=MsgspecTranscoder())
+
+    def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
+        cls = resolve_topic(stored_event.topic)
+        class_version = getattr(cls, "class_version", 1)
+        data = stored_event.state
+        try:
+            if class_version > 1:  # upcast old states, then decode the result strictly
+                state = msgspec.json.decode(data)
+                from_version = state.pop("class_version", 1)
+                while from_version < class_version:
+                    getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
+                    from_version += 1
+                data = msgspec.json.encode(state)
+            typed = msgspec.json.decode(data, type=_decode_type(cls))
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            msg = (
+                f"event {stored_event.originator_id} v{stored_event.originator_version} "
+                f"({stored_event.topic}) does not decode: {e}"
+            )
+            raise MapperDeserialisationError(msg) from e
+        event_state = msgspec.structs.asdict(typed)
+        event_state.pop("class_version", None)
+        oid = stored_event.originator_id
+        event_state["originator_id"] = oid if isinstance(oid, UUID) else UUID(oid)
+        event_state["originator_version"] = stored_event.originator_version
+        domain_event = object.__new__(cls)
+        object.__setattr__(domain_event, "__dict__", event_state)
+        return domain_event  # type: ignore[no-any-return]
+
+
+class _AdmittedHash(msgspec.Struct):
+    content_sha256: str
+
+
+_ADMITTED_HASH = msgspec.json.Decoder(_AdmittedHash)
+
+
+def admitted_content_sha256(state: bytes) -> str:
+    """The ``content_sha256`` field of an intake's first (Admitted) event state.
+
+    Read by shape, without the event class, so the journal needs no domain import.
+    """
+    return _ADMITTED_HASH.decode(state).content_sha256

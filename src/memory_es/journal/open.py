@@ -1,0 +1,194 @@
+"""Opening a root's journal: the eventsourcing application and the checks that guard it.
+
+``open_journal`` fails closed on any hygiene or integrity problem: it verifies the whole hash
+chain against the integrity catalog, recovers a catalog left behind by a crash (journal ahead,
+suffix verified), and for writers takes the writer lock and creates a fresh root if none exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import Application
+from eventsourcing.persistence import ApplicationRecorder, Mapper
+from eventsourcing.utils import Environment
+
+from memory_es.errors import IntegrityError, NotARootError
+from memory_es.fsutil import check_private, make_private_dir, remove_stale_temps
+from memory_es.journal.catalog import Catalog
+from memory_es.journal.codec import MsgspecMapper
+from memory_es.journal.layout import (
+    CATALOG_FILE,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    MARKER_FILE,
+    check_managed,
+    exists,
+    initialise,
+    read_marker,
+)
+from memory_es.journal.lock import WriterLock
+from memory_es.journal.recorder import JournalRecorder
+
+DEFAULT_LOCK_TIMEOUT = 5.0
+
+
+class Journal(Application[UUID]):
+    """The event-sourced application over one root's journal.
+
+    Never reads the process environment: configuration is explicit.
+    """
+
+    name = "memory_es"
+
+    def __init__(self, recorder: JournalRecorder) -> None:
+        self._journal_recorder = recorder
+        super().__init__(env={})
+
+    def construct_env(self, name: str, env: Any = None) -> Environment:
+        return Environment(name, dict(env or {}))
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        return MsgspecMapper()
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        return self._journal_recorder
+
+    @property
+    def journal_recorder(self) -> JournalRecorder:
+        return self._journal_recorder
+
+    def close(self) -> None:
+        self._journal_recorder.close()
+        super().close()
+
+
+@dataclass
+class OpenedJournal:
+    """A verified journal plus, for writers, the lock that fences other writers off."""
+
+    app: Journal
+    lock: WriterLock | None
+    recovered_from: int | None  # catalog position before a journal-ahead recovery, else None
+
+    @property
+    def recorder(self) -> JournalRecorder:
+        return self.app.journal_recorder
+
+    def close(self) -> None:
+        try:
+            self.app.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def open_journal(
+    root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+) -> OpenedJournal:
+    """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
+
+    Writers create a fresh root if nothing is there, take the writer lock (waiting up to
+    ``lock_timeout``) and recover a journal-ahead catalog. Readers take no lock and change
+    nothing.
+    """
+    root = Path(root)
+    if writable:
+        if not exists(root):
+            make_private_dir(root)
+        check_private(root, is_dir=True)
+        lock: WriterLock | None = WriterLock(root / LOCK_FILE)
+        assert lock is not None
+        lock.acquire(lock_timeout)
+    else:
+        if not exists(root):
+            raise NotARootError(f"{root}: no memory root here")
+        check_private(root, is_dir=True)
+        lock = None
+    try:
+        if writable:
+            remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
+        return _open_locked(root, writable=writable, lock=lock)
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
+
+
+def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> OpenedJournal:
+    check_managed(root)
+    journal_path, catalog_path, marker_path = (
+        root / JOURNAL_FILE,
+        root / CATALOG_FILE,
+        root / MARKER_FILE,
+    )
+    if exists(marker_path):
+        read_marker(marker_path)
+        for path, what, code in (
+            (journal_path, "journal", "journal_missing"),
+            (catalog_path, "integrity catalog", "catalog_missing"),
+        ):
+            if not exists(path):
+                raise IntegrityError(
+                    f"{path}: {what} is missing but the schema marker says this root has one",
+                    code=code,
+                )
+    elif not writable:
+        if exists(journal_path):
+            raise IntegrityError(
+                f"{marker_path}: schema marker is missing but a journal exists; "
+                "open the root as a writer to finish or refuse initialisation",
+                code="marker_missing",
+            )
+        raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE})")
+    else:
+        initialise(root)
+
+    catalog = Catalog.open(catalog_path, writable=writable)
+    recorder = JournalRecorder(journal_path, catalog if writable else None, readonly=not writable)
+    try:
+        cat_position, cat_chain = catalog.read()
+        if not writable:
+            catalog.close()
+        position, chain = _verify_against_catalog(recorder, cat_position, cat_chain)
+        recovered_from = cat_position if position > cat_position else None
+        if recovered_from is not None and writable:
+            # DESIGN 3 / B14: the suffix chain verified; fsync the journal again, then advance.
+            recorder.fsync_files()
+            catalog.write(position, chain)
+            catalog.sync()
+    except BaseException:
+        recorder.close()
+        if not writable:
+            catalog.close()
+        raise
+    for name in (JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm"):
+        if exists(root / name):
+            check_private(root / name, is_dir=False)
+    return OpenedJournal(Journal(recorder), lock, recovered_from)
+
+
+def _verify_against_catalog(
+    recorder: JournalRecorder, cat_position: int, cat_chain: bytes
+) -> tuple[int, bytes]:
+    """Verify the whole chain, then check the catalog is not ahead of it nor off it.
+
+    Returns the verified tail ``(position, chain)``; the caller recovers a lagging catalog.
+    """
+    position, chain = recorder.verify()
+    if cat_position > position:
+        raise IntegrityError(
+            f"{recorder.path}: journal ends at position {position} but the integrity catalog "
+            f"records {cat_position}; the journal was truncated",
+            code="journal_truncated",
+        )
+    if cat_position > 0 and recorder.chain_at(cat_position) != cat_chain:
+        raise IntegrityError(
+            f"{recorder.path}: chain at position {cat_position} does not match the integrity "
+            "catalog; the journal was replaced",
+            code="journal_replaced",
+        )
+    return position, chain

@@ -1,0 +1,342 @@
+"""The journal's storage: an eventsourcing ApplicationRecorder on apsw (DESIGN 3).
+
+SQLite in WAL mode with ``synchronous=FULL``; each ``insert_events`` is one ``BEGIN IMMEDIATE``
+transaction that appends hash-chained rows to ``events`` (``position`` is the notification id)
+and, in the same transaction, any turn payloads to ``payloads``. After the commit the integrity
+catalog records the new tail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import apsw
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    Notification,
+    StoredEvent,
+    Subscription,
+)
+from eventsourcing.persistence import IntegrityError as RecordConflict
+
+from memory_es.errors import IntegrityError
+from memory_es.fsutil import crash_point
+from memory_es.journal.catalog import Catalog
+from memory_es.journal.chain import GENESIS, chain_link, verify_chain
+from memory_es.journal.codec import admitted_content_sha256
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        position INTEGER PRIMARY KEY,
+        originator_id TEXT NOT NULL,
+        originator_version INTEGER NOT NULL,
+        topic TEXT NOT NULL,
+        state BLOB NOT NULL,
+        chain BLOB NOT NULL,
+        UNIQUE (originator_id, originator_version))""",
+    """CREATE TABLE IF NOT EXISTS payloads (
+        intake_id TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,
+        bytes BLOB NOT NULL) WITHOUT ROWID""",
+)
+
+
+@dataclass(frozen=True)
+class Payload:
+    """Turn content kept beside its Admitted event, written in the same transaction (B5)."""
+
+    intake_id: str
+    sha256: str
+    data: bytes
+
+
+def _connect(path: Path, *, readonly: bool) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+    conn = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
+    conn.setbusytimeout(5000)
+    if not readonly:
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
+        if mode != "wal":
+            raise IntegrityError(
+                f"{path}: cannot switch journal to WAL (got {mode})", code="journal_unusable"
+            )
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+def ensure_schema(path: Path) -> int:
+    """Create the journal's tables if they are missing; return how many events it holds."""
+    conn = _connect(path, readonly=False)
+    try:
+        for ddl in _SCHEMA:
+            conn.execute(ddl)
+        row: Any = conn.execute("SELECT COUNT(*) FROM events").fetchone()
+        return int(row[0])
+    finally:
+        conn.close()
+
+
+class JournalRecorder(ApplicationRecorder):
+    """eventsourcing ApplicationRecorder on apsw with a hash chain and an integrity catalog.
+
+    One write connection (serialised by a mutex) and one read connection, so readers in other
+    threads never see a transaction in flight.
+    """
+
+    def __init__(self, path: Path, catalog: Catalog | None, *, readonly: bool = False) -> None:
+        self.path = path
+        self.catalog = catalog
+        self.readonly = readonly
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.RLock()
+        self._writer: apsw.Connection | None = None
+        if not readonly:
+            self._writer = _connect(path, readonly=False)
+            for ddl in _SCHEMA:
+                self._writer.execute(ddl)
+        self._reader = _connect(path, readonly=True)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+    ) -> Sequence[int] | None:
+        """Append events (and ``payloads=[Payload...]``) in one durable transaction."""
+        payloads: Sequence[Payload] = kwargs.get("payloads", ())
+        if self._writer is None:
+            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
+        conn = self._writer
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                position, chain = self._tail(conn)
+                rows = []
+                for ev in stored_events:
+                    position += 1
+                    chain = chain_link(
+                        chain, position, ev.originator_id, ev.originator_version, ev.topic, ev.state
+                    )
+                    rows.append(
+                        (
+                            position,
+                            str(ev.originator_id),
+                            ev.originator_version,
+                            ev.topic,
+                            ev.state,
+                            chain,
+                        )
+                    )
+                # One call per table: every apsw call re-takes the GIL, which is contended when
+                # many threads admit at once.
+                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+                if payloads:
+                    conn.executemany(
+                        "INSERT INTO payloads VALUES (?, ?, ?)",
+                        [(p.intake_id, p.sha256, p.data) for p in payloads],
+                    )
+                positions = [row[0] for row in rows]
+                crash_point("journal.before_commit")
+                conn.execute("COMMIT")
+            except apsw.ConstraintError as e:
+                conn.execute("ROLLBACK")
+                raise RecordConflict(str(e)) from e
+            except BaseException:
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
+                raise
+            crash_point("journal.after_commit")
+            if self.catalog is not None and positions:
+                self.catalog.write(position, chain)
+            return positions
+
+    @staticmethod
+    def _tail(conn: apsw.Connection) -> tuple[int, bytes]:
+        row = conn.execute(
+            "SELECT position, chain FROM events ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        return (0, GENESIS) if row is None else (row[0], row[1])
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def select_events(
+        self,
+        originator_id: UUID | str,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Sequence[StoredEvent]:
+        sql = "SELECT originator_id, originator_version, topic, state FROM events "
+        sql += "WHERE originator_id = ?"
+        params: list[Any] = [str(originator_id)]
+        if gt is not None:
+            sql += " AND originator_version > ?"
+            params.append(gt)
+        if lte is not None:
+            sql += " AND originator_version <= ?"
+            params.append(lte)
+        sql += " ORDER BY originator_version" + (" DESC" if desc else "")
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self._read_lock:
+            rows: list[Any] = self._reader.execute(sql, params).fetchall()
+        return [StoredEvent(UUID(r[0]), r[1], r[2], r[3]) for r in rows]
+
+    def select_notifications(
+        self,
+        start: int | None,
+        limit: int,
+        stop: int | None = None,
+        topics: Sequence[str] = (),
+        *,
+        inclusive_of_start: bool = True,
+    ) -> Sequence[Notification]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if start is not None:
+            clauses.append("position >= ?" if inclusive_of_start else "position > ?")
+            params.append(start)
+        if stop is not None:
+            clauses.append("position <= ?")
+            params.append(stop)
+        if topics:
+            clauses.append(f"topic IN ({','.join('?' * len(topics))})")
+            params.extend(topics)
+        sql = "SELECT position, originator_id, originator_version, topic, state FROM events"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY position LIMIT ?"
+        params.append(limit)
+        with self._read_lock:
+            rows: list[Any] = self._reader.execute(sql, params).fetchall()
+        return [
+            Notification(
+                id=r[0], originator_id=UUID(r[1]), originator_version=r[2], topic=r[3], state=r[4]
+            )
+            for r in rows
+        ]
+
+    def max_notification_id(self) -> int | None:
+        with self._read_lock:
+            row: Any = self._reader.execute("SELECT MAX(position) FROM events").fetchone()
+        return None if row is None else int(row[0]) if row[0] is not None else None
+
+    def subscribe(
+        self, gt: int | None = None, topics: Sequence[str] = ()
+    ) -> Subscription[ApplicationRecorder]:
+        return PollingSubscription(self, gt=gt, topics=topics)
+
+    def has_events(self, originator_id: UUID) -> bool:
+        """Does any event of this aggregate exist? (one index lookup)"""
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT 1 FROM events WHERE originator_id = ? LIMIT 1", (str(originator_id),)
+            ).fetchone()
+        return row is not None
+
+    def admitted_content_hash(self, intake_id: UUID) -> str | None:
+        """The content hash an intake was admitted with, or None: duplicate detection for runs
+        the live view no longer holds (B3, B10), straight from the journal."""
+        with self._read_lock:
+            row: Any = self._reader.execute(
+                "SELECT state FROM events WHERE originator_id = ? AND originator_version = 1",
+                (str(intake_id),),
+            ).fetchone()
+        if row is None:
+            return None
+        return admitted_content_sha256(row[0])
+
+    def delete_payloads(self, intake_ids: Sequence[str]) -> None:
+        """Drop the payloads of resolved intakes beyond the retained set (B9)."""
+        if self._writer is None:
+            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
+        with self._write_lock, self._writer:
+            self._writer.executemany("DELETE FROM payloads WHERE intake_id = ?",
+                                     [(i,) for i in intake_ids])
+
+    def payload(self, intake_id: str) -> Payload | None:
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT sha256, bytes FROM payloads WHERE intake_id = ?", (intake_id,)
+            ).fetchone()
+        return None if row is None else Payload(intake_id, row[0], bytes(row[1]))
+
+    def chain_at(self, position: int) -> bytes | None:
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT chain FROM events WHERE position = ?", (position,)
+            ).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def rows(self) -> Generator[tuple[int, str, int, str, bytes, bytes], None, None]:
+        """Every event row in position order, from one consistent read snapshot."""
+        with self._read_lock:
+            self._reader.execute("BEGIN")
+            try:
+                yield from self._reader.execute(
+                    "SELECT position, originator_id, originator_version, topic, state, chain "
+                    "FROM events ORDER BY position"
+                )
+            finally:
+                self._reader.execute("COMMIT")
+
+    # -- integrity ----------------------------------------------------------------------------
+
+    def verify(self) -> tuple[int, bytes]:
+        """Recompute the whole chain; return the verified tail or fail closed naming the row.
+
+        The read snapshot ends here, on failure too, not whenever the traceback is released.
+        """
+        with contextlib.closing(self.rows()) as rows:
+            return verify_chain(self.path, rows)
+
+    def fsync_files(self) -> None:
+        """fsync the journal database and its WAL again (recovery of a journal-ahead crash)."""
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+    def close(self) -> None:
+        """Close after any in-flight write or read in another thread has finished."""
+        with self._write_lock, self._read_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+            self._reader.close()
+            if self.catalog is not None:
+                self.catalog.close()
+
+
+class PollingSubscription(Subscription[ApplicationRecorder]):
+    """SQLite cannot push notifications; poll the recorder instead."""
+
+    POLL_INTERVAL = 0.05
+
+    def __next__(self) -> Notification:
+        while not self._has_been_stopped:
+            found = self._recorder.select_notifications(
+                start=self._last_notification_id,
+                limit=1,
+                topics=self._topics,
+                inclusive_of_start=self._last_notification_id is None,
+            )
+            if found:
+                self._last_notification_id = found[0].id
+                return found[0]
+            time.sleep(self.POLL_INTERVAL)
+        raise StopIteration
