@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_es.capture.models import ScriptedChat
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn, run_hash
 from memory_es.store import MemoryStore

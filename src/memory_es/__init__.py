@@ -11,8 +11,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memory_es.config import ConfigError, MemoryConfig, load_config
+    from memory_es.config import MemoryConfig, load_config
     from memory_es.errors import (
+        ConfigError,
         IntegrityError,
         LockTimeoutError,
         MemoryEsError,
@@ -26,7 +27,7 @@ _EXPORTS = {
     "AdmissionResult": "memory_es.intake",
     "Attachment": "memory_es.intake",
     "CompletedTurn": "memory_es.intake",
-    "ConfigError": "memory_es.config",
+    "ConfigError": "memory_es.errors",
     "IntegrityError": "memory_es.errors",
     "LockTimeoutError": "memory_es.errors",
     "MemoryConfig": "memory_es.config",
