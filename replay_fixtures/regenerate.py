@@ -12,7 +12,7 @@ a fake clock, so the journal is byte-deterministic. For each fixture this script
    index.jsonl, a canonical dump of the index tables).
 
 A BuJo capture fixture also has ``<name>/model.jsonl``: the scripted model responses
-(:class:`~memory_es.capture.models.ScriptedChat` records, keyed by stage and intake id) the
+(:class:`~memory_es.capture.scripted.ScriptedChat` records, keyed by stage and intake id) the
 live build ran against, with a deterministic bag-of-words embedder. Only generation needs
 them: replay never calls a model or embeds.
 
@@ -38,7 +38,7 @@ from typing import Any
 
 import apsw
 
-from memory_es.capture.models import ScriptedChat
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn, run_hash
 from memory_es.root import MemoryRoot

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_es import fsutil
-from memory_es.capture.models import ScriptedChat
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn, run_hash
 from memory_es.store import MemoryStore

@@ -235,7 +235,7 @@ def main(argv: list[str]) -> int:
     AtomicWriteKiller(root, target or None, int(k or 0),
                       os.environ.get("HELPER_ATOMIC_WRITE_STAGE", "before_rename"), trace)
 
-    from memory_es.capture.models import ScriptedChat
+    from memory_es.capture.scripted import ScriptedChat
     from memory_es.config import parse_config
     from memory_es.store import MemoryStore
 

@@ -831,7 +831,7 @@ class _Recorder:
 
 def test_prompts_state_contract_source_label_focus_and_admission_instant(root: Path) -> None:
     from helpers_capture import CAPTURE
-    from memory_es.capture.models import ScriptedChat
+    from memory_es.capture.scripted import ScriptedChat
     from memory_es.config import parse_config
     focus = "Keep travel preferences and family facts. " * 10
     inner = ScriptedChat(script(("extract", "cron1", extraction([])),
@@ -863,7 +863,7 @@ def test_prompts_state_contract_source_label_focus_and_admission_instant(root: P
 
 def test_e31_the_reconcile_model_classifies_and_nothing_else(root: Path) -> None:
     from helpers_capture import CAPTURE
-    from memory_es.capture.models import ScriptedChat
+    from memory_es.capture.scripted import ScriptedChat
     from memory_es.config import parse_config
     records = seed_morgan() + script(
         ("extract", "r2", extraction([memory("Morgan moved to Madrid", entities=["m"])],
@@ -886,7 +886,7 @@ def test_e31_the_reconcile_model_classifies_and_nothing_else(root: Path) -> None
 
 def test_e32_a_reconcile_model_without_a_host_runtime_is_not_a_fallback(root: Path) -> None:
     from helpers_capture import CAPTURE
-    from memory_es.capture.models import ScriptedChat
+    from memory_es.capture.scripted import ScriptedChat
     from memory_es.config import parse_config
     records = seed_morgan() + script(
         ("extract", "r2", extraction([memory("Morgan moved to Madrid", entities=["m"])],

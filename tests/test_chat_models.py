@@ -20,21 +20,19 @@ from local_http import (
     raw,
     status,
 )
-from memory_es.capture import models as cm
+from memory_es.capture import chat_http
+from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.contracts import MAX_COMPLETION_UTF16, parse_extraction
+from memory_es.capture.factory import classifier_model, make_chat_model
 from memory_es.capture.models import (
     ChatModel,
     Message,
     ModelError,
-    OllamaChat,
-    OpenAICompatibleChat,
     RetryPolicy,
-    ScriptedChat,
-    classifier_model,
-    make_chat_model,
     timeout_seconds,
     to_step_failure,
 )
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import LlmConfig, MemoryConfig
 from memory_es.step import StepFailure
 
@@ -117,7 +115,7 @@ def test_ollama_success_sends_model_messages_stream_false_temperature_zero(
 
 def test_ollama_default_endpoint() -> None:
     assert OllamaChat("m").url == "http://localhost:11434/api/chat"
-    assert cm.DEFAULT_OLLAMA_ENDPOINT == "http://localhost:11434"
+    assert chat_http.DEFAULT_OLLAMA_ENDPOINT == "http://localhost:11434"
 
 
 def test_openai_success_with_bearer_key(server: FakeServer) -> None:
@@ -548,15 +546,15 @@ def sized(size: int, ok: Callable[[str], Responder]) -> Responder:
 @provider_params
 def test_response_body_at_the_byte_bound_is_read(server: FakeServer, make: Factory,
                                                  ok: Callable[[str], Responder]) -> None:
-    server.default = sized(cm._MAX_RESPONSE_BYTES, ok)
+    server.default = sized(chat_http._MAX_RESPONSE_BYTES, ok)
     content = make(server).complete(MSGS, timeout=30.0)
-    assert set(content) == {"x"} and len(content) > cm._MAX_RESPONSE_BYTES - 512
+    assert set(content) == {"x"} and len(content) > chat_http._MAX_RESPONSE_BYTES - 512
 
 
 @provider_params
 def test_response_body_over_the_byte_bound_is_invalid_output(
         server: FakeServer, make: Factory, ok: Callable[[str], Responder]) -> None:
-    limit = cm._MAX_RESPONSE_BYTES
+    limit = chat_http._MAX_RESPONSE_BYTES
     server.default = sized(limit + 1, ok)
     with pytest.raises(ModelError) as info:
         make(server).complete(MSGS, timeout=30.0)
@@ -590,7 +588,7 @@ def test_completion_over_the_utf16_cap_is_rejected_before_parsing(
     got = make(server).complete(MSGS, timeout=10.0)
     assert got == content
     assert len(server.requests) == 1
-    assert len(json.dumps(content).encode()) < cm._MAX_RESPONSE_BYTES
+    assert len(json.dumps(content).encode()) < chat_http._MAX_RESPONSE_BYTES
     with pytest.raises(ModelError) as info:
         parse_extraction(got)
     assert info.value.code == "model_invalid_output"

@@ -14,10 +14,13 @@ from typing import Any
 
 import pytest
 
+import memory_es.capture.factory as factory
 import memory_es.capture.models as models
 import memory_es.capture.pipeline as pipeline
 import memory_es.embeddings as embeddings
 import memory_es.store.vectors as store_vectors
+from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
@@ -176,9 +179,9 @@ def test_capture_fixture_replays_with_the_model_unreachable(
                                     code="model_unavailable")
         return fail
 
-    for cls in (models.ScriptedChat, models.OllamaChat, models.OpenAICompatibleChat):
+    for cls in (ScriptedChat, OllamaChat, OpenAICompatibleChat):
         monkeypatch.setattr(cls, "complete", refuse(f"{cls.__name__}.complete"))
-    monkeypatch.setattr(models, "make_chat_model", refuse("make_chat_model"))
+    monkeypatch.setattr(factory, "make_chat_model", refuse("make_chat_model"))
     monkeypatch.setattr(pipeline, "make_chat_model", refuse("make_chat_model"))
     monkeypatch.setattr(embeddings, "make_embedder", refuse("make_embedder"))
     monkeypatch.setattr(store_vectors, "make_embedder", refuse("make_embedder"))

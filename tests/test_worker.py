@@ -30,7 +30,7 @@ import apsw
 import pytest
 
 import memory_es.store.attempts
-from memory_es.capture.models import ScriptedChat
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError

@@ -5,8 +5,9 @@ errors. ``projections`` imports this package before its own modules, so either p
 imported first (docs/ARCHITECTURE.md, "Import order").
 """
 
-from memory_es.config import ConfigError, MemoryConfig, load_config
+from memory_es.config import MemoryConfig, load_config
 from memory_es.errors import (
+    ConfigError,
     IntegrityError,
     LockTimeoutError,
     MemoryEsError,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class MemoryEsError(Exception):
     """Base for every error memory_es raises on purpose; the CLI prints it as one line.
@@ -28,3 +30,14 @@ class LockTimeoutError(MemoryEsError):
 
 class NotARootError(MemoryEsError):
     """A read-only command was pointed at a directory that holds no memory root."""
+
+
+class ConfigError(MemoryEsError, ValueError):
+    """Invalid memory config; `.errors` lists every problem found, one line each."""
+
+    def __init__(self, errors: Iterable[str]) -> None:
+        self.errors: list[str] = list(errors)
+        super().__init__("\n".join(self.errors))
+
+    def __str__(self) -> str:
+        return "\n".join(self.errors)

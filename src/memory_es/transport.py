@@ -3,7 +3,7 @@
 stdlib ``urllib`` only: no proxy from the environment, redirects never followed (a POST and its
 Authorization header stay on the configured endpoint), bounded reads, and tenacity retries for
 transient failures (connection errors, 5xx, 408, 429) inside one call. Every failure ends as an
-``HttpError`` whose ``kind`` the caller maps to its own error codes and wording.
+``HttpError`` whose ``kind`` :mod:`memory_es.providers` maps to the provider's error codes.
 """
 
 from __future__ import annotations

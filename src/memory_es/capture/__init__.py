@@ -1,7 +1,8 @@
-"""BuJo capture (SPEC E*, DESIGN 6): chat model providers and, later, the capture pipeline."""
+"""BuJo capture (SPEC E*, DESIGN 6): chat models, strict output contracts and the pipeline."""
 
 from __future__ import annotations
 
+from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.contracts import (
     ExtractedEntity,
     ExtractedMemory,
@@ -19,18 +20,15 @@ from memory_es.capture.contracts import (
     parse_reconcile,
     parse_review,
 )
+from memory_es.capture.factory import classifier_model, make_chat_model
 from memory_es.capture.models import (
     ChatModel,
     Message,
     ModelError,
-    OllamaChat,
-    OpenAICompatibleChat,
-    ScriptedChat,
-    classifier_model,
-    make_chat_model,
     timeout_seconds,
     to_step_failure,
 )
+from memory_es.capture.scripted import ScriptedChat
 
 __all__ = [
     "ChatModel",

@@ -45,12 +45,11 @@ from memory_es.capture.contracts import (
     parse_reconcile,
     parse_review,
 )
+from memory_es.capture.factory import classifier_model, make_chat_model
 from memory_es.capture.models import (
     ChatModel,
     Message,
     ModelError,
-    classifier_model,
-    make_chat_model,
     timeout_seconds,
     to_step_failure,
 )

@@ -1,0 +1,68 @@
+"""The `memory` config block: keys, defaults and validation (SPEC section O, DESIGN 9.13).
+
+Config is strict on purpose: a typo, a wrong type or a setting the chosen tier cannot honour is an
+error, never a silent default, coercion, fallback or tier downshift (O1-O9, A5). Every problem found
+is reported at once, one line each, starting with the dotted camelCase key path, so an operator can
+fix a file in one pass. No environment variable is ever consulted (O1).
+
+- :mod:`~memory_es.config.model`: the pydantic blocks (:class:`MemoryConfig` and its parts);
+- :mod:`~memory_es.config.rules`: cross-field rules and the wording of every problem;
+- :mod:`~memory_es.config.load`: decoded JSON or a strict JSON file in, a config or a
+  :class:`ConfigError` out.
+"""
+
+from __future__ import annotations
+
+from memory_es.config.load import load_config, parse_config, validate_file
+from memory_es.config.model import (
+    DEFAULT_EMBEDDINGS_DIM,
+    DEFAULT_EMBEDDINGS_MODELS,
+    DEFAULT_EMBEDDINGS_PROVIDER,
+    DEFAULT_LLM_ENDPOINT,
+    DEFAULT_LLM_TIMEOUT_MS,
+    FOCUS_MAX_BYTES,
+    CalibrationConfig,
+    CaptureConfig,
+    CaptureKind,
+    EmbeddingsConfig,
+    EmbeddingsProvider,
+    LlmConfig,
+    LlmProvider,
+    MemoryConfig,
+    ProfileConfig,
+    RecallConfig,
+    ToolToggle,
+    is_runtime_model_ref,
+)
+from memory_es.config.rules import DEFAULT_MODE, DEFAULT_PATH, DEFAULT_WRITE_MODE, Mode, WriteMode
+from memory_es.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_EMBEDDINGS_DIM",
+    "DEFAULT_EMBEDDINGS_MODELS",
+    "DEFAULT_EMBEDDINGS_PROVIDER",
+    "DEFAULT_LLM_ENDPOINT",
+    "DEFAULT_LLM_TIMEOUT_MS",
+    "DEFAULT_MODE",
+    "DEFAULT_PATH",
+    "DEFAULT_WRITE_MODE",
+    "FOCUS_MAX_BYTES",
+    "CalibrationConfig",
+    "CaptureConfig",
+    "CaptureKind",
+    "ConfigError",
+    "EmbeddingsConfig",
+    "EmbeddingsProvider",
+    "LlmConfig",
+    "LlmProvider",
+    "MemoryConfig",
+    "Mode",
+    "ProfileConfig",
+    "RecallConfig",
+    "ToolToggle",
+    "WriteMode",
+    "is_runtime_model_ref",
+    "load_config",
+    "parse_config",
+    "validate_file",
+]

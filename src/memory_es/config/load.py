@@ -1,0 +1,165 @@
+"""Reading a `memory` config: a decoded JSON value (parse_config) or a file (load_config).
+
+A file is strict JSON: duplicate keys, NaN/Infinity and non-UTF-8 bytes are errors rather than
+being guessed at. Field errors, cross-field rules and file problems are all reported together
+in one :class:`~memory_es.errors.ConfigError`, one line each. No environment variable is ever
+consulted (O1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from memory_es.config.model import LOADING, MemoryConfig
+from memory_es.config.rules import ROOT, format_validation_error, json_type, key_path, rule_errors
+from memory_es.errors import ConfigError
+
+__all__ = ["load_config", "parse_config", "validate_file"]
+
+
+def _unwrap(obj: object) -> object:
+    """`{"memory": {...}}` (only that key) is the wrapper form; anything else is the block."""
+    if isinstance(obj, Mapping) and len(obj) == 1 and ROOT in obj:
+        return obj[ROOT]
+    return obj
+
+
+def _dedupe(lines: Iterable[str]) -> list[str]:
+    """Drop repeated lines, keeping first-seen order."""
+    return list(dict.fromkeys(lines))
+
+
+def parse_config(obj: object) -> MemoryConfig:
+    """Validate an already-decoded JSON value: the wrapper form or the bare block.
+
+    Raises ConfigError listing every problem: field errors and cross-field rules together.
+    """
+    block = _unwrap(obj)
+    if not isinstance(block, Mapping):
+        raise ConfigError([f"{ROOT}: expected object, got {json_type(block)}"])
+    raw = dict(block)
+    errors: list[str] = []
+    config: MemoryConfig | None = None
+    try:
+        config = MemoryConfig.model_validate(
+            raw, strict=True, by_alias=True, by_name=False, context={LOADING: True}
+        )
+    except ValidationError as exc:
+        errors.extend(format_validation_error(exc))
+    errors.extend(rule_errors(raw))
+    errors = _dedupe(errors)
+    if errors or config is None:
+        raise ConfigError(errors or [f"{ROOT}: invalid config"])
+    return config
+
+
+class _JsonObject(dict[str, Any]):
+    """A decoded JSON object that remembers which of its keys appeared more than once."""
+
+    duplicates: list[str]
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    """object_pairs_hook: keep the object but record duplicate keys instead of last-wins."""
+    obj = _JsonObject()
+    obj.duplicates = []
+    for key, value in pairs:
+        if key in obj and key not in obj.duplicates:
+            obj.duplicates.append(key)
+        obj[key] = value
+    return obj
+
+
+class _JsonConstantError(ValueError):
+    """NaN / Infinity: accepted by Python's json module, but not JSON."""
+
+
+def _reject_constant(name: str) -> Any:
+    """parse_constant hook: NaN and Infinity are not JSON values."""
+    raise _JsonConstantError(name)
+
+
+def _duplicate_errors(value: object, path: str) -> list[str]:
+    """Walk the decoded document and report each duplicated key by its dotted path."""
+    errors: list[str] = []
+    if isinstance(value, _JsonObject):
+        for key in value.duplicates:
+            errors.append(f"{_child_path(path, key)}: duplicate key")
+        for key, child in value.items():
+            errors.extend(_duplicate_errors(child, _child_path(path, key)))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            errors.extend(_duplicate_errors(child, f"{path}[{index}]"))
+    return errors
+
+
+def _child_path(path: str, key: str) -> str:
+    """`path.key`, or the key alone at the top of a wrapper document (path "")."""
+    return key_path([key], path) if path else key_path([], key)
+
+
+def _plain(value: object) -> object:
+    """Copy decoded JSON into plain dicts so validation sees ordinary containers."""
+    if isinstance(value, dict):
+        return {key: _plain(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_plain(child) for child in value]
+    return value
+
+
+def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:
+    """Read and validate a JSON config file; None means all defaults (Lite, O1).
+
+    Duplicate keys, NaN/Infinity and non-UTF-8 bytes are errors rather than being guessed at.
+    """
+    if path is None:
+        return MemoryConfig()
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError([f"{name}: config file not found"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{name}: cannot read config file: {exc.strerror or exc}"]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{name}: config file is not valid UTF-8 (byte {exc.start})"]) from None
+    try:
+        document = json.loads(
+            text, object_pairs_hook=_object_pairs, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            [f"{name}: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"]
+        ) from None
+    except _JsonConstantError as exc:
+        raise ConfigError([f"{name}: invalid JSON: {exc} is not a JSON value"]) from None
+    except RecursionError:
+        raise ConfigError([f"{name}: invalid JSON: nested too deeply"]) from None
+
+    wrapped = isinstance(document, Mapping) and len(document) == 1 and ROOT in document
+    errors = _duplicate_errors(document, "" if wrapped else ROOT)
+    try:
+        config = parse_config(_plain(document))
+    except ConfigError as exc:
+        errors.extend(exc.errors)
+    else:
+        if not errors:
+            return config
+    raise ConfigError(_dedupe(errors))
+
+
+def validate_file(path: str | os.PathLike[str] | None) -> list[str]:
+    """Error lines for a config file, [] when valid; backs the `memory-es validate` command."""
+    try:
+        load_config(path)
+    except ConfigError as exc:
+        return list(exc.errors)
+    return []

@@ -1,0 +1,314 @@
+"""The pydantic model of the `memory` config block: one frozen, strict class per block.
+
+Attributes are snake_case, file keys camelCase; unknown keys, wrong types and (when loading a
+file) JSON nulls are errors, never defaults or coercions (O1-O9). Field checks word their
+problems through :mod:`memory_es.config.rules`, which also holds the cross-field rules that
+:class:`MemoryConfig` enforces.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from memory_es.config.rules import (
+    DEFAULT_MODE,
+    DEFAULT_PATH,
+    DEFAULT_WRITE_MODE,
+    NULL,
+    RULES_ERROR,
+    Mode,
+    WriteMode,
+    quote,
+    rule,
+    rule_errors,
+)
+
+__all__ = [
+    "DEFAULT_EMBEDDINGS_DIM",
+    "DEFAULT_EMBEDDINGS_MODELS",
+    "DEFAULT_EMBEDDINGS_PROVIDER",
+    "DEFAULT_LLM_ENDPOINT",
+    "DEFAULT_LLM_TIMEOUT_MS",
+    "FOCUS_MAX_BYTES",
+    "LOADING",
+    "LOCAL_EMBEDDINGS_DIM",
+    "CalibrationConfig",
+    "CaptureConfig",
+    "CaptureKind",
+    "EmbeddingsConfig",
+    "EmbeddingsProvider",
+    "LlmConfig",
+    "LlmProvider",
+    "MemoryConfig",
+    "ProfileConfig",
+    "RecallConfig",
+    "ToolToggle",
+    "is_runtime_model_ref",
+]
+
+LlmProvider = Literal["ollama", "agent-host"]
+EmbeddingsProvider = Literal["ollama", "lmstudio", "openai", "local"]
+CaptureKind = Literal["fact", "preference", "lesson"]
+
+# Defaults the reference states (SPEC O table).
+DEFAULT_LLM_ENDPOINT: Final = "http://localhost:11434"
+DEFAULT_LLM_TIMEOUT_MS: Final = 60000
+DEFAULT_EMBEDDINGS_PROVIDER: Final[EmbeddingsProvider] = "ollama"
+DEFAULT_EMBEDDINGS_DIM: Final = 768
+DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
+    "ollama": "nomic-embed-text:v1.5",
+    "lmstudio": "text-embedding-nomic-embed-text-v1.5",
+    "openai": None,  # the reference states no default for openai
+    "local": "all-MiniLM-L6-v2-onnx-int8",  # the offline provider (memory-es[local])
+}
+LOCAL_EMBEDDINGS_DIM: Final = 384
+FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
+
+LOADING: Final = "memory_es.config.loading"  # validation-context flag set by parse_config
+
+# provider:model, both non-empty, no whitespace; the model part may itself hold colons (qwen3:8b).
+_RUNTIME_REF = re.compile(r"[^\s:]+:\S+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def is_runtime_model_ref(value: str) -> bool:
+    """True for an agent-host runtime model ref `provider:model` (e.g. `openai-codex:gpt-6-sol`)."""
+    return _RUNTIME_REF.fullmatch(value) is not None and _CONTROL.search(value) is None
+
+
+class _Block(BaseModel):
+    """Shared settings: strict, frozen, camelCase keys on input, unknown keys rejected (O7)."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=True,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_type_errors(cls, data: Any, info: ValidationInfo) -> Any:
+        """In a config file a JSON null is a wrong type, not "unset": omit the key instead."""
+        loading = isinstance(info.context, Mapping) and bool(info.context.get(LOADING))
+        if loading and isinstance(data, Mapping) and any(v is None for v in data.values()):
+            return {k: (NULL if v is None else v) for k, v in data.items()}
+        return data
+
+
+class LlmConfig(_Block):
+    """`memory.llm`: the chat model capture uses; required for BuJo (O4)."""
+
+    provider: LlmProvider
+    model: str
+    endpoint: str = DEFAULT_LLM_ENDPOINT
+    timeout_ms: int = Field(default=DEFAULT_LLM_TIMEOUT_MS, gt=0)
+
+    @field_validator("model")
+    @classmethod
+    def _model_matches_provider(cls, value: str, info: ValidationInfo) -> str:
+        """agent-host resolves models through the runtime, so it needs a `provider:model` ref."""
+        if not value.strip():
+            raise rule("must be a non-empty string")
+        if info.data.get("provider") == "agent-host" and not is_runtime_model_ref(value):
+            raise rule(
+                'provider "agent-host" requires a runtime model ref "provider:model" '
+                f"(got {quote(value)})"
+            )
+        return value
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_is_http_url(cls, value: str) -> str:
+        """The Ollama chat endpoint is an HTTP(S) URL; anything else cannot be called."""
+        try:
+            parts = urlsplit(value)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            valid = False
+        if not valid or any(ch.isspace() for ch in value) or _CONTROL.search(value):
+            raise rule(f"must be an http(s) URL (got {quote(value)})")
+        return value
+
+
+def _default_embeddings_model(data: dict[str, Any]) -> str | None:
+    """The embedding model default depends on the provider (SPEC O table)."""
+    return DEFAULT_EMBEDDINGS_MODELS.get(data.get("provider", DEFAULT_EMBEDDINGS_PROVIDER))
+
+
+def _default_embeddings_dim(data: dict[str, Any]) -> int:
+    """768 (the reference's default); the offline local model is 384-dimensional."""
+    local = data.get("provider") == "local"
+    return LOCAL_EMBEDDINGS_DIM if local else DEFAULT_EMBEDDINGS_DIM
+
+
+class CalibrationConfig(_Block):
+    """`memory.embeddings.calibration`: overrides the embedding identity's recall calibration
+    (DESIGN 9.4). All five numbers are required when the block is present; each is in [0, 1].
+    `memory-es calibrate LABELLED.json` prints a block fitted on the user's own questions.
+    """
+
+    no_evidence_cosine: float
+    recall_floor: float
+    recall_tail: float
+    auto_floor: float
+    auto_window: float
+
+    @field_validator("*")
+    @classmethod
+    def _unit_interval(cls, value: float) -> float:
+        """Cosines, scores and windows all live in [0, 1]; NaN fails the check too."""
+        if not 0.0 <= value <= 1.0:
+            raise rule(f"must be a number from 0 to 1 (got {value!r})")
+        return value
+
+
+class EmbeddingsConfig(_Block):
+    """`memory.embeddings`: Journal/BuJo require an explicit, non-empty block (O3).
+
+    A block built with nothing set (`{}` or `EmbeddingsConfig()`) counts as empty.
+    """
+
+    provider: EmbeddingsProvider = DEFAULT_EMBEDDINGS_PROVIDER
+    model: str | None = Field(default_factory=_default_embeddings_model)
+    dim: int = Field(default_factory=_default_embeddings_dim, gt=0)
+    calibration: CalibrationConfig | None = None
+
+    @model_validator(mode="after")
+    def _local_is_one_model(self) -> EmbeddingsConfig:
+        """The local provider ships exactly one model; anything else would silently differ."""
+        if self.provider == "local":
+            if self.model != DEFAULT_EMBEDDINGS_MODELS["local"]:
+                raise rule(f'model: provider "local" has one model, '
+                            f'{DEFAULT_EMBEDDINGS_MODELS["local"]!r}')
+            if self.dim != LOCAL_EMBEDDINGS_DIM:
+                raise rule(f'dim: provider "local" is {LOCAL_EMBEDDINGS_DIM}-dimensional, '
+                            f"not {self.dim}")
+        return self
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str | None) -> str | None:
+        """An explicit blank model would silently mean "some model": refuse it."""
+        if value is not None and not value.strip():
+            raise rule("must be a non-empty string")
+        return value
+
+
+class ToolToggle(_Block):
+    """`memory.recallTool` / `memory.rememberTool`: on unless explicitly false."""
+
+    enabled: bool = True
+
+
+class CaptureConfig(_Block):
+    """`memory.capture`: BuJo capture-mode tuning (A12, A15-A17, O6, O7)."""
+
+    reconcile_model: str | None = None
+    cron: bool = True
+    webhook: bool = True
+    focus: str | None = None
+    only: tuple[CaptureKind, ...] | None = None
+    intent_lifecycle: bool = False
+
+    @field_validator("reconcile_model")
+    @classmethod
+    def _reconcile_model_is_runtime_ref(cls, value: str | None) -> str | None:
+        """The classifier model runs through agent-host, so it must be a runtime ref (O7)."""
+        if value is not None and not is_runtime_model_ref(value):
+            raise rule(
+                f'must be an agent-host runtime model ref "provider:model" (got {quote(value)})'
+            )
+        return value
+
+    @field_validator("focus")
+    @classmethod
+    def _focus_fits(cls, value: str | None) -> str | None:
+        """A15/O7: the cap is UTF-8 bytes, so multi-byte text reaches it sooner."""
+        if value is not None:
+            try:
+                size = len(value.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise rule("must be valid Unicode text (found a lone surrogate)") from None
+            if size > FOCUS_MAX_BYTES:
+                raise rule(f"must be at most {FOCUS_MAX_BYTES} UTF-8 bytes (got {size})")
+        return value
+
+    @field_validator("only", mode="before")
+    @classmethod
+    def _only_from_array(cls, value: Any) -> Any:
+        """JSON arrays decode to lists; store them as tuples so the frozen model is hashable."""
+        return tuple(value) if isinstance(value, list) else value
+
+
+class RecallConfig(_Block):
+    """`memory.recall`: BuJo-only read policies, default off (O6)."""
+
+    intent_expiry: bool = False
+    recency: bool = False
+
+
+class ProfileConfig(_Block):
+    """`memory.profile`: the optional BuJo owner profile, default off (O5)."""
+
+    enabled: bool = False
+
+
+class MemoryConfig(_Block):
+    """The whole `memory` block. Attributes are snake_case; file keys are camelCase."""
+
+    mode: Mode = DEFAULT_MODE
+    write_mode: WriteMode = DEFAULT_WRITE_MODE
+    path: str = DEFAULT_PATH
+    llm: LlmConfig | None = None
+    embeddings: EmbeddingsConfig | None = None
+    recall_tool: ToolToggle = Field(default_factory=ToolToggle)
+    remember_tool: ToolToggle = Field(default_factory=ToolToggle)
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    profile: ProfileConfig = Field(default_factory=ProfileConfig)
+    max_bytes: int | None = Field(default=None, gt=0)
+
+    @property
+    def tier(self) -> Mode:
+        """The recall tier; an alias of `mode` that reads better at call sites."""
+        return self.mode
+
+    @property
+    def is_capture(self) -> bool:
+        """True only for BuJo with writeMode capture, the one combination that curates (A4)."""
+        return self.mode == "bujo" and self.write_mode == "capture"
+
+    @field_validator("path")
+    @classmethod
+    def _path_usable(cls, value: str) -> str:
+        """An empty path or one holding NUL can never name the memory root."""
+        if not value or "\x00" in value:
+            raise rule("must be a non-empty path without NUL characters")
+        return value
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self, info: ValidationInfo) -> MemoryConfig:
+        """O2-O7 rules that span keys; parse_config runs them itself to report every error."""
+        if isinstance(info.context, Mapping) and info.context.get(LOADING):
+            return self
+        problems = rule_errors(self.model_dump(by_alias=True, exclude_unset=True))
+        if problems:
+            raise PydanticCustomError(RULES_ERROR, "{detail}", {"detail": "\n".join(problems)})
+        return self

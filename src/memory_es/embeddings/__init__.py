@@ -1,0 +1,96 @@
+"""Embedding providers: one protocol, ``embed(texts) -> float32 array``, one identity each.
+
+- ``ollama``, ``lmstudio``, ``openai``: HTTP servers (:mod:`memory_es.embeddings.http`);
+- ``local``: all-MiniLM-L6-v2 in-process, no server (:mod:`memory_es.embeddings.local`).
+
+Rows come back L2-normalised, shape ``(len(texts), dim)``, and an :class:`EmbeddingIdentity`
+keys the vector cache (B25; :mod:`memory_es.embeddings.base`). :func:`make_embedder` builds the
+provider a ``memory.embeddings`` block names; a provider never falls back to another one (O9)
+and nothing here reads the environment (O1).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memory_es.embeddings.base import (
+    BATCH_SIZE,
+    CONFIG_INVALID,
+    Embedder,
+    EmbeddingError,
+    EmbeddingIdentity,
+    batched,
+    dimension_mismatch,
+)
+from memory_es.embeddings.http import (
+    DEFAULT_ENDPOINTS,
+    DEFAULT_TIMEOUT_S,
+    OllamaEmbedder,
+    OpenAICompatibleEmbedder,
+)
+from memory_es.embeddings.local import LOCAL_DIM, LOCAL_MAX_TOKENS, LOCAL_MODEL, LocalEmbedder
+from memory_es.transport import RetryPolicy, one_line
+
+if TYPE_CHECKING:
+    from memory_es.config import EmbeddingsConfig
+
+__all__ = [
+    "BATCH_SIZE",
+    "DEFAULT_ENDPOINTS",
+    "DEFAULT_TIMEOUT_S",
+    "LOCAL_DIM",
+    "LOCAL_MAX_TOKENS",
+    "LOCAL_MODEL",
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingIdentity",
+    "LocalEmbedder",
+    "OllamaEmbedder",
+    "OpenAICompatibleEmbedder",
+    "RetryPolicy",
+    "batched",
+    "make_embedder",
+]
+
+
+def make_embedder(
+    config: EmbeddingsConfig | None,
+    *,
+    endpoint: str | None = None,
+    api_key: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    retry: RetryPolicy | None = None,
+) -> Embedder | None:
+    """The provider a ``memory.embeddings`` block names; ``None`` when there is no block.
+
+    There is never a fallback to another provider (O9). ``endpoint`` defaults per provider
+    (:data:`DEFAULT_ENDPOINTS`); ``api_key`` is sent as a bearer token by the OpenAI-compatible
+    providers. ``local`` takes no endpoint and is fixed at 384 dimensions: an explicitly set
+    different ``dim`` is a dimension mismatch (the block's default 768 is not "explicit").
+    """
+    if config is None:
+        return None
+    provider: str = str(config.provider)
+    model = config.model
+    dim = int(config.dim)
+    explicit: set[str] = set(getattr(config, "model_fields_set", set()) or ())
+    if provider == "local":
+        if endpoint is not None:
+            raise EmbeddingError("the local embedding provider takes no endpoint",
+                                 code=CONFIG_INVALID)
+        if "model" in explicit and model not in (None, LOCAL_MODEL):
+            raise EmbeddingError(f"the local embedding provider runs {LOCAL_MODEL}, "
+                                 f"not {one_line(str(model))}", code=CONFIG_INVALID)
+        if "dim" in explicit and dim != LOCAL_DIM:
+            raise dimension_mismatch(LOCAL_DIM, dim, f"local model {LOCAL_MODEL}")
+        return LocalEmbedder()
+    if model is None:
+        raise EmbeddingError(f"memory.embeddings.model is required for provider "
+                             f"{one_line(provider)}", code=CONFIG_INVALID)
+    if provider == "ollama":
+        return OllamaEmbedder(model, dim, endpoint or DEFAULT_ENDPOINTS["ollama"],
+                              timeout=timeout, retry=retry)
+    if provider in ("lmstudio", "openai"):
+        return OpenAICompatibleEmbedder(provider, model, dim, endpoint, api_key=api_key,
+                                        timeout=timeout, retry=retry)
+    raise EmbeddingError(f"unknown embeddings provider {one_line(provider)}", code=CONFIG_INVALID)

@@ -1,0 +1,113 @@
+"""The error scheme and HTTP plumbing shared by the model providers (chat models, embeddings).
+
+A :class:`ProviderError` carries a stable ``code`` from its family's closed table
+(``ModelError``: ``model_*``, ``EmbeddingError``: ``embedding_*``) and the ``category`` that code
+maps to. :class:`HttpProvider` POSTs through :class:`~memory_es.transport.JsonClient` and turns
+every transport failure and malformed reply into its family's error, worded one way for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, TypeVar
+
+import msgspec
+
+from memory_es.errors import MemoryEsError
+from memory_es.transport import HttpError, JsonClient, Kind, RetryPolicy, endpoint_problem
+
+__all__ = ["HttpProvider", "ProviderError"]
+
+T = TypeVar("T")
+
+
+class ProviderError(MemoryEsError):
+    """A provider call failed; ``code`` names the cause, ``category`` the bucket it falls in.
+
+    Subclasses name their family and its closed code table; an unknown code is a programming
+    error (``ValueError``), never a new cause.
+    """
+
+    family: ClassVar[str] = "provider"
+    #: every code of the family -> its category
+    categories: ClassVar[Mapping[str, str]] = {}
+    #: how a failed HTTP call (``HttpError.kind``) is coded; an unlisted kind counts as
+    #: ``unavailable``
+    http_codes: ClassVar[Mapping[Kind, str]] = {}
+    #: an unusable endpoint, model or other setting
+    config_invalid: ClassVar[str] = ""
+    #: a reply that cannot be used (malformed, too large, wrong shape)
+    bad_reply: ClassVar[str] = ""
+    #: what the endpoint belongs to, in the endpoint check's message
+    endpoint_label: ClassVar[str] = "provider"
+
+    def __init__(self, message: str, *, code: str) -> None:
+        if code not in self.categories:
+            raise ValueError(f"unknown {self.family} error code {code!r}")
+        super().__init__(message, code=code)
+
+    @property
+    def category(self) -> str:
+        """The category of this error's code (the subclass's table)."""
+        return self.categories[self.code]
+
+    @classmethod
+    def checked_endpoint(cls, endpoint: str) -> str:
+        """``endpoint`` without a trailing slash, or this family's ``config_invalid`` error."""
+        problem = endpoint_problem(endpoint)
+        if problem is not None:
+            raise cls(f"{cls.endpoint_label} endpoint {problem}", code=cls.config_invalid)
+        return endpoint.rstrip("/")
+
+
+class HttpProvider:
+    """POSTs JSON to one URL with bounded reads and retries; failures end as ``error``.
+
+    ``who`` names the model in messages (``ollama model 'm'``); ``service`` names what was
+    unavailable or rejected (by default ``who``).
+    """
+
+    error: ClassVar[type[ProviderError]] = ProviderError
+    #: what a body that fails to decode is called in the message
+    reply_name: ClassVar[str] = "response"
+
+    def __init__(self, url: str, *, who: str, service: str | None = None,
+                 api_key: str | None, retry: RetryPolicy | None, max_bytes: int,
+                 retry_timeouts: bool) -> None:
+        self._url = url
+        self._who = who
+        self._service = who if service is None else service
+        self._client = JsonClient(url, api_key=api_key, retry=retry, max_bytes=max_bytes,
+                                  retry_timeouts=retry_timeouts)
+
+    @property
+    def url(self) -> str:
+        """The full URL every request is POSTed to."""
+        return self._url
+
+    def _post(self, payload: bytes, timeout: float) -> bytes:
+        """POST with retries; every failure ends as a :attr:`error`."""
+        try:
+            return self._client.post(payload, timeout)
+        except HttpError as exc:
+            raise self._failure(exc, timeout) from exc
+
+    def _failure(self, exc: HttpError, timeout: float) -> ProviderError:
+        # A kind the family does not code separately (embeddings retry timeouts) is unavailable.
+        kind: Kind = exc.kind if exc.kind in self.error.http_codes else "unavailable"
+        if kind == "timeout":
+            message = f"{self._service} at {self._url} timed out after {timeout:g} s"
+        elif kind == "rejected":
+            message = f"{self._service} request to {self._url} rejected with {exc.detail}"
+        elif kind == "too_large":
+            message = f"{self._who} sent {exc.detail}"
+        else:
+            message = f"{self._service} unavailable at {self._url} ({exc.detail})"
+        return self.error(message, code=self.error.http_codes[kind])
+
+    def _decode(self, body: bytes, kind: type[T]) -> T:
+        try:
+            return msgspec.json.decode(body, type=kind, strict=True)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise self.error(f"{self._who} sent a malformed {self.reply_name}: {exc}",
+                             code=self.error.bad_reply) from exc
