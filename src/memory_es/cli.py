@@ -205,7 +205,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from memory_es.calibrate import calibrate_root, render_text
+    from memory_es.recall.calibrate_report import calibrate_root, render_text
 
     config = _config(args)
     report = calibrate_root(_root(args, config), args.labelled, config)
@@ -225,8 +225,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
     """
     import apsw
 
-    from memory_es.chronology import MemoryJournal
     from memory_es.reader import open_reader
+    from memory_es.recall.chronology import MemoryJournal
     from projections.replay import generation_path, read_current
 
     if args.page < 1:

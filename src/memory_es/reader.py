@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,22 +18,14 @@ import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import EmbeddingError, make_embedder
+from memory_es.embeddings import make_embedder
 from memory_es.intake import IntakeView, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
-from memory_es.recall import (
-    RecallResult,
-    VectorMatrix,
-    calibration_for,
-    configured_calibration,
-    recall,
-)
-from memory_es.scoring import Recall
+from memory_es.recall import Recall, Recaller, RecallResult, embeddings_block
 from projections.health import Finding, HealthReport, audit
 from projections.replay import generation_path, read_current
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
-log = logging.getLogger("memory_es")
 
 
 def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
@@ -164,20 +155,8 @@ def search_root(
         conn = apsw.Connection(str(generation_path(Path(root), generation)),
                                flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            embedder = (make_embedder(config.embeddings)
-                        if config.mode != "lite" and config.embeddings is not None else None)
-            query_vector, matrix = None, None
-            if embedder is not None:
-                try:
-                    query_vector = embedder.embed([query])[0]
-                except EmbeddingError as e:
-                    log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
-                else:
-                    matrix = VectorMatrix(embedder.identity.dim)
-                    matrix.refresh(conn, embedder.identity.key)
-            return recall(conn, query, now=utc_now(), query_vector=query_vector, matrix=matrix,
-                          limit=limit, expand=config.mode == "bujo",
-                          calibration=calibration_for(embedder.identity if embedder else None,
-                                                      configured_calibration(config)))
+            block = embeddings_block(config)
+            embedder = make_embedder(block) if block is not None else None
+            return Recaller(config, embedder).search(conn, query, now=utc_now(), limit=limit)
         finally:
             conn.close()

@@ -25,7 +25,6 @@ from eventsourcing.persistence import StoredEvent
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
 from memory_es.capture.reads import IndexReads
-from memory_es.chronology import MemoryJournal
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
 from memory_es.errors import MemoryEsError
@@ -49,6 +48,7 @@ from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, Payload, open
 from memory_es.observe import ObserveProcessor
 from memory_es.reader import fold_intakes, iter_events
 from memory_es.recall import (
+    MemoryJournal,
     RecallResult,
     VectorCache,
     VectorMatrix,
@@ -56,11 +56,11 @@ from memory_es.recall import (
     calibration_for,
     configured_calibration,
     embed_texts,
+    owner_text_gate,
     pending_texts,
     recall,
     store_vectors,
 )
-from memory_es.scoring import owner_text_gate
 from memory_es.step import Processor, StepContext, StepFailure
 from memory_es.worker import Worker, publish_snapshot
 from projections.replay import Projector, RebuildReport, rebuild
