@@ -21,7 +21,7 @@ tail cut and floor. Abstention: the share of unanswerable questions whose result
 answerable questions that get it.
 
 Calibration, measured on this set for MiniLM (the reference numbers, ``NOMIC_V15``, are for
-nomic-embed-text v1.5) by the library's fitting (``memory_es.calibrate``, which also backs
+nomic-embed-text v1.5) by the library's fitting (``memory_es.recall.calibrate``, which also backs
 ``memory-es calibrate``):
 
 - ``no_evidence_cosine``: the highest value on a 0.01 grid (0.00-0.70) whose hybrid recall@5
@@ -58,12 +58,11 @@ from typing import Any
 
 import numpy as np
 
-from memory_es import CompletedTurn, MemoryStore, calibrate
-from memory_es.calibrate import RANK_DEPTH, RANKING_SLACK, UNCUT, Run, ranking_metrics
+from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
 from memory_es.embeddings import LocalEmbedder
-from memory_es.recall import VectorMatrix, recall
-from memory_es.scoring import NOMIC_V15, Calibration
+from memory_es.recall import NOMIC_V15, Calibration, VectorMatrix, calibrate, recall
+from memory_es.recall.calibrate import RANK_DEPTH, RANKING_SLACK, UNCUT, Run, ranking_metrics
 from memory_es.text import journal_text, sha256_hex
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_labelled.json"
@@ -140,7 +139,8 @@ class Bench:
 
 
 # --------------------------------------------------------------------------------------------
-# Metrics and calibration: the library's (``memory_es.calibrate``), over this bench's rankings
+# Metrics and calibration: the library's (``memory_es.recall.calibrate``), over this bench's
+# rankings
 
 
 def evaluate(bench: Bench, cal: Calibration, idx: Sequence[int]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity, LocalEmbedder
-from memory_es.scoring import AUTO_HEADING
+from memory_es.recall import AUTO_HEADING
 
 JOURNAL = {"mode": "journal", "embeddings": {"provider": "local"}}
 QUESTION = "What kind of tea do I like to drink in the morning?"

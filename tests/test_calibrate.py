@@ -1,5 +1,5 @@
-"""``memory_es.calibrate`` and ``memory-es calibrate``: fitting a recall calibration on a user's
-labelled questions, and the ``memory.embeddings.calibration`` override (DESIGN 9.4).
+"""``memory_es.recall.calibrate`` and ``memory-es calibrate``: fitting a recall calibration on
+a user's labelled questions, and the ``memory.embeddings.calibration`` override (DESIGN 9.4).
 
 A deterministic bag-of-words ``FakeEmbedder`` (word-hash vectors, as in tests/test_recall.py,
 64-d so that unrelated words rarely share a bucket) embeds a small root of personal facts;
@@ -22,26 +22,33 @@ import apsw
 import numpy as np
 import pytest
 
-import memory_es.calibrate
+import memory_es.recall.calibrate_report
 import memory_es.root
 from memory_es import cli
-from memory_es.calibrate import (
-    LabelledQuestion,
-    PoolScorer,
-    balanced_floor,
-    calibrate_root,
-    config_snippet,
-    evaluate,
-    fit_calibration,
-    load_labelled,
-)
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.embeddings import EmbeddingIdentity
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
-from memory_es.recall import LOCAL_MINILM, calibration_for, configured_calibration
+from memory_es.recall import (
+    LOCAL_MINILM,
+    NOMIC_V15,
+    Calibration,
+    Recaller,
+    calibration_for,
+    candidate_pool,
+    configured_calibration,
+    embeddings_block,
+)
+from memory_es.recall.calibrate import (
+    PoolScorer,
+    Run,
+    balanced_floor,
+    evaluate,
+    fit_calibration,
+)
+from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root, config_snippet
+from memory_es.recall.labelled import LabelledQuestion, load_labelled
 from memory_es.root import MemoryRoot
-from memory_es.scoring import NOMIC_V15, Calibration
 from memory_es.store import MemoryStore
 from projections.replay import generation_path, read_current
 
@@ -188,14 +195,14 @@ def coded(excinfo: pytest.ExceptionInfo[MemoryEsError]) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def report(built: tuple[Path, dict[str, str]],
-           tmp_path_factory: pytest.TempPathFactory) -> memory_es.calibrate.CalibrationReport:
+           tmp_path_factory: pytest.TempPathFactory) -> CalibrationReport:
     root, ids = built
     path = write(tmp_path_factory.mktemp("labels"), labelled(ids))
     return calibrate_root(root, path, parse_config(JOURNAL), embedder=FakeEmbedder())
 
 
 def test_fitted_floor_separates_answerable_from_no_answer(
-        report: memory_es.calibrate.CalibrationReport) -> None:
+        report: CalibrationReport) -> None:
     assert report.counts == {"answerable": 12, "no_answer": 6, "unrelated": 3, "near-miss": 2}
     assert (report.memories, report.vectors) == (len(FACTS), len(FACTS))
     assert report.identity == EmbeddingIdentity("fake", "bag-of-words", DIM).key
@@ -210,7 +217,7 @@ def test_fitted_floor_separates_answerable_from_no_answer(
     assert 0.0 < report.fitted.no_evidence_cosine < 0.5
 
 
-def test_metrics_are_consistent(report: memory_es.calibrate.CalibrationReport) -> None:
+def test_metrics_are_consistent(report: CalibrationReport) -> None:
     fitted = report.metrics["fitted"]
     # Separated best scores: every no-answer question abstains, no answerable one does.
     assert fitted["abstain_all"] == 1.0
@@ -232,7 +239,7 @@ def test_metrics_are_consistent(report: memory_es.calibrate.CalibrationReport) -
     assert report.metrics["reference"]["false_abstention"] > 0.0
 
 
-def test_report_json_and_snippet(report: memory_es.calibrate.CalibrationReport) -> None:
+def test_report_json_and_snippet(report: CalibrationReport) -> None:
     doc = report.to_json()
     json.dumps(doc, allow_nan=False)  # NaN-free: kinds nobody labelled are null
     assert doc["calibration"]["fitted"]["recall_floor"] == report.fitted.recall_floor
@@ -276,9 +283,9 @@ def test_evaluate_counts_kinds_apart() -> None:
     questions = [LabelledQuestion("a", frozenset({"m1"})),
                  LabelledQuestion("b", frozenset(), "unrelated"),
                  LabelledQuestion("c", frozenset(), "near-miss")]
-    runs = {0: memory_es.calibrate.Run(["m2", "m1"], 0.7, ["m2"], False),
-            1: memory_es.calibrate.Run(["m1"], 0.2, ["m1"], True),
-            2: memory_es.calibrate.Run(["m1"], 0.63, ["m1"], False)}
+    runs = {0: Run(["m2", "m1"], 0.7, ["m2"], False),
+            1: Run(["m1"], 0.2, ["m1"], True),
+            2: Run(["m1"], 0.63, ["m1"], False)}
     m = evaluate(questions, lambda cal, i: runs[i], NOMIC_V15, [0, 1, 2])
     assert (m["recall_at_1"], m["recall_at_5"], m["mrr"]) == (0.0, 1.0, 0.5)
     assert m["returned_recall_at_5"] == 0.0
@@ -299,7 +306,7 @@ def test_pool_scorer_matches_recall(built: tuple[Path, dict[str, str]]) -> None:
         expected = store.recall(question.text)
         conn = store.projections.get().index.conn
         matrix = store.vectors.matrix(fake, conn)
-        pool = memory_es.recall.candidate_pool(
+        pool = candidate_pool(
             conn, question.text, query_vector=fake.embed([question.text])[0], matrix=matrix)
     scorer = PoolScorer([question], [pool], datetime.now(UTC))
     run = scorer.run(NOMIC_V15, 0)
@@ -422,6 +429,39 @@ def test_calibration_for_prefers_override_then_identity_then_reference() -> None
     assert configured_calibration(MemoryConfig()) is None
 
 
+def test_recaller_binds_config_embedder_and_calibration(built: tuple[Path, dict[str, str]]
+                                                         ) -> None:
+    """One ``Recaller`` per (config, embedder): the calibration they imply, lexical without an
+    embedder, and the same recall and automatic block as the store's."""
+    root, _ = built
+    strict = parse_config({**JOURNAL, "embeddings": {"dim": DIM, "calibration": OVERRIDE}})
+    fake = FakeEmbedder()
+    assert Recaller(strict, fake).calibration == Calibration(0.3, 0.99, 0.1, 0.62, 0.04)
+    assert Recaller(parse_config(JOURNAL), fake).calibration == NOMIC_V15
+    lite = Recaller(MemoryConfig(), None)
+    assert lite.lexical and lite.calibration == NOMIC_V15 and lite.embed_query("x") is None
+    assert embeddings_block(MemoryConfig()) is None
+    assert embeddings_block(strict) is strict.embeddings
+    question = "Priya Natarajan quarterly planning review"
+    with MemoryStore.open(root, strict, background=False, embedder=fake) as store:
+        expected = store.recall(question)
+        block = store.auto_recall(question)
+        now = store._clock()
+        conn = store.projections.get().index.conn
+        recaller = Recaller(strict, fake)
+        assert not recaller.lexical
+        vector = recaller.embed_query(question)
+        assert vector is not None
+        matrix = recaller.load_matrix(conn)
+        got = recaller.recall(conn, question, now=now, query_vector=vector, matrix=matrix)
+        assert got.to_json() == expected.to_json()
+        assert recaller.search(conn, question, now=now).to_json() == expected.to_json()
+        assert recaller.auto_block(conn, question, now=now, query_vector=vector, matrix=matrix,
+                                   session=None) == block
+        degraded = recaller.recall(conn, question, now=now, query_vector=None, matrix=None)
+        assert degraded.degraded and degraded.recall.evidence is None
+
+
 def test_override_changes_recall_evidence(built: tuple[Path, dict[str, str]],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """recallFloor 0.99 makes a well-answered question ``insufficient``, in the store's recall
@@ -462,7 +502,8 @@ def test_cli_prints_numbers_table_and_snippet(built: tuple[Path, dict[str, str]]
                                               monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     root, ids = built
-    monkeypatch.setattr(memory_es.calibrate, "make_embedder", lambda block: FakeEmbedder())
+    monkeypatch.setattr(memory_es.recall.calibrate_report, "make_embedder",
+                        lambda block: FakeEmbedder())
     config_path = write(tmp_path, {"memory": JOURNAL}, "config.json")
     labels = write(tmp_path, labelled(ids))
     argv = ["--root", str(root), "--config", str(config_path), "calibrate", str(labels)]

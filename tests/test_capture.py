@@ -770,7 +770,7 @@ def test_l4_explicit_recall_expands_one_hop_through_entities(root: Path) -> None
 
 def test_l5_automatic_recall_never_expands(root: Path, monkeypatch: pytest.MonkeyPatch
                                            ) -> None:
-    import memory_es.recall
+    import memory_es.recall.candidates
 
     _graph_root(root)
 
@@ -779,7 +779,7 @@ def test_l5_automatic_recall_never_expands(root: Path, monkeypatch: pytest.Monke
     store, _ = open_capture(root, [])
     with store:
         explicit = store.recall("Morgan works at Acme")
-        monkeypatch.setattr(memory_es.recall, "expand_one_hop", fail)
+        monkeypatch.setattr(memory_es.recall.candidates, "expand_one_hop", fail)
         store.auto_recall("Where does Morgan work these days, at Acme Robotics?")
     assert explicit.recall.hits[0].text == "Morgan works at Acme Robotics"
 
@@ -952,7 +952,7 @@ def test_a22_a_retained_task_plan_is_committed_as_a_note(root: Path) -> None:
 
 
 def test_h19_background_holds_the_owners_preferences_and_verified_lessons(root: Path) -> None:
-    from memory_es.scoring import AUTO_HEADING, BACKGROUND_HEADING
+    from memory_es.recall import AUTO_HEADING, BACKGROUND_HEADING
     plan = extraction([
         memory("I prefer window seats", labels=["preference"]),
         memory("Book window seats early", labels=["lesson"]),

@@ -19,8 +19,11 @@ from typing import Any
 import apsw
 import pytest
 
-from memory_es import chronology
-from memory_es.chronology import (
+from memory_es.cli import main
+from memory_es.errors import MemoryEsError
+from memory_es.intake import CompletedTurn
+from memory_es.recall import chronology
+from memory_es.recall.chronology import (
     PAGE_MAX_BYTES,
     SNAPSHOT_MAX_BYTES,
     SNAPSHOT_MAX_ENTRIES,
@@ -31,9 +34,6 @@ from memory_es.chronology import (
     MemoryJournal,
     entry_bytes,
 )
-from memory_es.cli import main
-from memory_es.errors import MemoryEsError
-from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 from projections.replay import generation_path, read_current
 

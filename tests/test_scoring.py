@@ -1,4 +1,5 @@
-"""memory_es.scoring: recall scoring, explicit selection and the automatic block.
+"""memory_es.recall scoring (anchors, score, select, render): recall scoring, explicit selection
+and the automatic block.
 
 SPEC G3-G33, H1-H15; DESIGN 9.4-9.8. Every expected score is computed by hand in a comment.
 """
@@ -11,35 +12,38 @@ from typing import Any
 
 import pytest
 
-from memory_es.scoring import (
-    AUTO_BLOCK_BUDGET_BYTES,
+from memory_es.recall.anchors import Anchors, extract_anchors
+from memory_es.recall.render import (
     AUTO_HEADING,
-    AUTO_LINE_TEXT_CAP_BYTES,
-    AUTO_MAX_LINES,
     BACKGROUND_HEADING,
-    MAX_CANDIDATES,
-    NOMIC_V15,
-    Anchors,
-    Calibration,
-    Candidate,
-    Fact,
     Hit,
-    Scored,
-    anchor_bonus,
-    auto_select,
-    background_select,
-    currentness,
-    extract_anchors,
     format_auto_line,
     format_line,
     format_recall,
-    lexical_score,
-    owner_text_gate,
     render_auto_block,
     render_background,
+)
+from memory_es.recall.score import (
+    MAX_CANDIDATES,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Fact,
+    Scored,
+    anchor_bonus,
+    lexical_score,
     rrf,
     score,
     score_all,
+)
+from memory_es.recall.select import (
+    AUTO_BLOCK_BUDGET_BYTES,
+    AUTO_LINE_TEXT_CAP_BYTES,
+    AUTO_MAX_LINES,
+    auto_select,
+    background_select,
+    currentness,
+    owner_text_gate,
     select,
 )
 

@@ -203,7 +203,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from memory_es.calibrate import render_text
+    from memory_es.recall.calibrate_report import render_text
 
     report = _reader(args).calibrate(args.labelled)
     if args.json:

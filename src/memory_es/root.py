@@ -19,10 +19,8 @@ from typing import IO, Any
 
 import apsw
 
-from memory_es.calibrate import CalibrationReport, calibrate_root
-from memory_es.chronology import MemoryJournal
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
+from memory_es.embeddings import Embedder, make_embedder
 from memory_es.errors import MemoryEsError
 from memory_es.fsutil import FILE_MODE, fsync_dir
 from memory_es.history import (
@@ -34,14 +32,8 @@ from memory_es.history import (
 )
 from memory_es.intake import utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
-from memory_es.recall import (
-    RecallResult,
-    VectorMatrix,
-    calibration_for,
-    configured_calibration,
-    recall,
-)
-from memory_es.scoring import Recall
+from memory_es.recall import MemoryJournal, Recall, Recaller, RecallResult, embeddings_block
+from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from projections.health import Finding, HealthReport, audit
 from projections.sqlite_index import fts_search
 
@@ -146,25 +138,13 @@ class MemoryRoot:
         """``memory-es search`` (C9): the same config-aware hybrid scoring as
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
         (Lite: lexical only); a provider outage degrades, flagged."""
-        config = self.config
         with self.index() as conn:
             if conn is None:
                 return RecallResult(recall=Recall(hits=()), degraded=True)
-            embedder = (make_embedder(config.embeddings)
-                        if config.mode != "lite" and config.embeddings is not None else None)
-            query_vector, matrix = None, None
-            if embedder is not None:
-                try:
-                    query_vector = embedder.embed([query])[0]
-                except EmbeddingError as e:
-                    log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
-                else:
-                    matrix = VectorMatrix(embedder.identity.dim)
-                    matrix.refresh(conn, embedder.identity.key)
-            return recall(conn, query, now=utc_now(), query_vector=query_vector, matrix=matrix,
-                          limit=limit, expand=config.mode == "bujo",
-                          calibration=calibration_for(embedder.identity if embedder else None,
-                                                      configured_calibration(config)))
+            block = embeddings_block(self.config)
+            embedder = make_embedder(block) if block is not None else None
+            return Recaller(self.config, embedder).search(conn, query, now=utc_now(),
+                                                          limit=limit)
 
     def journal(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and

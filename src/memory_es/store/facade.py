@@ -20,7 +20,6 @@ from typing import Any
 
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
-from memory_es.chronology import MemoryJournal
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
@@ -29,14 +28,7 @@ from memory_es.history import fold_intakes
 from memory_es.intake import AdmissionResult, CompletedTurn, prepare_turn, utc_now
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.observe import ObserveProcessor
-from memory_es.recall import (
-    RecallResult,
-    auto_block,
-    calibration_for,
-    configured_calibration,
-    recall,
-)
-from memory_es.scoring import owner_text_gate
+from memory_es.recall import MemoryJournal, Recaller, RecallResult, owner_text_gate
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
@@ -106,6 +98,7 @@ class MemoryStore:
                                  processor, clock)
         self.attempts.prune_payloads()
         self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
+        self._bound: Recaller | None = None
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -266,15 +259,14 @@ class MemoryStore:
 
         Never raises for a provider outage: the result is lexical-only and ``degraded``.
         """
-        embedder = self.vectors.embedder()
+        recaller = self._recaller()
         query_vector = self.vectors.query_vector(query, "memory_recall_unavailable: lexical only")
         with self.journal_writer.exclusive():
             conn = self.projections.get().index.conn
-            matrix = self.vectors.matrix(embedder, conn) if embedder is not None else None
-            return recall(conn, query, now=self._clock(), query_vector=query_vector,
-                          matrix=matrix, limit=limit, expand=self.config.mode == "bujo",
-                          calibration=calibration_for(embedder.identity if embedder else None,
-                                                      configured_calibration(self.config)))
+            matrix = (self.vectors.matrix(recaller.embedder, conn)
+                      if recaller.embedder is not None else None)
+            return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
+                                   matrix=matrix, limit=limit)
 
     def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
                     gate_owner_text: bool = True) -> str:
@@ -288,18 +280,22 @@ class MemoryStore:
         if not owner:
             return ""
         lines = not gate_owner_text or owner_text_gate(text)
-        embedder = self.vectors.embedder()
+        recaller = self._recaller()
         query_vector = self.vectors.query_vector(
             text, "memory_recall_unavailable: no automatic block")
-        if embedder is None or query_vector is None:
+        if recaller.embedder is None or query_vector is None:
             return ""
         with self.journal_writer.exclusive():
             conn = self.projections.get().index.conn
-            matrix = self.vectors.matrix(embedder, conn)
-            return auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                              matrix=matrix, session=session, lines=lines,
-                              calibration=calibration_for(embedder.identity,
-                                                          configured_calibration(self.config)))
+            return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
+                                       matrix=self.vectors.matrix(recaller.embedder, conn),
+                                       session=session, lines=lines)
+
+    def _recaller(self) -> Recaller:
+        """Recall bound to this store's config and embedder (calibration decided once)."""
+        if self._bound is None:
+            self._bound = Recaller(self.config, self.vectors.embedder())
+        return self._bound
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int = 10) -> dict[str, Any]:

@@ -1,0 +1,107 @@
+"""The read path (SPEC G*, H*, I*; DESIGN 9.4-9.8, 9.12): everything that answers a question
+from the index, and nothing that writes a journal.
+
+- :mod:`~memory_es.recall.anchors`, :mod:`~memory_es.recall.score`,
+  :mod:`~memory_es.recall.select`, :mod:`~memory_es.recall.render`: pure scoring, selection and
+  text forms over a candidate pool;
+- :mod:`~memory_es.recall.vectors`: the vector cache, the pending-vector queue, the matrix;
+- :mod:`~memory_es.recall.candidates`: the SQL candidate pool, ``recall`` and ``auto_block``;
+- :mod:`~memory_es.recall.card`: the person card; :mod:`~memory_es.recall.chronology`:
+  MemoryJournal;
+- :mod:`~memory_es.recall.engine`: :class:`Recaller`, config + embedder + calibration bound once;
+- :mod:`~memory_es.recall.calibrate`, :mod:`~memory_es.recall.labelled`,
+  :mod:`~memory_es.recall.calibrate_report`: fitting a calibration (``memory-es calibrate``);
+  not imported here: only `memory-es calibrate` needs them.
+
+The functions ``score`` and ``select`` are not re-exported: their names are their modules'.
+"""
+
+from __future__ import annotations
+
+from memory_es.recall.anchors import Anchors, extract_anchors, normalize
+from memory_es.recall.candidates import (
+    RecallResult,
+    auto_block,
+    candidate_pool,
+    expand_one_hop,
+    recall,
+)
+from memory_es.recall.card import person_card
+from memory_es.recall.chronology import MemoryJournal
+from memory_es.recall.engine import (
+    LOCAL_MINILM,
+    Recaller,
+    calibration_for,
+    configured_calibration,
+    embeddings_block,
+)
+from memory_es.recall.render import (
+    AUTO_HEADING,
+    BACKGROUND_HEADING,
+    Hit,
+    Recall,
+    format_recall,
+    render_auto_block,
+    render_background,
+)
+from memory_es.recall.score import (
+    MAX_CANDIDATES,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Fact,
+    Scored,
+    score_all,
+)
+from memory_es.recall.select import auto_select, background_select, owner_text_gate
+from memory_es.recall.vectors import (
+    MAX_IN_FLIGHT,
+    MAX_IN_FLIGHT_BYTES,
+    VectorCache,
+    VectorMatrix,
+    embed_texts,
+    pending_texts,
+    store_vectors,
+)
+
+__all__ = [
+    "AUTO_HEADING",
+    "BACKGROUND_HEADING",
+    "LOCAL_MINILM",
+    "MAX_CANDIDATES",
+    "MAX_IN_FLIGHT",
+    "MAX_IN_FLIGHT_BYTES",
+    "NOMIC_V15",
+    "Anchors",
+    "Calibration",
+    "Candidate",
+    "Fact",
+    "Hit",
+    "MemoryJournal",
+    "Recall",
+    "RecallResult",
+    "Recaller",
+    "Scored",
+    "VectorCache",
+    "VectorMatrix",
+    "auto_block",
+    "auto_select",
+    "background_select",
+    "calibration_for",
+    "candidate_pool",
+    "configured_calibration",
+    "embed_texts",
+    "embeddings_block",
+    "expand_one_hop",
+    "extract_anchors",
+    "format_recall",
+    "normalize",
+    "owner_text_gate",
+    "pending_texts",
+    "person_card",
+    "recall",
+    "render_auto_block",
+    "render_background",
+    "score_all",
+    "store_vectors",
+]

@@ -1,0 +1,212 @@
+"""``memory-es calibrate LABELLED.json`` (DESIGN 9.4): :func:`calibrate_root` fits a recall
+calibration on a real root's memories and reports the recall / abstention trade-off of the
+reference, the currently effective and the fitted calibration, with a config snippet.
+
+The fit is in-sample: the report scores the fitted calibration on the questions it was fitted
+on, so treat its figures as an upper bound and prefer a set of a few dozen questions or more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import apsw
+import numpy as np
+
+from memory_es.config import MemoryConfig
+from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError, make_embedder
+from memory_es.errors import MemoryEsError
+from memory_es.history import verified_index
+from memory_es.intake import utc_now
+from memory_es.recall.calibrate import (
+    NEC_STEP,
+    RANKING_SLACK,
+    PoolScorer,
+    evaluate,
+    fit_calibration,
+)
+from memory_es.recall.candidates import candidate_pool
+from memory_es.recall.engine import Recaller, embeddings_block
+from memory_es.recall.labelled import check_gold, load_labelled
+from memory_es.recall.score import NOMIC_V15, Calibration
+from memory_es.recall.vectors import VectorMatrix
+from memory_es.vocabulary import TERMINAL_STATUSES
+
+NEEDS_EMBEDDINGS: Final = "calibrate_needs_embeddings"
+
+_CAMEL: Final = {"no_evidence_cosine": "noEvidenceCosine", "recall_floor": "recallFloor",
+                 "recall_tail": "recallTail", "auto_floor": "autoFloor",
+                 "auto_window": "autoWindow"}
+
+
+# --------------------------------------------------------------------------------------------
+# The report
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """A fitted calibration and the recall / abstention trade-off of three calibrations."""
+
+    identity: str  # the embedding identity key the vectors were searched under
+    memories: int  # live memories in the index
+    vectors: int  # of them, with a vector of this identity
+    counts: dict[str, int]  # answerable, no_answer, unrelated, near-miss
+    fitted: Calibration
+    current: Calibration  # what recall uses now (config override, shipped, or reference)
+    fit: dict[str, float]  # balanced_accuracy, scale, top_recall_at_5, top_mrr
+    metrics: dict[str, dict[str, float]]  # "reference" / "current" / "fitted" -> evaluate()
+    answerable_best: tuple[float, ...] = field(repr=False)  # best hybrid score, fitted nec
+    no_answer_best: tuple[float, ...] = field(repr=False)
+    reference: Calibration = NOMIC_V15
+
+    def snippet(self) -> dict[str, Any]:
+        return config_snippet(self.fitted)
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(d: Mapping[str, float]) -> dict[str, float | None]:
+            return {k: None if math.isnan(v) else round(v, 4) for k, v in d.items()}
+
+        return {
+            "identity": self.identity, "memories": self.memories, "vectors": self.vectors,
+            "questions": dict(self.counts),
+            "calibration": {"fitted": asdict(self.fitted), "current": asdict(self.current),
+                            "reference": asdict(self.reference)},
+            "fit": clean(self.fit),
+            "metrics": {name: clean(m) for name, m in self.metrics.items()},
+            "config": self.snippet(),
+        }
+
+
+def config_snippet(cal: Calibration) -> dict[str, Any]:
+    """``{"memory": {"embeddings": {"calibration": {...}}}}`` for a config file."""
+    return {"memory": {"embeddings": {"calibration": {
+        _CAMEL[k]: v for k, v in asdict(cal).items()}}}}
+
+
+def _pct(x: float) -> str:
+    return "    -" if math.isnan(x) else f"{100 * x:5.1f}%"
+
+
+def _num(x: float) -> str:
+    return "    -" if math.isnan(x) else f"{x:5.3f}"
+
+
+def render_text(report: CalibrationReport) -> str:
+    """The operator's view: the five numbers, the trade-off table and the config snippet."""
+    c, f = report.counts, report.fitted
+    lines = [
+        f"calibration for {report.identity}: {c['answerable']} answerable and "
+        f"{c['no_answer']} no-answer questions ({c['unrelated']} unrelated, "
+        f"{c['near-miss']} near-miss); {report.vectors} of {report.memories} memories have "
+        "vectors",
+        f"  noEvidenceCosine {f.no_evidence_cosine:.3f}  highest on a {NEC_STEP} grid keeping "
+        f"recall@5 / MRR within {RANKING_SLACK} of the best "
+        f"({report.fit['top_recall_at_5']:.3f} / {report.fit['top_mrr']:.3f})",
+        f"  recallFloor      {f.recall_floor:.3f}  best balanced accuracy "
+        f"{report.fit['balanced_accuracy']:.3f} between answerable and no-answer best scores",
+        f"  recallTail       {f.recall_tail:.3f}  reference {NOMIC_V15.recall_tail} x "
+        f"recallFloor / {NOMIC_V15.recall_floor}",
+        f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the reference's "
+        "(no automatic-block labels to fit on)",
+    ]
+    if report.vectors < report.memories:
+        lines.append(f"  warning: {report.memories - report.vectors} memories have no vector "
+                     "yet; they were scored lexically")
+    lines += ["", "trade-off (fitted on these same questions: in-sample)",
+              f"  {'calibration':<12}{'floor':>6}{'R@1':>7}{'R@5':>7}{'MRR':>7}{'R@5 ret':>8}"
+              f"{'abst unrel':>11}{'abst near':>10}{'abst all':>9}{'false abst':>11}"]
+    cals = {"reference": report.reference, "current": report.current, "fitted": report.fitted}
+    for name, m in report.metrics.items():
+        lines.append(
+            f"  {name:<12}{cals[name].recall_floor:6.3f}{_num(m['recall_at_1']):>7}"
+            f"{_num(m['recall_at_5']):>7}{_num(m['mrr']):>7}{_num(m['returned_recall_at_5']):>8}"
+            f"{_pct(m['abstain_unrelated']):>11}{_pct(m['abstain_near-miss']):>10}"
+            f"{_pct(m['abstain_all']):>9}{_pct(m['false_abstention']):>11}")
+    lines += ["", "config (merge into the memory block to use it):",
+              json.dumps(report.snippet(), indent=2)]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# A root
+
+
+def _embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    try:
+        parts = [embedder.embed(texts[s:s + BATCH_SIZE]) for s in range(0, len(texts), BATCH_SIZE)]
+    except EmbeddingError as e:
+        raise MemoryEsError(f"{e.code}: cannot embed the questions: {e}", code=e.code) from e
+    return np.concatenate(parts).astype(np.float32)
+
+
+def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryConfig,
+                   *, embedder: Embedder | None = None) -> CalibrationReport:
+    """Fit a calibration on ``labelled_path``'s questions over ``root``, read-only.
+
+    The root's journal is verified and the active index generation opened read-only (like
+    ``memory-es search``); questions are embedded with the configured provider (``embedder``
+    overrides it, as in ``MemoryStore.open``) and searched against the stored vectors of that
+    identity. Raises ``MemoryEsError``: ``calibrate_needs_embeddings`` (Lite, no embeddings
+    block, or no vectors of this identity in the index), ``calibrate_invalid_file``,
+    ``calibrate_too_few``, or the provider's code when embedding fails.
+    """
+    block = embeddings_block(config)
+    if block is None:
+        raise MemoryEsError(
+            f"{NEEDS_EMBEDDINGS}: calibration needs embeddings: memory.mode is "
+            f'"{config.mode}"; use a Journal or BuJo config with a memory.embeddings block',
+            code=NEEDS_EMBEDDINGS)
+    labelled = Path(labelled_path)
+    questions = load_labelled(labelled)
+    root = Path(root)
+    with verified_index(root) as conn:  # never calibrate on a tampered root
+        if conn is None:
+            raise MemoryEsError(f"{NEEDS_EMBEDDINGS}: {root} has no index generation yet "
+                                "(run drain)", code=NEEDS_EMBEDDINGS)
+        check_gold(conn, labelled, questions)
+        if embedder is None:
+            embedder = make_embedder(block)
+        assert embedder is not None  # an embeddings block always names a provider
+        recaller = Recaller(config, embedder)
+        identity = embedder.identity
+        matrix = VectorMatrix(identity.dim)
+        with contextlib.suppress(apsw.SQLError):  # an index built by Lite: no vectors
+            matrix.refresh(conn, identity.key)
+        memories = sum(1 for (status,) in conn.execute("SELECT status FROM memories")
+                       if status not in TERMINAL_STATUSES)
+        if not len(matrix.rowids):
+            raise MemoryEsError(
+                f"{NEEDS_EMBEDDINGS}: the index holds no vectors for {identity.key}: open "
+                "the root with this config and let it embed its memories first",
+                code=NEEDS_EMBEDDINGS)
+        vectors = _embed(embedder, [q.text for q in questions])
+        pools = [candidate_pool(conn, q.text, query_vector=vectors[i], matrix=matrix)
+                 for i, q in enumerate(questions)]
+
+    scorer = PoolScorer(questions, pools, utc_now())
+    every = list(range(len(questions)))
+    fitted, fit = fit_calibration([q.gold for q in questions], scorer.full, every)
+    current = recaller.calibration  # what recall uses now
+    metrics = {name: evaluate(questions, scorer.run, cal, every)
+               for name, cal in (("reference", NOMIC_V15), ("current", current),
+                                 ("fitted", fitted))}
+    nec = fitted.no_evidence_cosine
+    return CalibrationReport(
+        identity=identity.key, memories=int(memories), vectors=len(matrix.rowids),
+        counts={"answerable": sum(1 for q in questions if q.answerable),
+                "no_answer": sum(1 for q in questions if not q.answerable),
+                "unrelated": sum(1 for q in questions if q.kind == "unrelated"),
+                "near-miss": sum(1 for q in questions if q.kind == "near-miss")},
+        fitted=fitted, current=current,
+        fit={k: v for k, v in fit.items() if k != "grid"},
+        metrics=metrics,
+        answerable_best=tuple(scorer.full(nec, i)[1] for i in every if questions[i].answerable),
+        no_answer_best=tuple(scorer.full(nec, i)[1] for i in every
+                             if not questions[i].answerable),
+    )

@@ -1,0 +1,280 @@
+"""Hybrid recall over one index connection (G*, H*, L4-L5): the candidate pool and the two
+read operations built on it.
+
+The pool is the FTS5 bm25 top 50 of live memories union the vector top 50, at most 50 (G31),
+each candidate carrying its entity names and structured fact. :func:`recall` scores and
+selects it for MemoryRecall (lexical-only and flagged ``degraded`` without a query vector,
+G20); :func:`auto_block` builds the automatic context: the "possibly relevant" block, the
+labelled background and the person card (H1-H22).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import apsw
+import numpy as np
+
+from memory_es.recall.card import person_card
+from memory_es.recall.render import Recall, format_recall, render_auto_block, render_background
+from memory_es.recall.score import (
+    MAX_CANDIDATES,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Fact,
+    score_all,
+)
+from memory_es.recall.select import auto_select, background_select, select
+from memory_es.recall.vectors import VectorMatrix, optional_rows
+from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from projections.sqlite_index import fts_query
+
+RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
+CONTEXT_BUDGET_BYTES = 2_500  # H12: the whole automatic context stays under about 2.5 KB
+# G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
+_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """What an agent gets back: hits, the evidence flag, and whether vectors were used."""
+
+    recall: Recall
+    degraded: bool  # True: lexical only (no provider, provider down, or Lite)
+
+    @property
+    def text(self) -> str:
+        return format_recall(self.recall)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"degraded": self.degraded, "evidence": self.recall.evidence,
+                "notes": list(self.recall.notes),
+                "results": [h.structured() for h in self.recall.hits]}
+
+
+def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
+    """bm25 top 50 of live memories. The FTS query runs alone (a join would cost a row
+    lookup per match); terminal rows are then dropped and the ranking refilled past them."""
+    match = fts_query(query)
+    if not match:
+        return {}
+    live: list[int] = []
+    offset, page = 0, RETRIEVER_DEPTH * 2
+    while len(live) < RETRIEVER_DEPTH:
+        rowids = [r[0] for r in conn.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            "ORDER BY bm25(memories_fts), rowid LIMIT ? OFFSET ?", (match, page, offset))]
+        if not rowids:
+            break
+        marks = ",".join("?" * len(rowids))
+        terminal = {r[0] for r in conn.execute(
+            f"SELECT rowid FROM memories WHERE rowid IN ({marks}) "
+            f"AND status IN {_TERMINAL_SQL}", rowids)}
+        live.extend(r for r in rowids if r not in terminal)
+        offset += page
+    return {rowid: rank for rank, rowid in enumerate(live[:RETRIEVER_DEPTH], start=1)}
+
+
+def session_key(session: str | None) -> str | None:
+    """A conversation id without its daily ``#YYYY-MM-DD`` bucket (H21)."""
+    if session is None:
+        return None
+    base, sep, bucket = session.rpartition("#")
+    if sep and len(bucket) == 10 and bucket[4] == "-" and bucket[7] == "-" \
+            and bucket.replace("-", "").isdigit():
+        return base
+    return session
+
+
+def candidate_pool(
+    conn: apsw.Connection,
+    query: str,
+    *,
+    query_vector: np.ndarray | None,
+    matrix: VectorMatrix | None,
+    exclude_session: str | None = None,
+) -> list[Candidate]:
+    """FTS5 bm25 top 50 union vector top 50, best ranks first, at most 50 (G31).
+
+    ``exclude_session`` drops records of the current conversation before scoring (H21).
+    """
+    lexical = _lexical_ranks(conn, query)
+    vector_ranks: dict[int, int] = {}
+    cosines: dict[int, float] = {}
+    if query_vector is not None and matrix is not None:
+        for rank, (rowid, cos) in enumerate(matrix.top(query_vector, RETRIEVER_DEPTH), start=1):
+            vector_ranks[rowid] = rank
+            cosines[rowid] = cos
+    excluded = session_key(exclude_session)
+    pool = sorted(set(lexical) | set(vector_ranks),
+                  key=lambda r: (min(lexical.get(r, 10**9), vector_ranks.get(r, 10**9)), r))
+    candidates: list[Candidate] = []
+    for rowid in pool:
+        if len(candidates) >= MAX_CANDIDATES:
+            break
+        row = conn.execute("SELECT id, text, kind, status, recorded_at, source_session "
+                           "FROM memories WHERE rowid = ?", (rowid,)).fetchone()
+        if row is None:
+            continue
+        session = row[5]
+        if excluded is not None and session not in (None, "unknown") \
+                and session_key(session) == excluded:
+            continue
+        cosine = cosines.get(rowid)
+        if cosine is None and query_vector is not None and matrix is not None:
+            cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
+        candidates.append(_candidate(row, cosine, lexical.get(rowid), vector_ranks.get(rowid)))
+    return with_entity_names(conn, candidates)
+
+
+def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
+               vector_rank: int | None) -> Candidate:
+    session = row[5]
+    return Candidate(
+        id=row[0], text=row[1], type=row[2], status=row[3],
+        created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
+        cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
+        attribution="source conversation unknown" if session in (None, "unknown") else None,
+    )
+
+
+def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> list[Candidate]:
+    """Each candidate with the names of its associated entities (name anchors, G7) and its
+    structured fact (conflicting evidence, G16)."""
+    if not candidates:
+        return candidates
+    ids = [c.id for c in candidates]
+    names: dict[str, list[str]] = {}
+    for memory_id, name in optional_rows(
+            conn, f"SELECT me.memory_id, e.name FROM memory_entities me JOIN entities e "
+                  f"ON e.id = me.entity_id WHERE me.memory_id IN ({','.join('?' * len(ids))}) "
+                  "ORDER BY me.memory_id, me.ord", ids):
+        names.setdefault(memory_id, []).append(name)
+    facts = {row[0]: Fact(subject=row[1], property=row[2], scope=row[3], value=row[4])
+             for row in optional_rows(
+                 conn, "SELECT id, fact_subject, fact_key, scope, fact_value FROM memory_meta "
+                       f"WHERE id IN ({','.join('?' * len(ids))}) AND fact_key IS NOT NULL", ids)}
+    if not names and not facts:
+        return candidates
+    return [replace(c, entity_names=tuple(names.get(c.id, ())), fact=facts.get(c.id))
+            if c.id in names or c.id in facts else c for c in candidates]
+
+
+def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
+                   query_vector: np.ndarray | None,
+                   matrix: VectorMatrix | None) -> list[Candidate]:
+    """L4: the seeds, then live memories that share an entity with a seed or name an entity
+    directly related to one; cut to the candidate bound before scoring.
+
+    Deterministic: neighbours come in journal order. They carry no retriever rank, only
+    their cosine when they have a vector.
+    """
+    room = MAX_CANDIDATES - len(seeds)
+    if room <= 0 or not seeds:
+        return seeds
+    marks = ",".join("?" * len(seeds))
+    seed_ids = [c.id for c in seeds]
+    entities = {r[0] for r in optional_rows(
+        conn, f"SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks})", seed_ids)}
+    if not entities:
+        return seeds
+    emarks = ",".join("?" * len(entities))
+    elist = sorted(entities)
+    related = {r[0] for r in optional_rows(
+        conn, f"SELECT dst FROM relations WHERE src IN ({emarks}) UNION "
+              f"SELECT src FROM relations WHERE dst IN ({emarks})", [*elist, *elist])}
+    hop = sorted(entities | related)
+    hmarks = ",".join("?" * len(hop))
+    rows = optional_rows(
+        conn, "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, m.source_session, m.rowid "
+              f"FROM memories m WHERE m.id IN (SELECT memory_id FROM memory_entities "
+              f"WHERE entity_id IN ({hmarks})) AND m.id NOT IN ({marks}) "
+              f"AND m.status NOT IN {_TERMINAL_SQL} ORDER BY m.rowid LIMIT ?",
+        [*hop, *seed_ids, room])
+    neighbours = []
+    for row in rows:
+        cosine = None
+        if query_vector is not None and matrix is not None:
+            cosine = matrix.cosine(query_vector, row[6])
+        neighbours.append(_candidate(row, cosine, None, None))
+    return [*seeds, *with_entity_names(conn, neighbours)]
+
+
+def recall(
+    conn: apsw.Connection,
+    query: str,
+    *,
+    now: datetime,
+    query_vector: np.ndarray | None,
+    matrix: VectorMatrix | None,
+    calibration: Calibration = NOMIC_V15,
+    limit: int = 10,
+    expand: bool = False,
+) -> RecallResult:
+    """Hybrid recall over one index connection (G*).
+
+    ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
+    the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
+    ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
+    """
+    degraded = query_vector is None or matrix is None
+    candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix)
+    if expand:
+        candidates = expand_one_hop(conn, candidates, query_vector=query_vector, matrix=matrix)
+    scored = score_all(query, candidates, calibration)
+    result = select(scored, calibration, now=now, mode="degraded" if degraded else "explicit")
+    trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
+    return RecallResult(recall=trimmed, degraded=degraded)
+
+
+def auto_block(
+    conn: apsw.Connection,
+    text: str,
+    *,
+    now: datetime,
+    query_vector: np.ndarray,
+    matrix: VectorMatrix,
+    session: str | None,
+    calibration: Calibration = NOMIC_V15,
+    lines: bool = True,
+) -> str:
+    """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
+    the labelled background of the owner's preferences and verified lessons (H19), and the card
+    of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
+    only the block (the short-owner-text gate, H14)."""
+    candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
+                                exclude_session=session)
+    scored = score_all(text, candidates, calibration)
+    hits = auto_select(scored, calibration, now=now, tz=UTC) if lines else ()
+    background = background_select(scored, labelled_background(conn, candidates), calibration,
+                                   now=now, tz=UTC, exclude=[h.id for h in hits])
+    parts = [part for part in (render_auto_block(hits, UTC),
+                               render_background(background, UTC)) if part]
+    used = sum(len(part.encode("utf-8")) + 2 for part in parts)
+    card = person_card(conn, text, now=now, tz=UTC, budget_bytes=CONTEXT_BUDGET_BYTES - used)
+    return "\n\n".join([*parts, card] if card else parts)
+
+
+def labelled_background(conn: apsw.Connection, candidates: Sequence[Candidate]
+                        ) -> dict[str, str]:
+    """id -> label for pool memories that may join the labelled background (H19): the owner's
+    own (scope ``agent``) preferences, and lessons the user or a document stated (verified:
+    an assistant's lesson is not)."""
+    ids = [c.id for c in candidates]
+    if not ids:
+        return {}
+    out: dict[str, str] = {}
+    for memory_id, labels, source in optional_rows(
+            conn, f"SELECT m.id, mm.labels, m.source FROM memory_meta mm JOIN memories m "
+                  f"ON m.id = mm.id WHERE mm.id IN ({','.join('?' * len(ids))}) "
+                  "AND mm.scope = 'agent'", ids):
+        kinds = labels.split(",")
+        if "preference" in kinds:
+            out[memory_id] = "preference"
+        elif "lesson" in kinds and source in ("user", "document"):
+            out[memory_id] = "lesson"
+    return out

@@ -1,0 +1,127 @@
+"""The read path bound to one configuration: :class:`Recaller` holds the config, the embedder
+and the calibration they imply, decided once (DESIGN 9.4, G20).
+
+Each embedding identity carries its own calibration: the configured
+``memory.embeddings.calibration`` when present, else the identity's shipped one
+(:data:`CALIBRATIONS`), else the reference's numbers (``NOMIC_V15``, nomic-embed-text v1.5).
+Without an embedder (Lite, no embeddings block) every result is lexical-only and flagged
+``degraded``; a provider outage degrades the same way, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+import apsw
+import numpy as np
+
+from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
+from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
+from memory_es.recall.candidates import RecallResult, auto_block, recall
+from memory_es.recall.score import NOMIC_V15, Calibration
+from memory_es.recall.vectors import VectorMatrix
+
+log = logging.getLogger("memory_es")
+
+# Measured for the local all-MiniLM-L6-v2 int8 model on bench/data/recall_labelled.json by
+# bench/recall_quality.py (213 memories, 163 answerable + 38 no-answer questions): the largest
+# no-evidence cosine that keeps hybrid recall@5 at its best (0.25), and the recall floor that
+# best separates answerable from no-answer best scores (0.408, balanced accuracy 0.72; 2-fold
+# held-out figures in the README); the tail is the reference's scaled by 0.408 / 0.65. The
+# automatic-block numbers are not measured on labels yet, so they stay at the reference's.
+LOCAL_MINILM = Calibration(no_evidence_cosine=0.25, recall_floor=0.408, recall_tail=0.094,
+                           auto_floor=0.62, auto_window=0.04)
+CALIBRATIONS = {("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
+
+
+def calibration_for(identity: EmbeddingIdentity | None,
+                    override: CalibrationConfig | None = None) -> Calibration:
+    """Each embedding identity carries its own calibration (DESIGN 9.4): the configured
+    ``memory.embeddings.calibration`` (``override``) when present, else the identity's shipped
+    one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5)."""
+    if override is not None:
+        return Calibration(no_evidence_cosine=override.no_evidence_cosine,
+                           recall_floor=override.recall_floor,
+                           recall_tail=override.recall_tail,
+                           auto_floor=override.auto_floor,
+                           auto_window=override.auto_window)
+    if identity is None:
+        return NOMIC_V15
+    return CALIBRATIONS.get((identity.provider, identity.model), NOMIC_V15)
+
+
+def configured_calibration(config: MemoryConfig) -> CalibrationConfig | None:
+    """The ``memory.embeddings.calibration`` override of ``config``, or None."""
+    return config.embeddings.calibration if config.embeddings is not None else None
+
+
+def embeddings_block(config: MemoryConfig) -> EmbeddingsConfig | None:
+    """The embeddings block recall searches vectors with, or None: Lite never embeds (D2), and
+    a config without a ``memory.embeddings`` block has no provider."""
+    return config.embeddings if config.mode != "lite" else None
+
+
+class Recaller:
+    """Recall for one configuration and embedder (``None``: lexical only).
+
+    ``calibration`` is the one this pair implies (:func:`calibration_for`); explicit recall
+    expands one graph hop in BuJo (L4). The connection, the clock and the vectors stay the
+    caller's: a store passes its own live matrix, a read-only caller uses :meth:`search`.
+    """
+
+    def __init__(self, config: MemoryConfig, embedder: Embedder | None) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.calibration = calibration_for(embedder.identity if embedder is not None else None,
+                                           configured_calibration(config))
+        self.expand = config.mode == "bujo"
+
+    @property
+    def lexical(self) -> bool:
+        """True when there is no embedder: every result is lexical-only, ``degraded`` (G20)."""
+        return self.embedder is None
+
+    def embed_query(self, text: str) -> np.ndarray | None:
+        """The query's vector; None without an embedder or when the provider fails (logged,
+        the result then degrades to lexical, G20)."""
+        if self.embedder is None:
+            return None
+        try:
+            vector: np.ndarray = self.embedder.embed([text])[0]
+        except EmbeddingError as e:
+            log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
+            return None
+        return vector
+
+    def load_matrix(self, conn: apsw.Connection) -> VectorMatrix:
+        """The index's vectors of this embedder's identity, read into a new matrix."""
+        if self.embedder is None:
+            raise ValueError("a lexical Recaller has no vectors to load")
+        identity = self.embedder.identity
+        matrix = VectorMatrix(identity.dim)
+        matrix.refresh(conn, identity.key)
+        return matrix
+
+    def recall(self, conn: apsw.Connection, query: str, *, now: datetime,
+               query_vector: np.ndarray | None, matrix: VectorMatrix | None,
+               limit: int = 10) -> RecallResult:
+        """MemoryRecall over ``conn`` (G*): degraded when ``query_vector`` or ``matrix`` is None."""
+        return recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
+                      limit=limit, expand=self.expand, calibration=self.calibration)
+
+    def auto_block(self, conn: apsw.Connection, text: str, *, now: datetime,
+                   query_vector: np.ndarray, matrix: VectorMatrix, session: str | None,
+                   lines: bool = True) -> str:
+        """The automatic context for ``text`` (H1-H22); see :func:`auto_block`."""
+        return auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
+                          session=session, lines=lines, calibration=self.calibration)
+
+    def search(self, conn: apsw.Connection, query: str, *, now: datetime,
+               limit: int = 10) -> RecallResult:
+        """A read-only caller's whole recall (``memory-es search``): embed the query, read the
+        matrix only when that worked, then :meth:`recall`."""
+        query_vector = self.embed_query(query)
+        matrix = self.load_matrix(conn) if query_vector is not None else None
+        return self.recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
+                           limit=limit)

@@ -1,0 +1,182 @@
+"""Recall scoring: pure, no I/O, no clock (SPEC G3-G10, G31, DESIGN 9.4-9.5).
+
+For one query over the bounded candidate pool (at most 50, G31), :func:`score_all` analyses the
+query once (:func:`~memory_es.recall.anchors.extract_anchors`) and scores each candidate
+embedding-first:
+
+   ``semantic + anchor_bonus + rrf hint + salience * 0.005``
+
+* ``semantic`` is the stored vector's cosine, or 0 when the cosine is below the calibration's
+  no-evidence cosine (0.5 for nomic-embed-text v1.5). A candidate still waiting for its vector
+  (``cosine is None``, G10) uses lexical term overlap instead: the share of the query's distinct
+  normalised terms present in the candidate's text, 0..1, used unscaled in the cosine's place
+  (an exact textual restatement scores like a perfect cosine) and not thresholded.
+* ``anchor_bonus``: see :func:`anchor_bonus` (DESIGN 9.5).
+* ``rrf``: ``0.01 / (60 + rank)`` per retriever the candidate appears in; ranks are 1-based.
+* ``salience`` (clamped to 0..1) times 0.005, so at most 0.005.
+
+Threshold comparisons tolerate float noise of ``EPSILON`` (1e-9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from memory_es.recall.anchors import (
+    Anchors,
+    candidate_anchor_tokens,
+    distinct_words,
+    extract_anchors,
+    name_words,
+)
+
+NUMBER_BUDGET = 0.15  # G5: numbers, dates and numeric ids share up to 0.15
+NAME_BUDGET = 0.08  # G5: names share up to 0.08
+RRF_WEIGHT = 0.01  # DESIGN 9.5: 0.01 / (60 + rank)
+RRF_K = 60
+SALIENCE_WEIGHT = 0.005  # DESIGN 9.5: salience adds at most 0.005
+MAX_CANDIDATES = 50  # G31: the deliberate pool is a bounded fifty-hit superset
+EPSILON = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Per-embedding-model calibration (DESIGN 9.4): the five measured numbers."""
+
+    no_evidence_cosine: float = 0.5  # G3
+    recall_floor: float = 0.65  # G11, G17
+    recall_tail: float = 0.15  # G11
+    auto_floor: float = 0.62  # H3
+    auto_window: float = 0.04  # H4
+
+
+NOMIC_V15 = Calibration()
+"""The reference's numbers, measured for nomic-embed-text v1.5 (H17)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A structured fact carried by a record: (subject, property, scope) -> value (G16)."""
+
+    subject: str
+    property: str
+    scope: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One record in the candidate pool, as the retrievers and projections report it.
+
+    ``valid_to`` / ``due_at`` / ``valid_from`` may be a ``date`` (date-only: closes after the host's
+    local calendar day, G15) or a ``datetime`` (an instant; a naive one is read in the host zone).
+    ``cosine`` is ``None`` while the record waits for its vector (G10, lexical fallback).
+    ``lexical_rank`` / ``vector_rank`` are 1-based ranks in the FTS and vector retrievers.
+    """
+
+    id: str
+    text: str
+    type: str | None = None
+    status: str | None = None
+    created_at: datetime | None = None
+    valid_from: date | datetime | None = None
+    valid_to: date | datetime | None = None
+    due_at: date | datetime | None = None
+    superseded: bool = False
+    entity_names: tuple[str, ...] = ()
+    salience: float = 0.0
+    cosine: float | None = None
+    lexical_rank: int | None = None
+    vector_rank: int | None = None
+    fact: Fact | None = None
+    attribution: str | None = None  # H9: "you said" | "assistant noted" | "from a document"
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A candidate with its score and the score's parts (for tests, diagnostics and explain)."""
+
+    candidate: Candidate
+    score: float
+    semantic: float
+    anchor: float
+    rrf: float
+    salience: float
+    lexical: bool  # True when ``semantic`` came from term overlap (no vector)
+
+
+def anchor_bonus(anchors: Anchors, candidate: Candidate) -> float:
+    """DESIGN 9.5 / G5: per class, the budget is split equally over the query's anchors of that
+    class; the candidate earns the share of each anchor it contains; the classes stack (max 0.23).
+
+    A number/date/id anchor is contained when the same whole token (dates compared canonically)
+    occurs in the candidate's text. A name anchor is contained when it is a word of the name of an
+    entity associated with *this* candidate (its text alone does not count: shared words add
+    nothing by themselves, G4).
+    """
+    bonus = 0.0
+    if anchors.numbers_dates_ids:
+        own = candidate_anchor_tokens(candidate.text)
+        hits = sum(1 for a in anchors.numbers_dates_ids if a in own)
+        bonus += NUMBER_BUDGET * hits / len(anchors.numbers_dates_ids)
+    if anchors.names:
+        own_names = name_words(candidate.entity_names)
+        hits = sum(1 for a in anchors.names if a in own_names)
+        bonus += NAME_BUDGET * hits / len(anchors.names)
+    return bonus
+
+
+def rrf(rank: int) -> float:
+    """The RRF hint of one retriever: ``0.01 / (60 + rank)``, rank 1-based (DESIGN 9.5, G8)."""
+    if rank < 1:
+        raise ValueError(f"rank must be 1-based (>= 1), got {rank}")
+    return RRF_WEIGHT / (RRF_K + rank)
+
+
+def rrf_hint(candidate: Candidate) -> float:
+    """Summed over the retrievers (FTS, vector) the candidate appears in."""
+    return sum(rrf(r) for r in (candidate.lexical_rank, candidate.vector_rank) if r is not None)
+
+
+def lexical_score(query: str, text: str) -> float:
+    """Lexical term overlap (G10, Lite): the share of the query's distinct normalised words that
+    occur as words in ``text``; 0.0 for a query without words."""
+    q = distinct_words(query)
+    if not q:
+        return 0.0
+    have = set(distinct_words(text))
+    return sum(1 for t in q if t in have) / len(q)
+
+
+def _overlap(terms: Sequence[str], text: str) -> float:
+    if not terms:
+        return 0.0
+    have = set(distinct_words(text))
+    return sum(1 for t in terms if t in have) / len(terms)
+
+
+def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOMIC_V15) -> Scored:
+    """Embedding-first score (G3-G10, DESIGN 9.5); see the module docstring for the formula."""
+    lexical = candidate.cosine is None
+    if candidate.cosine is None:
+        semantic = _overlap(anchors.terms, candidate.text)
+    elif candidate.cosine >= calibration.no_evidence_cosine - EPSILON:
+        semantic = candidate.cosine
+    else:
+        semantic = 0.0
+    bonus = anchor_bonus(anchors, candidate)
+    hint = rrf_hint(candidate)
+    sal = min(1.0, max(0.0, candidate.salience)) * SALIENCE_WEIGHT
+    return Scored(candidate=candidate, score=semantic + bonus + hint + sal, semantic=semantic,
+                  anchor=bonus, rrf=hint, salience=sal, lexical=lexical)
+
+
+def score_all(query: str, candidates: Sequence[Candidate],
+              calibration: Calibration = NOMIC_V15) -> list[Scored]:
+    """Score a whole pool (at most 50, G31); name anchors come from the pool's entities (G6)."""
+    if len(candidates) > MAX_CANDIDATES:
+        raise ValueError(f"candidate pool holds {len(candidates)} > {MAX_CANDIDATES} (G31)")
+    anchors = extract_anchors(query, (n for c in candidates for n in c.entity_names))
+    return [score(c, anchors, calibration) for c in candidates]

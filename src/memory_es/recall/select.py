@@ -1,0 +1,277 @@
+"""Selection: which scored candidates recall returns (G11, G14-G22, G24, G33) and which lines
+the automatic block and the labelled background carry (H2-H11, H14, H15, H19).
+
+Pure, no I/O; ``now`` is the caller's instant. All threshold comparisons are inclusive and
+tolerate float noise of ``EPSILON`` (1e-9), so "within 0.04" accepts a hit exactly 0.04 below
+the best even when binary floating point says 0.04000000000000004.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Literal
+
+from memory_es.recall.anchors import normalize
+from memory_es.recall.render import (
+    CONFLICTING_NOTE,
+    INSUFFICIENT_NOTE,
+    Currentness,
+    Evidence,
+    Hit,
+    Recall,
+    format_auto_line,
+    format_background_line,
+)
+from memory_es.recall.score import EPSILON, NOMIC_V15, Calibration, Candidate, Scored
+from memory_es.vocabulary import TERMINAL_STATUSES
+
+SelectMode = Literal["explicit", "original-query", "degraded"]
+
+CONFLICT_WINDOW = 8  # G16: conflicts are checked on the top 8 candidates before the tail cut
+AUTO_MAX_LINES = 3  # H5
+AUTO_LINE_TEXT_CAP_BYTES = 360  # H11: a line whose text is longer is left out, never cut
+AUTO_BLOCK_BUDGET_BYTES = 1_500  # H11: 1.5 KB, KB = 1,000 bytes of UTF-8 (DESIGN 9.6)
+OWNER_TEXT_MIN_EXCLUSIVE = 16  # H14: at most 16 code points suppresses the block
+BACKGROUND_TOP = 5  # "ranks among the top retrieved hits": the top five live hits (our bound)
+BACKGROUND_LEAD = 0.05  # DESIGN 9.4: "clearly leads" = at least 0.05 above the pool median
+BACKGROUND_MAX_LINES = 3  # our bound, like the block (H5)
+BACKGROUND_BUDGET_BYTES = 900  # block 1,500 + background 900 keeps the context under ~2.5 KB
+
+
+# --------------------------------------------------------------------------------------------
+# Currentness (G14, G15, H7)
+
+
+def _local_tz(now: datetime, tz: tzinfo | None) -> tzinfo:
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    if tz is not None:
+        return tz
+    local = now.astimezone().tzinfo  # the host process timezone (G15)
+    assert local is not None
+    return local
+
+
+def _has_ended(end: date | datetime, now: datetime, tz: tzinfo) -> bool:
+    if isinstance(end, datetime):
+        instant = end if end.tzinfo is not None else end.replace(tzinfo=tz)
+        return instant < now  # an instant closes when it passes (G15)
+    return end < now.astimezone(tz).date()  # date-only: closes after the local day (G15)
+
+
+def ended_on(
+    candidate: Candidate, now: datetime, tz: tzinfo | None = None
+) -> date | datetime | None:
+    """The earliest past structured end (``valid_to`` or ``due_at``), or None (G14)."""
+    zone = _local_tz(now, tz)
+    past = [e for e in (candidate.valid_to, candidate.due_at)
+            if e is not None and _has_ended(e, now, zone)]
+    if not past:
+        return None
+    return min(past, key=lambda e: _sort_instant(e, zone))
+
+
+def _sort_instant(value: date | datetime, tz: tzinfo) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=tz)
+    return datetime(value.year, value.month, value.day, tzinfo=tz) + timedelta(days=1)
+
+
+def currentness(candidate: Candidate, now: datetime, tz: tzinfo | None = None) -> Currentness:
+    """G14: superseded (flag, or status superseded/invalidated) > ended (past end) > current."""
+    if candidate.superseded or candidate.status in ("superseded", "invalidated"):
+        return "superseded"
+    if ended_on(candidate, now, tz) is not None:
+        return "ended"
+    return "current"
+
+
+def _hit(s: Scored, now: datetime, tz: tzinfo | None) -> Hit:
+    c = s.candidate
+    cur = currentness(c, now, tz)
+    return Hit(id=c.id, score=s.score, text=c.text, type=c.type, status=c.status,
+               created_at=c.created_at, valid_from=c.valid_from, valid_to=c.valid_to,
+               due_at=c.due_at, currentness=cur,
+               ended_on=ended_on(c, now, tz) if cur == "ended" else None,
+               attribution=c.attribution)
+
+
+# --------------------------------------------------------------------------------------------
+# Explicit selection (G11, G16, G17, G19, G20, G22, G24)
+
+
+def _live_ranked(scored: Iterable[Scored]) -> list[Scored]:
+    live = [s for s in scored if s.candidate.status not in TERMINAL_STATUSES]
+    return sorted(live, key=lambda s: (-s.score, s.candidate.id))
+
+
+def _fact_norm(value: str) -> str:
+    return " ".join(normalize(value).split())
+
+
+def _has_conflict(ranked: Sequence[Scored], now: datetime, tz: tzinfo | None) -> bool:
+    """G16/G33: among the top 8 live candidates (before the cut), two *current* structured facts
+    with the same subject, property and scope give different values."""
+    values: dict[tuple[str, str, str], set[str]] = {}
+    for s in ranked[:CONFLICT_WINDOW]:
+        f = s.candidate.fact
+        if f is None or currentness(s.candidate, now, tz) != "current":
+            continue
+        key = (_fact_norm(f.subject), _fact_norm(f.property), _fact_norm(f.scope))
+        values.setdefault(key, set()).add(_fact_norm(f.value))
+    return any(len(v) > 1 for v in values.values())
+
+
+def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, now: datetime,
+           tz: tzinfo | None = None, mode: SelectMode = "explicit",
+           fact_sheet_conflict: bool = False) -> Recall:
+    """Choose the explicit MemoryRecall hits.
+
+    * Terminal ``dropped`` / ``invalidated`` records are excluded (G22).
+    * Ranked by score descending, then id (stable) (G24: the backend's ranking is kept).
+    * ``mode="explicit"``: tail cut (G11): the best hit is always kept; others must score within
+      ``recall_tail`` of the best, and, when the best clears ``recall_floor``, at least the floor.
+    * ``mode="original-query"``: the list stays uncut, the notes are added (G19).
+    * ``mode="degraded"`` (lexical-only, Lite): uncut, no notes (G20).
+    * ``evidence``: ``conflicting`` when ``fact_sheet_conflict`` or the top-8 check finds differing
+      current values (G16); ``insufficient`` when the best hit is below ``recall_floor`` (G17). An
+      empty pool has no evidence note.
+    """
+    ranked = _live_ranked(scored)
+    if not ranked:
+        return Recall(hits=())
+    best = ranked[0].score
+    if mode == "explicit":
+        floor_applies = best >= calibration.recall_floor - EPSILON
+        kept = [ranked[0]] + [
+            s for s in ranked[1:]
+            if s.score >= best - calibration.recall_tail - EPSILON
+            and (not floor_applies or s.score >= calibration.recall_floor - EPSILON)
+        ]
+    else:
+        kept = ranked
+    hits = tuple(_hit(s, now, tz) for s in kept)
+    if mode == "degraded":
+        return Recall(hits=hits)
+    notes: list[str] = []
+    if fact_sheet_conflict or _has_conflict(ranked, now, tz):
+        notes.append(CONFLICTING_NOTE)
+    if best < calibration.recall_floor - EPSILON:
+        notes.append(INSUFFICIENT_NOTE)
+    evidence: Evidence | None = None
+    if CONFLICTING_NOTE in notes:
+        evidence = "conflicting"
+    elif notes:
+        evidence = "insufficient"
+    return Recall(hits=hits, evidence=evidence, notes=tuple(notes))
+
+
+# --------------------------------------------------------------------------------------------
+# Automatic block (H1-H15)
+
+
+def owner_text_gate(text: str) -> bool:
+    """H14: True when the owner text may carry an automatic block, i.e. it has more than 16
+    Unicode code points after NFC normalisation and trimming (at most 16 suppresses it)."""
+    return len(unicodedata.normalize("NFC", text).strip()) > OWNER_TEXT_MIN_EXCLUSIVE
+
+
+def _dedupe_key(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())  # DESIGN 9.3, case preserved
+
+
+def auto_select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *,
+                now: datetime, tz: tzinfo | None = None, degraded: bool = False,
+                max_lines: int = AUTO_MAX_LINES,
+                line_text_cap_bytes: int = AUTO_LINE_TEXT_CAP_BYTES,
+                budget_bytes: int = AUTO_BLOCK_BUDGET_BYTES) -> tuple[Hit, ...]:
+    """Choose the automatic block's lines (H2-H11, H15, DESIGN 9.6-9.7).
+
+    1. Degraded / Lite (``degraded=True``) yields nothing (H15); terminal records are out (G22).
+    2. The best live hit must reach ``auto_floor`` (0.62, H3); otherwise nothing.
+    3. Eligible: hits within ``auto_window`` (0.04) of the best (H4). (Only the best must clear the
+       floor; the reference gives the others the window alone.)
+    4. Walk current lines first, then superseded/ended (each group by score), taking a line unless
+       its text repeats a taken line's text (H5), its text is over 360 UTF-8 bytes (left out, never
+       cut, H11), or its rendered line (plus newline) would overflow the 1,500-byte budget (H11);
+       stop at 3 lines (H5).
+    5. Return the chosen lines oldest first (by ``created_at``, unknown first, then id) (H8).
+
+    The budget counts the rendered lines with their newlines, not the heading. With the default
+    caps three lines cannot exceed it (3 x (360 + label overhead) < 1,500), so it is a guard.
+    """
+    if degraded:
+        return ()
+    ranked = _live_ranked(scored)
+    if not ranked or ranked[0].score < calibration.auto_floor - EPSILON:
+        return ()
+    best = ranked[0].score
+    zone = _local_tz(now, tz)
+    eligible = [_hit(s, now, zone) for s in ranked
+                if s.score >= best - calibration.auto_window - EPSILON]
+    ordered = ([h for h in eligible if h.currentness == "current"]
+               + [h for h in eligible if h.currentness != "current"])
+    chosen: list[Hit] = []
+    seen: set[str] = set()
+    used = 0
+    for h in ordered:
+        if len(chosen) >= max_lines:
+            break
+        key = _dedupe_key(h.text)
+        if key in seen:
+            continue
+        if len(h.text.encode("utf-8")) > line_text_cap_bytes:
+            continue
+        cost = len(format_auto_line(h, zone).encode("utf-8")) + 1
+        if used + cost > budget_bytes:
+            continue
+        seen.add(key)
+        used += cost
+        chosen.append(h)
+    epoch = datetime.min.replace(tzinfo=UTC)
+    chosen.sort(key=lambda h: (h.created_at is not None,
+                               _sort_instant(h.created_at, zone) if h.created_at else epoch,
+                               h.id))
+    return tuple(chosen)
+
+
+# --------------------------------------------------------------------------------------------
+# Labelled background (H19, H12, DESIGN 9.4)
+
+
+def background_select(scored: Iterable[Scored], labelled: dict[str, str],
+                      calibration: Calibration = NOMIC_V15, *, now: datetime,
+                      tz: tzinfo | None = None, exclude: Iterable[str] = ()
+                      ) -> tuple[tuple[str, Hit], ...]:
+    """The labelled background lines (H19): ``(label, hit)`` for each labelled memory
+    (``labelled``: id -> "preference" | "lesson", already restricted by the caller to the turn's
+    scopes and to verified lessons) that ranks among the top live hits, reaches the automatic
+    floor, and leads the pool median by at least 0.05. Opposite advice is kept together: no
+    line suppresses another. Lines in ``exclude`` (already in the block) are not repeated."""
+    ranked = _live_ranked(scored)
+    if not ranked:
+        return ()
+    values = sorted(s.score for s in ranked)
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    zone = _local_tz(now, tz)
+    skip = set(exclude)
+    chosen: list[tuple[str, Hit]] = []
+    used = 0
+    for s in ranked[:BACKGROUND_TOP]:
+        label = labelled.get(s.candidate.id)
+        if label is None or s.candidate.id in skip:
+            continue
+        if s.score < calibration.auto_floor - EPSILON or s.score < median + BACKGROUND_LEAD:
+            continue
+        hit = _hit(s, now, zone)
+        if len(hit.text.encode("utf-8")) > AUTO_LINE_TEXT_CAP_BYTES:
+            continue
+        cost = len(format_background_line(label, hit, zone).encode("utf-8")) + 1
+        if used + cost > BACKGROUND_BUDGET_BYTES or len(chosen) >= BACKGROUND_MAX_LINES:
+            continue
+        used += cost
+        chosen.append((label, hit))
+    return tuple(chosen)

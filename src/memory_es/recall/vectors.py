@@ -1,0 +1,244 @@
+"""Vectors of the read path (D4, D6, D9, B25).
+
+- ``VectorCache``: ``embeddings/cache.db`` at the root, outside generations, keyed by embedding
+  identity + SHA-256 of the text, so rebuild and replay never re-embed unchanged text and a
+  changed identity re-embeds (B25).
+- The pending queue: :func:`pending_texts` lists memories of a generation that lack a vector
+  (at most 256 texts / 2 MiB in flight, D6), :func:`embed_texts` embeds them in batches of 32,
+  cache first, and :func:`store_vectors` writes them back. The provider call happens between
+  these steps, without any store lock held.
+- ``VectorMatrix``: the generation's vectors as one float32 matrix, searched exactly with numpy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import apsw
+import numpy as np
+
+from memory_es.embeddings import BATCH_SIZE, Embedder
+from memory_es.fsutil import make_private_dir
+from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from projections.sqlite_index import connect_derived
+
+CACHE_DIR = "embeddings"
+CACHE_FILE = "cache.db"
+MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
+MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
+# G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
+_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class VectorCache:
+    """Vectors by (identity, sha256(text)): survive rebuilds, replays and generations."""
+
+    def __init__(self, root: Path) -> None:
+        directory = root / CACHE_DIR
+        make_private_dir(directory)
+        path = directory / CACHE_FILE
+        self.conn = connect_derived(path, create=not os.path.lexists(path))
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, sha256 TEXT NOT NULL, "
+            "vector BLOB NOT NULL, PRIMARY KEY (identity, sha256)) WITHOUT ROWID")
+
+    def get_many(self, identity: str, shas: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for sha in shas:
+            row = self.conn.execute("SELECT vector FROM vectors WHERE identity = ? AND sha256 = ?",
+                                    (identity, sha)).fetchone()
+            if row is not None:
+                found[sha] = bytes(row[0])
+        return found
+
+    def put_many(self, identity: str, items: Sequence[tuple[str, bytes]]) -> None:
+        with self.conn:
+            self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                  [(identity, sha, blob) for sha, blob in items])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass
+class PendingTexts:
+    """Memories of the active generation that wait for a vector of this identity."""
+
+    rowids: list[int]
+    texts: list[str]
+
+
+def pending_texts(conn: apsw.Connection, identity: str, limit: int = MAX_IN_FLIGHT) -> PendingTexts:
+    """Up to ``limit`` texts (and at most 2 MiB) lacking a vector for ``identity`` (D6).
+
+    A changed identity drops every vector and queues every memory again (B25). Reads only the
+    queue the projection keeps (``vector_pending``), never every memory.
+    """
+    row: Any = conn.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
+    if row is None or row[0] != identity:
+        with conn:
+            conn.execute("DELETE FROM vectors WHERE identity != ?", (identity,))
+            conn.execute("INSERT OR IGNORE INTO vector_pending SELECT m.rowid FROM memories m "
+                         "LEFT JOIN vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('vector_identity', ?)", (identity,))
+    rows = conn.execute(
+        "SELECT m.rowid, m.text FROM vector_pending p JOIN memories m ON m.rowid = p.rowid "
+        f"WHERE m.status NOT IN {_TERMINAL_SQL} ORDER BY p.rowid LIMIT ?", (limit,))
+    pending = PendingTexts([], [])
+    size = 0
+    for rowid, text in rows:
+        size += len(text.encode("utf-8"))
+        if pending.rowids and size > MAX_IN_FLIGHT_BYTES:
+            break
+        pending.rowids.append(rowid)
+        pending.texts.append(text)
+    return pending
+
+
+def embed_texts(embedder: Embedder, cache: VectorCache | None,
+                texts: Sequence[str]) -> list[bytes]:
+    """float32 vectors for ``texts``: cached ones reused, the rest embedded in batches of 32.
+
+    Raises EmbeddingError when the provider fails; nothing is cached for a failed batch.
+    """
+    identity = embedder.identity.key
+    shas = [text_sha256(t) for t in texts]
+    cached = cache.get_many(identity, shas) if cache is not None else {}
+    missing = [i for i, sha in enumerate(shas) if sha not in cached]
+    for start in range(0, len(missing), BATCH_SIZE):
+        chunk = missing[start:start + BATCH_SIZE]
+        vectors = embedder.embed([texts[i] for i in chunk])
+        fresh = [(shas[i], vectors[n].astype(np.float32).tobytes()) for n, i in enumerate(chunk)]
+        cached.update(fresh)
+        if cache is not None:
+            cache.put_many(identity, fresh)
+    return [cached[sha] for sha in shas]
+
+
+def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],
+                  blobs: Sequence[bytes]) -> None:
+    with conn:
+        conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                         [(r, identity, b) for r, b in zip(rowids, blobs, strict=True)])
+        conn.executemany("DELETE FROM vector_pending WHERE rowid = ?", [(r,) for r in rowids])
+
+
+class VectorMatrix:
+    """The active generation's vectors in memory, refreshed incrementally by rowid."""
+
+    def __init__(self, dim: int, identity: str = "") -> None:
+        self.dim = dim
+        self.identity = identity
+        self._rowids = np.zeros(0, dtype=np.int64)
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+        self._size = 0
+        self._last = 0
+        self._readd: set[int] = set()  # forgotten rows to read again once re-embedded
+
+    @property
+    def rowids(self) -> np.ndarray:
+        return self._rowids[:self._size]
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._matrix[:self._size]
+
+    def forget(self, rowids: Sequence[int]) -> None:
+        """Drop these rows (their vector went stale or they left recall); a row that gets a
+        vector again is re-read by the next :meth:`refresh`."""
+        gone = np.isin(self.rowids, np.asarray(rowids, dtype=np.int64))
+        self._matrix[:self._size][gone] = 0.0
+        self._rowids[:self._size][gone] = -1
+        self._readd.update(int(r) for r in rowids)
+
+    def refresh(self, conn: apsw.Connection, identity: str) -> None:
+        rows = list(conn.execute(
+            "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+            f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY v.rowid", (identity, self._last)))
+        self._append(rows)
+        if rows:
+            self._last = int(rows[-1][0])
+        # A row below the high-water mark still waiting for its vector (a text rewritten before
+        # this matrix existed, or since) is read once it has one.
+        self._readd.update(r[0] for r in optional_rows(
+            conn, "SELECT rowid FROM vector_pending WHERE rowid <= ?", (self._last,)))
+        wanted = sorted(r for r in self._readd if r <= self._last)
+        if not wanted:
+            return
+        marks = ",".join("?" * len(wanted))
+        back = list(conn.execute(
+            "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+            f"WHERE v.identity = ? AND v.rowid IN ({marks}) AND m.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY v.rowid", (identity, *wanted)))
+        self._readd.difference_update(r[0] for r in back)
+        # a row that left recall for good is not waited for
+        self._readd.difference_update(r[0] for r in conn.execute(
+            f"SELECT rowid FROM memories WHERE rowid IN ({marks}) AND status IN {_TERMINAL_SQL}",
+            wanted))
+        self._append(back)
+
+    def _append(self, rows: list[Any]) -> None:
+        if not rows:
+            return
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        block = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
+        end = self._size + len(rows)
+        if end > len(self._rowids):  # grow by doubling: appends stay amortised O(1)
+            capacity = max(end, 2 * len(self._rowids), 64)
+            rowids = np.zeros(capacity, dtype=np.int64)
+            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            rowids[:self._size] = self.rowids
+            matrix[:self._size] = self.matrix
+            self._rowids, self._matrix = rowids, matrix
+        self._rowids[self._size:end] = ids
+        self._matrix[self._size:end] = block.reshape(len(rows), self.dim)
+        self._size = end
+
+    def top_many(self, queries: Sequence[np.ndarray], k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`top` for several queries with one pass over the matrix."""
+        if not queries:
+            return []
+        if not self._size:
+            return [[] for _ in queries]
+        sims = self.matrix @ np.stack(queries).astype(np.float32).T
+        k = min(k, self._size)
+        out = []
+        for column in sims.T:
+            best = np.argpartition(-column, k - 1)[:k]
+            best = best[np.argsort(-column[best], kind="stable")]
+            out.append([(int(self.rowids[i]), float(column[i])) for i in best
+                        if self.rowids[i] >= 0])
+        return out
+
+    def top(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(rowid, cosine) of the ``k`` nearest rows; rows are L2-normalised, so dot = cosine."""
+        if not len(self.rowids):
+            return []
+        sims = self.matrix @ query.astype(np.float32)
+        k = min(k, len(sims))
+        best = np.argpartition(-sims, k - 1)[:k]
+        best = best[np.argsort(-sims[best], kind="stable")]
+        return [(int(self.rowids[i]), float(sims[i])) for i in best if self.rowids[i] >= 0]
+
+    def cosine(self, query: np.ndarray, rowid: int) -> float | None:
+        hit = np.nonzero(self.rowids == rowid)[0]
+        return float(self.matrix[hit[0]] @ query) if len(hit) else None
+
+
+def optional_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    """Reads of tables newer than some index generations (graph, vector queue): a generation
+    from before them simply has no such rows."""
+    try:
+        return list(conn.execute(sql, params))
+    except apsw.SQLError:
+        return []
