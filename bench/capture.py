@@ -72,7 +72,7 @@ import numpy as np
 
 from memory_es.capture.contracts import parse_extraction
 from memory_es.capture.models import Message
-from memory_es.capture.pipeline import Turn, bound_plan
+from memory_es.capture.rules import Turn, bound_plan
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn, run_hash

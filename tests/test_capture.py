@@ -1335,9 +1335,9 @@ def test_e36_a_failed_model_call_is_logged_without_content(
 
 def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memory_es.capture.pipeline as pipeline
+    import memory_es.capture.commit as commit
     from memory_es.transfer import rebuild_root
-    monkeypatch.setattr(pipeline, "SIDECAR_MAX_ENTRIES", 1)
+    monkeypatch.setattr(commit, "SIDECAR_MAX_ENTRIES", 1)
     records = seed_morgan("Morgan lives in Berlin") + script(
         ("extract", "b", extraction([memory("Morgan moved to Madrid", entities=["m"])],
                                     MORGAN)),

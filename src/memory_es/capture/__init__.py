@@ -1,4 +1,8 @@
-"""BuJo capture (SPEC E*, DESIGN 6): chat models, strict output contracts and the pipeline."""
+"""BuJo capture (SPEC E*, DESIGN 6): model contracts, chat providers and the pipeline.
+
+The worker step itself is :mod:`memory_es.capture.pipeline` (with :mod:`.rules`,
+:mod:`.reconcile` and :mod:`.commit`); :mod:`.reads` is what it reads from the index.
+"""
 
 from __future__ import annotations
 

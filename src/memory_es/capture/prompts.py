@@ -3,7 +3,7 @@
 Each prompt states the exact JSON fields, bounds and grammars its parser enforces
 (:mod:`memory_es.capture.contracts`), so a well-behaved model answers in one shot. The first
 lines of every user message are ``stage: <stage>`` and ``turn: <intake id>``: context for a
-real model, and the key :class:`~memory_es.capture.models.ScriptedChat` answers by.
+real model, and the key :class:`~memory_es.capture.scripted.ScriptedChat` answers by.
 
 Prompts are pure functions of their inputs: the admission instant comes from the intake, never
 from the clock, so a replayed attempt asks exactly the same question.

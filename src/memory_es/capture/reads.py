@@ -1,4 +1,5 @@
-"""The index reads a capture step makes (:class:`~memory_es.capture.pipeline.CaptureReads`).
+"""What a capture step reads from the caught-up index: the :class:`CaptureReads` protocol
+and :class:`IndexReads`, the store's implementation.
 
 Every query runs through ``run`` (the store holds the journal like an admission leader while
 it does), and only over live lines: superseded, invalidated and dropped lines are history and
@@ -8,20 +9,66 @@ never a duplicate, a reconcile target or a candidate (G22, DESIGN 9.8).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 from uuid import UUID
 
 import apsw
 import numpy as np
 
-from memory_es.capture.pipeline import CLOSE_COSINE, SAME_ENTITY_LINES, StoredLine
 from memory_es.vocabulary import HISTORY_STATUSES, SIDECAR_BYTES, sql_list
 
-_LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"
+CLOSE_COSINE = 0.75  # DESIGN 9.10
+SAME_ENTITY_LINES = 3  # E29
 CLOSE_BY_COSINE = 5  # at most this many cosine-close live lines per candidate (our bound)
 NEAREST_SCANNED = 50  # nearest vectors looked at per candidate, history included
+_LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"
 _LINE_SQL = ("SELECT m.id, m.text, m.day, m.kind, m.status, mm.labels, mm.scope, m.source, "
              "m.rowid FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id ")
+
+
+@dataclass(frozen=True)
+class StoredLine:
+    """A stored memory as the classifier and the guards see it."""
+
+    id: str
+    text: str
+    day: str
+    kind: str
+    status: str
+    labels: tuple[str, ...]
+    scope: str | None
+    source: str
+
+
+class CaptureReads(Protocol):
+    """What the step reads from the caught-up index (the store implements it)."""
+
+    def duplicates(self, keys: Sequence[str]) -> dict[str, str]:
+        """text key -> id of a live line with that key."""
+        ...
+
+    def close_lines(self, texts: Sequence[str], entity_ids: Sequence[Sequence[str]],
+                    fact_keys: Sequence[tuple[str, str] | None] | None = None
+                    ) -> list[list[StoredLine]] | None:
+        """Per text: live lines at cosine >= 0.75, then up to 3 same-entity lines (those with
+        the same fact key first, then the newest, E29). ``None`` when vectors are unavailable."""
+        ...
+
+    def lines(self, ids: Sequence[str]) -> dict[str, StoredLine]: ...
+
+    def known_entities(self, ids: Sequence[str]) -> set[str]: ...
+
+    def known_relations(self, triples: Sequence[tuple[str, str, str]]
+                        ) -> set[tuple[str, str, str]]: ...
+
+    def version(self, originator_id: UUID) -> int:
+        """The aggregate's last version in the journal (0 when it has none)."""
+        ...
+
+    def replay_state(self) -> tuple[int, int]:
+        """(entries, bytes) of the replay sidecar as projected (F8)."""
+        ...
 
 
 def _marks(values: Sequence[object]) -> str:

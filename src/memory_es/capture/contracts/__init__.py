@@ -1,0 +1,68 @@
+"""Strict model contracts for the three capture calls (SPEC E6-E11, E20-E24, E39-E40; DESIGN 6).
+
+Each stage accepts one exact, bounded JSON object and nothing else; its parser is
+provider-neutral and authoritative (E10) and raises ``model_invalid_output`` (E8) for any
+violation. :mod:`.common` holds the checks every contract shares; :mod:`.extraction`,
+:mod:`.review` and :mod:`.reconcile` one contract each.
+"""
+
+from __future__ import annotations
+
+from memory_es.capture.contracts.common import (
+    MAX_COMPLETION_UTF16,
+    check_safe_text,
+    utf16_length,
+)
+from memory_es.capture.contracts.extraction import (
+    LABELS,
+    MAX_ENTITIES,
+    MAX_MEMORIES,
+    MAX_RELATIONS,
+    MEMORY_KINDS,
+    SOURCES,
+    ExtractedEntity,
+    ExtractedFact,
+    ExtractedMemory,
+    ExtractionPlan,
+    Relation,
+    parse_extraction,
+)
+from memory_es.capture.contracts.reconcile import (
+    ReconcileAdd,
+    ReconcileDecision,
+    ReconcileNoop,
+    ReconcilePlan,
+    ReconcileSupersede,
+    ReconcileUpdate,
+    parse_reconcile,
+)
+from memory_es.capture.contracts.review import DECISIONS, ReviewDecision, ReviewPlan, parse_review
+
+__all__ = [
+    "DECISIONS",
+    "LABELS",
+    "MAX_COMPLETION_UTF16",
+    "MAX_ENTITIES",
+    "MAX_MEMORIES",
+    "MAX_RELATIONS",
+    "MEMORY_KINDS",
+    "SOURCES",
+    "ExtractedEntity",
+    "ExtractedFact",
+    "ExtractedMemory",
+    "ExtractionPlan",
+    "ReconcileAdd",
+    "ReconcileDecision",
+    "ReconcileNoop",
+    "ReconcilePlan",
+    "ReconcileSupersede",
+    "ReconcileUpdate",
+    "Relation",
+    "ReviewDecision",
+    "ReviewPlan",
+    "check_safe_text",
+    "parse_extraction",
+    "parse_reconcile",
+    "parse_review",
+    "utf16_length",
+]
