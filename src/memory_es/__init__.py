@@ -1,8 +1,9 @@
 """memory_es: a durable, event-sourced long-term memory engine for AI agent hosts.
 
-The face: the writer (:class:`MemoryStore`), the turn and result types, the config and the
-errors. ``projections`` imports this package before its own modules, so either package may be
-imported first (docs/ARCHITECTURE.md, "Import order").
+The face: the writer (:class:`MemoryStore`), the read-only door (:class:`MemoryRoot`), the
+turn and result types, the config and the errors. ``projections`` imports this package before
+its own modules, so either package may be imported first (docs/ARCHITECTURE.md, "Import
+order").
 """
 
 from memory_es.config import MemoryConfig, load_config
@@ -15,6 +16,7 @@ from memory_es.errors import (
     UnsafePathError,
 )
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "LockTimeoutError",
     "MemoryConfig",
     "MemoryEsError",
+    "MemoryRoot",
     "MemoryStore",
     "NotARootError",
     "UnsafePathError",
