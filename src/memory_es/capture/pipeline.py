@@ -63,7 +63,7 @@ from memory_es.capture.prompts import (
     reconcile_messages,
     review_messages,
 )
-from memory_es.events import Entity, Intake, Memory, entity_uuid, intake_event, memory_uuid
+from memory_es.events import Entity, Intake, Memory, entity_uuid, memory_uuid
 from memory_es.observe import observe
 from memory_es.step import StepContext, StepFailure
 from memory_es.text import entity_key, journal_text, run_memory_id, text_key
@@ -335,10 +335,9 @@ class CaptureProcessor:
         retained = _Retained.from_history(ctx.history)
         turn = turn_facts(admitted)
 
-        def retain(cls: type[Any], **fields: Any) -> None:
+        def retain(event: Any) -> None:
             nonlocal revision
-            ctx.retain(intake_event(cls, run_hash=run_hash, version=revision, at=ctx.at,
-                                    **fields))
+            ctx.retain(event)
             revision += 1
 
         # 1. extraction
@@ -350,8 +349,9 @@ class CaptureProcessor:
                 source_label=admitted.source_label, capture_text=text,
                 answer=admitted.summary, focus=self.focus))
             plan = parse_extraction(self._call(self.model, messages, ctx))
-            retain(Intake.ExtractionRetained, plan=msgspec.to_builtins(plan),
-                   model=self.model.name)
+            retain(Intake.extraction_retained(
+                run_hash=run_hash, version=revision, at=ctx.at,
+                plan=msgspec.to_builtins(plan), model=self.model.name))
         # 2. host bounds
         lines = bound_plan(plan, turn)
         # 3. review
@@ -366,7 +366,8 @@ class CaptureProcessor:
                                       allowed=[line.reviewable for line in listed])
                 reviewed = {line.index: review.decision_for(i) for i, line in enumerate(listed)}
                 decisions = [reviewed.get(m) for m in range(len(plan.memories))]
-                retain(Intake.ReviewRetained, decisions=decisions, model=self.model.name)
+                retain(Intake.review_retained(run_hash=run_hash, version=revision, at=ctx.at,
+                                              decisions=decisions, model=self.model.name))
             except ModelError:
                 if not ctx.final:
                     raise
@@ -385,8 +386,9 @@ class CaptureProcessor:
         if choices is None:
             choices, answered = self._reconcile(fresh, keys, reads, ctx, run_hash, admitted)
             if answered:  # a crash before the commit must not ask the classifier again
-                retain(Intake.ReconcileRetained, decisions=[asdict(d) for d in choices],
-                       model=self.classifier.name)
+                retain(Intake.reconcile_retained(
+                    run_hash=run_hash, version=revision, at=ctx.at,
+                    decisions=[asdict(d) for d in choices], model=self.classifier.name))
         # 6. guards, capture.only, events
         commit = _Commit(reads=reads, at=ctx.at, keys=keys)
         stored = self._write_lines(fresh, choices, commit, admitted, turn)
