@@ -29,7 +29,7 @@ from hypothesis.stateful import (
 )
 
 import memory_es.intake as intake_module
-from memory_es.events import Intake, Memory, intake_event, intake_uuid
+from memory_es.events import Intake, Memory, intake_uuid
 from memory_es.history import iter_events, open_reader
 from memory_es.intake import (
     CATEGORIES,
@@ -206,8 +206,8 @@ class IntakeMachine(RuleBasedStateMachine):
                 assert record.state == "resolved" or record.due(self.now)
                 continue
             assert record.state == "dead" or not record.due(self.now)
-            self._apply(intake_event(Intake.RetryRequested, run_hash=m.id,
-                                     version=record.revision, at=self.now))
+            self._apply(Intake.retry_requested(run_hash=m.id, version=record.revision,
+                                               at=self.now))
             m.state, m.failures, m.next_due_at = "pending", 0, self.now
             m.revision += 1
 
@@ -318,8 +318,8 @@ def test_b7_c3_failure_budget_counts_from_admission_or_retry(
         if record.state == "dead" and n - 1 not in retry_after:
             break
         if n - 1 in retry_after and (record.state == "dead" or not record.due(now)):
-            event = intake_event(Intake.RetryRequested, run_hash=p.run_hash,
-                                 version=record.revision, at=now)
+            event = Intake.retry_requested(run_hash=p.run_hash, version=record.revision,
+                                           at=now)
             events.append(event)
             view.apply(len(events), event)
             since_retry = 0

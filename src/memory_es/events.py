@@ -1,14 +1,25 @@
 """Domain events: the only authority (DESIGN 1, 4).
 
 Every event class carries an explicit, stable TOPIC so that moving or renaming a module never
-breaks a stored journal. Aggregates are plain state folded from their events; they hold no
-business rules beyond applying what the event says.
+breaks a stored journal.
+
+The aggregates (``Intake``, ``Memory``, ``Entity``) are namespaces for their event classes,
+TOPICs and typed factories: no aggregate object is ever constructed or folded. The factories
+build events directly (admission is the hot path and the event is all the journal needs), read
+models fold the stream themselves (``IntakeView``, the projections), and the mapper decodes a
+stored event by resolving its topic to the event class without calling any ``__init__``; so
+the aggregates have no ``__init__`` and their events no ``apply``. They still subclass
+``Aggregate`` because its ``__init_subclass__`` registers the TOPICs the mapper resolves.
+
+Factories take explicit keyword parameters mirroring their event class's declared fields, so a
+misspelt field is a type error, not a runtime surprise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID, uuid5
 
 from eventsourcing.domain import Aggregate
@@ -17,11 +28,25 @@ from eventsourcing.domain import Aggregate
 NAMESPACE = UUID("6d2c4c55-2f0b-5a0e-9b7e-6d656d6f7279")
 
 
-def created(aggregate: Any, event_class: type[Any], originator_id: UUID,
-            at: datetime, fields: dict[str, Any]) -> Any:
-    """An aggregate's first event, built directly (no aggregate object is ever needed)."""
+E = TypeVar("E")
+
+
+def _created(aggregate: type[Intake | Memory | Entity], event_class: Callable[..., E],
+             originator_id: UUID, at: datetime, **fields: Any) -> E:
+    """An aggregate's first event, built directly (no aggregate object is ever needed).
+
+    Private: the typed factories (``Intake.admitted`` ...) are the only callers."""
     return event_class(originator_id=originator_id, originator_version=aggregate.INITIAL_VERSION,
                        timestamp=at, originator_topic=aggregate.TOPIC, **fields)
+
+
+def _following(event_class: Callable[..., E], *, run_hash: str, version: int, at: datetime,
+               **fields: Any) -> E:
+    """An Intake event following ``version`` (optimistic concurrency guards replays).
+
+    Private: the typed factories (``Intake.resolved`` ...) are the only callers."""
+    return event_class(originator_id=intake_uuid(run_hash), originator_version=version + 1,
+                       timestamp=at, **fields)
 
 
 def intake_uuid(run_hash: str) -> UUID:
@@ -62,36 +87,6 @@ class Intake(Aggregate):
         trigger: str
         attachments: list[dict[str, Any]]
 
-    def __init__(
-        self,
-        run_hash: str,
-        content_sha256: str,
-        content_bytes: int,
-        payload_sha256: str | None,
-        payload_bytes: int,
-        summary: str,
-        write_mode: str,
-        tier: str,
-        speaker_kind: str,
-        source_label: str,
-        session: str | None,
-        trigger: str,
-        attachments: list[dict[str, Any]],
-    ) -> None:
-        self.run_hash = run_hash
-        self.content_sha256 = content_sha256
-        self.content_bytes = content_bytes
-        self.payload_sha256 = payload_sha256
-        self.payload_bytes = payload_bytes
-        self.summary = summary
-        self.write_mode = write_mode
-        self.tier = tier
-        self.speaker_kind = speaker_kind
-        self.source_label = source_label
-        self.session = session
-        self.trigger = trigger
-        self.attachments = attachments
-
     class Resolved(Aggregate.Event):
         """The intake needs no more work (B32): projected, captured, empty or operator_resolved."""
 
@@ -99,9 +94,6 @@ class Intake(Aggregate):
         outcome: str
         reason_slug: str | None
         memory_id: str | None
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.outcome = self.outcome
 
     class AttemptFailed(Aggregate.Event):
         """Attempt ``attempt`` failed with a content-free ``category``; retry at next_due_at."""
@@ -145,16 +137,24 @@ class Intake(Aggregate):
         model: str
 
     @classmethod
-    def admitted(cls, *, at: datetime, **fields: Any) -> Intake.Admitted:
+    def admitted(
+        cls, *, at: datetime, run_hash: str, content_sha256: str, content_bytes: int,
+        payload_sha256: str | None, payload_bytes: int, summary: str, write_mode: str,
+        tier: str, speaker_kind: str, source_label: str, session: str | None, trigger: str,
+        attachments: list[dict[str, Any]],
+    ) -> Intake.Admitted:
         """The Admitted event (version 1) stamped by the caller's clock.
 
         Built directly rather than through the aggregate: admission is the hot path, and the
         event is all the journal needs.
         """
-        event: Intake.Admitted = created(cls, cls.Admitted, intake_uuid(fields["run_hash"]),
-                                         at, fields)
-        return event
-
+        return _created(
+            cls, cls.Admitted, intake_uuid(run_hash), at, run_hash=run_hash,
+            content_sha256=content_sha256, content_bytes=content_bytes,
+            payload_sha256=payload_sha256, payload_bytes=payload_bytes, summary=summary,
+            write_mode=write_mode, tier=tier, speaker_kind=speaker_kind,
+            source_label=source_label, session=session, trigger=trigger,
+            attachments=attachments)
 
     @classmethod
     def resolved(
@@ -162,10 +162,58 @@ class Intake(Aggregate):
         memory_id: str | None = None, reason_slug: str | None = None,
     ) -> Intake.Resolved:
         """The Resolved event following ``version``."""
-        event: Intake.Resolved = intake_event(
-            cls.Resolved, run_hash=run_hash, version=version, at=at, outcome=outcome,
-            reason_slug=reason_slug, memory_id=memory_id)
-        return event
+        return _following(cls.Resolved, run_hash=run_hash, version=version, at=at,
+                          outcome=outcome, reason_slug=reason_slug, memory_id=memory_id)
+
+    @classmethod
+    def attempt_failed(
+        cls, *, run_hash: str, version: int, at: datetime, attempt: int, category: str,
+        next_due_at: datetime,
+    ) -> Intake.AttemptFailed:
+        """The AttemptFailed event following ``version``."""
+        return _following(cls.AttemptFailed, run_hash=run_hash, version=version, at=at,
+                          attempt=attempt, category=category, next_due_at=next_due_at)
+
+    @classmethod
+    def dead_lettered(
+        cls, *, run_hash: str, version: int, at: datetime, attempt: int, category: str,
+    ) -> Intake.DeadLettered:
+        """The DeadLettered event following ``version``."""
+        return _following(cls.DeadLettered, run_hash=run_hash, version=version, at=at,
+                          attempt=attempt, category=category)
+
+    @classmethod
+    def retry_requested(
+        cls, *, run_hash: str, version: int, at: datetime,
+    ) -> Intake.RetryRequested:
+        """The RetryRequested event following ``version``."""
+        return _following(cls.RetryRequested, run_hash=run_hash, version=version, at=at)
+
+    @classmethod
+    def extraction_retained(
+        cls, *, run_hash: str, version: int, at: datetime, plan: dict[str, Any], model: str,
+    ) -> Intake.ExtractionRetained:
+        """The ExtractionRetained event following ``version``."""
+        return _following(cls.ExtractionRetained, run_hash=run_hash, version=version, at=at,
+                          plan=plan, model=model)
+
+    @classmethod
+    def review_retained(
+        cls, *, run_hash: str, version: int, at: datetime, decisions: list[str | None],
+        model: str,
+    ) -> Intake.ReviewRetained:
+        """The ReviewRetained event following ``version``."""
+        return _following(cls.ReviewRetained, run_hash=run_hash, version=version, at=at,
+                          decisions=decisions, model=model)
+
+    @classmethod
+    def reconcile_retained(
+        cls, *, run_hash: str, version: int, at: datetime, decisions: list[dict[str, Any]],
+        model: str,
+    ) -> Intake.ReconcileRetained:
+        """The ReconcileRetained event following ``version``."""
+        return _following(cls.ReconcileRetained, run_hash=run_hash, version=version, at=at,
+                          decisions=decisions, model=model)
 
 
 def memory_uuid(memory_id: str) -> UUID:
@@ -201,20 +249,6 @@ class Memory(Aggregate):
         session: str | None
         run_hash: str | None
         tier: str
-
-    def __init__(
-        self, memory_id: str, kind: str, text: str, day: str, status: str, source: str,
-        session: str | None, run_hash: str | None, tier: str,
-    ) -> None:
-        self.memory_id = memory_id
-        self.kind = kind
-        self.text = text
-        self.day = day
-        self.status = status
-        self.source = source
-        self.session = session
-        self.run_hash = run_hash
-        self.tier = tier
 
     class Captured(Created):
         """A curated BuJo line (E2, E39-E41, A19): ``kind`` is note or event (a task line the
@@ -258,9 +292,6 @@ class Memory(Aggregate):
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["fact"] = None
 
-        def apply(self, aggregate: Any) -> None:
-            aggregate.text = self.text
-
     class Superseded(Event):
         """Lifecycle (E13, A21, F1): replaced by ``by``; ``status`` superseded, or invalidated
         for a task. Replay-owned state: the sidecar is its authority (F2)."""
@@ -270,9 +301,6 @@ class Memory(Aggregate):
         by: str
         status: str
         run_hash: str
-
-        def apply(self, aggregate: Any) -> None:
-            aggregate.status = self.status
 
     class Threaded(Event):
         """A thread edge from this note to ``to`` (A20, E42), weight kept in the sidecar (F3)."""
@@ -284,18 +312,29 @@ class Memory(Aggregate):
         run_hash: str
 
     @classmethod
-    def captured(cls, *, at: datetime, **fields: Any) -> Memory.Captured:
+    def captured(
+        cls, *, at: datetime, memory_id: str, kind: str, text: str, day: str, status: str,
+        labels: list[str], entity_ids: list[str], scope: str, source: str, salience: float,
+        from_task: bool, session: str | None, run_hash: str | None, tier: str,
+        fact: dict[str, str] | None,
+    ) -> Memory.Captured:
         """The Captured event (version 1) stamped with the intake's admission instant."""
-        event: Memory.Captured = created(cls, cls.Captured, memory_uuid(fields["memory_id"]),
-                                         at, fields)
-        return event
+        return _created(
+            cls, cls.Captured, memory_uuid(memory_id), at, memory_id=memory_id, kind=kind,
+            text=text, day=day, status=status, labels=labels, entity_ids=entity_ids,
+            scope=scope, source=source, salience=salience, from_task=from_task,
+            session=session, run_hash=run_hash, tier=tier, fact=fact)
 
     @classmethod
-    def recorded(cls, *, at: datetime, **fields: Any) -> Memory.Recorded:
+    def recorded(
+        cls, *, at: datetime, memory_id: str, kind: str, text: str, day: str, status: str,
+        source: str, session: str | None, run_hash: str | None, tier: str,
+    ) -> Memory.Recorded:
         """The Recorded event (version 1) stamped with the intake's admission instant."""
-        event: Memory.Recorded = created(cls, cls.Recorded, memory_uuid(fields["memory_id"]),
-                                         at, fields)
-        return event
+        return _created(
+            cls, cls.Recorded, memory_uuid(memory_id), at, memory_id=memory_id, kind=kind,
+            text=text, day=day, status=status, source=source, session=session,
+            run_hash=run_hash, tier=tier)
 
 
 def entity_uuid(entity_id: str) -> UUID:
@@ -324,11 +363,6 @@ class Entity(Aggregate):
         name: str
         type: str
 
-    def __init__(self, entity_id: str, name: str, type: str) -> None:
-        self.entity_id = entity_id
-        self.name = name
-        self.type = type
-
     class Related(Event):
         """A directed, lowercase relation to entity ``to``, stated by ``memory`` (L1)."""
 
@@ -339,18 +373,10 @@ class Entity(Aggregate):
         memory: str
 
     @classmethod
-    def named(cls, *, at: datetime, **fields: Any) -> Entity.Named:
+    def named(cls, *, at: datetime, entity_id: str, name: str, type: str) -> Entity.Named:
         """The Named event (version 1) of a content-derived entity id."""
-        event: Entity.Named = created(cls, cls.Named, entity_uuid(fields["entity_id"]), at,
-                                      fields)
-        return event
-
-
-def intake_event(cls: type[Any], *, run_hash: str, version: int, at: datetime,
-                 **fields: Any) -> Any:
-    """An Intake event following ``version`` (optimistic concurrency guards replays)."""
-    return cls(originator_id=intake_uuid(run_hash), originator_version=version + 1,
-               timestamp=at, **fields)
+        return _created(cls, cls.Named, entity_uuid(entity_id), at, entity_id=entity_id,
+                        name=name, type=type)
 
 
 ADMITTED_TOPIC = Intake.Admitted.TOPIC

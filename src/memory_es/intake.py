@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from memory_es.events import Intake, intake_event
+from memory_es.events import Intake
 
 SENTINEL = "NOTHING_TO_REPORT"
 MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
@@ -293,11 +293,11 @@ def failure_event(record: IntakeState, category: str, at: datetime) -> Any:
     """The event a failed attempt commits: AttemptFailed, or DeadLettered on the 16th (B7)."""
     failure = record.failures + 1
     if failure >= MAX_ATTEMPTS:
-        return intake_event(Intake.DeadLettered, run_hash=record.id, version=record.revision,
-                            at=at, attempt=record.attempts + 1, category=category)
-    return intake_event(Intake.AttemptFailed, run_hash=record.id, version=record.revision,
-                        at=at, attempt=record.attempts + 1, category=category,
-                        next_due_at=at + backoff_delay(failure))
+        return Intake.dead_lettered(run_hash=record.id, version=record.revision,
+                                    at=at, attempt=record.attempts + 1, category=category)
+    return Intake.attempt_failed(run_hash=record.id, version=record.revision,
+                                 at=at, attempt=record.attempts + 1, category=category,
+                                 next_due_at=at + backoff_delay(failure))
 
 
 class IntakeView:

@@ -31,7 +31,7 @@ from memory_es.capture.models import (
 from memory_es.capture.prompts import ReviewLine, TurnContext, extraction_messages, review_messages
 from memory_es.capture.reconcile import Decision, reconcile
 from memory_es.capture.rules import Line, apply_review, bound_plan, fresh_lines, turn_facts
-from memory_es.events import Intake, intake_event
+from memory_es.events import Intake
 from memory_es.observe import observe
 from memory_es.step import StepContext
 from memory_es.text import entity_key
@@ -109,10 +109,9 @@ class CaptureProcessor:
         retained = _Retained.from_history(ctx.history)
         turn = turn_facts(admitted)
 
-        def retain(cls: type[Any], **fields: Any) -> None:
+        def retain(event: Any) -> None:
             nonlocal revision
-            ctx.retain(intake_event(cls, run_hash=run_hash, version=revision, at=ctx.at,
-                                    **fields))
+            ctx.retain(event)
             revision += 1
 
         # 1. extraction
@@ -124,8 +123,9 @@ class CaptureProcessor:
                 source_label=admitted.source_label, capture_text=text,
                 answer=admitted.summary, focus=self.focus))
             plan = parse_extraction(self._call(self.model, messages, ctx))
-            retain(Intake.ExtractionRetained, plan=msgspec.to_builtins(plan),
-                   model=self.model.name)
+            retain(Intake.extraction_retained(
+                run_hash=run_hash, version=revision, at=ctx.at,
+                plan=msgspec.to_builtins(plan), model=self.model.name))
         # 2. host bounds
         lines = bound_plan(plan, turn)
         # 3. review
@@ -133,7 +133,8 @@ class CaptureProcessor:
         if decisions is None:
             decisions = self._review(lines, len(plan.memories), run_hash, ctx)
             if decisions is not None:
-                retain(Intake.ReviewRetained, decisions=decisions, model=self.model.name)
+                retain(Intake.review_retained(run_hash=run_hash, version=revision, at=ctx.at,
+                                              decisions=decisions, model=self.model.name))
         if decisions is not None:
             lines = apply_review(lines, [decisions[line.index] for line in lines])
         # 4. structural duplicates, in the plan and against live lines
@@ -146,8 +147,9 @@ class CaptureProcessor:
                 fresh, keys, reads, lambda messages: self._call(self.classifier, messages, ctx),
                 run_hash=run_hash, day=admitted.timestamp.date().isoformat(), final=ctx.final)
             if answered:  # a crash before the commit must not ask the classifier again
-                retain(Intake.ReconcileRetained, decisions=[asdict(d) for d in choices],
-                       model=self.classifier.name)
+                retain(Intake.reconcile_retained(
+                    run_hash=run_hash, version=revision, at=ctx.at,
+                    decisions=[asdict(d) for d in choices], model=self.classifier.name))
         # 6. guards, capture.only, events
         return commit_events(plan, fresh, choices, keys=keys, reads=reads, admitted=admitted,
                              turn=turn, only=self.only, at=ctx.at, version=revision)

@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_es.capture.reads import IndexReads
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, Memory, intake_event, intake_uuid, memory_uuid
+from memory_es.events import Intake, Memory, intake_uuid, memory_uuid
 from memory_es.fsutil import crash_point
 from memory_es.intake import (
     MAX_ATTEMPTS,
@@ -232,8 +232,8 @@ class Attempts:
                     candidates = self._journal.view.unresolved()
                 targets = [r for r in candidates if r.state == "dead"
                            or (r.state == "pending" and not r.due(now))]
-            events = [intake_event(Intake.RetryRequested, run_hash=r.id, version=r.revision,
-                                   at=now) for r in targets]
+            events = [Intake.retry_requested(run_hash=r.id, version=r.revision, at=now)
+                      for r in targets]
             self._journal.commit_events(events)
         return [r.id for r in targets]
 
