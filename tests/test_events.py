@@ -28,6 +28,7 @@ from memory_es.journal import MsgspecMapper
 AT = datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=UTC)
 RH = "a" * 64
 INTAKE = "f0cf239c-2dd3-51ab-aa8a-1607e2b8671e"  # intake_uuid(RH), as stored before issue 11
+MID, NID, EID = "e" * 64, "f" * 64, "1" * 64  # two memory ids and an entity id
 
 
 def _admitted(**change: Any) -> Intake.Admitted:
@@ -169,6 +170,34 @@ CASES: list[tuple[Callable[[], Any], str, int, str, bytes]] = [
          b'{"decisions":[{"action":"ADD","index":0,"target":null,"text":null}],"model":"m-2'
          b'","timestamp":"2024-05-06T07:08:09.123000Z"}'
     )),
+    (lambda: Memory.text_updated(version=1, at=AT, memory_id=MID, text="New text.",
+                                 session="s-1", run_hash=RH,
+                                 fact={"entity": "e1", "key": "city", "value": "Madrid"}),
+     "0f803b19-d869-5f20-8dbe-eea8c2456d84", 2, "memory_es/Memory.TextUpdated", (
+         b'{"class_version":2,"fact":{"entity":"e1","key":"city","value":"Madrid"},"memory_id'
+         b'":"' + MID.encode() + b'","run_hash":"' + RH.encode() + b'","session":"s-1","text"'
+         b':"New text.","timestamp":"2024-05-06T07:08:09.123000Z"}'
+    )),
+    (lambda: Memory.superseded(version=2, at=AT, memory_id=MID, by=NID, status="superseded",
+                               run_hash=RH),
+     "0f803b19-d869-5f20-8dbe-eea8c2456d84", 3, "memory_es/Memory.Superseded", (
+         b'{"by":"' + NID.encode() + b'","memory_id":"' + MID.encode() + b'","run_hash":"'
+         + RH.encode() + b'","status":"superseded","timestamp":"2024-05-06T07:08:09.123000Z"}'
+    )),
+    (lambda: Memory.threaded(version=1, at=AT, memory_id=NID, to=MID, weight=0.5,
+                             run_hash=RH),
+     "e0b85f37-a0aa-5bdd-9b4b-9fdb263f3a9e", 2, "memory_es/Memory.Threaded", (
+         b'{"memory_id":"' + NID.encode() + b'","run_hash":"' + RH.encode()
+         + b'","timestamp":"2024-05-06T07:08:09.123000Z","to":"' + MID.encode()
+         + b'","weight":0.5}'
+    )),
+    (lambda: Entity.related(version=1, at=AT, entity_id=EID, to=NID, relation="works with",
+                            memory=MID),
+     "fc7ed608-7a7b-58bb-b9c8-765bd2c6b843", 2, "memory_es/Entity.Related", (
+         b'{"entity_id":"' + EID.encode() + b'","memory":"' + MID.encode()
+         + b'","relation":"works with","timestamp":"2024-05-06T07:08:09.123000Z","to":"'
+         + NID.encode() + b'"}'
+    )),
 ]
 IDS = [f"{topic.rsplit('.', 1)[1]}-{n}" for n, (_, _, _, topic, _) in enumerate(CASES)]
 
@@ -210,6 +239,10 @@ FACTORIES: dict[Callable[..., Any], tuple[type[Any], set[str]]] = {
     Memory.recorded: (Memory.Recorded, {"at"}),
     Memory.captured: (Memory.Captured, {"at"}),
     Entity.named: (Entity.Named, {"at"}),
+    Memory.text_updated: (Memory.TextUpdated, {"at", "version"}),
+    Memory.superseded: (Memory.Superseded, {"at", "version"}),
+    Memory.threaded: (Memory.Threaded, {"at", "version"}),
+    Entity.related: (Entity.Related, {"at", "version"}),
 }
 _ENVELOPE = {"originator_id", "originator_version", "timestamp", "originator_topic"}
 _DEFAULTS: dict[Callable[..., Any], dict[str, Any]] = {

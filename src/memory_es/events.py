@@ -45,7 +45,13 @@ def _following(event_class: Callable[..., E], *, run_hash: str, version: int, at
     """An Intake event following ``version`` (optimistic concurrency guards replays).
 
     Private: the typed factories (``Intake.resolved`` ...) are the only callers."""
-    return event_class(originator_id=intake_uuid(run_hash), originator_version=version + 1,
+    return _next(event_class, intake_uuid(run_hash), version, at, **fields)
+
+
+def _next(event_class: Callable[..., E], originator_id: UUID, version: int, at: datetime,
+          **fields: Any) -> E:
+    """An event of ``originator_id`` following its ``version`` (private, like ``_created``)."""
+    return event_class(originator_id=originator_id, originator_version=version + 1,
                        timestamp=at, **fields)
 
 
@@ -312,6 +318,28 @@ class Memory(Aggregate):
         run_hash: str
 
     @classmethod
+    def text_updated(cls, *, version: int, at: datetime, memory_id: str, text: str,
+                     session: str | None, run_hash: str,
+                     fact: dict[str, str] | None) -> Memory.TextUpdated:
+        """The TextUpdated event following ``version`` (an UPDATE rewrites the line)."""
+        return _next(cls.TextUpdated, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     text=text, session=session, run_hash=run_hash, fact=fact)
+
+    @classmethod
+    def superseded(cls, *, version: int, at: datetime, memory_id: str, by: str, status: str,
+                   run_hash: str) -> Memory.Superseded:
+        """The Superseded event following ``version``: ``by`` replaces the line."""
+        return _next(cls.Superseded, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     by=by, status=status, run_hash=run_hash)
+
+    @classmethod
+    def threaded(cls, *, version: int, at: datetime, memory_id: str, to: str, weight: float,
+                 run_hash: str) -> Memory.Threaded:
+        """The Threaded event following ``version``: the line continues ``to``."""
+        return _next(cls.Threaded, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     to=to, weight=weight, run_hash=run_hash)
+
+    @classmethod
     def captured(
         cls, *, at: datetime, memory_id: str, kind: str, text: str, day: str, status: str,
         labels: list[str], entity_ids: list[str], scope: str, source: str, salience: float,
@@ -377,6 +405,13 @@ class Entity(Aggregate):
         """The Named event (version 1) of a content-derived entity id."""
         return _created(cls, cls.Named, entity_uuid(entity_id), at, entity_id=entity_id,
                         name=name, type=type)
+
+    @classmethod
+    def related(cls, *, version: int, at: datetime, entity_id: str, to: str, relation: str,
+                memory: str) -> Entity.Related:
+        """The Related event following ``version``: ``memory`` states the relation."""
+        return _next(cls.Related, entity_uuid(entity_id), version, at, entity_id=entity_id,
+                     to=to, relation=relation, memory=memory)
 
 
 ADMITTED_TOPIC = Intake.Admitted.TOPIC

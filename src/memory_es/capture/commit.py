@@ -61,17 +61,13 @@ class _Commit:
     events: list[Any] = field(default_factory=list)
     versions: dict[UUID, int] = field(default_factory=dict)
 
-    def next_version(self, originator: UUID) -> int:
+    def follows(self, originator: UUID) -> int:
+        """The version the next event of ``originator`` follows (and count that event)."""
         version = self.versions.get(originator)
         if version is None:
             version = self.reads.version(originator)
         self.versions[originator] = version + 1
-        return version + 1
-
-    def append(self, cls: type[Any], originator: UUID, **fields: Any) -> None:
-        self.events.append(cls(originator_id=originator,
-                               originator_version=self.next_version(originator),
-                               timestamp=self.at, **fields))
+        return version
 
     def write_lines(self, fresh: list[Line], choices: list[Decision]) -> list[tuple[str, Line]]:
         """Each line's guarded decision as events (E14-E16, E28, A16, A20-A21); returns the new
@@ -101,12 +97,13 @@ class _Commit:
                 if not self._add(new_id, line, line.text, live):
                     continue
                 if decision.action == "SUPERSEDE":
-                    self.append(Memory.Superseded, memory_uuid(target.id),
-                                memory_id=target.id, by=new_id, status="invalidated",
-                                run_hash=run_hash)
+                    self.events.append(Memory.superseded(
+                        version=self.follows(memory_uuid(target.id)), at=self.at,
+                        memory_id=target.id, by=new_id, status="invalidated", run_hash=run_hash))
                 else:
-                    self.append(Memory.Threaded, memory_uuid(new_id), memory_id=new_id,
-                                to=target.id, weight=THREAD_WEIGHT, run_hash=run_hash)
+                    self.events.append(Memory.threaded(
+                        version=self.follows(memory_uuid(new_id)), at=self.at, memory_id=new_id,
+                        to=target.id, weight=THREAD_WEIGHT, run_hash=run_hash))
                 stored_lines.append((new_id, line))
             elif target is not None and decision.action in ("UPDATE", "SUPERSEDE"):
                 assert decision.text is not None
@@ -114,18 +111,19 @@ class _Commit:
                 if same == target.id or journal_text(decision.text) == journal_text(target.text):
                     continue  # the line already says exactly this
                 if same is not None:  # another live line says it: the target is history
-                    self.append(Memory.Superseded, memory_uuid(target.id),
-                                memory_id=target.id, by=same, status="superseded",
-                                run_hash=run_hash)
+                    self.events.append(Memory.superseded(
+                        version=self.follows(memory_uuid(target.id)), at=self.at,
+                        memory_id=target.id, by=same, status="superseded", run_hash=run_hash))
                 elif decision.action == "UPDATE":
-                    self.append(Memory.TextUpdated, memory_uuid(target.id),
-                                memory_id=target.id, text=decision.text,
-                                session=turn.session, run_hash=run_hash, fact=self._fact(line))
+                    self.events.append(Memory.text_updated(
+                        version=self.follows(memory_uuid(target.id)), at=self.at,
+                        memory_id=target.id, text=decision.text, session=turn.session,
+                        run_hash=run_hash, fact=self._fact(line)))
                     live[text_key(decision.text)] = target.id
                 elif self._add(new_id, line, decision.text, live):
-                    self.append(Memory.Superseded, memory_uuid(target.id),
-                                memory_id=target.id, by=new_id, status="superseded",
-                                run_hash=run_hash)
+                    self.events.append(Memory.superseded(
+                        version=self.follows(memory_uuid(target.id)), at=self.at,
+                        memory_id=target.id, by=new_id, status="superseded", run_hash=run_hash))
                     stored_lines.append((new_id, line))
             elif self._add(new_id, line, line.text, live):
                 stored_lines.append((new_id, line))
@@ -171,9 +169,10 @@ class _Commit:
             stated.add(triple)
             both = [mid for mid, line in stored
                     if rel.from_id in line.entities and rel.to_id in line.entities]
-            self.append(Entity.Related, entity_uuid(triple[0]), entity_id=triple[0],
-                        to=triple[2], relation=rel.relation,
-                        memory=both[0] if both else named_by[rel.from_id])
+            self.events.append(Entity.related(
+                version=self.follows(entity_uuid(triple[0])), at=self.at, entity_id=triple[0],
+                to=triple[2], relation=rel.relation,
+                memory=both[0] if both else named_by[rel.from_id]))
         return events
 
     def _allowed(self, line: Line) -> bool:
