@@ -75,7 +75,8 @@ from memory_es.capture.models import Message
 from memory_es.capture.rules import Turn, bound_plan
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.intake import CompletedTurn, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 from rebuild import mark, peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script

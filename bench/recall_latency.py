@@ -43,9 +43,9 @@ import numpy as np
 
 from memory_es.embeddings import LOCAL_DIM, LOCAL_MODEL, EmbeddingIdentity
 from memory_es.events import Memory
+from memory_es.ids import sha256_hex
 from memory_es.recall import VectorMatrix, recall, store_vectors
 from memory_es.recall.candidates import RETRIEVER_DEPTH
-from memory_es.text import sha256_hex
 from projections.replay import build_generation
 from projections.sqlite_index import fts_query
 from rebuild import peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script

@@ -61,9 +61,10 @@ import numpy as np
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
 from memory_es.embeddings import LocalEmbedder
+from memory_es.ids import sha256_hex
 from memory_es.recall import NOMIC_V15, Calibration, VectorMatrix, calibrate, recall
 from memory_es.recall.calibrate import RANK_DEPTH, RANKING_SLACK, UNCUT, Run, ranking_metrics
-from memory_es.text import journal_text, sha256_hex
+from memory_es.text import journal_text
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_labelled.json"
 CONFIG = {"mode": "journal", "embeddings": {"provider": "local"}}

@@ -176,7 +176,7 @@ def phase_worker(root: Path, n: int, seed: int) -> dict[str, Any]:
         rss_admitted = vm_rss_kib()
         # inspect() with one intake id still counts every record but builds one record dict.
         probe = batch[-1]
-        from memory_es.intake import run_hash
+        from memory_es.ids import run_hash
 
         probe_id = run_hash(probe.run_id)
         deadline = time.monotonic() + RESOLVE_TIMEOUT_S

@@ -40,7 +40,8 @@ import apsw
 
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.intake import AdmissionResult, Attachment, CompletedTurn, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder

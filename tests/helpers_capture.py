@@ -17,7 +17,8 @@ from typing import Any
 from memory_es import fsutil
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.intake import CompletedTurn, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 

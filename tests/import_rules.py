@@ -30,8 +30,8 @@ FORBIDDEN: tuple[tuple[str, str, str], ...] = (
 )
 # The only memory_es modules projections may import: the domain and the journal's read side.
 PROJECTIONS_MAY_IMPORT = (
-    "memory_es.errors", "memory_es.events", "memory_es.fsutil", "memory_es.journal",
-    "memory_es.text", "memory_es.vocabulary",
+    "memory_es.errors", "memory_es.events", "memory_es.fsutil", "memory_es.ids",
+    "memory_es.journal", "memory_es.text", "memory_es.vocabulary",
 )
 
 

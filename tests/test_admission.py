@@ -19,8 +19,8 @@ import pytest
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.config import MemoryConfig, parse_config
-from memory_es.events import intake_uuid
 from memory_es.history import export_lines, open_reader
+from memory_es.ids import intake_uuid
 from memory_es.intake import MAX_ACTIVE, AdmissionResult, Attachment, CompletedTurn
 from memory_es.journal import Payload
 from memory_es.root import MemoryRoot

@@ -30,10 +30,9 @@ from helpers_capture import (
 )
 from memory_es.errors import MemoryEsError
 from memory_es.events import Memory
-from memory_es.intake import run_hash
+from memory_es.ids import entity_key, run_hash
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
-from memory_es.text import entity_key
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 from projections.replay import generation_path, read_current
 
@@ -1179,8 +1178,8 @@ def test_a_version_1_captured_event_decodes_with_no_fact() -> None:
     import msgspec
     from eventsourcing.persistence import StoredEvent
 
+    from memory_es.ids import run_memory_id
     from memory_es.journal import MsgspecMapper
-    from memory_es.text import run_memory_id
     event = Memory.captured(
         at=Clock()(), memory_id=run_memory_id("a" * 64, 0), kind="note", text="Tea", day="x",
         status="open", labels=["fact"], entity_ids=[], scope="agent", source="user",

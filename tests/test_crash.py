@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_es.events import ADMITTED_TOPIC, intake_uuid
-from memory_es.intake import CompletedTurn, run_hash
+from memory_es.events import ADMITTED_TOPIC
+from memory_es.ids import intake_uuid, run_hash
+from memory_es.intake import CompletedTurn
 from memory_es.journal import CATALOG_FILE, Catalog, open_journal
 from memory_es.store import MemoryStore
 

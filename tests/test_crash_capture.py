@@ -37,9 +37,10 @@ import apsw
 import pytest
 
 from helpers_crash_capture import DAY, FINAL_LINES, TURNS, write_script
-from memory_es.events import Intake, Memory, intake_uuid
+from memory_es.events import Intake, Memory
 from memory_es.history import iter_events, open_reader
-from memory_es.intake import RETAINED_STAGE, run_hash
+from memory_es.ids import intake_uuid, run_hash
+from memory_es.intake import RETAINED_STAGE
 from memory_es.root import MemoryRoot
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 from projections.replay import generation_path, read_current

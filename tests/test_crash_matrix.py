@@ -38,12 +38,13 @@ import pytest
 
 from helpers_worker import CONFIGS, SEED, SESSION, plan
 from memory_es.config import MemoryConfig, parse_config
-from memory_es.events import ADMITTED_TOPIC, RECORDED_TOPIC, RESOLVED_TOPIC, intake_uuid
-from memory_es.intake import CompletedTurn, run_hash, utc_now
+from memory_es.events import ADMITTED_TOPIC, RECORDED_TOPIC, RESOLVED_TOPIC
+from memory_es.ids import intake_uuid, run_hash, run_memory_id
+from memory_es.intake import CompletedTurn, utc_now
 from memory_es.journal import MARKER_FILE, open_journal
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
-from memory_es.text import journal_text, run_memory_id
+from memory_es.text import journal_text
 
 HELPER = Path(__file__).with_name("helpers_worker.py")
 N = 4

@@ -23,7 +23,8 @@ import pytest
 
 from memory_es.cli import main
 from memory_es.config import parse_config
-from memory_es.intake import CompletedTurn, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from projections.replay import generation_path, read_current

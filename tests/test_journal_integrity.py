@@ -19,7 +19,8 @@ import apsw
 import pytest
 
 from memory_es.errors import IntegrityError, LockTimeoutError, NotARootError, UnsafePathError
-from memory_es.intake import CompletedTurn, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import CompletedTurn
 from memory_es.journal import (
     CATALOG_FILE,
     JOURNAL_FILE,

@@ -24,10 +24,10 @@ import pytest
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.errors import IntegrityError
 from memory_es.history import iter_events, open_reader
+from memory_es.ids import run_memory_id
 from memory_es.intake import CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
-from memory_es.text import run_memory_id
 from memory_es.transfer import replay_export
 from projections.replay import Projector, generation_path, read_current
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, IndexProjection

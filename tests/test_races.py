@@ -15,8 +15,9 @@ import threading
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from memory_es.events import ADMITTED_TOPIC, intake_uuid
-from memory_es.intake import AdmissionResult, CompletedTurn, run_hash
+from memory_es.events import ADMITTED_TOPIC
+from memory_es.ids import intake_uuid, run_hash
+from memory_es.intake import AdmissionResult, CompletedTurn
 from memory_es.journal import open_journal
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore

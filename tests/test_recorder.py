@@ -25,8 +25,9 @@ from eventsourcing.tests.persistence import (
     ApplicationRecorderTestCase as _ApplicationRecorderSuite,
 )
 
-from memory_es.events import Intake, intake_uuid
+from memory_es.events import Intake
 from memory_es.fsutil import create_private_file
+from memory_es.ids import intake_uuid
 from memory_es.journal import (
     GENESIS,
     Catalog,

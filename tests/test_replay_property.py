@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_es.config import parse_config
-from memory_es.intake import CompletedTurn, is_nothing_to_report, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import CompletedTurn, is_nothing_to_report
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export

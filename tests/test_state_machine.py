@@ -29,8 +29,9 @@ from hypothesis.stateful import (
 )
 
 import memory_es.intake as intake_module
-from memory_es.events import Intake, Memory, intake_uuid
+from memory_es.events import Intake, Memory
 from memory_es.history import iter_events, open_reader
+from memory_es.ids import intake_uuid
 from memory_es.intake import (
     CATEGORIES,
     CompletedTurn,

@@ -34,8 +34,9 @@ from memory_es.capture.scripted import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, Memory, intake_uuid
+from memory_es.events import Intake, Memory
 from memory_es.history import iter_events, open_reader
+from memory_es.ids import intake_uuid
 from memory_es.intake import CATEGORIES, CompletedTurn
 from memory_es.observe import ObserveProcessor
 from memory_es.root import MemoryRoot

@@ -15,7 +15,8 @@ from pathlib import Path
 from memory_es.capture.demo import DEMO_CONFIG, FIRST, SECOND, DemoChat
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, make_embedder
-from memory_es.intake import CompletedTurn, run_hash
+from memory_es.ids import run_hash
+from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 
 Cli = Callable[[list[str]], int]

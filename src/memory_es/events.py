@@ -20,13 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
-from uuid import UUID, uuid5
+from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-# Namespace of every run-derived aggregate id. Never change it: ids are stored in journals.
-NAMESPACE = UUID("6d2c4c55-2f0b-5a0e-9b7e-6d656d6f7279")
-
+from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
 
 E = TypeVar("E")
 
@@ -53,11 +51,6 @@ def _next(event_class: Callable[..., E], originator_id: UUID, version: int, at: 
     """An event of ``originator_id`` following its ``version`` (private, like ``_created``)."""
     return event_class(originator_id=originator_id, originator_version=version + 1,
                        timestamp=at, **fields)
-
-
-def intake_uuid(run_hash: str) -> UUID:
-    """Aggregate id of the intake for a run: uuid5 of its 64-hex run hash."""
-    return uuid5(NAMESPACE, f"intake:{run_hash}")
 
 
 class Intake(Aggregate):
@@ -222,11 +215,6 @@ class Intake(Aggregate):
                           decisions=decisions, model=model)
 
 
-def memory_uuid(memory_id: str) -> UUID:
-    """Aggregate id of a memory: uuid5 of its 64-hex memory id."""
-    return uuid5(NAMESPACE, f"memory:{memory_id}")
-
-
 class Memory(Aggregate):
     """One remembered line: an observation, note, fact, task or event (DESIGN 4).
 
@@ -363,11 +351,6 @@ class Memory(Aggregate):
             cls, cls.Recorded, memory_uuid(memory_id), at, memory_id=memory_id, kind=kind,
             text=text, day=day, status=status, source=source, session=session,
             run_hash=run_hash, tier=tier)
-
-
-def entity_uuid(entity_id: str) -> UUID:
-    """Aggregate id of an entity: uuid5 of its 64-hex content-derived id."""
-    return uuid5(NAMESPACE, f"entity:{entity_id}")
 
 
 class Entity(Aggregate):

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from memory_es.events import Intake
+from memory_es.ids import run_hash
 
 SENTINEL = "NOTHING_TO_REPORT"
 MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
@@ -89,10 +90,6 @@ def utc_now() -> datetime:
     now = datetime.now(UTC)
     return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
-
-def run_hash(run_id: str) -> str:
-    """The intake id: SHA-256 hex of the stable provider run id (B2)."""
-    return hashlib.sha256(run_id.encode("utf-8")).hexdigest()
 
 
 def is_nothing_to_report(answer: str) -> bool:

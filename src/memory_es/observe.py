@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from memory_es.events import Intake, Memory
+from memory_es.ids import run_memory_id, text_key
 from memory_es.step import StepContext
-from memory_es.text import collapse_ws, journal_text, run_memory_id, sha256_hex
+from memory_es.text import collapse_ws, journal_text
 
 
 def observe(
@@ -27,7 +28,7 @@ def observe(
         return [Intake.resolved(run_hash=run_hash, version=revision, at=at, outcome="projected")]
     if admitted.tier == "journal":
         text = journal_text(admitted.summary)
-        memory_id = sha256_hex(text)  # D3: content identity, case preserved
+        memory_id = text_key(admitted.summary)  # D3: content identity, case preserved
     else:
         text = collapse_ws(admitted.summary)
         memory_id = run_memory_id(run_hash, 0)

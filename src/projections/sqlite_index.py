@@ -17,7 +17,7 @@ import apsw
 
 from memory_es.events import Entity, Intake, Memory
 from memory_es.fsutil import create_private_file
-from memory_es.text import sha256_hex, text_key
+from memory_es.ids import sha256_hex, text_key
 
 SESSION_MAX_BYTES = 512  # K7: longer conversation ids are stored as "unknown"
 UNKNOWN = "unknown"

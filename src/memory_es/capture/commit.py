@@ -19,9 +19,10 @@ from uuid import UUID
 from memory_es.capture.contracts import ExtractionPlan
 from memory_es.capture.reconcile import Decision, guard
 from memory_es.capture.rules import Line, Turn
-from memory_es.events import Entity, Intake, Memory, entity_uuid, memory_uuid
+from memory_es.events import Entity, Intake, Memory
+from memory_es.ids import entity_uuid, memory_uuid, run_memory_id, text_key
 from memory_es.step import StepFailure
-from memory_es.text import journal_text, run_memory_id, text_key
+from memory_es.text import journal_text
 from memory_es.vocabulary import SIDECAR_ENTRY_MAX_BYTES, SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
 
 if TYPE_CHECKING:

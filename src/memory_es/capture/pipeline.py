@@ -32,9 +32,9 @@ from memory_es.capture.prompts import ReviewLine, TurnContext, extraction_messag
 from memory_es.capture.reconcile import Decision, reconcile
 from memory_es.capture.rules import Line, apply_review, bound_plan, fresh_lines, turn_facts
 from memory_es.events import Intake
+from memory_es.ids import entity_key
 from memory_es.observe import observe
 from memory_es.step import StepContext
-from memory_es.text import entity_key
 
 if TYPE_CHECKING:
     from memory_es.capture.reads import CaptureReads

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from memory_es.capture.contracts import ExtractedFact, ExtractionPlan
 from memory_es.events import Intake
-from memory_es.text import text_key
+from memory_es.ids import text_key
 
 if TYPE_CHECKING:
     from memory_es.capture.reads import CaptureReads

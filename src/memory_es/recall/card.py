@@ -17,7 +17,8 @@ from typing import Any
 
 import apsw
 
-from memory_es.text import entity_key, fold
+from memory_es.ids import entity_key
+from memory_es.text import fold
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list
 
 CARD_MAX_PEOPLE = 2

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import numpy as np
 
 from memory_es.embeddings import BATCH_SIZE, Embedder
 from memory_es.fsutil import make_private_dir
+from memory_es.ids import sha256_hex
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import connect_derived
 
@@ -33,10 +33,6 @@ MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
 MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
 _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
-
-
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class VectorCache:
@@ -111,7 +107,7 @@ def embed_texts(embedder: Embedder, cache: VectorCache | None,
     Raises EmbeddingError when the provider fails; nothing is cached for a failed batch.
     """
     identity = embedder.identity.key
-    shas = [text_sha256(t) for t in texts]
+    shas = [sha256_hex(t) for t in texts]
     cached = cache.get_many(identity, shas) if cache is not None else {}
     missing = [i for i, sha in enumerate(shas) if sha not in cached]
     for start in range(0, len(missing), BATCH_SIZE):

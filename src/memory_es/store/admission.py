@@ -18,7 +18,8 @@ from typing import Any
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, intake_uuid
+from memory_es.events import Intake
+from memory_es.ids import intake_uuid
 from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIntake
 from memory_es.journal import OpenedJournal, Payload
 

@@ -15,8 +15,9 @@ from typing import Any
 
 from memory_es.capture.reads import IndexReads
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, Memory, intake_uuid, memory_uuid
+from memory_es.events import Intake, Memory
 from memory_es.fsutil import crash_point
+from memory_es.ids import intake_uuid, memory_uuid
 from memory_es.intake import (
     MAX_ATTEMPTS,
     RETAINED_STAGE,
