@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
-from memory_es.capture.models import Message, ModelError
+from memory_es.capture.models import Message, ModelError, check_call
 from memory_es.intake import CompletedTurn
 
 DEMO_CONFIG = {"mode": "bujo", "writeMode": "capture",
@@ -67,7 +67,7 @@ class DemoChat:
         self.calls: list[str] = []
 
     def complete(self, messages: Sequence[Message], *, timeout: float) -> str:
-        prompt = messages[-1].content
+        prompt = check_call(messages, timeout)[-1].content
         stage = prompt.split("\n", 1)[0].removeprefix("stage: ")
         found = _TURN.search(prompt)
         turn = found.group(1) if found else ""
