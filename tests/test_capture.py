@@ -28,13 +28,13 @@ from helpers_capture import (
     script,
     turn,
 )
+from helpers_index import active_index_path, index_connection, index_rows
 from memory_es.errors import MemoryEsError
 from memory_es.events import Memory
 from memory_es.ids import entity_key, run_hash
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
-from projections.replay import generation_path, read_current
 
 
 @pytest.fixture
@@ -42,22 +42,10 @@ def root(tmp_path: Path) -> Path:
     return tmp_path / "mem"
 
 
-def rows(root: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    import apsw
-    generation = read_current(root)
-    assert generation is not None
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
-
-
 def lines(root: Path) -> dict[str, tuple[str, str]]:
     """text -> (status, kind) of every memory line."""
     return {text: (status, kind) for text, status, kind in
-            rows(root, "SELECT text, status, kind FROM memories ORDER BY rowid")}
+            index_rows(root, "SELECT text, status, kind FROM memories ORDER BY rowid")}
 
 
 def stages(model: Any, run_id: str) -> list[str]:
@@ -143,11 +131,11 @@ def test_e13_correction_supersedes_in_english_polish_and_spanish(
     assert stages(model, "fix") == ["extract", "review", "reconcile"]
     assert lines(root) == {old: ("superseded", "note"), replacement: ("open", "note")}
     # K3: the superseding line carries the capturing conversation, the old keeps its own
-    sessions = dict(rows(root, "SELECT text, source_session FROM memories"))
+    sessions = dict(index_rows(root, "SELECT text, source_session FROM memories"))
     assert sessions == {old: "web:a", replacement: "web:b"}
     sidecar = json.loads((root / SIDECAR_FILE).read_bytes())
     (entry,) = sidecar["entries"]
-    new_id, old_id = (rows(root, "SELECT id FROM memories WHERE text = ?", (t,))[0][0]
+    new_id, old_id = (index_rows(root, "SELECT id FROM memories WHERE text = ?", (t,))[0][0]
                       for t in (replacement, old))
     assert (entry["kind"], entry["memory"], entry["by"], entry["status"]) == (
         "lifecycle", old_id, new_id, "superseded")
@@ -230,8 +218,8 @@ def test_e14_a_peers_preference_is_never_replaced(root: Path) -> None:
         store.persist_completed_turn(turn("peer", "I prefer green tea", speaker_kind="unknown"))
         store.persist_completed_turn(turn("owner", "Sam drinks black tea now"))
         store.drain()
-    scopes = dict(rows(root, "SELECT m.text, mm.scope FROM memories m "
-                             "JOIN memory_meta mm ON mm.id = m.id"))
+    scopes = dict(index_rows(root, "SELECT m.text, mm.scope FROM memories m "
+                                   "JOIN memory_meta mm ON mm.id = m.id"))
     assert scopes == {"Sam prefers green tea": "peer", "Sam prefers black tea now": "agent"}
     # The SUPERSEDE became an ADD: both lines open, the candidate's own text kept
     assert lines(root) == {"Sam prefers green tea": ("open", "note"),
@@ -312,8 +300,8 @@ def test_a19_a_task_line_becomes_a_history_note_without_a_coarse_fact(root: Path
     with store:
         store.persist_completed_turn(turn("r1", "remind me to call the dentist"))
         store.drain()
-    assert rows(root, "SELECT m.kind, m.status, mm.labels, mm.from_task FROM memories m "
-                      "JOIN memory_meta mm ON mm.id = m.id") == [("note", "open", "", 1)]
+    assert index_rows(root, "SELECT m.kind, m.status, mm.labels, mm.from_task FROM memories m "
+                            "JOIN memory_meta mm ON mm.id = m.id") == [("note", "open", "", 1)]
     assert "[ ]" not in (root / "daily" / "2026-05-04.md").read_text()
 
 
@@ -348,7 +336,7 @@ def test_a20_a_task_update_becomes_a_threaded_note(root: Path) -> None:
     assert lines(root) == {"Fix the sink with the plumber": ("open", "task"),
                            "Plumber confirmed the repair for Monday": ("open", "note")}
     (thread,) = json.loads((root / SIDECAR_FILE).read_bytes())["entries"]
-    note = rows(root, "SELECT id FROM memories WHERE kind = 'note'")[0][0]
+    note = index_rows(root, "SELECT id FROM memories WHERE kind = 'note'")[0][0]
     assert (thread["kind"], thread["from"], thread["to"], thread["weight"]) == (
         "thread", note, task, 1.0)
     assert MemoryRoot.open(root).health().status == "clean"
@@ -390,7 +378,7 @@ def test_e18_low_salience_assistant_lines_are_dropped_with_their_own_entities(
     # E19: user and tool lines have no floor; the assistant line under 0.5 is gone
     assert set(lines(root)) == {"Morgan visits Paris in June", "The build log was long"}
     # Paris is still named by a stored line, so it stays
-    assert {r[0] for r in rows(root, "SELECT name FROM entities")} == {"Paris", "Morgan"}
+    assert {r[0] for r in index_rows(root, "SELECT name FROM entities")} == {"Paris", "Morgan"}
 
 
 def test_e18_an_entity_only_a_dropped_line_named_is_pruned(root: Path) -> None:
@@ -403,8 +391,8 @@ def test_e18_an_entity_only_a_dropped_line_named_is_pruned(root: Path) -> None:
     with store:
         store.persist_completed_turn(turn("r1", "Morgan likes sushi"))
         store.drain()
-    assert [r[0] for r in rows(root, "SELECT name FROM entities")] == ["Morgan"]
-    assert rows(root, "SELECT * FROM relations") == []
+    assert [r[0] for r in index_rows(root, "SELECT name FROM entities")] == ["Morgan"]
+    assert index_rows(root, "SELECT * FROM relations") == []
 
 
 def test_e39_a_user_claim_on_a_scheduled_turn_counts_as_assistant(root: Path) -> None:
@@ -416,7 +404,7 @@ def test_e39_a_user_claim_on_a_scheduled_turn_counts_as_assistant(root: Path) ->
         store.persist_completed_turn(turn("cron1", "backup report", trigger="cron",
                                           speaker_kind="trigger"))
         store.drain()
-    assert rows(root, "SELECT text, source FROM memories") == [
+    assert index_rows(root, "SELECT text, source FROM memories") == [
         ("The nightly backup finished", "assistant")]
 
 
@@ -446,8 +434,8 @@ def test_e21_review_drops_assistant_noise_and_adds_an_owner_preference(root: Pat
     with store:
         store.persist_completed_turn(turn("r1", "stairs"))
         store.drain()
-    assert rows(root, "SELECT m.text, mm.labels FROM memories m JOIN memory_meta mm "
-                      "ON mm.id = m.id ORDER BY m.rowid") == [
+    assert index_rows(root, "SELECT m.text, mm.labels FROM memories m JOIN memory_meta mm "
+                            "ON mm.id = m.id ORDER BY m.rowid") == [
         ("I always take the stairs", "fact,preference"),
         ("The user's flight lands at 18:05", ""),
         ("The attached PDF has 3 pages", "")]
@@ -570,7 +558,7 @@ def test_e12_update_rewrites_the_line_and_stamps_the_changing_session(root: Path
         store.persist_completed_turn(turn("r2", "y", session="web:b"))
         store.drain()
         hits = [h.text for h in store.recall("Kreuzberg").recall.hits]
-    assert rows(root, "SELECT text, status, source_session FROM memories") == [
+    assert index_rows(root, "SELECT text, status, source_session FROM memories") == [
         ("Morgan lives in Berlin, in Kreuzberg", "open", "web:b")]
     assert hits == ["Morgan lives in Berlin, in Kreuzberg"]  # FTS follows the new text
     assert MemoryRoot.open(root).health().status == "clean"
@@ -651,7 +639,7 @@ def test_a16_only_keeps_lines_with_an_allowed_label_and_their_graph(root: Path) 
         store.persist_completed_turn(turn("r1", "x"))
         store.drain()
     assert list(lines(root)) == ["I prefer aisle seats"]
-    assert [r[0] for r in rows(root, "SELECT name FROM entities")] == ["aisle seat"]
+    assert [r[0] for r in index_rows(root, "SELECT name FROM entities")] == ["aisle seat"]
 
 
 def test_a16_an_empty_only_list_suppresses_capture_without_a_model_call(root: Path) -> None:
@@ -690,9 +678,7 @@ def test_n2_lifecycle_written_straight_into_sqlite_is_canonical_mismatch(root: P
     with store:
         store.persist_completed_turn(turn("r1", "x"))
         store.drain()
-    generation = read_current(root)
-    assert generation is not None
-    conn = apsw.Connection(str(generation_path(root, generation)))
+    conn = apsw.Connection(str(active_index_path(root)))
     conn.execute("INSERT INTO lifecycle VALUES (999999, 'a', 'superseded', 'b', "
                  "'2026-05-04T09:00:00.000Z', 'x')")
     conn.close()
@@ -745,14 +731,9 @@ def _graph_root(root: Path) -> None:
 
 
 def test_l4_explicit_recall_expands_one_hop_through_entities(root: Path) -> None:
-    import apsw
-
     from memory_es.recall import candidate_pool, expand_one_hop
     _graph_root(root)
-    generation = read_current(root)
-    assert generation is not None
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
+    conn = index_connection(root)
     try:
         seeds = candidate_pool(conn, "Morgan works", query_vector=None, matrix=None)
         assert [c.text for c in seeds] == ["Morgan works at Acme Robotics"]
@@ -792,9 +773,7 @@ def test_d11_a_lite_index_rejects_replay_owned_state(tmp_path: Path) -> None:
     with MemoryStore.open(root, parse_config({}), background=False) as store:
         store.persist_completed_turn(turn("r1", "x", answer="A plain observation"))
         store.drain()
-    generation = read_current(root)
-    assert generation is not None
-    conn = apsw.Connection(str(generation_path(root, generation)))
+    conn = apsw.Connection(str(active_index_path(root)))
     conn.execute("INSERT INTO threads VALUES (99, 'a', 'b', 1.0, 't', 'x')")
     conn.close()
     with MemoryStore.open(root, parse_config({}), background=False) as store:
@@ -1110,7 +1089,7 @@ def test_h20_a_named_person_gets_a_card_of_stated_facts(root: Path) -> None:
         spanish = store.auto_recall("¿Dónde trabaja Morgan ahora mismo?", session="web:x")
         polish = store.auto_recall("Gdzie pracuje Morgan? Pytam dla siebie.", session="web:x")
         first_person = store.auto_recall("Where do I work these days, remind me?")
-        sam_id = rows(root, "SELECT id FROM entities WHERE name = 'Sam'")[0][0]
+        sam_id = index_rows(root, "SELECT id FROM entities WHERE name = 'Sam'")[0][0]
         by_id = store.auto_recall(f"tell me about person:{sam_id[:12]} please", session="w")
     card = spanish[spanish.index("## Person: Morgan"):]
     assert card == (
@@ -1251,7 +1230,7 @@ def test_an_update_restates_the_structured_fact(root: Path) -> None:
             store.persist_completed_turn(turn(t, "x"))
         store.drain()
         card = store.auto_recall("Tell me about Morgan and her family")
-    assert rows(root, "SELECT mm.fact_value FROM memory_meta mm") == [("Potsdam",)]
+    assert index_rows(root, "SELECT mm.fact_value FROM memory_meta mm") == [("Potsdam",)]
     assert "- home town: Potsdam (you said" in card and "Berlin)" not in card
 
 
@@ -1316,7 +1295,7 @@ def test_e16_a_replacement_text_that_is_already_a_live_line_is_not_added_again(
     assert lines(root) == {"Morgan lives in Berlin": ("superseded", "note"),
                            "Morgan lives in Madrid": ("open", "note")}
     (entry,) = json.loads((root / SIDECAR_FILE).read_bytes())["entries"]
-    madrid = rows(root, "SELECT id FROM memories WHERE text = 'Morgan lives in Madrid'")[0][0]
+    madrid = index_rows(root, "SELECT id FROM memories WHERE text = 'Morgan lives in Madrid'")[0][0]
     assert entry["by"] == madrid
     assert MemoryRoot.open(root).health().status == "clean"
 
@@ -1436,8 +1415,8 @@ def test_l2_journal_and_lite_never_build_a_graph_or_replay_state(tmp_path: Path)
             store.drain()
             assert store.recall("Morgan").recall.hits  # projected and searchable
         assert not (root / GRAPH_FILE).exists() and not (root / SIDECAR_FILE).exists()
-        assert rows(root, "SELECT COUNT(*) FROM entities") == [(0,)]
-        assert rows(root, "SELECT COUNT(*) FROM memory_meta") == [(0,)]
+        assert index_rows(root, "SELECT COUNT(*) FROM entities") == [(0,)]
+        assert index_rows(root, "SELECT COUNT(*) FROM memory_meta") == [(0,)]
 
 
 def test_k4_provenance_comes_from_the_host_never_from_model_output(root: Path) -> None:
@@ -1450,4 +1429,4 @@ def test_k4_provenance_comes_from_the_host_never_from_model_output(root: Path) -
         store.drain()
     daily = (root / "daily" / "2026-05-04.md").read_text()
     assert daily.count("<!--mem ") == 1 and daily.rstrip().endswith("source_session=web:real-->")
-    assert rows(root, "SELECT source_session FROM memories") == [("web:real",)]
+    assert index_rows(root, "SELECT source_session FROM memories") == [("web:real",)]

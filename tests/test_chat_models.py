@@ -1,10 +1,11 @@
-"""Chat model providers against real HTTP servers on 127.0.0.1, and the scripted provider."""
+"""Chat model providers against real HTTP servers on 127.0.0.1, and the scripted provider:
+what is specific to each (request shape, headers, endpoints, retries, wire formats, byte
+bounds, script semantics), the factories and the worker mapping. What every chat model
+promises is tests/test_chat_model_contract.py."""
 
 from __future__ import annotations
 
 import json
-import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ from local_http import (
     Reply,
     Responder,
     js,
-    raw,
     status,
 )
 from memory_es.capture import chat_http
@@ -62,14 +62,6 @@ def openai_ok(content: str = '{"candidates": []}') -> Responder:
     return respond
 
 
-
-
-def hang(req: Recorded) -> Reply:
-    return -1, b""
-
-
-
-
 def ollama(server: FakeServer, **kwargs: Any) -> OllamaChat:
     kwargs.setdefault("retry", FAST)
     return OllamaChat("qwen3:8b", server.url, **kwargs)
@@ -103,7 +95,6 @@ def test_ollama_success_sends_model_messages_stream_false_temperature_zero(
     server.default = ollama_ok('{"ok": true}')
     model = ollama(server)
     assert model.complete(MSGS, timeout=2.0) == '{"ok": true}'
-    assert model.name == "ollama:qwen3:8b"
     (req,) = server.requests
     assert req.path == "/api/chat"
     assert req.body == {"model": "qwen3:8b", "messages": wire_messages(), "stream": False,
@@ -122,7 +113,6 @@ def test_openai_success_with_bearer_key(server: FakeServer) -> None:
     server.default = openai_ok("reply text")
     model = openai(server, api_key="sk-test-123")
     assert model.complete(MSGS, timeout=2.0) == "reply text"
-    assert model.name == "openai:gpt-4o-mini"
     (req,) = server.requests
     assert req.path == "/v1/chat/completions"
     assert req.body == {"model": "gpt-4o-mini", "messages": wire_messages(), "temperature": 0}
@@ -156,58 +146,6 @@ def test_500_then_success_is_retried(server: FakeServer, make: Factory,
     assert len(server.requests) == 3
 
 
-@provider_params
-def test_persistent_503_is_unavailable_after_retries(server: FakeServer, make: Factory,
-                                                     ok: Callable[[str], Responder]) -> None:
-    server.default = status(503, {"error": "model is loading"})
-    with pytest.raises(ModelError) as info:
-        make(server).complete(MSGS, timeout=2.0)
-    assert info.value.code == "model_unavailable"
-    assert info.value.category == "model_unavailable"
-    assert "HTTP 503" in str(info.value) and "model is loading" in str(info.value)
-    assert len(server.requests) == FAST.attempts
-
-
-def test_connection_refused_is_unavailable() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    for model in (OllamaChat("m", url, retry=FAST), OpenAICompatibleChat("m", url, retry=FAST)):
-        with pytest.raises(ModelError) as info:
-            model.complete(MSGS, timeout=1.0)
-        assert info.value.code == "model_unavailable"
-        assert info.value.category == "model_unavailable"
-        assert f"127.0.0.1:{port}" in str(info.value)
-
-
-@provider_params
-def test_timeout_is_model_timeout_and_not_retried(server: FakeServer, make: Factory,
-                                                  ok: Callable[[str], Responder]) -> None:
-    server.default = hang
-    started = time.monotonic()
-    with pytest.raises(ModelError) as info:
-        make(server).complete(MSGS, timeout=0.2)
-    elapsed = time.monotonic() - started
-    assert info.value.code == "model_timeout"
-    assert info.value.category == "model_timeout"
-    assert "0.2 s" in str(info.value)
-    assert len(server.requests) == 1
-    assert elapsed < 2.0
-
-
-@provider_params
-def test_400_is_request_rejected_naming_the_status(server: FakeServer, make: Factory,
-                                                   ok: Callable[[str], Responder]) -> None:
-    server.default = status(400, {"error": {"message": "model 'nope' not found"}})
-    with pytest.raises(ModelError) as info:
-        make(server).complete(MSGS, timeout=2.0)
-    assert info.value.code == "model_request_rejected"
-    assert info.value.category == "model_unavailable"
-    assert "HTTP 400" in str(info.value) and "not found" in str(info.value)
-    assert len(server.requests) == 1  # a rejection is not retried
-
-
 def test_redirect_is_not_followed(server: FakeServer) -> None:
     server.default = status(307, {})
     with pytest.raises(ModelError) as info:
@@ -222,7 +160,6 @@ def test_redirect_is_not_followed(server: FakeServer) -> None:
 
 
 INVALID_OLLAMA: list[tuple[str, Responder, str]] = [
-    ("not json", raw(b"<html>oops"), "malformed"),
     ("no message", lambda r: js(200, {"done": True}), "no message"),
     ("no content", lambda r: js(200, {"message": {"role": "assistant"}, "done": True}),
      "no message content"),
@@ -237,7 +174,6 @@ INVALID_OLLAMA: list[tuple[str, Responder, str]] = [
 ]
 
 INVALID_OPENAI: list[tuple[str, Responder, str]] = [
-    ("not json", raw(b"{truncated"), "malformed"),
     ("no choices", lambda r: js(200, {"choices": []}), "no choices"),
     ("missing choices", lambda r: js(200, {"id": "x"}), "no choices"),
     ("no message", lambda r: js(200, {"choices": [{"index": 0}]}), "without a message"),
@@ -288,18 +224,9 @@ def test_blank_model_is_config_invalid() -> None:
     assert info.value.code == "model_config_invalid"
 
 
-def test_bad_call_arguments(server: FakeServer) -> None:
-    server.default = ollama_ok()
-    model = ollama(server)
-    with pytest.raises(ValueError, match="timeout"):
-        model.complete(MSGS, timeout=0)
-    with pytest.raises(ValueError, match="at least one"):
-        model.complete([], timeout=1.0)
-    with pytest.raises(TypeError):
-        model.complete([{"role": "user", "content": "x"}], timeout=1.0)  # type: ignore[list-item]
+def test_a_message_role_is_system_user_or_assistant() -> None:
     with pytest.raises(ValueError, match="role"):
         Message("tool", "x")  # type: ignore[arg-type]
-    assert server.requests == []
 
 
 def test_unknown_error_code_is_refused() -> None:
@@ -349,7 +276,6 @@ def test_scripted_ordered_responses_per_key_via_kwargs(tmp_path: Path) -> None:
         {"stage": "extract", "turn": "run-2", "response": "other turn"},
     ])
     model = ScriptedChat(path)
-    assert isinstance(model, ChatModel)
     assert model.complete(MSGS, timeout=1.0, stage="extract", turn="run-1") == "first"
     assert model.complete(MSGS, timeout=1.0, stage="extract", turn="run-2") == "other turn"
     assert model.complete(MSGS, timeout=1.0, stage="extract", turn="run-1") == "second"
@@ -398,10 +324,9 @@ def test_scripted_error_records_then_success(tmp_path: Path) -> None:
     with pytest.raises(ModelError) as first:
         model.complete(MSGS, timeout=1.0, stage="extract", turn="t1")
     assert first.value.code == "model_timeout"
-    assert to_step_failure(first.value).category == "model_timeout"
     with pytest.raises(ModelError) as second:
         model.complete(MSGS, timeout=1.0, stage="extract", turn="t1")
-    assert second.value.category == "model_unavailable"
+    assert second.value.code == "model_request_rejected"
     assert model.complete(MSGS, timeout=1.0, stage="extract", turn="t1") == "ok"
 
 

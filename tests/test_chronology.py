@@ -19,6 +19,7 @@ from typing import Any
 import apsw
 import pytest
 
+from helpers_index import active_index_path, index_connection
 from memory_es.cli import main
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
@@ -35,7 +36,6 @@ from memory_es.recall.chronology import (
     entry_bytes,
 )
 from memory_es.store import MemoryStore
-from projections.replay import generation_path, read_current
 
 BERLIN = "Europe/Berlin"
 
@@ -80,10 +80,10 @@ def build_root(root: Path, items: Iterable[tuple[datetime, str]],
 
 
 def index(root: Path, *, writable: bool = False) -> apsw.Connection:
-    generation = read_current(root)
-    assert generation is not None
-    flags = apsw.SQLITE_OPEN_READWRITE if writable else apsw.SQLITE_OPEN_READONLY
-    return apsw.Connection(str(generation_path(root, generation)), flags=flags)
+    """The active index: read-only, or read-write to tamper with it."""
+    if writable:
+        return apsw.Connection(str(active_index_path(root)), flags=apsw.SQLITE_OPEN_READWRITE)
+    return index_connection(root)
 
 
 def code_of(excinfo: pytest.ExceptionInfo[MemoryEsError]) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from helpers_lock import LockHolder, hold_writer_lock
 from memory_es.cli import main
 from memory_es.history import open_reader
 from memory_es.intake import CompletedTurn
@@ -531,51 +532,18 @@ def test_c5_export_and_inspect_leave_the_root_unchanged(
     assert _root_digest(root) == before
 
 
-WRITER = """
-import sys
-from memory_es.intake import CompletedTurn
-from memory_es.store import MemoryStore
-
-with MemoryStore.open(sys.argv[1], background=False) as store:
-    for i in (1, 2):
-        r = store.persist_completed_turn(
-            CompletedTurn(run_id=f"live-{i}", outcome="success", answer=f"live answer {i}"))
-        assert r.status == "admitted", r
-    print("ready", flush=True)
-    sys.stdin.readline()
-print("closed", flush=True)
-"""
-
-
 @pytest.fixture
-def live_writer(root: Path) -> Iterator[subprocess.Popen[str]]:
+def live_writer(root: Path) -> Iterator[LockHolder]:
     """Another process holding the root's writer lock (an agent that is running)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
-        yield proc
-    finally:
-        if proc.poll() is None:
-            try:
-                proc.communicate(input="\n", timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+    with hold_writer_lock(root, [("live-1", "live answer 1"), ("live-2", "live answer 2")]) as h:
+        yield h
 
 
 def test_c5_export_works_while_a_writer_holds_the_lock(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
     root: Path,
-    live_writer: subprocess.Popen[str],
+    live_writer: LockHolder,
 ) -> None:
     out_file = tmp_path / "live.jsonl"
     codes: list[int] = []
@@ -598,9 +566,7 @@ def test_c5_export_works_while_a_writer_holds_the_lock(
     assert [r["id"] for r in json.loads(out)["records"]] == [rh("live-1"), rh("live-2")]
 
     # the writer is unaffected and shuts down cleanly
-    stdout, stderr = live_writer.communicate(input="\n", timeout=15)
-    assert live_writer.returncode == 0, stderr
-    assert stdout.strip() == "closed"
+    assert live_writer.release() == (0, "closed\n"), live_writer.stderr
 
 
 # --------------------------------------------------------------------------------------------

@@ -33,17 +33,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import apsw
 import pytest
 
 from helpers_crash_capture import DAY, FINAL_LINES, TURNS, write_script
+from helpers_index import index_rows
 from memory_es.events import Intake, Memory
 from memory_es.history import iter_events, open_reader
 from memory_es.ids import intake_uuid, run_hash
 from memory_es.intake import RETAINED_STAGE
 from memory_es.root import MemoryRoot
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
-from projections.replay import generation_path, read_current
 
 HELPER = Path(__file__).with_name("helpers_crash_capture.py")
 SEED, FIX, NOVEL = (run_hash(t[0]) for t in TURNS)
@@ -186,15 +185,8 @@ def journal_state(root: Path) -> JournalState:
 
 def index_lines(root: Path) -> list[tuple[str, str]]:
     """(text, status) of every memory line in the active index, in rowid order."""
-    generation = read_current(root)
-    assert generation is not None
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [(text, status) for text, status in
-                conn.execute("SELECT text, status FROM memories ORDER BY rowid")]
-    finally:
-        conn.close()
+    return [(text, status) for text, status in
+            index_rows(root, "SELECT text, status FROM memories ORDER BY rowid")]
 
 
 def export(root: Path, out: Path) -> bytes:

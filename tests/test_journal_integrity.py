@@ -18,6 +18,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from helpers_lock import LockHolder, hold_writer_lock
 from memory_es.errors import IntegrityError, LockTimeoutError, NotARootError, UnsafePathError
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
@@ -32,7 +33,6 @@ from memory_es.journal import (
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
-HELPER = Path(__file__).with_name("helpers_crash.py")
 CLI = Path(sys.executable).with_name("memory-es")
 FOREIGN_UID = 12345
 
@@ -490,26 +490,14 @@ def test_reader_on_missing_root_is_not_a_root(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def held_root(root: Path) -> Iterator[tuple[Path, subprocess.Popen[str]]]:
+def held_root(root: Path) -> Iterator[tuple[Path, LockHolder]]:
     """``root`` with a separate process holding its writer lock until the fixture ends."""
-    proc = subprocess.Popen(
-        [sys.executable, str(HELPER), str(root), "hold"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line == "ready\n", (line, proc.stderr.read() if proc.stderr else "")
-        yield root, proc
-    finally:
-        if proc.poll() is None:
-            assert proc.stdin is not None
-            proc.stdin.close()
-            proc.wait(timeout=10)
+    with hold_writer_lock(root) as holder:
+        yield root, holder
 
 
 def test_writer_lock_excludes_second_writer(
-    held_root: tuple[Path, subprocess.Popen[str]],
+    held_root: tuple[Path, LockHolder],
 ) -> None:
     """B23: a second writer (library or CLI) times out naming the holder pid; readers still work."""
     root, holder = held_root
@@ -534,9 +522,7 @@ def test_writer_lock_excludes_second_writer(
     assert len(lines) == 1, errtext
     assert lines[0].startswith("memory-es: error:") and f"pid {holder.pid}" in lines[0]
 
-    assert holder.stdin is not None
-    holder.stdin.close()
-    assert holder.wait(timeout=10) == 0
+    assert holder.release() == (0, "closed\n"), holder.stderr
     with MemoryStore.open(root, lock_timeout=0.3, background=False) as store:
         assert store.persist_completed_turn(turn("after-holder")).status == "admitted"
     assert ids_in(root) == [*HASHES, run_hash("after-holder")]
@@ -544,14 +530,13 @@ def test_writer_lock_excludes_second_writer(
 
 
 def test_writer_lock_is_released_when_holder_is_killed(
-    held_root: tuple[Path, subprocess.Popen[str]],
+    held_root: tuple[Path, LockHolder],
 ) -> None:
     """B23: a SIGKILLed holder leaves no stale lock: the next writer opens at once."""
     root, holder = held_root
     with pytest.raises(LockTimeoutError):
         MemoryStore.open(root, lock_timeout=0.1, background=False)
-    holder.kill()
-    assert holder.wait(timeout=10) == -9
+    assert holder.kill() == -9
     with MemoryStore.open(root, lock_timeout=0.5, background=False) as store:
         assert [r["id"] for r in store.inspect()["records"]] == HASHES
     # the lock file now names us, not the dead holder

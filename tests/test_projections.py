@@ -2,7 +2,8 @@
 A13, K2, K6, K7, K10, K11, K12, N11; DESIGN 7).
 
 Roots are built with an injected clock so days are deterministic. The Markdown is checked
-against the index row for row, and the live root against a replay of its exported journal.
+against the index row for row; that the live root equals a replay of its exported journal, per
+tier, is tests/test_projection_contract.py.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 
+from helpers_index import index_rows
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.errors import IntegrityError
 from memory_es.history import iter_events, open_reader
@@ -29,7 +30,7 @@ from memory_es.intake import CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
-from projections.replay import Projector, generation_path, read_current
+from projections.replay import Projector
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, IndexProjection
 
 LITE: dict[str, Any] = {}
@@ -100,23 +101,9 @@ def parse_md(data: bytes, day: str, tag: str = "mem") -> list[tuple[str, dict[st
     return bullets
 
 
-def index_path(root: Path) -> Path:
-    generation = read_current(root)
-    assert generation is not None
-    return generation_path(root, generation)
-
-
-def query(root: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(index_path(root)), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
-
-
 def dump_index(root: Path) -> dict[str, list[tuple[Any, ...]]]:
-    return {table: query(root, f"SELECT {', '.join(cols)} FROM {table} "
-                              f"ORDER BY {DUMP_ORDER.get(table, 'rowid')}")
+    return {table: index_rows(root, f"SELECT {', '.join(cols)} FROM {table} "
+                                    f"ORDER BY {DUMP_ORDER.get(table, 'rowid')}")
             for table, cols in DUMP_TABLES.items()}
 
 
@@ -180,8 +167,8 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
         assert day == admissions[run_id].date().isoformat()
         assert fields["source_session"] == sessions[run_id]
 
-    rows = query(root, "SELECT id, kind, text, day, recorded_at, status, source_session, tier, "
-                       "source FROM memories")
+    rows = index_rows(root, "SELECT id, kind, text, day, recorded_at, status, source_session, "
+                            "tier, source FROM memories")
     assert len(rows) == 3
     for memory_id, kind, text, day, recorded, status, session, tier, source in rows:
         md_text, fields, md_day = md[memory_id]
@@ -201,7 +188,7 @@ def test_lite_normalises_whitespace_but_keeps_each_run(tmp_path: Path) -> None:
         assert store.drain() == 2
     bullets = parse_md((root / "daily" / "2026-03-01.md").read_bytes(), "2026-03-01")
     assert [t for t, _ in bullets] == ["Gecko climbs walls", "Gecko climbs walls"]
-    assert query(root, "SELECT COUNT(*) FROM memories") == [(2,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM memories") == [(2,)]
 
 
 def test_k7_session_limit_and_absent_session(tmp_path: Path) -> None:
@@ -220,7 +207,7 @@ def test_k7_session_limit_and_absent_session(tmp_path: Path) -> None:
         assert store.drain() == 4
     bullets = parse_md((root / "daily" / "2026-03-01.md").read_bytes(), "2026-03-01")
     by_case = {text.split()[2]: fields for text, fields in bullets}
-    indexed = dict(query(root, "SELECT text, source_session FROM memories"))
+    indexed = dict(index_rows(root, "SELECT text, source_session FROM memories"))
     for run_id, want in expected.items():
         fields = by_case[run_id]
         if want is None:
@@ -260,11 +247,11 @@ def test_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> No
     # The first line keeps its first recorded provenance; later repeats do not rewrite it.
     assert dict(bullets)[canonical]["source_session"] == "web:a"
     assert (root / "daily" / "2026-03-01.md").read_bytes().startswith(first)  # appended only
-    rows = query(root, "SELECT id, text, tier FROM memories ORDER BY rowid")
+    rows = index_rows(root, "SELECT id, text, tier FROM memories ORDER BY rowid")
     assert [(r[0], r[1]) for r in rows] == [(ids[canonical], canonical),
                                            (ids["buy oat milk today"], "buy oat milk today")]
     assert {r[2] for r in rows} == {"journal"}
-    assert query(root, "SELECT COUNT(*) FROM memories_fts") == [(2,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM memories_fts") == [(2,)]
     assert MemoryRoot.open(root).health().status == "clean"
 
 
@@ -299,9 +286,9 @@ def test_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
     assert (b2[1]["trigger"], b2[1]["speaker"], b2[1]["source"]) == (
         "cron", "trigger", "scheduled-task")
     assert "source_session" not in b2[1]
-    assert query(root, "SELECT COUNT(*) FROM memories") == [(0,)]
-    assert query(root, "SELECT COUNT(*) FROM memories_fts") == [(0,)]
-    assert query(root, "SELECT COUNT(*) FROM audit") == [(2,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM memories") == [(0,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM memories_fts") == [(0,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM audit") == [(2,)]
     assert MemoryRoot.open(root).health().status == "clean"
 
 
@@ -320,7 +307,7 @@ def test_bujo_capture_cron_disabled_gets_no_audit_line(tmp_path: Path) -> None:
     bullets = parse_md((root / "audit" / "2026-03-01.md").read_bytes(), "2026-03-01", "audit")
     assert [t for t, _ in bullets] == ["Osprey seen by a human"]
     assert b"cron" not in (root / "audit" / "2026-03-01.md").read_bytes()
-    assert query(root, "SELECT COUNT(*) FROM audit") == [(1,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM audit") == [(1,)]
 
 
 # -- K: escaping and metadata encoding -------------------------------------------------------------
@@ -387,7 +374,7 @@ def test_k2_metadata_values_are_percent_encoded(tmp_path: Path) -> None:
     comment = text.split("\n")[3]
     raw = comment[comment.index("source_session=") + len("source_session="):-3]
     assert re.fullmatch(r"[A-Za-z0-9%._~:@-]+", raw)
-    assert query(root, "SELECT source_session FROM memories ORDER BY rowid") == [
+    assert index_rows(root, "SELECT source_session FROM memories ORDER BY rowid") == [
         (session,), ("web:plain",)]
     assert MemoryRoot.open(root).health().status == "clean"
 
@@ -425,7 +412,7 @@ def test_k10_new_day_does_not_rewrite_earlier_day(tmp_path: Path) -> None:
     assert os.stat(day1).st_mtime_ns == st1.st_mtime_ns
 
 
-# -- determinism: live root == replay of its export -----------------------------------------------
+# -- replay of an export (live root == replay: tests/test_projection_contract.py) -----------------
 
 
 def build_mixed_root(root: Path, block: dict[str, Any]) -> None:
@@ -442,34 +429,6 @@ def build_mixed_root(root: Path, block: dict[str, Any]) -> None:
         admit(store, "m6", "Cron: feeds fine", trigger="cron", speaker_kind="trigger")
         store.drain()
         admit(store, "m7", "Undrained at export time", "web:q")
-
-
-@pytest.mark.parametrize("block", [LITE, JOURNAL, BUJO], ids=["lite", "journal", "bujo"])
-def test_live_root_equals_replay_of_its_export(tmp_path: Path, block: dict[str, Any]) -> None:
-    """DESIGN 7/D10: projections are a pure function of the journal: a replay from scratch of
-    the exported journal gives byte-identical Markdown, equal index dumps and the same export."""
-    live = tmp_path / "live"
-    build_mixed_root(live, block)
-    # Bring projections level with the journal (the undrained admission, BuJo's audit line).
-    with MemoryStore.open(live, config(block), background=False):
-        pass
-    assert MemoryRoot.open(live).health().status == "clean"
-    export = tmp_path / "export.jsonl"
-    count = MemoryRoot.open(live).export_to(export)
-    assert count > 0
-    replayed = tmp_path / "replayed"
-    report = replay_export(export, replayed)
-    assert report.position == count
-
-    live_tree, new_tree = tree(live), tree(replayed)
-    assert live_tree
-    assert (("audit" if block is BUJO else "daily") in {k.split("/")[0] for k in live_tree})
-    assert new_tree == live_tree
-    assert dump_index(replayed) == dump_index(live)
-    again = tmp_path / "again.jsonl"
-    assert MemoryRoot.open(replayed).export_to(again) == count
-    assert again.read_bytes() == export.read_bytes()
-    assert MemoryRoot.open(replayed).health().status == "clean"
 
 
 def test_tampered_export_is_refused(tmp_path: Path) -> None:
@@ -532,7 +491,7 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
         assert len(store.search("kiwi", limit=20)) == 5
     assert count_bullets(root) == {"Drained before the crash kiwi": 1,
                                    **{a: 1 for a in answers}}
-    assert query(root, "SELECT COUNT(*), COUNT(DISTINCT text) FROM memories") == [(5, 5)]
+    assert index_rows(root, "SELECT COUNT(*), COUNT(DISTINCT text) FROM memories") == [(5, 5)]
     report = MemoryRoot.open(root).health()
     assert (report.status, report.findings) == ("clean", [])
 
@@ -560,14 +519,14 @@ def test_failed_index_commit_after_markdown_write_converges(
     written = day.read_bytes()
     st = os.stat(day)
     assert count_bullets(root) == {"Before the failure walnut": 1, "During the failure walnut": 1}
-    assert query(root, "SELECT COUNT(*) FROM memories") == [(1,)]  # rolled back
+    assert index_rows(root, "SELECT COUNT(*) FROM memories") == [(1,)]  # rolled back
     assert MemoryRoot.open(root).health().exit_code == 1  # behind and disagreeing until caught up
 
     with MemoryStore.open(root, background=False) as store:
         assert len(store.search("walnut")) == 2
     assert day.read_bytes() == written
     assert os.stat(day).st_ino == st.st_ino
-    assert query(root, "SELECT COUNT(*) FROM memories") == [(2,)]
+    assert index_rows(root, "SELECT COUNT(*) FROM memories") == [(2,)]
     assert MemoryRoot.open(root).health().status == "clean"
 
 

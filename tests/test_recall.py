@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import memory_es.store.vectors
+from helpers_index import active_index_path, index_rows
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.intake import CompletedTurn
@@ -33,7 +34,7 @@ from memory_es.recall import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import rebuild_root
-from projections.replay import generation_path, read_current
+from projections.replay import open_active_index, read_current
 
 JOURNAL_FAKE: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 8}}
 CONCEPTS = {"tea": 0, "drink": 0, "beverage": 0, "like": 1, "enjoy": 1, "love": 1}
@@ -112,22 +113,8 @@ def embed_all(store: MemoryStore) -> list[int]:
     raise AssertionError(f"embed_pending never settled: {counts[-5:]}")
 
 
-def index_db(root: Path) -> Path:
-    generation = read_current(root)
-    assert generation is not None
-    return generation_path(root, generation)
-
-
-def query(root: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    conn = apsw.Connection(str(index_db(root)), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return [tuple(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
-
-
 def tamper(root: Path, sql: str, params: tuple[Any, ...] = ()) -> None:
-    conn = apsw.Connection(str(index_db(root)))
+    conn = apsw.Connection(str(active_index_path(root)))
     conn.setbusytimeout(5000)
     try:
         with conn:
@@ -137,19 +124,19 @@ def tamper(root: Path, sql: str, params: tuple[Any, ...] = ()) -> None:
 
 
 def memory_id(root: Path, text: str) -> str:
-    rows = query(root, "SELECT id FROM memories WHERE text = ?", (text,))
+    rows = index_rows(root, "SELECT id FROM memories WHERE text = ?", (text,))
     assert len(rows) == 1, rows
     return str(rows[0][0])
 
 
 def vectors_by_text(root: Path) -> dict[str, tuple[str, bytes]]:
-    rows = query(root, "SELECT m.text, v.identity, v.vector FROM vectors v "
-                       "JOIN memories m ON m.rowid = v.rowid")
+    rows = index_rows(root, "SELECT m.text, v.identity, v.vector FROM vectors v "
+                            "JOIN memories m ON m.rowid = v.rowid")
     return {r[0]: (r[1], bytes(r[2])) for r in rows}
 
 
 def vector_count(root: Path) -> int:
-    return int(query(root, "SELECT COUNT(*) FROM vectors")[0][0])
+    return int(index_rows(root, "SELECT COUNT(*) FROM vectors")[0][0])
 
 
 def ids(result: Any) -> list[str]:
@@ -304,7 +291,7 @@ def test_changed_identity_reembeds_and_drops_old_vectors(
     with open_store(root, other) as store:
         assert sum(embed_all(store)) == 40
         assert sorted(other.embedded()) == sorted(texts)
-        assert query(root, "SELECT DISTINCT identity FROM vectors") == [(other.identity.key,)]
+        assert index_rows(root, "SELECT DISTINCT identity FROM vectors") == [(other.identity.key,)]
         stored = vectors_by_text(root)
         assert len(stored) == 40
         for text, (_identity, blob) in stored.items():
@@ -321,7 +308,7 @@ def test_changed_identity_reembeds_and_drops_old_vectors(
     back = FakeEmbedder()
     with open_store(root, back) as store:
         assert sum(embed_all(store)) == 40
-        assert query(root, "SELECT DISTINCT identity FROM vectors") == [(back.identity.key,)]
+        assert index_rows(root, "SELECT DISTINCT identity FROM vectors") == [(back.identity.key,)]
     assert back.calls == []
 
 
@@ -335,8 +322,8 @@ def test_memory_without_vector_is_found_lexically(
     admit(store, ["Zebra crossing painted blue on Main Street"], prefix="late")
     store.drain()
     zebra = memory_id(root, "Zebra crossing painted blue on Main Street")
-    waiting = query(root, "SELECT m.id FROM memories m LEFT JOIN vectors v ON v.rowid = m.rowid "
-                          "WHERE v.rowid IS NULL")
+    waiting = index_rows(root, "SELECT m.id FROM memories m "
+                               "LEFT JOIN vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
     assert waiting == [(zebra,)]
     assert vector_count(root) == len(FACTS)
     result = store.recall("zebra crossing")
@@ -616,7 +603,7 @@ def test_local_embedder_end_to_end(tmp_path: Path) -> None:
         admit(store, facts)
         store.drain()
         assert embed_all(store) == [5]
-        identities = query(root, "SELECT DISTINCT identity FROM vectors")
+        identities = index_rows(root, "SELECT DISTINCT identity FROM vectors")
         assert identities == [('["local","all-MiniLM-L6-v2-onnx-int8",384]',)]
         result = store.recall("what drink do I enjoy?")
         assert result.degraded is False
@@ -636,10 +623,8 @@ def test_background_worker_embeds_without_embed_pending(
         deadline = time.monotonic() + 15
         count = 0
         while time.monotonic() < deadline:
-            generation = read_current(root) if (root / "index" / "CURRENT").exists() else None
-            if generation is not None:
-                conn = apsw.Connection(str(generation_path(root, generation)),
-                                       flags=apsw.SQLITE_OPEN_READONLY)
+            conn = open_active_index(root)
+            if conn is not None:
                 try:
                     count = int(conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
                 finally:

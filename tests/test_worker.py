@@ -17,8 +17,6 @@ import json
 import logging
 import os
 import stat
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,6 +28,7 @@ import apsw
 import pytest
 
 import memory_es.store.attempts
+from helpers_lock import LockHolder, hold_writer_lock
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
@@ -737,38 +736,11 @@ def test_b9_b10_resolved_payloads_beyond_the_retained_set_are_pruned(
 # --------------------------------------------------------------------------------------------
 # C3, C4, C16: the CLI behind the liveness fence
 
-HOLDER = """
-import sys
-from memory_es.intake import CompletedTurn
-from memory_es.store import MemoryStore
-
-with MemoryStore.open(sys.argv[1], background=False) as store:
-    r = store.persist_completed_turn(
-        CompletedTurn(run_id="held", outcome="success", answer="held answer"))
-    assert r.status == "admitted", r
-    print("ready", flush=True)
-    sys.stdin.readline()
-print("closed", flush=True)
-"""
-
-
 @pytest.fixture
-def holder(root: Path) -> Iterator[subprocess.Popen[str]]:
+def holder(root: Path) -> Iterator[LockHolder]:
     """An agent process holding the root's writer lock, its one intake still pending."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(root)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", proc.stderr.read() if proc.stderr else line
-        yield proc
-    finally:
-        if proc.poll() is None:
-            try:
-                proc.communicate(input="\n", timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+    with hold_writer_lock(root, [("held", "held answer")]) as h:
+        yield h
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -778,7 +750,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_c16_retry_and_resolve_refuse_while_the_agent_runs(
-    capsys: pytest.CaptureFixture[str], root: Path, holder: subprocess.Popen[str]
+    capsys: pytest.CaptureFixture[str], root: Path, holder: LockHolder
 ) -> None:
     """C16/C3/C4: retry and resolve exit 2 with one line naming the holder pid while an agent
     holds the root; once it stops they work (and resolve is then refused as already done)."""
@@ -791,9 +763,7 @@ def test_c16_retry_and_resolve_refuse_while_the_agent_runs(
         assert lines[0].startswith("memory-es: error:")
         assert f"pid {holder.pid}" in lines[0]
         assert out == ""
-    stdout, stderr = holder.communicate(input="\n", timeout=15)
-    assert holder.returncode == 0, stderr
-    assert stdout.strip().splitlines()[-1] == "closed"
+    assert holder.release() == (0, "closed\n"), holder.stderr
 
     code, out, err = cli(capsys, "--root", str(root), "retry")
     assert (code, err) == (0, "")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
+from memory_es.embeddings.base import check_texts
 
 _WORD = re.compile(r"\w+")
 
@@ -38,6 +39,7 @@ class WordBagEmbedder:
         return (v / np.linalg.norm(v)).astype(np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        check_texts(texts)
         if self.down:
             raise EmbeddingError("word-bag embedder is down", code="embedding_unavailable")
         self.calls += 1

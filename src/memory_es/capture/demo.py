@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
-from memory_es.capture.models import Message, ModelError
+from memory_es.capture.models import Message, ModelError, check_call
 from memory_es.intake import CompletedTurn
 
 DEMO_CONFIG = {"mode": "bujo", "writeMode": "capture",
@@ -67,7 +67,7 @@ class DemoChat:
         self.calls: list[str] = []
 
     def complete(self, messages: Sequence[Message], *, timeout: float) -> str:
-        prompt = messages[-1].content
+        prompt = check_call(messages, timeout)[-1].content
         stage = prompt.split("\n", 1)[0].removeprefix("stage: ")
         found = _TURN.search(prompt)
         turn = found.group(1) if found else ""
@@ -77,9 +77,11 @@ class DemoChat:
         if stage == "review":
             return json.dumps({"decisions": [{"index": int(i), "decision": "keep"}
                                              for i in _LISTED.findall(prompt)]})
-        if stage == "reconcile":  # the user's own word wins: supersede the Berlin line
-            (index,) = _LISTED.findall(prompt)
-            target = next(ref for ref, text in _OFFERED.findall(prompt) if "Berlin" in text)
+        berlin = [ref for ref, text in _OFFERED.findall(prompt) if "Berlin" in text]
+        listed = _LISTED.findall(prompt)
+        if stage == "reconcile" and berlin and len(listed) == 1:
+            # the user's own word wins: supersede the Berlin line
+            (index,), target = listed, berlin[0]
             return json.dumps({"decisions": [{
                 "index": int(index), "action": "SUPERSEDE", "target": target,
                 "text": "Morgan, the user's sister, lives in Madrid (moved 2026-11)"}]})

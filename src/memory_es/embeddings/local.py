@@ -150,7 +150,11 @@ class LocalEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        try:
+            (hidden,) = self._session.run(["last_hidden_state"], feeds)
+        except Exception as e:  # onnxruntime raises its own types: one error family for callers
+            raise EmbeddingError(f"local model inference failed ({type(e).__name__})",
+                                 code=UNAVAILABLE) from e
         hidden = np.asarray(hidden, dtype=np.float32)
         if hidden.shape[:2] != ids.shape or hidden.shape[2] != LOCAL_DIM:
             raise EmbeddingError(f"local model returned shape {hidden.shape}",
