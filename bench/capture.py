@@ -439,9 +439,9 @@ def fill(store: MemoryStore, clock: Clock, setup: list[Spec]) -> None:
             if result.status != "admitted":
                 raise SystemExit(f"setup turn {spec.run_id}: {result}")
         store.drain()
-    counts = store.inspect()["counts"]
-    if counts["active"]:
-        raise SystemExit(f"setup left intakes unresolved: {counts}")
+    counts = store.inspect().counts
+    if counts.active:
+        raise SystemExit(f"setup left intakes unresolved: {counts.to_json()}")
 
 
 def setup_root(directory: Path, cache: Path | None, maker: TurnMaker, model: BenchModel,
@@ -595,9 +595,9 @@ def run_turn(store: MemoryStore, clock: Clock, model: BenchModel, embedder: BagE
     drain_s = time.perf_counter() - t0
     if attempts != 1:
         raise SystemExit(f"turn {spec.run_id}: drain made {attempts} attempts, expected 1")
-    record = store.inspect(spec.intake_id)["records"][0]
-    if record["state"] != "resolved":
-        raise SystemExit(f"turn {spec.run_id} ({spec.kind}) not resolved: {record}")
+    record = store.inspect(spec.intake_id).records[0]
+    if record.state != "resolved":
+        raise SystemExit(f"turn {spec.run_id} ({spec.kind}) not resolved: {record.to_json()}")
     rows = list(journal.execute(
         "SELECT position, originator_id, originator_version, topic, state, chain FROM events "
         "WHERE position > ? ORDER BY position", (admitted_at,)))

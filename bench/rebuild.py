@@ -142,7 +142,7 @@ def generate(root: Path, observations: int, seed: int) -> float:
             for w in workers:
                 w.join()
             store.drain()
-        if store.inspect()["counts"]["active"]:
+        if store.inspect().counts.active:
             raise RuntimeError("intakes left unresolved after the last drain")
     return time.perf_counter() - t0
 

@@ -120,19 +120,19 @@ def phase_capacity(root: Path, seed: int) -> dict[str, Any]:
     with MemoryStore.open(root, background=False) as store:
         report = store.inspect()
     seconds = time.perf_counter() - t0
-    counts = report["counts"]
-    pending_ids = {r["id"] for r in report["records"] if r["state"] == "pending"}
+    counts = report.counts
+    pending_ids = {r.id for r in report.records if r.state == "pending"}
     checks = {
         "all_admitted": statuses == {"admitted": CAPACITY},
         "over_rejected": over.status == "rejected" and over.code == "too_many_active_records",
         "repeat_duplicate": repeat.status == "duplicate" and repeat.intake_id == ids[0],
-        "reopen_pending": counts["pending"] == CAPACITY and counts["total"] == CAPACITY,
+        "reopen_pending": counts.pending == CAPACITY and counts.total == CAPACITY,
         "nothing_lost": pending_ids == set(ids),
         "rejected_not_recorded": over.intake_id not in pending_ids,
     }
     return {"seconds": seconds, "admit_s": admit_s, "before_reopen_s": seconds_before_reopen,
             "statuses": statuses, "over": over.to_json(), "repeat": repeat.to_json(),
-            "pending_after_reopen": counts["pending"], "checks": checks,
+            "pending_after_reopen": counts.pending, "checks": checks,
             "ok": all(checks.values()), "peak_rss_mb": peak_rss_mb()}
 
 
@@ -174,7 +174,7 @@ def phase_worker(root: Path, n: int, seed: int) -> dict[str, Any]:
         if sum(admitted) != n:
             raise RuntimeError(f"admitted {sum(admitted)} of {n} (a host thread failed)")
         rss_admitted = vm_rss_kib()
-        # inspect() with one intake id still counts every record but builds one record dict.
+        # inspect() with one intake id still counts every record but builds one record.
         probe = batch[-1]
         from memory_es.ids import run_hash
 
@@ -182,12 +182,13 @@ def phase_worker(root: Path, n: int, seed: int) -> dict[str, Any]:
         deadline = time.monotonic() + RESOLVE_TIMEOUT_S
         polls = 0
         while True:
-            counts = store.inspect(probe_id)["counts"]
+            counts = store.inspect(probe_id).counts
             polls += 1
-            if counts["resolved"] == n and counts["pending"] == 0 and counts["dead"] == 0:
+            if counts.resolved == n and counts.pending == 0 and counts.dead == 0:
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"not resolved after {RESOLVE_TIMEOUT_S:.0f} s: {counts}")
+                raise RuntimeError(
+                    f"not resolved after {RESOLVE_TIMEOUT_S:.0f} s: {counts.to_json()}")
             time.sleep(POLL_S)
         resolve_s = time.perf_counter() - t0
         rss_resolved = vm_rss_kib()
@@ -236,12 +237,12 @@ def phase_floor(root: Path, n: int, seed: int) -> dict[str, Any]:
             admit_s += d0 - a0
             drain_s += time.perf_counter() - d0
         resolve_s = time.perf_counter() - t0
-        counts = store.inspect()["counts"]
+        counts = store.inspect().counts
     seconds = time.perf_counter() - t0
-    if counts["resolved"] != n or counts["active"]:
-        raise RuntimeError(f"floor left work unresolved: {counts}")
+    if counts.resolved != n or counts.active:
+        raise RuntimeError(f"floor left work unresolved: {counts.to_json()}")
     return {"resolve_s": resolve_s, "admit_s": admit_s, "drain_s": drain_s, "seconds": seconds,
-            "counts": counts, "rss_end_mb": round(vm_rss_kib() / 1024, 1),
+            "counts": counts.to_json(), "rss_end_mb": round(vm_rss_kib() / 1024, 1),
             "peak_rss_mb": peak_rss_mb()}
 
 

@@ -216,7 +216,7 @@ def main(argv: list[str]) -> int:
 
     from memory_es import fsutil
     from memory_es.config import parse_config
-    from memory_es.intake import CompletedTurn
+    from memory_es.intake import CompletedTurn, IntakeRecord
     from memory_es.store import MemoryStore
 
     crash_at = fsutil._CRASH_AT
@@ -256,8 +256,8 @@ def main(argv: list[str]) -> int:
         arm_now()
     gate.set()
 
-    def records() -> list[dict[str, Any]]:
-        return list(store.inspect()["records"])
+    def records() -> list[IntakeRecord]:
+        return list(store.inspect().records)
 
     if step == "hang":
         wait_until("hang", hanging.is_set)
@@ -267,13 +267,13 @@ def main(argv: list[str]) -> int:
     else:
         if step == "fail":
             wait_until("first attempts", lambda: all(
-                r["state"] == "resolved" or r["attempts"] >= 1 for r in records()))
+                r.state == "resolved" or r.attempts >= 1 for r in records()))
             say("failed-once")
             if arm == "retry":
                 arm_now()
             clock.offset += timedelta(minutes=5)  # past the first backoff (60 s)
             store.kick()
-        wait_until("resolution", lambda: all(r["state"] == "resolved" for r in records()))
+        wait_until("resolution", lambda: all(r.state == "resolved" for r in records()))
         say("processed")
     store.close()
     say("closed")

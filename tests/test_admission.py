@@ -313,7 +313,7 @@ def test_a6_sentinel_skips_and_writes_nothing(root: Path, open_store: Any, answe
     assert result.ok is True
     assert result.intake_id == rh("sentinel-run")
     assert count(root) == 0
-    assert store.inspect()["counts"]["total"] == 0
+    assert store.inspect().counts.total == 0
 
 
 @pytest.mark.parametrize(
@@ -400,7 +400,7 @@ def test_a2_write_mode_disabled_skips(root: Path, open_store: Any, block: dict[s
         assert (result.status, result.code) == ("skipped", "write_mode_disabled")
         assert result.intake_id == rh(f"r-{trigger}")
     assert count(root) == 0
-    assert store.inspect()["counts"]["total"] == 0
+    assert store.inspect().counts.total == 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -525,7 +525,7 @@ def test_a12_a13_cron_and_webhook_switches(
     expected_ids.append(rh("human-run"))
 
     assert [e.run_hash for e in events(root)] == expected_ids
-    assert [r["id"] for r in store.inspect()["records"]] == expected_ids
+    assert [r.id for r in store.inspect().records] == expected_ids
 
 
 # --------------------------------------------------------------------------------------------
@@ -584,8 +584,8 @@ def test_b18_at_most_4096_active_records(root: Path, open_store: Any) -> None:
     dup = store.persist_completed_turn(turn("run-7", "answer 7"))
     assert dup.status == "duplicate"
     assert_rejected(store.persist_completed_turn(turn("run-7", "changed")), "run_id_conflict")
-    counts = store.inspect()["counts"]
-    assert (counts["active"], counts["pending"], counts["total"]) == (4096, 4096, 4096)
+    counts = store.inspect().counts
+    assert (counts.active, counts.pending, counts.total) == (4096, 4096, 4096)
     store.close()
 
     reopened = open_store(LITE)
@@ -594,8 +594,8 @@ def test_b18_at_most_4096_active_records(root: Path, open_store: Any) -> None:
     )
     assert reopened.persist_completed_turn(turn("run-4095", "answer 4095")).status == "duplicate"
     report = MemoryRoot.open(root).inspect()
-    assert report["counts"]["active"] == 4096
-    assert [r["id"] for r in report["records"]] == ids
+    assert report.counts.active == 4096
+    assert [r.id for r in report.records] == ids
     assert count(root) == 4096
 
 
@@ -796,26 +796,26 @@ def test_c1_c2_inspect_counts_and_records_without_content(root: Path, open_store
     live = store.inspect()
     offline = MemoryRoot.open(root).inspect()
     assert live == offline
-    counts = live["counts"]
-    assert counts["pending"] == 3
-    assert counts["due"] == 3
-    assert counts["active"] == 3
-    assert counts["total"] == 3
-    assert counts["dead"] == 0
-    assert counts["resolved"] == 0
-    assert [r["id"] for r in live["records"]] == [rh(x) for x in run_ids]
-    assert all(r["state"] == "pending" for r in live["records"])
+    counts = live.counts
+    assert counts.pending == 3
+    assert counts.due == 3
+    assert counts.active == 3
+    assert counts.total == 3
+    assert counts.dead == 0
+    assert counts.resolved == 0
+    assert [r.id for r in live.records] == [rh(x) for x in run_ids]
+    assert all(r.state == "pending" for r in live.records)
 
     one = store.inspect(rh("run-b"))
-    assert [r["id"] for r in one["records"]] == [rh("run-b")]
-    assert MemoryRoot.open(root).inspect(rh("run-b"))["records"] == one["records"]
-    assert store.inspect("0" * 64)["records"] == []
+    assert [r.id for r in one.records] == [rh("run-b")]
+    assert MemoryRoot.open(root).inspect(rh("run-b")).records == one.records
+    assert store.inspect("0" * 64).records == ()
 
     for report in (live, offline, one):
-        text = json.dumps(report, ensure_ascii=False)
+        text = json.dumps(report.to_json(), ensure_ascii=False)
         for secret in secrets.values():
             assert secret not in text
-        for record in report["records"]:
+        for record in report.to_json()["records"]:
             assert "summary" not in record
             assert "session" not in record
     store.close()

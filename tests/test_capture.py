@@ -32,6 +32,7 @@ from helpers_index import active_index_path, index_connection, index_rows
 from memory_es.errors import MemoryEsError
 from memory_es.events import Memory
 from memory_es.ids import entity_key, run_hash
+from memory_es.intake import IntakeRecord
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
@@ -52,8 +53,8 @@ def stages(model: Any, run_id: str) -> list[str]:
     return [stage for stage, t in model.calls if t == run_hash(run_id)]
 
 
-def outcome(store: MemoryStore, run_id: str) -> Any:
-    return store.inspect(run_hash(run_id))["records"][0]
+def outcome(store: MemoryStore, run_id: str) -> IntakeRecord:
+    return store.inspect(run_hash(run_id)).records[0]
 
 
 MORGAN = [entity("m", "Morgan")]
@@ -79,7 +80,7 @@ def test_e2_novel_lines_are_added_with_graph_and_metadata(root: Path) -> None:
     with store:
         store.persist_completed_turn(turn("r1", "Morgan works at Acme. I like window seats."))
         assert store.drain() == 1
-        assert outcome(store, "r1")["outcome"] == "captured"
+        assert outcome(store, "r1").outcome == "captured"
     # E5: one review over the one eligible line; reconcile skipped (clearly novel)
     assert stages(model, "r1") == ["extract", "review"]
     assert lines(root) == {"Morgan works at Acme Robotics": ("open", "note"),
@@ -178,7 +179,7 @@ def test_e16_same_words_in_the_same_order_is_a_noop_without_a_classifier_call(
         store.persist_completed_turn(turn("seed", "Morgan lives in Berlin"))
         store.persist_completed_turn(turn("again", "Morgan lives in Berlin, as I said"))
         store.drain()
-        assert outcome(store, "again")["outcome"] == "empty"
+        assert outcome(store, "again").outcome == "empty"
     assert stages(model, "again") == ["extract", "review"]
     assert list(lines(root)) == ["Morgan lives in Berlin"]
 
@@ -449,7 +450,7 @@ def test_e22_review_may_not_drop_a_user_line(root: Path) -> None:
         store.persist_completed_turn(turn("r1", "Lyon"))
         store.drain()
         rec = outcome(store, "r1")
-    assert (rec["state"], rec["category"], rec["retained"]) == (
+    assert (rec.state, rec.category, rec.retained) == (
         "pending", "model_invalid_output", "extract")
     assert lines(root) == {}
 
@@ -464,10 +465,10 @@ def test_e23_e24_a_bad_review_retries_without_extracting_again(root: Path) -> No
     with store:
         store.persist_completed_turn(turn("r1", "Lyon, nights"))
         store.drain()
-        assert outcome(store, "r1")["state"] == "pending"
+        assert outcome(store, "r1").state == "pending"
         clock.advance(minutes=1)
         store.drain()
-        assert outcome(store, "r1")["outcome"] == "captured"
+        assert outcome(store, "r1").outcome == "captured"
     assert stages(model, "r1") == ["extract", "review", "review"]
     assert len(lines(root)) == 2
 
@@ -477,7 +478,7 @@ def _final_attempt(store: MemoryStore, clock: Clock, run_id: str) -> None:
     for _ in range(15):
         store.drain()
         clock.advance(hours=7)
-    assert outcome(store, run_id)["failures"] == 15
+    assert outcome(store, run_id).failures == 15
 
 
 def test_e25_the_final_attempt_keeps_the_unreviewed_plan(root: Path) -> None:
@@ -490,7 +491,7 @@ def test_e25_the_final_attempt_keeps_the_unreviewed_plan(root: Path) -> None:
         store.persist_completed_turn(turn("r1", "nice day"))
         _final_attempt(store, clock, "r1")
         store.drain()
-        assert outcome(store, "r1")["outcome"] == "captured"
+        assert outcome(store, "r1").outcome == "captured"
     assert stages(model, "r1") == ["extract"] + ["review"] * 16
     assert list(lines(root)) == ["Weather is nice"]
 
@@ -525,7 +526,7 @@ def test_a_failed_extraction_on_the_final_attempt_dead_letters(root: Path) -> No
         store.persist_completed_turn(turn("r1", "x"))
         _final_attempt(store, clock, "r1")
         store.drain()
-        assert outcome(store, "r1")["state"] == "dead"
+        assert outcome(store, "r1").state == "dead"
     assert lines(root) == {}
 
 
@@ -540,7 +541,7 @@ def test_e8_invalid_output_fails_the_attempt_and_never_counts_as_capture(root: P
         store.persist_completed_turn(turn("r1", "x"))
         store.drain()
         rec = outcome(store, "r1")
-    assert (rec["state"], rec["category"], rec["retained"]) == (
+    assert (rec.state, rec.category, rec.retained) == (
         "pending", "model_invalid_output", None)
     assert lines(root) == {} and not (root / GRAPH_FILE).exists()
 
@@ -619,7 +620,7 @@ def test_an_embedding_outage_retries_the_capture(root: Path) -> None:
         store.persist_completed_turn(turn("r1", "x"))
         store.drain()
         rec = outcome(store, "r1")
-        assert (rec["state"], rec["category"], rec["retained"]) == (
+        assert (rec.state, rec.category, rec.retained) == (
             "pending", "embedding_unavailable", "review")
     assert lines(root) == {}
 
@@ -648,7 +649,7 @@ def test_a16_an_empty_only_list_suppresses_capture_without_a_model_call(root: Pa
         store.persist_completed_turn(turn("r1", "I prefer aisle seats"))
         store.drain()
         rec = outcome(store, "r1")
-    assert (rec["outcome"], rec["reason_slug"]) == ("empty", "capture-only-empty")
+    assert (rec.outcome, rec.reason_slug) == ("empty", "capture-only-empty")
     assert model.calls == []
     assert (root / "audit" / "2026-05-04.md").exists()  # A17: the audit line stays
 
@@ -667,7 +668,7 @@ def test_c4_resolve_refuses_a_pending_record_with_a_retained_plan(root: Path) ->
         with pytest.raises(MemoryEsError) as err:
             store.resolve(run_hash("r1"), "give-up")
         assert err.value.code == "plan_retained"
-        assert outcome(store, "r1")["state"] == "pending"
+        assert outcome(store, "r1").state == "pending"
 
 
 def test_n2_lifecycle_written_straight_into_sqlite_is_canonical_mismatch(root: Path) -> None:
@@ -857,7 +858,7 @@ def test_e31_the_reconcile_model_classifies_and_nothing_else(root: Path) -> None
         store.persist_completed_turn(turn("seed", "x"))
         store.persist_completed_turn(turn("r2", "y"))
         store.drain()
-        assert outcome(store, "r2")["outcome"] == "captured"
+        assert outcome(store, "r2").outcome == "captured"
     assert {stage for stage, _ in main.calls} == {"extract", "review"}
     assert [stage for stage, _ in classifier.calls] == ["reconcile"]
 
@@ -879,7 +880,7 @@ def test_e32_a_reconcile_model_without_a_host_runtime_is_not_a_fallback(root: Pa
         store.drain()
         rec = outcome(store, "r2")
     # the default model never stands in for the classifier: the capture waits and retries
-    assert (rec["state"], rec["category"], rec["retained"]) == (
+    assert (rec.state, rec.category, rec.retained) == (
         "pending", "model_unavailable", "review")
     assert ("reconcile", run_hash("r2")) not in main.calls
 
@@ -900,7 +901,7 @@ def test_e36_e38_a_timeout_leaves_the_turn_pending_with_no_partial_graph(root: P
         assert result.status == "admitted"  # E37: the host's answer path is untouched
         store.drain()
         rec = outcome(store, "r2")
-    assert (rec["state"], rec["category"]) == ("pending", "model_timeout")
+    assert (rec.state, rec.category) == ("pending", "model_timeout")
     assert (root / GRAPH_FILE).read_bytes() == graph_before  # no Acme, no works_at
     assert list(lines(root)) == ["Morgan lives in Berlin"]
     assert MemoryRoot.open(root).health().status == "clean"
@@ -915,7 +916,7 @@ def test_a22_a_retained_task_plan_is_committed_as_a_note(root: Path) -> None:
     with store:
         store.persist_completed_turn(turn("r1", "remind me to buy stamps"))
         store.drain()
-        assert outcome(store, "r1")["retained"] == "extract"
+        assert outcome(store, "r1").retained == "extract"
     clock.advance(minutes=2)
     store, _ = open_capture(root, [{"stage": "review", "turn": run_hash("r1"),
                                     "response": review("keep")}], clock=clock)
@@ -981,7 +982,7 @@ def test_e6_two_candidates_may_rewrite_two_lines_but_never_one_line_twice(root: 
         store.persist_completed_turn(turn("seed", "x"))
         store.persist_completed_turn(turn("r2", "y"))
         store.drain()
-        assert outcome(store, "r2")["category"] == "model_invalid_output"  # a collision
+        assert outcome(store, "r2").category == "model_invalid_output"  # a collision
         clock.advance(minutes=1)
         store.drain()
     assert lines(root) == {"Morgan lives in Berlin": ("superseded", "note"),
@@ -1334,8 +1335,8 @@ def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working
             store.persist_completed_turn(turn(t, "x"))
             store.drain()
         c = outcome(store, "c")
-        assert (c["state"], c["category"], c["retained"]) == ("pending", "io_error", "reconcile")
-        assert outcome(store, "d")["outcome"] == "captured"  # later turns still project
+        assert (c.state, c.category, c.retained) == ("pending", "io_error", "reconcile")
+        assert outcome(store, "d").outcome == "captured"  # later turns still project
     assert len(json.loads((root / SIDECAR_FILE).read_bytes())["entries"]) == 1
     assert MemoryRoot.open(root).health().status == "clean"
     rebuild_root(root)

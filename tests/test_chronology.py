@@ -23,7 +23,7 @@ from helpers_index import active_index_path, index_connection
 from memory_es.cli import main
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
-from memory_es.recall import chronology
+from memory_es.recall import JournalPage, chronology
 from memory_es.recall.chronology import (
     PAGE_MAX_BYTES,
     SNAPSHOT_MAX_BYTES,
@@ -90,17 +90,17 @@ def code_of(excinfo: pytest.ExceptionInfo[MemoryEsError]) -> str:
     return excinfo.value.code
 
 
-def all_pages(journal: MemoryJournal, conn: apsw.Connection, first: dict[str, Any]
-              ) -> Iterator[dict[str, Any]]:
+def all_pages(journal: MemoryJournal, conn: apsw.Connection, first: JournalPage
+              ) -> Iterator[JournalPage]:
     page = first
     yield page
-    while page["cursor"] is not None:
-        page = journal.continue_(conn, page["cursor"])
+    while page.cursor is not None:
+        page = journal.continue_(conn, page.cursor)
         yield page
 
 
-def texts(page: dict[str, Any]) -> list[str]:
-    return [e["text"] for e in page["entries"]]
+def texts(page: JournalPage) -> list[str]:
+    return [e.text for e in page.entries]
 
 
 # -- a small shared root: March 2026 around the Berlin DST change -------------------------------
@@ -138,51 +138,52 @@ def test_half_open_utc_interval_echo_and_boundaries(small: apsw.Connection) -> N
     """I3: the range echo carries the civil dates, the zone and [fromUtc, toUtc) between
     local midnights; an entry at fromUtc is in, one at toUtc is out."""
     page = MemoryJournal().query(small, "2026-03-02", "2026-03-02", BERLIN)
-    assert page["range"] == {
+    assert page.range.to_json() == {
         "fromDate": "2026-03-02", "throughDate": "2026-03-02", "timeZone": BERLIN, "days": 1,
         "fromUtc": "2026-03-01T23:00:00.000Z", "toUtc": "2026-03-02T23:00:00.000Z",
         "interval": "half-open [fromUtc, toUtc)",
     }
     assert texts(page) == ["first instant of Berlin March 2", "morning of March 2",
                            "last instant of Berlin March 2"]
-    first = page["entries"][0]
-    assert first["recordedAt"] == "2026-03-01T23:00:00.000Z"
-    assert (first["day"], first["time"]) == ("2026-03-02", "00:00")  # civil day in the zone
-    assert first["source"] == "daily/2026-03-01.md"  # canonical daily ref (UTC admission day)
-    assert first["type"] == "observation" and first["status"] == "open"
-    assert page["noData"] is False and page["cursor"] is None
-    assert page["coverage"] == {"complete": True, "stoppedBy": "range_end", "entries": 3,
-                                "bytes": sum(entry_bytes(e) for e in page["entries"])}
+    first = page.entries[0]
+    assert first.recorded_at == "2026-03-01T23:00:00.000Z"
+    assert (first.day, first.time) == ("2026-03-02", "00:00")  # civil day in the zone
+    assert first.source == "daily/2026-03-01.md"  # canonical daily ref (UTC admission day)
+    assert first.type == "observation" and first.status == "open"
+    assert page.no_data is False and page.cursor is None
+    assert page.coverage.to_json() == {
+        "complete": True, "stoppedBy": "range_end", "entries": 3,
+        "bytes": sum(entry_bytes(e) for e in page.entries)}
 
 
 def test_same_dates_in_another_zone_shift_the_interval(small: apsw.Connection) -> None:
     """I3/I4: the zone is taken literally; explicit UTC is a zone like any other."""
     page = MemoryJournal().query(small, "2026-03-02", "2026-03-02", "UTC")
-    assert (page["range"]["fromUtc"], page["range"]["toUtc"]) == (
+    assert (page.range.to_json()["fromUtc"], page.range.to_json()["toUtc"]) == (
         "2026-03-02T00:00:00.000Z", "2026-03-03T00:00:00.000Z")
     assert texts(page) == ["morning of March 2", "last instant of Berlin March 2",
                            "first instant of Berlin March 3"]
     tokyo = MemoryJournal().query(small, "2026-03-02", "2026-03-02", "Asia/Tokyo")
-    assert tokyo["range"]["fromUtc"] == "2026-03-01T15:00:00.000Z"
+    assert tokyo.range.to_json()["fromUtc"] == "2026-03-01T15:00:00.000Z"
 
 
 def test_dst_spring_forward_day_has_23_hours(small: apsw.Connection) -> None:
     """2026-03-29 in Berlin: CET midnight to CEST midnight, 23 hours."""
     page = MemoryJournal().query(small, "2026-03-29", "2026-03-29", BERLIN)
-    start = datetime.fromisoformat(page["range"]["fromUtc"].replace("Z", "+00:00"))
-    end = datetime.fromisoformat(page["range"]["toUtc"].replace("Z", "+00:00"))
-    assert page["range"]["fromUtc"] == "2026-03-28T23:00:00.000Z"
-    assert page["range"]["toUtc"] == "2026-03-29T22:00:00.000Z"
+    start = datetime.fromisoformat(page.range.to_json()["fromUtc"].replace("Z", "+00:00"))
+    end = datetime.fromisoformat(page.range.to_json()["toUtc"].replace("Z", "+00:00"))
+    assert page.range.to_json()["fromUtc"] == "2026-03-28T23:00:00.000Z"
+    assert page.range.to_json()["toUtc"] == "2026-03-29T22:00:00.000Z"
     assert end - start == timedelta(hours=23)
     assert texts(page) == ["Berlin March 29, midnight CET", "Berlin March 29, 03:30 CEST",
                            "Berlin March 29, 23:59 CEST"]
-    assert [e["time"] for e in page["entries"]] == ["00:00", "03:30", "23:59"]
+    assert [e.time for e in page.entries] == ["00:00", "03:30", "23:59"]
 
 
 def test_dst_fall_back_day_has_25_hours(small: apsw.Connection) -> None:
     page = MemoryJournal().query(small, "2026-10-25", "2026-10-25", BERLIN)
-    assert page["range"]["fromUtc"] == "2026-10-24T22:00:00.000Z"
-    assert page["range"]["toUtc"] == "2026-10-25T23:00:00.000Z"
+    assert page.range.to_json()["fromUtc"] == "2026-10-24T22:00:00.000Z"
+    assert page.range.to_json()["toUtc"] == "2026-10-25T23:00:00.000Z"
 
 
 # -- I4: rejected ranges, dates and zones --------------------------------------------------------
@@ -191,8 +192,8 @@ def test_dst_fall_back_day_has_25_hours(small: apsw.Connection) -> None:
 def test_31_civil_days_inclusive_ok_32_rejected(small: apsw.Connection) -> None:
     journal = MemoryJournal()
     page = journal.query(small, "2026-03-01", "2026-03-31", BERLIN)
-    assert page["range"]["days"] == 31
-    assert len(page["entries"]) == 10  # all ten SMALL rows fall in 1-31 March Berlin
+    assert page.range.to_json()["days"] == 31
+    assert len(page.entries) == 10  # all ten SMALL rows fall in 1-31 March Berlin
     with pytest.raises(MemoryEsError) as e:
         journal.query(small, "2026-03-01", "2026-04-01", BERLIN)
     assert code_of(e) == "journal_range_too_long"
@@ -200,7 +201,7 @@ def test_31_civil_days_inclusive_ok_32_rejected(small: apsw.Connection) -> None:
         journal.query(small, "2026-02-28", "2026-03-31", BERLIN)
     assert code_of(e) == "journal_range_too_long"
     # Across the DST change, 31 civil days are still allowed though not 31 * 24 hours.
-    assert journal.query(small, "2026-03-15", "2026-04-14", BERLIN)["range"]["days"] == 31
+    assert journal.query(small, "2026-03-15", "2026-04-14", BERLIN).range.to_json()["days"] == 31
 
 
 def test_from_after_through_rejected(small: apsw.Connection) -> None:
@@ -260,22 +261,22 @@ def thirty(thirty_root: Path) -> Iterator[apsw.Connection]:
 def test_limit_defaults_to_10(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     page = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN)
-    assert page["limit"] == 10
+    assert page.limit == 10
     assert texts(page) == [f"entry {i:02d}" for i in range(10)]
-    assert page["cursor"] is not None
+    assert page.cursor is not None
     via_call = journal.call(thirty, {"fromDate": "2026-04-10", "throughDate": "2026-04-10",
                                      "timeZone": BERLIN})
-    assert len(via_call["entries"]) == 10
+    assert len(via_call.entries) == 10
 
 
 def test_limit_25_ok_and_pages_follow(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     pages = list(all_pages(journal, thirty,
                            journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 25)))
-    assert [len(p["entries"]) for p in pages] == [25, 5]
-    assert [p["offset"] for p in pages] == [0, 25]
+    assert [len(p.entries) for p in pages] == [25, 5]
+    assert [p.offset for p in pages] == [0, 25]
     assert [t for p in pages for t in texts(p)] == [f"entry {i:02d}" for i in range(30)]
-    assert pages[-1]["cursor"] is None
+    assert pages[-1].cursor is None
 
 
 def test_page_never_exceeds_25_entries(thirty: apsw.Connection) -> None:
@@ -283,8 +284,8 @@ def test_page_never_exceeds_25_entries(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     first = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 1)
     next(iter(journal._snapshots.values())).limit = 30
-    page = journal.continue_(thirty, first["cursor"])
-    assert len(page["entries"]) == 25 and page["offset"] == 1
+    page = journal.continue_(thirty, first.cursor)
+    assert len(page.entries) == 25 and page.offset == 1
 
 
 @pytest.mark.parametrize("limit", [26, 0, -1, 100, True, "10", 2.5])
@@ -298,7 +299,7 @@ def test_limit_is_kept_on_continuation(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     pages = list(all_pages(journal, thirty,
                            journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 7)))
-    assert [len(p["entries"]) for p in pages] == [7, 7, 7, 7, 2]
+    assert [len(p.entries) for p in pages] == [7, 7, 7, 7, 2]
 
 
 # -- I11: noData ---------------------------------------------------------------------------------
@@ -306,11 +307,11 @@ def test_limit_is_kept_on_continuation(thirty: apsw.Connection) -> None:
 
 def test_complete_empty_range_is_no_data(small: apsw.Connection) -> None:
     page = MemoryJournal().query(small, "2026-05-01", "2026-05-31", BERLIN)
-    assert page["noData"] is True
-    assert page["entries"] == [] and page["cursor"] is None
-    assert page["coverage"]["complete"] is True
+    assert page.no_data is True
+    assert page.entries == () and page.cursor is None
+    assert page.coverage.complete is True
     # A day whose only neighbour lies just outside the half-open interval is empty too.
-    assert MemoryJournal().query(small, "2026-03-01", "2026-03-01", "Asia/Tokyo")["noData"]
+    assert MemoryJournal().query(small, "2026-03-01", "2026-03-01", "Asia/Tokyo").no_data
 
 
 def test_backend_failure_is_generic_journal_unavailable(tmp_path: Path) -> None:
@@ -339,7 +340,7 @@ def test_page_capped_at_8_kib(long_root: Path) -> None:
     journal = MemoryJournal()
     pages = list(all_pages(journal, conn,
                            journal.query(conn, "2026-05-04", "2026-05-04", "UTC", 25)))
-    sizes = [[entry_bytes(e) for e in p["entries"]] for p in pages]
+    sizes = [[entry_bytes(e) for e in p.entries] for p in pages]
     assert all(sum(s) <= PAGE_MAX_BYTES for s in sizes)
     # Each page is full: the next entry would have crossed 8 KiB.
     for page_sizes, following in pairwise(sizes):
@@ -355,18 +356,18 @@ def test_text_capped_at_2_kib_with_marker(long_root: Path) -> None:
     pages = list(all_pages(journal, conn,
                            journal.query(conn, "2026-05-05", "2026-05-05", "UTC", 25)))
     conn.close()
-    assert [len(p["entries"]) for p in pages] == [3, 1]  # four ~2.3 KiB entries > 8 KiB
-    by_char = {e["text"][0]: e for p in pages for e in p["entries"]}
+    assert [len(p.entries) for p in pages] == [3, 1]  # four ~2.3 KiB entries > 8 KiB
+    by_char = {e.text[0]: e for p in pages for e in p.entries}
     for char in "yéw":
         entry = by_char[char]
-        assert entry["truncated"] is True
-        assert entry["text"].endswith(TRUNCATION_MARKER)
-        size = len(entry["text"].encode("utf-8"))
+        assert entry.truncated is True
+        assert entry.text.endswith(TRUNCATION_MARKER)
+        size = len(entry.text.encode("utf-8"))
         assert TEXT_MAX_BYTES - 4 < size <= TEXT_MAX_BYTES
     # Whole characters only.
-    assert by_char["é"]["text"].removesuffix(TRUNCATION_MARKER).strip("é") == ""
+    assert by_char["é"].text.removesuffix(TRUNCATION_MARKER).strip("é") == ""
     exact = by_char["z"]
-    assert exact["truncated"] is False and exact["text"] == "z" * TEXT_MAX_BYTES
+    assert exact.truncated is False and exact.text == "z" * TEXT_MAX_BYTES
 
 
 # -- I8: snapshot caps ---------------------------------------------------------------------------
@@ -382,10 +383,10 @@ def test_snapshot_capped_at_1000_entries(tmp_path: Path) -> None:
     conn.close()
     seen = [t for p in pages for t in texts(p)]
     assert seen == [f"n{i}" for i in range(SNAPSHOT_MAX_ENTRIES)]
-    coverage = pages[0]["coverage"]
-    assert coverage["complete"] is False and coverage["stoppedBy"] == "entry_cap"
-    assert coverage["entries"] == 1000
-    assert pages[0]["noData"] is False
+    coverage = pages[0].coverage
+    assert coverage.complete is False and coverage.stopped_by == "entry_cap"
+    assert coverage.entries == 1000
+    assert pages[0].no_data is False
 
 
 def test_snapshot_capped_at_2_mib(tmp_path: Path) -> None:
@@ -397,14 +398,14 @@ def test_snapshot_capped_at_2_mib(tmp_path: Path) -> None:
     pages = list(all_pages(journal, conn,
                            journal.query(conn, "2026-06-02", "2026-06-02", "UTC", 25)))
     conn.close()
-    entries = [e for p in pages for e in p["entries"]]
+    entries = [e for p in pages for e in p.entries]
     total = sum(entry_bytes(e) for e in entries)
-    coverage = pages[0]["coverage"]
-    assert coverage["stoppedBy"] == "byte_cap" and coverage["complete"] is False
-    assert coverage["bytes"] == total <= SNAPSHOT_MAX_BYTES
+    coverage = pages[0].coverage
+    assert coverage.stopped_by == "byte_cap" and coverage.complete is False
+    assert coverage.bytes == total <= SNAPSHOT_MAX_BYTES
     assert total + entry_bytes(entries[-1]) > SNAPSHOT_MAX_BYTES  # the next would not fit
     assert 800 < len(entries) < 950
-    assert [e["text"][:4] for e in entries] == [f"{i:04d}" for i in range(len(entries))]
+    assert [e.text[:4] for e in entries] == [f"{i:04d}" for i in range(len(entries))]
 
 
 # -- I6/I7: cursors and snapshots ----------------------------------------------------------------
@@ -417,21 +418,21 @@ def test_fifth_snapshot_evicts_the_oldest(thirty: apsw.Connection) -> None:
     fifth = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 5)
     assert journal.snapshot_count == 4
     with pytest.raises(MemoryEsError) as e:
-        journal.continue_(thirty, firsts[0]["cursor"])
+        journal.continue_(thirty, firsts[0].cursor)
     assert code_of(e) == "journal_cursor_expired"
     for page in (*firsts[1:], fifth):
-        assert texts(journal.continue_(thirty, page["cursor"])) == \
+        assert texts(journal.continue_(thirty, page.cursor)) == \
             [f"entry {i:02d}" for i in range(5, 10)]
     # A sixth evicts the second.
     journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 5)
     with pytest.raises(MemoryEsError) as e:
-        journal.continue_(thirty, firsts[1]["cursor"])
+        journal.continue_(thirty, firsts[1].cursor)
     assert code_of(e) == "journal_cursor_expired"
 
 
 def test_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
-    cursor = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN)["cursor"]
+    cursor = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
     assert isinstance(cursor, str)
     alphabet = string.ascii_letters + string.digits + "-_."
     for i, char in enumerate(cursor):  # every one-character change, padding bits included
@@ -444,12 +445,12 @@ def test_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
         with pytest.raises(MemoryEsError) as e:
             journal.continue_(thirty, junk)
         assert code_of(e) == "journal_invalid_cursor"
-    assert len(journal.continue_(thirty, cursor)["entries"]) == 10  # the original still works
+    assert len(journal.continue_(thirty, cursor).entries) == 10  # the original still works
 
 
 def test_cursor_from_another_handle_rejected(thirty: apsw.Connection) -> None:
     one, other = MemoryJournal(), MemoryJournal()
-    cursor = one.query(thirty, "2026-04-10", "2026-04-10", BERLIN)["cursor"]
+    cursor = one.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
     other.query(thirty, "2026-04-10", "2026-04-10", BERLIN)
     with pytest.raises(MemoryEsError) as e:
         other.continue_(thirty, cursor)
@@ -466,22 +467,22 @@ def test_cursor_accepts_only_its_exact_issued_offset(thirty: apsw.Connection) ->
         with pytest.raises(MemoryEsError) as e:
             journal.continue_(thirty, journal._sign(snapshot_id, offset))
         assert code_of(e) == "journal_invalid_cursor"
-    second = journal.continue_(thirty, first["cursor"])
-    assert second["offset"] == 10
-    assert journal.continue_(thirty, first["cursor"]) == second  # the same offset, same page
+    second = journal.continue_(thirty, first.cursor)
+    assert second.offset == 10
+    assert journal.continue_(thirty, first.cursor) == second  # the same offset, same page
 
 
 def test_continuation_rejects_range_or_limit_overrides(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
-    cursor = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN)["cursor"]
+    cursor = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
     for extra in ({"limit": 25}, {"fromDate": "2026-04-01"}, {"timeZone": "UTC"},
                   {"throughDate": "2026-04-11"}):
         with pytest.raises(MemoryEsError) as e:
             journal.call(thirty, {"cursor": cursor, **extra})
         assert code_of(e) == "journal_invalid_request"
     page = journal.call(None, {"cursor": cursor})
-    assert page["offset"] == 10 and page["limit"] == 10
-    assert page["range"]["fromDate"] == "2026-04-10"
+    assert page.offset == 10 and page.limit == 10
+    assert page.range.to_json()["fromDate"] == "2026-04-10"
 
 
 def test_continuation_is_frozen_against_later_writes(tmp_path: Path) -> None:
@@ -503,10 +504,10 @@ def test_continuation_is_frozen_against_later_writes(tmp_path: Path) -> None:
         writer.close()
         pages = list(all_pages(journal, conn, first))
         assert [t for p in pages for t in texts(p)] == [f"old {i:02d}" for i in range(12)]
-        assert all(e["status"] == "open" for p in pages for e in p["entries"])
+        assert all(e.status == "open" for p in pages for e in p.entries)
         fresh = journal.query(conn, "2026-07-01", "2026-07-01", "UTC", 25)
         assert texts(fresh)[:6] == [f"new {i:02d}" for i in range(6)]
-        assert "old 07" not in texts(fresh) and len(fresh["entries"]) == 17
+        assert "old 07" not in texts(fresh) and len(fresh.entries) == 17
         conn.close()
 
 
@@ -522,13 +523,13 @@ def test_terminal_statuses_excluded(tmp_path: Path) -> None:
     writer.close()
     conn = index(root)
     page = MemoryJournal().query(conn, "2026-08-01", "2026-08-01", "UTC")
-    assert [(e["text"], e["status"]) for e in page["entries"]] == [
+    assert [(e.text, e.status) for e in page.entries] == [
         ("m0", "open"), ("m2", "open"), ("m4", "done")]
     writer = index(root, writable=True)
     writer.execute("UPDATE memories SET status = 'dropped'")
     writer.close()
     empty = MemoryJournal().query(conn, "2026-08-01", "2026-08-01", "UTC")
-    assert empty["noData"] is True
+    assert empty.no_data is True
     conn.close()
 
 
@@ -545,14 +546,14 @@ def test_no_session_run_hash_paths_or_audit_rows(small_root: Path) -> None:
     finally:
         writer.execute("DELETE FROM audit WHERE rowid = 999999")
         writer.close()
-    dumped = json.dumps(page)
+    dumped = json.dumps(page.to_json())
     assert "raw audit observation" not in dumped
     assert "secret-thread" not in dumped
     assert str(small_root) not in dumped and "memory.db" not in dumped
     assert not any(h in dumped for h in run_hashes)
     assert all(set(e) == {"id", "recordedAt", "day", "time", "type", "status", "source",
-                          "text", "truncated"} for e in page["entries"])
-    assert len(page["entries"]) == 10 and page["untrusted"] is True
+                          "text", "truncated"} for e in page.to_json()["entries"])
+    assert len(page.entries) == 10 and page.to_json()["untrusted"] is True
 
 
 def test_unsafe_text_and_ids_become_markers(tmp_path: Path) -> None:
@@ -567,9 +568,9 @@ def test_unsafe_text_and_ids_become_markers(tmp_path: Path) -> None:
     page = MemoryJournal().query(conn, "2026-08-02", "2026-08-02", "UTC")
     conn.close()
     assert texts(page) == [UNSAFE_TEXT_MARKER] * 3 + ["t3", "t4"]
-    assert page["entries"][3]["id"] == UNSAFE_ID_MARKER
-    assert page["entries"][4]["id"] != UNSAFE_ID_MARKER
-    assert page["entries"][0]["id"] != UNSAFE_ID_MARKER  # a safe id stays with unsafe text
+    assert page.entries[3].id == UNSAFE_ID_MARKER
+    assert page.entries[4].id != UNSAFE_ID_MARKER
+    assert page.entries[0].id != UNSAFE_ID_MARKER  # a safe id stays with unsafe text
 
 
 def test_order_is_recorded_at_then_id(tmp_path: Path) -> None:
@@ -578,7 +579,7 @@ def test_order_is_recorded_at_then_id(tmp_path: Path) -> None:
     conn = index(root)
     page = MemoryJournal().query(conn, "2026-08-03", "2026-08-03", "UTC")
     conn.close()
-    ids = [e["id"] for e in page["entries"]]
+    ids = [e.id for e in page.entries]
     assert ids == sorted(ids) and len(ids) == 6
 
 
@@ -611,7 +612,8 @@ def test_cli_json_and_pages(thirty_root: Path, capsys: pytest.CaptureFixture[str
     assert first["limit"] == 12 and len(first["entries"]) == 12 and first["cursor"]
     assert run_cli(thirty_root, *base, "--page", "3", "--json") == 0
     third = json.loads(capsys.readouterr().out)
-    assert third["offset"] == 24 and texts(third) == [f"entry {i:02d}" for i in range(24, 30)]
+    assert third["offset"] == 24 and [e["text"] for e in third["entries"]] == [
+        f"entry {i:02d}" for i in range(24, 30)]
     assert third["cursor"] is None
     assert run_cli(thirty_root, *base, "--page", "4") == 2
     assert "past the end" in capsys.readouterr().err
@@ -661,10 +663,10 @@ def test_store_journal_pages_through_one_handle(tmp_path: Path) -> None:
                                                        answer=f"entry number {i}"))
         store.drain()
         first = store.journal("2026-04-10", "2026-04-10", "Europe/Berlin", limit=5)
-        assert [e["text"] for e in first["entries"]] == [f"entry number {i}" for i in range(5)]
-        second = store.journal_continue(first["cursor"])
-        assert [e["text"] for e in second["entries"]] == [f"entry number {i}" for i in range(5, 10)]
+        assert [e.text for e in first.entries] == [f"entry number {i}" for i in range(5)]
+        second = store.journal_continue(first.cursor)
+        assert [e.text for e in second.entries] == [f"entry number {i}" for i in range(5, 10)]
     with MemoryStore.open(tmp_path / "root", background=False, clock=clock) as other:
         with pytest.raises(MemoryEsError) as e:
-            other.journal_continue(first["cursor"])
+            other.journal_continue(first.cursor)
         assert code_of(e) == "journal_invalid_cursor"

@@ -191,7 +191,7 @@ def test_admit_exit_codes_and_json(capsys: pytest.CaptureFixture[str], root: Pat
     assert (obj["status"], obj["code"]) == ("rejected", "invalid_turn")
 
     report = MemoryRoot.open(root).inspect()
-    assert [r["id"] for r in report["records"]] == [rh("r1")]
+    assert [r.id for r in report.records] == [rh("r1")]
 
 
 def test_admit_options_reach_the_event(capsys: pytest.CaptureFixture[str], root: Path) -> None:
@@ -326,9 +326,9 @@ def test_admit_root_resolution(
     code, out, _ = run(capsys, "admit", "--run-id", "c", "--answer", "to default")
     assert code == 0
 
-    assert [r["id"] for r in MemoryRoot.open(explicit).inspect()["records"]] == [rh("a")]
-    assert [r["id"] for r in MemoryRoot.open(from_config).inspect()["records"]] == [rh("b")]
-    assert [r["id"] for r in MemoryRoot.open(cwd / ".memory").inspect()["records"]] == [rh("c")]
+    assert [r.id for r in MemoryRoot.open(explicit).inspect().records] == [rh("a")]
+    assert [r.id for r in MemoryRoot.open(from_config).inspect().records] == [rh("b")]
+    assert [r.id for r in MemoryRoot.open(cwd / ".memory").inspect().records] == [rh("c")]
     # inspect resolves the same way
     code, out, _ = run(capsys, "--config", str(config), "inspect", "--json")
     assert code == 0
@@ -383,7 +383,7 @@ def test_c2_inspect_one_id_json(
     assert record["state"] == "pending"
     assert "ANSWER-TWO" not in out
     full = MemoryRoot.open(root).inspect()
-    assert record == next(r for r in full["records"] if r["id"] == rh("run-2"))
+    assert record == next(r.to_json() for r in full.records if r.id == rh("run-2"))
 
 
 @pytest.mark.parametrize("bad_id", ["abc", "g" * 64, "a" * 63, "a" * 65])

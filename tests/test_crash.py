@@ -150,7 +150,7 @@ def check_turns(root: Path, new: list[str], expect_present: bool | None) -> set[
         assert len(again) == len(EARLIER) + len(new)
         assert len({oid for _p, oid, _s in again}) == len(again)
     with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
-        ids = [rec["id"] for rec in store.inspect()["records"]]
+        ids = [rec.id for rec in store.inspect().records]
     assert sorted(ids) == sorted(run_hash(r) for r in [*EARLIER, *new])
     return present
 
@@ -198,7 +198,7 @@ def test_crash_on_first_admission_of_a_new_root(tmp_path: Path, boundary: str) -
     crash(root, boundary, "single", ["first"])
     reopen_and_check_recovery(root, 0 if CATALOG_BEHIND[boundary] else None)
     with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
-        ids = [rec["id"] for rec in store.inspect()["records"]]
+        ids = [rec.id for rec in store.inspect().records]
         assert ids == ([run_hash("first")] if COMMITTED[boundary] else [])
         result = store.persist_completed_turn(turn("first"))
         assert result.status == ("duplicate" if COMMITTED[boundary] else "admitted")

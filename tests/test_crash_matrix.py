@@ -364,9 +364,9 @@ def test_kill_reopen_drain(tmp_path: Path, case: Case) -> None:
             want = "duplicate" if run_hash(run_id) in present else "admitted"
             assert result.status == want, (run_id, result)
         store.drain()
-        counts = store.inspect()["counts"]
-    assert counts["pending"] == counts["dead"] == 0, counts
-    assert counts["resolved"] == N + len(seeded), counts
+        counts = store.inspect().counts
+    assert counts.pending == counts.dead == 0, counts
+    assert counts.resolved == N + len(seeded), counts
 
     rows = read_rows(root, tmp_path / "after.jsonl")
     assert set(admitted_hashes(rows)) == {run_hash(r) for r, _ in planned} | seeded
@@ -377,6 +377,6 @@ def test_kill_reopen_drain(tmp_path: Path, case: Case) -> None:
         assert fresh.recorder.verify()[0] == len(rows)
     finally:
         fresh.close()
-    assert MemoryRoot.open(root).inspect()["counts"]["resolved"] == N + len(seeded)
+    assert MemoryRoot.open(root).inspect().counts.resolved == N + len(seeded)
     report = MemoryRoot.open(root).health()
     assert report.status == "clean", report.to_json()

@@ -73,7 +73,7 @@ def test_replaying_the_journal_reproduces_the_expected_tree(fixture: Path,
 
     report = MemoryRoot.open(root).health()
     assert report.status == "clean", report.to_json()
-    assert report.findings == []
+    assert report.findings == ()
     assert report.projection_position == report.journal_position > 0
 
 
@@ -187,7 +187,7 @@ def test_capture_fixture_replays_with_the_model_unreachable(
     embedder = _UnreachableEmbedder(config.embeddings.dim)
     with MemoryStore.open(root, config, background=False, embedder=embedder) as store:
         assert store.drain() == 0
-        assert store.inspect()["records"] == []  # nothing pending: nothing to ask a model
+        assert store.inspect().records == ()  # nothing pending: nothing to ask a model
     assert attempts == [], attempts  # (the embedder may be asked for vectors: it is down)
     assert regen.projection_tree(root) == want
     report = MemoryRoot.open(root).health()

@@ -62,7 +62,7 @@ def test_callers_queued_behind_a_commit_share_the_next_transaction(tmp_path: Pat
     assert batches == [1, 7]
     assert returned_before_commit == []
     assert set(results.values()) == {"admitted"} and len(results) == 8
-    assert MemoryRoot.open(tmp_path / "root").inspect()["counts"]["pending"] == 8
+    assert MemoryRoot.open(tmp_path / "root").inspect().counts.pending == 8
 
 
 def test_a_failed_shared_commit_rejects_every_caller_in_it_and_keeps_the_store_usable(
@@ -88,4 +88,4 @@ def test_a_failed_shared_commit_rejects_every_caller_in_it_and_keeps_the_store_u
     again = store.persist_completed_turn(CompletedTurn(run_id="a", outcome="success", answer="x"))
     assert again.status == "admitted"
     store.close()
-    assert MemoryRoot.open(tmp_path / "root").inspect()["counts"]["total"] == 1
+    assert MemoryRoot.open(tmp_path / "root").inspect().counts.total == 1

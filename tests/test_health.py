@@ -136,7 +136,7 @@ def test_clean_root_library(root: Path) -> None:
     """N*: a root whose projections equal a replay of its journal has no findings, exit 0."""
     report = MemoryRoot.open(root).health()
     assert report.status == "clean"
-    assert report.findings == []
+    assert report.findings == ()
     assert report.exit_code == 0
     assert report.journal_position == report.projection_position > 0
 
@@ -324,7 +324,7 @@ def test_in_progress_while_writer_alive(
     """N3: newly accepted intake work with the writer alive is in_progress, exit 0."""
     report = MemoryRoot.open(root).health()
     assert report.status == "in_progress"
-    assert report.findings == []
+    assert report.findings == ()
     assert report.exit_code == 0
     assert report.journal_position > report.projection_position
     code, out = run_cli(capsys, "--root", str(root), "health", "--json")
@@ -463,7 +463,7 @@ def capture_root(tmp_path: Path) -> tuple[Path, str]:
             "cap-1", "Heron-4410 summary", "web:cap", capture_text="Heron-4410 capture text"))
         assert result.status == "admitted"
         store.drain()  # resolves nothing (no capture pipeline yet); projects the audit line
-        assert store.inspect()["counts"]["pending"] == 1
+        assert store.inspect().counts.pending == 1
     assert MemoryRoot.open(root).health().status == "clean"
     return root, run_hash("cap-1")
 

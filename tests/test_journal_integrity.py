@@ -56,7 +56,7 @@ def admit(root: Path, run_ids: list[str], prefix: str = "") -> None:
 def ids_in(root: Path) -> list[str]:
     """Intake ids of the root in journal order, through a writer open (must succeed)."""
     with MemoryStore.open(root, background=False) as store:
-        return [r["id"] for r in store.inspect()["records"]]
+        return [r.id for r in store.inspect().records]
 
 
 def checkpoint(root: Path) -> None:
@@ -321,7 +321,7 @@ def test_journal_ahead_of_catalog_is_recovered_by_writer_only(tmp_path: Path) ->
     finally:
         reader.close()
     assert tail[0] == 5
-    assert [r["id"] for r in MemoryRoot.open(root).inspect()["records"]] == HASHES
+    assert [r.id for r in MemoryRoot.open(root).inspect().records] == HASHES
     assert path.read_bytes() == old_catalog
 
     # Writer: recovers, and the catalog now records the verified tail.
@@ -513,7 +513,7 @@ def test_writer_lock_excludes_second_writer(
         open_journal(root, writable=True, lock_timeout=0.1)
 
     # Readers take no lock.
-    assert [r["id"] for r in MemoryRoot.open(root).inspect()["records"]] == HASHES
+    assert [r.id for r in MemoryRoot.open(root).inspect().records] == HASHES
 
     out, errtext = cli.communicate(timeout=30)
     assert cli.returncode == 2, (out, errtext)
@@ -526,7 +526,7 @@ def test_writer_lock_excludes_second_writer(
     with MemoryStore.open(root, lock_timeout=0.3, background=False) as store:
         assert store.persist_completed_turn(turn("after-holder")).status == "admitted"
     assert ids_in(root) == [*HASHES, run_hash("after-holder")]
-    assert run_hash("blocked") not in [r["id"] for r in MemoryRoot.open(root).inspect()["records"]]
+    assert run_hash("blocked") not in [r.id for r in MemoryRoot.open(root).inspect().records]
 
 
 def test_writer_lock_is_released_when_holder_is_killed(
@@ -538,7 +538,7 @@ def test_writer_lock_is_released_when_holder_is_killed(
         MemoryStore.open(root, lock_timeout=0.1, background=False)
     assert holder.kill() == -9
     with MemoryStore.open(root, lock_timeout=0.5, background=False) as store:
-        assert [r["id"] for r in store.inspect()["records"]] == HASHES
+        assert [r.id for r in store.inspect().records] == HASHES
     # the lock file now names us, not the dead holder
     assert (root / LOCK_FILE).read_text().strip() == str(os.getpid())
 

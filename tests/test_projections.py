@@ -146,8 +146,8 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
         assert store.drain() == 0
         for run_id, answer in answers.items():
             hits = store.search(answer.split()[0])
-            assert [h["text"] for h in hits] == [answer]
-            assert hits[0]["id"] == run_memory_id(hashlib.sha256(run_id.encode()).hexdigest(), 0)
+            assert [h.text for h in hits] == [answer]
+            assert hits[0].id == run_memory_id(hashlib.sha256(run_id.encode()).hexdigest(), 0)
 
     assert daily_files(root) == ["2026-03-01.md", "2026-03-02.md"]
     assert not (root / "audit").exists()
@@ -351,7 +351,7 @@ def test_k_hostile_text_cannot_break_the_markdown(tmp_path: Path) -> None:
         assert word in text
     # The index keeps the (whitespace-normalised) text itself; FTS finds non-Latin scripts.
     with MemoryStore.open(root, background=False) as store:
-        assert [h["text"] for h in store.search("שלום")] == [" ".join(HOSTILE[6].split())]
+        assert [h.text for h in store.search("שלום")] == [" ".join(HOSTILE[6].split())]
     assert MemoryRoot.open(root).health().status == "clean"
 
 
@@ -486,14 +486,14 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
     assert count_bullets(root) == {"Drained before the crash kiwi": 1}  # projections behind
 
     with MemoryStore.open(root, background=False) as store:
-        assert store.inspect()["counts"]["pending"] == 0  # the crashed drain committed
+        assert store.inspect().counts.pending == 0  # the crashed drain committed
         assert store.drain() == 0
         assert len(store.search("kiwi", limit=20)) == 5
     assert count_bullets(root) == {"Drained before the crash kiwi": 1,
                                    **{a: 1 for a in answers}}
     assert index_rows(root, "SELECT COUNT(*), COUNT(DISTINCT text) FROM memories") == [(5, 5)]
     report = MemoryRoot.open(root).health()
-    assert (report.status, report.findings) == ("clean", [])
+    assert (report.status, report.findings) == ("clean", ())
 
 
 def test_failed_index_commit_after_markdown_write_converges(

@@ -101,8 +101,8 @@ def test_threads_racing_on_overlapping_run_ids(tmp_path: Path) -> None:
         assert events[0]["run_hash"] == run_hash(r)
     # The positions are 1..n with nothing else in between.
     report = MemoryRoot.open(root).inspect()
-    assert report["counts"]["total"] == n_ids
-    assert sorted(rec["position"] for rec in report["records"]) == list(range(1, n_ids + 1))
+    assert report.counts.total == n_ids
+    assert sorted(rec.position for rec in report.records) == list(range(1, n_ids + 1))
 
 
 def test_cli_processes_racing_on_one_root(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_cli_processes_racing_on_one_root(tmp_path: Path) -> None:
     assert stored[str(intake_uuid(run_hash("same")))][0]["summary"] == "identical answer"
     assert stored[str(intake_uuid(run_hash("clash")))][0]["summary"] == winner
     with MemoryStore.open(root, lock_timeout=1.0, background=False) as store:
-        assert store.inspect()["counts"]["total"] == 2
+        assert store.inspect().counts.total == 2
 
 
 def test_reader_sees_consistent_snapshots_while_writers_admit(tmp_path: Path) -> None:
@@ -194,9 +194,9 @@ def test_reader_sees_consistent_snapshots_while_writers_admit(tmp_path: Path) ->
                 assert not seen or count >= seen[-1], (seen[-1], count)
                 seen.append(count)
                 report = MemoryRoot.open(root).inspect()
-                assert report["counts"]["total"] >= count
-                assert not inspected or report["counts"]["total"] >= inspected[-1]
-                inspected.append(report["counts"]["total"])
+                assert report.counts.total >= count
+                assert not inspected or report.counts.total >= inspected[-1]
+                inspected.append(report.counts.total)
                 with cv:
                     exports_done += 1
                     cv.notify_all()

@@ -586,7 +586,7 @@ def test_health_is_clean_with_vector_cache_and_vectors(
         assert embed_all(store) == []
     assert (root / "embeddings" / "cache.db").is_file()
     report = MemoryRoot.open(root).health()
-    assert report.findings == []
+    assert report.findings == ()
     assert report.status == "clean"
 
 

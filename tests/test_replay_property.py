@@ -198,7 +198,7 @@ def test_live_projections_equal_replay_after_every_drain(
                 clock.tick()  # time moves per operation (days are crossed with big steps)
                 if op == DRAIN:
                     store.drain()
-                    assert store.inspect()["counts"]["pending"] == 0
+                    assert store.inspect().counts.pending == 0
                     export = _check_drain(live, scratch, number)
                     _check_journal(export, model)
                 elif op == REOPEN:  # pending intakes survive; the next drain projects them

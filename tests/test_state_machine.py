@@ -265,15 +265,15 @@ class IntakeMachine(RuleBasedStateMachine):
         if not self.models:
             return
         c = self.view.counts(self.now)
-        assert c["total"] == len(self.models)
-        assert c["pending"] + c["dead"] + c["resolved"] == c["total"]
-        assert c["due"] + c["delayed"] == c["pending"]
-        assert c["active"] == c["pending"] + c["dead"] == self.view.active
-        assert c["transitions"] == len(self.log)
+        assert c.total == len(self.models)
+        assert c.pending + c.dead + c.resolved == c.total
+        assert c.due + c.delayed == c.pending
+        assert c.active == c.pending + c.dead == self.view.active
+        assert c.transitions == len(self.log)
         states = Counter(m.state for m in self.models)
-        assert (c["pending"], c["dead"], c["resolved"]) == (
+        assert (c.pending, c.dead, c.resolved) == (
             states["pending"], states["dead"], states["resolved"])
-        assert c["due"] == sum(m.due(self.now) for m in self.models)
+        assert c.due == sum(m.due(self.now) for m in self.models)
         pending_due = [m.next_due_at for m in self.models
                        if m.state == "pending" and m.next_due_at is not None]
         assert self.view.next_due_at() == (min(pending_due) if pending_due else None)
@@ -409,28 +409,28 @@ def test_b6_b7_store_fails_n_times_then_resolves_or_dead_letters(
             for t in turns:
                 assert store.persist_completed_turn(t).status == "admitted"
             for _ in range(40):
-                counts = store.inspect()["counts"]
-                if counts["pending"] == 0:
+                counts = store.inspect().counts
+                if counts.pending == 0:
                     break
-                due = counts["due"]
+                due = counts.due
                 assert store.drain() == due  # one attempt per due intake, no more
-                pending = [r for r in store.inspect()["records"] if r["state"] == "pending"]
+                pending = [r for r in store.inspect().records if r.state == "pending"]
                 if pending:
-                    nxt = min(datetime.fromisoformat(r["next_due_at"]) for r in pending)
+                    nxt = min(r.next_due_at for r in pending if r.next_due_at is not None)
                     assert nxt > clock.now  # nothing due is left behind by a drain
                     clock.now = nxt + timedelta(seconds=late)
             report = store.inspect()
             # the live store lists unresolved records; a resolved one is looked up by id
-            states = {rid: store.inspect(rid)["records"][0] for rid in ids}
-        assert report["counts"]["pending"] == 0
+            states = {rid: store.inspect(rid).records[0] for rid in ids}
+        assert report.counts.pending == 0
         for rid, n in zip(ids, ns, strict=True):
             record = states[rid]
             if n < BUDGET:
-                assert (record["state"], record["outcome"]) == ("resolved", "projected")
-                assert record["attempts"] == n + 1
+                assert (record.state, record.outcome) == ("resolved", "projected")
+                assert record.attempts == n + 1
             else:
-                assert record["state"] == "dead"
-                assert record["attempts"] == record["failures"] == BUDGET
+                assert record.state == "dead"
+                assert record.attempts == record.failures == BUDGET
             assert flaky.calls[rid] == min(n + 1, BUDGET)
 
         events = journal_events(root)  # verifies the hash chain on reopen

@@ -36,7 +36,7 @@ from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory
 from memory_es.history import iter_events, open_reader
 from memory_es.ids import intake_uuid
-from memory_es.intake import CATEGORIES, CompletedTurn
+from memory_es.intake import CATEGORIES, CompletedTurn, IntakeRecord
 from memory_es.observe import ObserveProcessor
 from memory_es.root import MemoryRoot
 from memory_es.step import StepContext, StepFailure
@@ -90,18 +90,13 @@ def turn(run_id: str, answer: str, **kw: Any) -> CompletedTurn:
     return CompletedTurn(run_id=run_id, outcome="success", answer=answer, **kw)
 
 
-def iso(ts: datetime) -> str:
-    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def delay(k: int) -> timedelta:
     """B7, independently of the code: min(60 s x 2^(k-1), 6 h)."""
     return timedelta(seconds=min(60 * 2 ** (k - 1), 6 * 3600))
 
 
-def record(store: MemoryStore, intake_id: str) -> dict[str, Any]:
-    (rec,) = store.inspect(intake_id)["records"]
-    assert isinstance(rec, dict)
+def record(store: MemoryStore, intake_id: str) -> IntakeRecord:
+    (rec,) = store.inspect(intake_id).records
     return rec
 
 
@@ -210,10 +205,10 @@ def test_b6_background_worker_projects_an_admitted_turn_without_drain(root: Path
         result = store.persist_completed_turn(turn("bg-1", "Kestrel-5521 booked the ferry"))
         assert result.status == "admitted"
         intake_id = rh("bg-1")
-        wait_for(lambda: record(store, intake_id)["state"] == "resolved", "resolution",
+        wait_for(lambda: record(store, intake_id).state == "resolved", "resolution",
                  timeout=HEARTBEAT_SECONDS / 2)
         rec = record(store, intake_id)
-        assert (rec["outcome"], rec["attempts"]) == ("projected", 1)
+        assert (rec.outcome, rec.attempts) == ("projected", 1)
 
         def daily_has_text() -> bool:
             return any("Kestrel-5521 booked the ferry" in p.read_text("utf-8")
@@ -221,9 +216,9 @@ def test_b6_background_worker_projects_an_admitted_turn_without_drain(root: Path
 
         wait_for(lambda: (root / "daily").is_dir() and daily_has_text(), "the daily file")
         hits = wait_for(lambda: store.search("Kestrel"), "the index")
-        assert [h["text"] for h in hits] == ["Kestrel-5521 booked the ferry"]
+        assert [h.text for h in hits] == ["Kestrel-5521 booked the ferry"]
     report = MemoryRoot.open(root).health()
-    assert (report.status, report.findings) == ("clean", [])
+    assert (report.status, report.findings) == ("clean", ())
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,37 +239,37 @@ def test_b7_b8_worker_follows_the_backoff_schedule_to_dead_letter(
         intake_id = rh("sched")
         assert store.persist_completed_turn(turn("sched", answer)).status == "admitted"
         for k in range(1, BUDGET + 1):
-            wait_for(lambda k=k: record(store, intake_id)["attempts"] == k, f"attempt {k}")
+            wait_for(lambda k=k: record(store, intake_id).attempts == k, f"attempt {k}")
             rec = record(store, intake_id)
-            assert rec["failures"] == k
-            assert rec["category"] == CATEGORIES[(k - 1) % len(CATEGORIES)]
-            counts = store.inspect()["counts"]
-            assert counts["transitions"] == 1 + k
+            assert rec.failures == k
+            assert rec.category == CATEGORIES[(k - 1) % len(CATEGORIES)]
+            counts = store.inspect().counts
+            assert counts.transitions == 1 + k
             if k < BUDGET:
-                assert rec["state"] == "pending"
-                assert rec["due"] is False
-                assert rec["attempts_left"] == BUDGET - k
-                assert rec["next_due_at"] == iso(clock.now + delay(k))
-                assert (counts["pending"], counts["delayed"], counts["due"]) == (1, 1, 0)
-                assert (counts["dead"], counts["active"]) == (0, 1)
+                assert rec.state == "pending"
+                assert rec.due is False
+                assert rec.attempts_left == BUDGET - k
+                assert rec.next_due_at == clock.now + delay(k)
+                assert (counts.pending, counts.delayed, counts.due) == (1, 1, 0)
+                assert (counts.dead, counts.active) == (0, 1)
                 clock.now += delay(k)
                 store.kick()
             else:
-                assert rec["state"] == "dead"
-                assert (rec["next_due_at"], rec["due"], rec["attempts_left"]) == (None, False, 0)
-                assert (counts["pending"], counts["dead"], counts["active"]) == (0, 1, 1)
+                assert rec.state == "dead"
+                assert (rec.next_due_at, rec.due, rec.attempts_left) == (None, False, 0)
+                assert (counts.pending, counts.dead, counts.active) == (0, 1, 1)
         report = store.inspect()
-        assert all(r["category"] in CATEGORIES for r in report["records"])
-        text = json.dumps(report)
+        assert all(r.category in CATEGORIES for r in report.records)
+        text = json.dumps(report.to_json())
         assert "Pangolin" not in text and "Tuesday" not in text
 
         # dead stays dead: a later pass (barrier: a second admission's first attempt) skips it
         clock.now += timedelta(days=30)
         store.kick()
         assert store.persist_completed_turn(turn("barrier", "other")).status == "admitted"
-        wait_for(lambda: record(store, rh("barrier"))["attempts"] == 1, "the barrier attempt")
+        wait_for(lambda: record(store, rh("barrier")).attempts == 1, "the barrier attempt")
         assert failing.calls.count(intake_id) == BUDGET
-        assert record(store, intake_id)["state"] == "dead"
+        assert record(store, intake_id).state == "dead"
 
     events = [e for e in journal_events(root) if e.originator_id == intake_uuid(intake_id)]
     failed = of(events, Intake.AttemptFailed)
@@ -308,15 +303,15 @@ def test_b8_unexpected_exception_counts_as_internal(root: Path, clock: Clock) ->
                           shutdown_timeout=FAST) as store:
         intake_id = rh("crash")
         assert store.persist_completed_turn(turn("crash", "x")).status == "admitted"
-        wait_for(lambda: record(store, intake_id)["attempts"] == 1, "the first attempt")
+        wait_for(lambda: record(store, intake_id).attempts == 1, "the first attempt")
         rec = record(store, intake_id)
-        assert (rec["state"], rec["category"]) == ("pending", "internal")
-        assert rec["next_due_at"] == iso(clock.now + delay(1))
+        assert (rec.state, rec.category) == ("pending", "internal")
+        assert rec.next_due_at == clock.now + delay(1)
         clock.now += delay(1)
         store.kick()  # the worker thread survived the exception
-        wait_for(lambda: record(store, intake_id)["attempts"] == 2, "the second attempt")
-        assert record(store, intake_id)["category"] == "internal"
-        assert "Quokka" not in json.dumps(store.inspect())
+        wait_for(lambda: record(store, intake_id).attempts == 2, "the second attempt")
+        assert record(store, intake_id).category == "internal"
+        assert "Quokka" not in json.dumps(store.inspect().to_json())
     out = io.BytesIO()
     MemoryRoot.open(root).export(out)
     assert b"Quokka" not in out.getvalue()
@@ -344,9 +339,9 @@ def test_b6_admission_never_waits_for_a_busy_worker(root: Path, clock: Clock) ->
         assert not admit.is_alive(), "admission waited for the worker"
         assert results == ["admitted"]
         assert not blocking.finished.is_set()  # the step was blocked the whole time
-        assert record(store, rh("first"))["state"] == "pending"
+        assert record(store, rh("first")).state == "pending"
         blocking.release.set()
-        wait_for(lambda: store.inspect()["counts"]["resolved"] == 2, "both resolutions")
+        wait_for(lambda: store.inspect().counts.resolved == 2, "both resolutions")
     finally:
         blocking.release.set()
         store.close()
@@ -361,8 +356,8 @@ def fail_to_dead(store: MemoryStore, clock: Clock, intake_id: str, failures: int
     for _ in range(failures):
         assert store.drain() == 1
         rec = record(store, intake_id)
-        if rec["next_due_at"] is not None:
-            clock.now = datetime.fromisoformat(rec["next_due_at"])
+        if rec.next_due_at is not None:
+            clock.now = rec.next_due_at
 
 
 def test_c3_retry_gives_a_dead_intake_a_fresh_budget(root: Path, clock: Clock) -> None:
@@ -373,26 +368,26 @@ def test_c3_retry_gives_a_dead_intake_a_fresh_budget(root: Path, clock: Clock) -
         intake_id = rh("dead")
         store.persist_completed_turn(turn("dead", "d"))
         fail_to_dead(store, clock, intake_id, BUDGET)
-        assert record(store, intake_id)["state"] == "dead"
+        assert record(store, intake_id).state == "dead"
         assert store.drain() == 0
         clock.now += timedelta(minutes=5)
         assert store.retry(intake_id) == [intake_id]
         rec = record(store, intake_id)
-        assert (rec["state"], rec["due"], rec["failures"], rec["attempts_left"]) == (
+        assert (rec.state, rec.due, rec.failures, rec.attempts_left) == (
             "pending", True, 0, BUDGET)
-        assert rec["attempts"] == BUDGET
-        assert rec["next_due_at"] == iso(clock.now)
+        assert rec.attempts == BUDGET
+        assert rec.next_due_at == clock.now
         fail_to_dead(store, clock, intake_id, BUDGET - 1)
         rec = record(store, intake_id)
-        assert (rec["state"], rec["failures"]) == ("pending", BUDGET - 1)
+        assert (rec.state, rec.failures) == ("pending", BUDGET - 1)
         fail_to_dead(store, clock, intake_id, 1)
         rec = record(store, intake_id)
-        assert (rec["state"], rec["attempts"]) == ("dead", 2 * BUDGET)
+        assert (rec.state, rec.attempts) == ("dead", 2 * BUDGET)
         # and a retried dead intake that then succeeds resolves once
         assert store.retry() == [intake_id]
         failing.succeed = True
         assert store.drain() == 1
-        assert record(store, intake_id)["outcome"] == "projected"
+        assert record(store, intake_id).outcome == "projected"
     events = journal_events(root)
     assert len(of(events, Intake.RetryRequested)) == 2
     assert len(of(events, Intake.DeadLettered)) == 2
@@ -407,14 +402,14 @@ def test_c3_retry_makes_a_delayed_intake_due_now(root: Path, clock: Clock) -> No
         store.persist_completed_turn(turn("delayed", "d"))
         assert store.drain() == 1
         clock.now += timedelta(seconds=20)  # due after 60 s: still delayed
-        assert record(store, intake_id)["due"] is False
+        assert record(store, intake_id).due is False
         assert store.retry() == [intake_id]
         rec = record(store, intake_id)
-        assert (rec["state"], rec["due"], rec["failures"]) == ("pending", True, 0)
-        assert rec["next_due_at"] == iso(clock.now)
+        assert (rec.state, rec.due, rec.failures) == ("pending", True, 0)
+        assert rec.next_due_at == clock.now
         failing.succeed = True
         assert store.drain() == 1
-        assert record(store, intake_id)["state"] == "resolved"
+        assert record(store, intake_id).state == "resolved"
 
 
 def test_c3_retry_ignores_resolved_and_due_intakes(root: Path, clock: Clock) -> None:
@@ -435,14 +430,14 @@ def test_c3_retry_ignores_resolved_and_due_intakes(root: Path, clock: Clock) -> 
         assert store.drain() == 2
         assert store.retry(rh("done")) == []
         store.persist_completed_turn(turn("due", "due one"))  # pending and due now
-        before = store.inspect()["counts"]["transitions"]
+        before = store.inspect().counts.transitions
         assert store.retry(rh("due")) == []
-        assert store.inspect()["counts"]["transitions"] == before
+        assert store.inspect().counts.transitions == before
         assert store.retry() == [rh("delayed")]
-        assert store.inspect()["counts"]["transitions"] == before + 1
+        assert store.inspect().counts.transitions == before + 1
         assert store.retry() == []  # now due: nothing left to retry
-        assert store.inspect()["counts"]["transitions"] == before + 1
-        assert record(store, rh("done"))["state"] == "resolved"
+        assert store.inspect().counts.transitions == before + 1
+        assert record(store, rh("done")).state == "resolved"
         with pytest.raises(MemoryEsError) as err:
             store.retry("f" * 64)
         assert err.value.code == "not_found"
@@ -465,11 +460,11 @@ def test_c4_resolve_records_operator_resolved_and_keeps_duplicate_protection(
         assert store.drain() == 1
         store.resolve(intake_id, "provider-retired")
         rec = record(store, intake_id)
-        assert (rec["state"], rec["outcome"], rec["reason_slug"]) == (
+        assert (rec.state, rec.outcome, rec.reason_slug) == (
             "resolved", "operator_resolved", "provider-retired")
-        assert rec["attempts"] == 1  # the operator's resolution is not an attempt
-        counts = store.inspect()["counts"]
-        assert (counts["active"], counts["resolved"], counts["pending"]) == (0, 1, 0)
+        assert rec.attempts == 1  # the operator's resolution is not an attempt
+        counts = store.inspect().counts
+        assert (counts.active, counts.resolved, counts.pending) == (0, 1, 0)
         assert store.persist_completed_turn(turn("lost", "the lost turn")).status == "duplicate"
         other = store.persist_completed_turn(turn("lost", "different bytes"))
         assert (other.status, other.code) == ("rejected", "run_id_conflict")
@@ -495,8 +490,8 @@ def test_c4_resolve_refuses_bad_slugs(root: Path, clock: Clock, slug: str) -> No
         with pytest.raises(MemoryEsError) as err:
             store.resolve(rh("s"), slug)
         assert err.value.code == "invalid_slug"
-        assert record(store, rh("s"))["state"] == "pending"
-        assert store.inspect()["counts"]["transitions"] == 1
+        assert record(store, rh("s")).state == "pending"
+        assert store.inspect().counts.transitions == 1
 
 
 def test_c4_resolve_refuses_unknown_and_already_resolved(root: Path, clock: Clock) -> None:
@@ -510,14 +505,14 @@ def test_c4_resolve_refuses_unknown_and_already_resolved(root: Path, clock: Cloc
         store.persist_completed_turn(turn("b", "operator one"))
         store.resolve(rh("b"), "b" * 64)
         assert store.drain() == 1
-        transitions = store.inspect()["counts"]["transitions"]
+        transitions = store.inspect().counts.transitions
         for intake_id in (rh("a"), rh("b")):
             with pytest.raises(MemoryEsError) as err:
                 store.resolve(intake_id, "again")
             assert err.value.code == "already_resolved"
-        assert store.inspect()["counts"]["transitions"] == transitions
-        assert record(store, rh("a"))["outcome"] == "projected"
-        assert record(store, rh("b"))["reason_slug"] == "b" * 64
+        assert store.inspect().counts.transitions == transitions
+        assert record(store, rh("a")).outcome == "projected"
+        assert record(store, rh("b")).reason_slug == "b" * 64
 
 
 def test_c4_resolve_a_bujo_capture_intake_whose_model_is_down(
@@ -535,11 +530,11 @@ def test_c4_resolve_a_bujo_capture_intake_whose_model_is_down(
         assert result.status == "admitted"
         assert store.drain() == 1
         rec = record(store, intake_id)
-        assert (rec["state"], rec["due"], rec["category"], rec["retained"]) == (
+        assert (rec.state, rec.due, rec.category, rec.retained) == (
             "pending", False, "model_unavailable", None)
         store.resolve(intake_id, "model-gone")
         rec = record(store, intake_id)
-        assert (rec["state"], rec["outcome"]) == ("resolved", "operator_resolved")
+        assert (rec.state, rec.outcome) == ("resolved", "operator_resolved")
         assert store.persist_completed_turn(
             turn("cap", "summary", capture_text="Wombat-1207 capture text")
         ).status == "duplicate"
@@ -558,8 +553,8 @@ def test_b22_close_drains_due_work(root: Path) -> None:
             assert store.persist_completed_turn(turn(f"d{i}", f"drained {i}")).status == \
                 "admitted"
     report = MemoryRoot.open(root).inspect()
-    assert report["counts"]["resolved"] == 5
-    assert report["counts"]["pending"] == 0
+    assert report.counts.resolved == 5
+    assert report.counts.pending == 0
 
 
 def test_b22_a_hanging_step_cannot_block_close(root: Path) -> None:
@@ -582,11 +577,11 @@ def test_b22_a_hanging_step_cannot_block_close(root: Path) -> None:
     finally:
         hanging.release.set()
     assert hanging.finished.wait(5)
-    (rec,) = MemoryRoot.open(root).inspect()["records"]
-    assert (rec["state"], rec["attempts"], rec["due"]) == ("pending", 0, True)
+    (rec,) = MemoryRoot.open(root).inspect().records
+    assert (rec.state, rec.attempts, rec.due) == ("pending", 0, True)
     assert [type(e) for e in journal_events(root)] == [Intake.Admitted]
     with MemoryStore.open(root, shutdown_timeout=FAST) as store:  # restart resumes it
-        wait_for(lambda: record(store, rh("hang"))["state"] == "resolved", "the resumed step")
+        wait_for(lambda: record(store, rh("hang")).state == "resolved", "the resumed step")
     assert MemoryRoot.open(root).health().status == "clean"
 
 
@@ -603,12 +598,12 @@ def test_b22_cooperative_cancellation(root: Path) -> None:
     assert not closer.is_alive(), "close did not return"
     assert cooperative.finished.is_set()
     assert cooperative.contexts[0].cancel.is_set()
-    (rec,) = MemoryRoot.open(root).inspect()["records"]
-    assert (rec["state"], rec["attempts"]) == ("pending", 0)
+    (rec,) = MemoryRoot.open(root).inspect().records
+    assert (rec.state, rec.attempts) == ("pending", 0)
     assert [type(e) for e in journal_events(root)] == [Intake.Admitted]
     with MemoryStore.open(root, background=False) as store:
         assert store.drain() == 1
-        assert record(store, rh("coop"))["outcome"] == "projected"
+        assert record(store, rh("coop")).outcome == "projected"
 
 
 # --------------------------------------------------------------------------------------------
@@ -634,10 +629,10 @@ def test_b19_b20_snapshot_after_admission(root: Path, clock: Clock) -> None:
         assert snap["pid"] == os.getpid()
         assert snap["shutdown"] == "running"
         assert datetime.fromisoformat(snap["heartbeat"]) == clock.now
-        counts = store.inspect()["counts"]
-        assert snap["counts"] == counts
-        assert counts["total"] == counts["resolved"] == 1
-        assert counts["transitions"] == 2
+        counts = store.inspect().counts
+        assert snap["counts"] == counts.to_json()
+        assert counts.total == counts.resolved == 1
+        assert counts.transitions == 2
         assert {"pending", "dead", "resolved", "due", "transitions"} <= set(snap["counts"])
         raw = snapshot_path(root).read_bytes()
         assert b"Axolotl" not in raw and b"gate code" not in raw
@@ -676,7 +671,7 @@ def test_b21_a_failing_snapshot_publish_never_blocks_the_transition(
         root, clock=clock, shutdown_timeout=FAST
     ) as store:
         assert store.persist_completed_turn(turn("nosnap", "still saved")).status == "admitted"
-        wait_for(lambda: record(store, rh("nosnap"))["state"] == "resolved", "resolution")
+        wait_for(lambda: record(store, rh("nosnap")).state == "resolved", "resolution")
     assert any("snapshot publish failed" in r.getMessage() for r in caplog.records)
     events = journal_events(root)
     (resolved,) = of(events, Intake.Resolved)
@@ -711,7 +706,7 @@ def test_b9_b10_resolved_payloads_beyond_the_retained_set_are_pruned(
         assert payload_ids(root) == set(ids)  # 3 resolved: all within the retained set
         clock.now += timedelta(minutes=1)
         assert store.drain() == 2
-        assert store.inspect()["counts"]["resolved"] == 5
+        assert store.inspect().counts.resolved == 5
         assert payload_ids(root) == {ids[4], ids[0], ids[1]}
         # an operator resolution is a resolution too: it pushes the oldest kept one out
         late = turn("cap-5", "summary 5", capture_text="capture text 5")
@@ -800,7 +795,7 @@ def test_c3_cli_retry_resolve_drain_on_a_stopped_root(
     code, out, _ = cli(capsys, "--root", str(root), "retry", rh("delayed"))
     assert (code, out) == (
         0, f"retry {rh('delayed')}: fresh budget of 16 attempts, due now\n")
-    assert MemoryRoot.open(root).inspect(rh("delayed"))["records"][0]["due"] is True
+    assert MemoryRoot.open(root).inspect(rh("delayed")).records[0].due is True
 
     for argv in (("retry", "xyz"), ("retry", "A" * 64), ("resolve", "1234", "slug"),
                  ("resolve", rh("delayed"), "Bad Slug"), ("retry", "f" * 64)):
@@ -809,4 +804,4 @@ def test_c3_cli_retry_resolve_drain_on_a_stopped_root(
         assert out == ""
         assert len(err.strip().splitlines()) == 1
         assert err.startswith("memory-es: error:")
-    assert MemoryRoot.open(root).inspect(rh("delayed"))["records"][0]["state"] == "pending"
+    assert MemoryRoot.open(root).inspect(rh("delayed")).records[0].state == "pending"

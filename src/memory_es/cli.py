@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_es.config import ConfigError, MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError
-from memory_es.intake import CompletedTurn
+from memory_es.intake import CompletedTurn, iso_ms
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
 from memory_es.transfer import rebuild_root, replay_export
@@ -92,24 +92,24 @@ def _check_id(intake_id: str) -> str:
 def cmd_inspect(args: argparse.Namespace) -> int:
     intake_id = _check_id(args.id) if args.id else None
     report = _reader(args).inspect(intake_id)
-    if intake_id is not None and not report["records"]:
+    if intake_id is not None and not report.records:
         raise CliError(f"no intake with id {intake_id}")
     if args.json:
-        _print_json(report if intake_id is None else report["records"][0])
+        _print_json(report.to_json() if intake_id is None else report.records[0].to_json())
         return 0
-    counts = report["counts"]
+    counts = report.counts.to_json()
     print(" ".join(f"{k}={counts[k]}" for k in sorted(counts)))
-    for r in report["records"]:
-        if r["state"] == "pending":
-            detail = f"{'due' if r['due'] else 'delayed':<7} next={r['next_due_at']}"
-        elif r["state"] == "dead":
-            detail = f"category={r['category']}"
+    for r in report.records:
+        if r.state == "pending":
+            detail = f"{'due' if r.due else 'delayed':<7} next={iso_ms(r.next_due_at)}"
+        elif r.state == "dead":
+            detail = f"category={r.category}"
         else:
-            detail = f"outcome={r['outcome']}"
-        if r.get("retained") and r["state"] != "resolved":
-            detail += f" retained={r['retained']}"  # a capture resumes after this stage
-        print(f"{r['id']}  {r['state']:<8} attempts={r['attempts']} "
-              f"admitted={r['admitted_at']} {detail}")
+            detail = f"outcome={r.outcome}"
+        if r.retained and r.state != "resolved":
+            detail += f" retained={r.retained}"  # a capture resumes after this stage
+        print(f"{r.id}  {r.state:<8} attempts={r.attempts} "
+              f"admitted={iso_ms(r.admitted_at)} {detail}")
     return 0
 
 
@@ -128,9 +128,9 @@ def cmd_drain(args: argparse.Namespace) -> int:
     config = _config(args)
     with MemoryStore.open(_root(args, config), config, background=False) as store:
         count = store.drain(timeout=args.timeout)
-        counts = store.inspect()["counts"]
-    print(f"ran {count} attempts; pending={counts['pending']} (due={counts['due']}, "
-          f"delayed={counts['delayed']}) dead={counts['dead']} resolved={counts['resolved']}")
+        counts = store.inspect().counts
+    print(f"ran {count} attempts; pending={counts.pending} (due={counts.due}, "
+          f"delayed={counts.delayed}) dead={counts.dead} resolved={counts.resolved}")
     return 0
 
 
@@ -235,10 +235,10 @@ def cmd_journal(args: argparse.Namespace) -> int:
     try:
         result = root.journal(request)
         for page in range(2, args.page + 1):
-            if result["cursor"] is None:
+            if result.cursor is None:
                 raise CliError(f"page {args.page} is past the end: the range has "
                                f"{page - 1} page(s)")
-            result = root.journal({"cursor": result["cursor"]})
+            result = root.journal({"cursor": result.cursor})
     except CliError:
         raise
     except MemoryEsError as e:
@@ -246,18 +246,18 @@ def cmd_journal(args: argparse.Namespace) -> int:
                 if e.code == "journal_invalid_cursor" else "")
         raise MemoryEsError(f"{e.code}: {e}{hint}", code=e.code) from e
     if args.json:
-        _print_json(result)
+        _print_json(result.to_json())
         return 0
-    r = result["range"]
+    r = result.range.to_json()
     print(f"{r['fromDate']}..{r['throughDate']} {r['timeZone']} = "
           f"[{r['fromUtc']}, {r['toUtc']})", file=sys.stderr)
-    if result["noData"]:
+    if result.no_data:
         print("no memories in this range")
-    for entry in result["entries"]:
-        print(f"{entry['day']} {entry['time']} {entry['text']}")
-    if not result["coverage"]["complete"]:
-        print(f"snapshot stopped early: {result['coverage']['stoppedBy']}", file=sys.stderr)
-    if result["cursor"] is not None:
+    for entry in result.entries:
+        print(f"{entry.day} {entry.time} {entry.text}")
+    if not result.coverage.complete:
+        print(f"snapshot stopped early: {result.coverage.stopped_by}", file=sys.stderr)
+    if result.cursor is not None:
         print(f"more: --page {args.page + 1}", file=sys.stderr)
     return 0
 

@@ -111,8 +111,8 @@ def _demo_capture(root: Path, step: Callable[[str], None], run_at: Cli) -> int:
         for turn in (FIRST, SECOND):
             result = store.persist_completed_turn(turn)
             store.drain()
-            record = store.inspect(result.intake_id)["records"][0]
-            print(f"{turn.run_id}: {result.status}, then {record['outcome']} "
+            record = store.inspect(result.intake_id).records[0]
+            print(f"{turn.run_id}: {result.status}, then {record.outcome} "
                   f"(model calls so far: {', '.join(model.calls)})")
         while store.embed_pending():  # what the background worker does after each pass
             pass

@@ -30,12 +30,19 @@ from memory_es.history import (
     open_reader,
     verified_index,
 )
-from memory_es.intake import utc_now
+from memory_es.intake import IntakeReport, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
-from memory_es.recall import MemoryJournal, Recall, Recaller, RecallResult, embeddings_block
+from memory_es.recall import (
+    JournalPage,
+    MemoryJournal,
+    Recall,
+    Recaller,
+    RecallResult,
+    embeddings_block,
+)
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from projections.health import Finding, HealthReport, audit
-from projections.sqlite_index import fts_search
+from projections.search import SearchHit, fts_search
 
 log = logging.getLogger("memory_es")
 
@@ -74,7 +81,7 @@ class MemoryRoot:
         with open_reader(self.root) as opened:
             yield opened
 
-    def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
+    def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2)."""
         with self.reader() as opened:
             return fold_intakes(opened).report(utc_now(), intake_id)
@@ -129,7 +136,7 @@ class MemoryRoot:
         with verified_index(self.root) as conn:
             yield conn
 
-    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Lexical FTS5 search (bm25) over the active index."""
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
@@ -146,7 +153,7 @@ class MemoryRoot:
             return Recaller(self.config, embedder).search(conn, query, now=utc_now(),
                                                           limit=limit)
 
-    def journal(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def journal(self, request: Mapping[str, Any]) -> JournalPage:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and
         ``limit``, or exactly ``{"cursor": ...}`` from an earlier page of this handle."""
         with self.index() as conn:

@@ -14,11 +14,11 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import apsw
+import msgspec
 
 from memory_es.errors import MemoryEsError, NotARootError
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
@@ -42,23 +42,28 @@ _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalo
 _SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
-@dataclass(frozen=True, order=True)
-class Finding:
-    """One problem: stable ``code``, root-relative ``path``, content-free ``detail``."""
+HealthStatus = Literal["clean", "in_progress", "findings", "cannot_audit"]
+
+
+class Finding(msgspec.Struct, frozen=True, order=True):
+    """One problem: stable ``code``, root-relative ``path``, content-free ``detail``.
+    Findings order by code, then path, then detail."""
 
     code: str
     path: str
     detail: str
 
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "detail": self.detail}
 
-@dataclass
-class HealthReport:
+
+class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     """The audit result; ``exit_code`` is what ``memory-es health`` exits with."""
 
-    status: str  # clean | in_progress | findings | cannot_audit
+    status: HealthStatus
     journal_position: int = 0
     projection_position: int = 0
-    findings: list[Finding] = field(default_factory=list)
+    findings: tuple[Finding, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -69,7 +74,7 @@ class HealthReport:
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "journal_position": self.journal_position,
                 "projection_position": self.projection_position,
-                "findings": [asdict(f) for f in sorted(self.findings)]}
+                "findings": [f.to_json() for f in sorted(self.findings)]}
 
 
 def writer_alive(root: Path) -> bool:
@@ -267,70 +272,64 @@ def audit(
     ``journal_checks(opened)`` adds intake findings (payloads)."""
     root = Path(root)
     if not os.path.lexists(root):
-        return HealthReport("cannot_audit", findings=[Finding("not_a_root", ".", "absent")])
-    report = HealthReport("clean")
-    report.findings += list(hygiene(root))
+        return HealthReport(status="cannot_audit", findings=(Finding("not_a_root", ".", "absent"),))
+    findings = list(hygiene(root))
     try:
         opened = open_journal(root)
     except NotARootError:
-        return HealthReport("cannot_audit", findings=[Finding("not_a_root", ".", "no journal")])
+        return HealthReport(status="cannot_audit",
+                            findings=(Finding("not_a_root", ".", "no journal"),))
     except MemoryEsError as e:
-        report.findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
-        report.findings = sorted(set(report.findings))
-        report.status = "findings"
-        return report
+        findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
+        return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     try:
         head = opened.recorder.max_notification_id() or 0
-        report.journal_position = head
-        report.findings += list(journal_checks(opened))
+        findings += list(journal_checks(opened))
         try:
             generation = read_current(root)
         except MemoryEsError as e:  # nothing in index/ can be judged without the pointer
-            report.findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
-            report.findings += [f for f in _unexpected_files(root, None)
-                                if not f.path.startswith(INDEX_DIR + "/")]
-            report.findings = sorted(set(report.findings))
-            report.status = "findings"
-            return report
-        report.findings += list(_unexpected_files(root, generation))
+            findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
+            findings += [f for f in _unexpected_files(root, None)
+                         if not f.path.startswith(INDEX_DIR + "/")]
+            return HealthReport(status="findings", journal_position=head,
+                                findings=tuple(sorted(set(findings))))
+        findings += list(_unexpected_files(root, generation))
         live_db = generation_path(root, generation) if generation is not None else None
         if live_db is None or not live_db.is_file():
             if head:
-                report.findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
-            report.status = "findings" if report.findings else "clean"
-            return report
+                findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
+            return HealthReport(status="findings" if findings else "clean",
+                                journal_position=head, findings=tuple(findings))
         live = apsw.Connection(str(live_db), flags=apsw.SQLITE_OPEN_READONLY)
         try:
             row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
             position = int(row[0])
-            report.projection_position = position
             with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
                 expected = build_generation(Path(scratch) / "memory.db",
                                             events_upto(opened, position))
                 try:
-                    report.findings += list(_compare_files(root, render_all(expected)))
-                    report.findings += list(_compare_index(
+                    findings += list(_compare_files(root, render_all(expected)))
+                    findings += list(_compare_index(
                         live, expected.conn, str(live_db.relative_to(root))))
                 finally:
                     expected.close()
-            report.findings += list(_compare_provenance(root, live))
-            report.findings += list(_compare_sidecar(root, live))
+            findings += list(_compare_provenance(root, live))
+            findings += list(_compare_sidecar(root, live))
         finally:
             live.close()
         if position > head:
-            report.findings.append(Finding("projection_ahead", INDEX_DIR,
-                                           f"index at {position}, journal at {head}"))
-        elif position < head and not report.findings:
+            findings.append(Finding("projection_ahead", INDEX_DIR,
+                                    f"index at {position}, journal at {head}"))
+        elif position < head and not findings:
             if writer_alive(root):
-                report.status = "in_progress"
-                return report
-            report.findings.append(Finding("projection_behind", INDEX_DIR,
-                                           f"index at {position}, journal at {head}"))
+                return HealthReport(status="in_progress", journal_position=head,
+                                    projection_position=position)
+            findings.append(Finding("projection_behind", INDEX_DIR,
+                                    f"index at {position}, journal at {head}"))
     finally:
         opened.close()
-    report.findings = sorted(set(report.findings))
-    report.status = "findings" if report.findings else "clean"
-    return report
+    return HealthReport(status="findings" if findings else "clean", journal_position=head,
+                        projection_position=position, findings=tuple(sorted(set(findings))))
 
 
 def _rel(root: Path, error: Exception) -> str:

@@ -13,10 +13,11 @@ import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import apsw
+import msgspec
 
 from memory_es.errors import MemoryEsError
 from memory_es.fsutil import (
@@ -277,14 +278,18 @@ def managed_files(root: Path) -> list[str]:
     return found
 
 
-@dataclass
-class RebuildReport:
-    """What a rebuild changed: counts only, never content."""
+class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rebuild changed: the generation it activated at a journal position, and the
+    root-relative paths of the files it rewrote and removed; never content."""
 
     generation: int
     position: int
-    written: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
+    written: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"generation": self.generation, "position": self.position,
+                "written": list(self.written), "removed": list(self.removed)}
 
 
 def build_generation(path: Path, events: Iterable[tuple[int, object]]) -> IndexProjection:
@@ -330,14 +335,17 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
         index.set_meta(GRAPH_BYTES, str(len(expected.get(GRAPH_FILE, b""))))
         index.set_meta(SIDECAR_BYTES, str(len(expected.get(SIDECAR_FILE, b""))))
         index.flush()
-        report = RebuildReport(generation=generation, position=index.position)
+        written: list[str] = []
+        removed: list[str] = []
         for relpath, data in sorted(expected.items()):
             if _write_if_changed(root, relpath, data):
-                report.written.append(relpath)
+                written.append(relpath)
         for relpath in managed_files(root):
             if relpath not in expected:
                 os.unlink(root / relpath)
-                report.removed.append(relpath)
+                removed.append(relpath)
+        report = RebuildReport(generation=generation, position=index.position,
+                               written=tuple(written), removed=tuple(removed))
     except BaseException:  # never leave a half-built generation behind
         index.close()
         shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)

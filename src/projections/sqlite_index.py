@@ -387,15 +387,3 @@ def fts_query(text: str) -> str:
     terms = ['"' + t.replace('"', '""') + '"' for t in text.split()]
     return " OR ".join(terms)
 
-
-def fts_search(conn: apsw.Connection, query: str, limit: int) -> list[dict[str, Any]]:
-    """Best bm25 matches: id, text, day, recorded_at, score (lower bm25 is better)."""
-    match = fts_query(query)
-    if not match:
-        return []
-    rows = conn.execute(
-        "SELECT m.id, m.text, m.day, m.recorded_at, bm25(memories_fts) AS score "
-        "FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        "WHERE memories_fts MATCH ? ORDER BY score, m.rowid LIMIT ?", (match, limit))
-    return [{"id": r[0], "text": r[1], "day": r[2], "recorded_at": r[3], "bm25": r[4]}
-            for r in rows]

@@ -7,7 +7,7 @@ from the index, and nothing that writes a journal.
 - :mod:`~memory_es.recall.vectors`: the vector cache, the pending-vector queue, the matrix;
 - :mod:`~memory_es.recall.candidates`: the SQL candidate pool, ``recall`` and ``auto_block``;
 - :mod:`~memory_es.recall.card`: the person card; :mod:`~memory_es.recall.chronology`:
-  MemoryJournal;
+  MemoryJournal, whose typed pages are :mod:`~memory_es.recall.journal_page`;
 - :mod:`~memory_es.recall.engine`: :class:`Recaller`, config + embedder + calibration bound once;
 - :mod:`~memory_es.recall.calibrate`, :mod:`~memory_es.recall.labelled`,
   :mod:`~memory_es.recall.calibrate_report`: fitting a calibration (``memory-es calibrate``);
@@ -35,6 +35,7 @@ from memory_es.recall.engine import (
     configured_calibration,
     embeddings_block,
 )
+from memory_es.recall.journal_page import JournalCoverage, JournalEntry, JournalPage
 from memory_es.recall.render import (
     AUTO_HEADING,
     BACKGROUND_HEADING,
@@ -77,6 +78,9 @@ __all__ = [
     "Candidate",
     "Fact",
     "Hit",
+    "JournalCoverage",
+    "JournalEntry",
+    "JournalPage",
     "MemoryJournal",
     "Recall",
     "RecallResult",

@@ -46,6 +46,14 @@ from zoneinfo import ZoneInfo, available_timezones
 import apsw
 
 from memory_es.errors import MemoryEsError
+from memory_es.recall.journal_page import (
+    JournalCoverage,
+    JournalEntry,
+    JournalPage,
+    Range,
+    StoppedBy,
+    iso_ms,
+)
 from memory_es.vocabulary import TERMINAL_STATUSES  # G22 / I14: never returned
 
 MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
@@ -116,11 +124,6 @@ def check_limit(limit: object) -> int:
     return limit
 
 
-def iso_ms(ts: datetime) -> str:
-    """The index's timestamp form: UTC, milliseconds, Z."""
-    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def local_midnight_utc(day: date, zone: ZoneInfo) -> datetime:
     """The UTC instant at which ``day`` starts in ``zone``.
 
@@ -128,29 +131,6 @@ def local_midnight_utc(day: date, zone: ZoneInfo) -> datetime:
     ambiguous midnight to its first occurrence: either way the day's first instant.
     """
     return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
-
-
-@dataclass(frozen=True)
-class Range:
-    """A validated request range and its half-open UTC interval."""
-
-    from_date: date
-    through_date: date
-    zone_name: str
-    zone: ZoneInfo
-    from_utc: datetime
-    to_utc: datetime
-
-    def echo(self) -> dict[str, Any]:
-        return {
-            "fromDate": self.from_date.isoformat(),
-            "throughDate": self.through_date.isoformat(),
-            "timeZone": self.zone_name,
-            "days": (self.through_date - self.from_date).days + 1,
-            "fromUtc": iso_ms(self.from_utc),
-            "toUtc": iso_ms(self.to_utc),
-            "interval": "half-open [fromUtc, toUtc)",
-        }
 
 
 def resolve_range(from_date: object, through_date: object, time_zone: object) -> Range:
@@ -200,13 +180,13 @@ def safe_word(value: object) -> str:
         UNSAFE_VALUE_MARKER
 
 
-def entry_bytes(entry: Mapping[str, Any]) -> int:
-    """The size an entry counts against page and snapshot budgets."""
-    return len(json.dumps(entry, ensure_ascii=False, separators=(",", ":"),
+def entry_bytes(entry: JournalEntry) -> int:
+    """The size an entry counts against page and snapshot budgets: its compact JSON."""
+    return len(json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":"),
                           sort_keys=True).encode("utf-8"))
 
 
-def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> dict[str, Any]:
+def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> JournalEntry:
     _rowid, memory_id, kind, text, recorded_at, status, source_day = row
     try:
         instant = datetime.fromisoformat(str(recorded_at).replace("Z", "+00:00"))
@@ -217,17 +197,10 @@ def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> dict[str, Any]:
     # I13: the canonical daily source reference, relative (never a memory-root path).
     source = (f"daily/{source_day}.md" if isinstance(source_day, str)
               and _DATE.fullmatch(source_day) else UNSAFE_VALUE_MARKER)
-    return {
-        "id": safe_id(memory_id),
-        "recordedAt": iso_ms(instant),
-        "day": local.date().isoformat(),
-        "time": local.strftime("%H:%M"),
-        "type": safe_word(kind),
-        "status": safe_word(status),
-        "source": source,
-        "text": shown,
-        "truncated": truncated,
-    }
+    return JournalEntry(id=safe_id(memory_id), recorded_at=iso_ms(instant),
+                        day=local.date().isoformat(), time=local.strftime("%H:%M"),
+                        type=safe_word(kind), status=safe_word(status), source=source,
+                        text=shown, truncated=truncated)
 
 
 @dataclass
@@ -237,9 +210,9 @@ class Snapshot:
     snapshot_id: str
     range: Range
     limit: int
-    entries: list[dict[str, Any]]
+    entries: list[JournalEntry]
     sizes: list[int]
-    coverage: dict[str, Any]
+    coverage: JournalCoverage
     issued: set[int] = field(default_factory=set)
 
 
@@ -252,7 +225,7 @@ class MemoryJournal:
 
     # -- entry points --------------------------------------------------------------------------
 
-    def call(self, conn: apsw.Connection | None, request: Mapping[str, Any]) -> dict[str, Any]:
+    def call(self, conn: apsw.Connection | None, request: Mapping[str, Any]) -> JournalPage:
         """The tool-shaped entry: either the three range fields (+ ``limit``) or exactly
         ``{"cursor": ...}``; a continuation that also names a range or limit is rejected."""
         if "cursor" in request:
@@ -271,7 +244,7 @@ class MemoryJournal:
                           request.get("timeZone"), request.get("limit"))
 
     def query(self, conn: apsw.Connection, from_date: Any, through_date: Any,
-              time_zone: Any, limit: Any = DEFAULT_LIMIT) -> dict[str, Any]:
+              time_zone: Any, limit: Any = DEFAULT_LIMIT) -> JournalPage:
         """A first request: validate, freeze a snapshot, return its first page."""
         resolved = resolve_range(from_date, through_date, time_zone)
         page_limit = check_limit(limit)
@@ -281,7 +254,7 @@ class MemoryJournal:
             self._snapshots.popitem(last=False)  # the fifth evicts the oldest (I7)
         return self._page(snapshot, 0)
 
-    def continue_(self, conn: apsw.Connection | None, cursor: Any) -> dict[str, Any]:
+    def continue_(self, conn: apsw.Connection | None, cursor: Any) -> JournalPage:
         """The next page of a frozen snapshot. ``conn`` is unused: pages never re-read."""
         del conn
         snapshot_id, offset = self._verify(cursor)
@@ -303,10 +276,10 @@ class MemoryJournal:
         placeholders = ", ".join("?" for _ in TERMINAL_STATUSES)
         sql = (f"SELECT {_COLUMNS} FROM memories WHERE recorded_at >= ? AND recorded_at < ? "
                f"AND status NOT IN ({placeholders}) ORDER BY recorded_at, id LIMIT ?")
-        entries: list[dict[str, Any]] = []
+        entries: list[JournalEntry] = []
         sizes: list[int] = []
         total = 0
-        stopped = "range_end"
+        stopped: StoppedBy = "range_end"
         try:
             with conn:  # one read transaction: a consistent view of the index
                 rows = conn.execute(sql, (iso_ms(r.from_utc), iso_ms(r.to_utc),
@@ -326,11 +299,11 @@ class MemoryJournal:
         except apsw.Error as e:
             # I11 / I14: the generic error; the raw backend message never leaves.
             raise _error("journal_unavailable", "the journal backend is unavailable") from e
-        coverage = {"complete": stopped == "range_end", "stoppedBy": stopped,
-                    "entries": len(entries), "bytes": total}
+        coverage = JournalCoverage(complete=stopped == "range_end", stopped_by=stopped,
+                                   entries=len(entries), bytes=total)
         return Snapshot(secrets.token_hex(16), r, limit, entries, sizes, coverage)
 
-    def _page(self, snapshot: Snapshot, offset: int) -> dict[str, Any]:
+    def _page(self, snapshot: Snapshot, offset: int) -> JournalPage:
         end = offset
         used = 0
         cap = min(snapshot.limit, PAGE_MAX_ENTRIES)
@@ -344,16 +317,10 @@ class MemoryJournal:
         if end < len(snapshot.entries):
             snapshot.issued.add(end)
             cursor = self._sign(snapshot.snapshot_id, end)
-        return {
-            "range": snapshot.range.echo(),
-            "limit": snapshot.limit,
-            "offset": offset,
-            "entries": snapshot.entries[offset:end],
-            "noData": not snapshot.entries and bool(snapshot.coverage["complete"]),
-            "coverage": dict(snapshot.coverage),
-            "cursor": cursor,
-            "untrusted": True,  # I15: returned content is historical evidence, not instruction
-        }
+        return JournalPage(range=snapshot.range, limit=snapshot.limit, offset=offset,
+                           entries=tuple(snapshot.entries[offset:end]),
+                           no_data=not snapshot.entries and snapshot.coverage.complete,
+                           coverage=snapshot.coverage, cursor=cursor)
 
     # -- cursors -------------------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
+import msgspec
+
 from memory_es.capture.reads import IndexReads
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory
@@ -21,10 +23,11 @@ from memory_es.ids import intake_uuid, memory_uuid
 from memory_es.intake import (
     MAX_ATTEMPTS,
     RETAINED_STAGE,
+    IntakeReport,
     IntakeState,
     IntakeView,
     failure_event,
-    record_json,
+    intake_record,
 )
 from memory_es.journal import OpenedJournal
 from memory_es.step import Processor, StepContext, StepFailure
@@ -194,20 +197,19 @@ class Attempts:
 
     # -- operator views and transitions (C1-C4) ---------------------------------------------------
 
-    def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
+    def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
         asked for, resolved or not)."""
         now = self._clock()
         with self._journal.cv:
             report = self._journal.view.report(now, intake_id)
-            if intake_id is None or report["records"]:
+            if intake_id is None or report.records:
                 return report
             try:
                 record = self.record(intake_id)
             except MemoryEsError:
                 return report
-        report["records"] = [record_json(record, now)]
-        return report
+        return msgspec.structs.replace(report, records=(intake_record(record, now),))
 
     def record(self, intake_id: str) -> IntakeState:
         """One intake's state: from the view if unresolved, else folded from the journal."""

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
@@ -25,10 +24,22 @@ from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake
 from memory_es.history import fold_intakes
-from memory_es.intake import AdmissionResult, CompletedTurn, prepare_turn, utc_now
+from memory_es.intake import (
+    AdmissionResult,
+    CompletedTurn,
+    IntakeReport,
+    prepare_turn,
+    utc_now,
+)
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.observe import ObserveProcessor
-from memory_es.recall import MemoryJournal, Recaller, RecallResult, owner_text_gate
+from memory_es.recall import (
+    JournalPage,
+    MemoryJournal,
+    Recaller,
+    RecallResult,
+    owner_text_gate,
+)
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
@@ -36,7 +47,7 @@ from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
 from memory_es.worker import Worker, publish_snapshot
 from projections.replay import RebuildReport
-from projections.sqlite_index import fts_search
+from projections.search import SearchHit, fts_search
 
 log = logging.getLogger("memory_es")
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
@@ -249,7 +260,7 @@ class MemoryStore:
             counts = self.journal_writer.view.counts(now)
         publish_snapshot(self.root, {
             "pid": os.getpid(), "heartbeat": now.isoformat(timespec="milliseconds"),
-            "counts": counts, "shutdown": state, "queue": {"due": counts["due"]},
+            "counts": counts.to_json(), "shutdown": state, "queue": {"due": counts.due},
         })
 
     # -- reading (G*, H*, I*) -------------------------------------------------------------------
@@ -298,18 +309,18 @@ class MemoryStore:
         return self._bound
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
-                limit: int = 10) -> dict[str, Any]:
+                limit: int = 10) -> JournalPage:
         """MemoryJournal (I*): memories recorded between two inclusive civil dates in an
         explicit IANA zone, from a frozen snapshot; continue with :meth:`journal_continue`."""
         with self.journal_writer.exclusive():
             return self._chronology.query(self.projections.get().index.conn, from_date,
                                           through_date, time_zone, limit)
 
-    def journal_continue(self, cursor: str) -> dict[str, Any]:
+    def journal_continue(self, cursor: str) -> JournalPage:
         """The next page of a MemoryJournal snapshot (HMAC cursor bound to this handle)."""
         return self._chronology.continue_(None, cursor)
 
-    def search(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Lexical FTS5 search over the active index (bm25)."""
         with self.journal_writer.exclusive():
             return fts_search(self.projections.get().index.conn, query, limit)
@@ -323,7 +334,7 @@ class MemoryStore:
             self.vectors.forget_matrix()
             return report
 
-    def inspect(self, intake_id: str | None = None) -> dict[str, Any]:
+    def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
         asked for, resolved or not). ``memory-es inspect`` lists resolved ones too."""
         return self.attempts.inspect(intake_id)

@@ -1,0 +1,221 @@
+"""Intake admission (A2-A8, A10, A12-A13, B1-B5, B18, B28): the turn a host hands over, the
+rules that skip, reject or admit it, and the fields of ``Intake.Admitted``.
+
+Pure functions of their inputs: the store supplies the clock, the journal and the lock, and
+checks duplicates and capacity (``MAX_ACTIVE``) when it commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from memory_es.ids import run_hash
+
+SENTINEL = "NOTHING_TO_REPORT"
+MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
+MAX_ACTIVE = 4096  # B18: pending + dead
+OUTCOMES = ("success", "cancelled", "failed", "interrupted", "isolated", "never_started")
+SPEAKER_KINDS = ("human-turn", "trigger", "unknown")
+TRIGGERS = ("human", "cron", "webhook")
+SOURCE_LABELS = {"human": "User", "cron": "scheduled-task", "webhook": "webhook"}
+
+Status = Literal["admitted", "duplicate", "skipped", "rejected"]
+
+
+class Attachment(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Redacted attachment metadata (A25): never the attachment's text or name."""
+
+    media_type: str
+    size_bytes: int
+    sha256: str | None = None
+
+
+class CompletedTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """What a host hands over after a turn reached its successful commit boundary (B27).
+
+    ``answer`` is the assistant answer, the only source of the host summary (A10).
+    ``capture_text`` is the host-approved text for BuJo capture (A4); other write modes ignore
+    it. ``speaker_kind`` is host-verified provenance and is stored exactly as given (B28).
+    """
+
+    run_id: str
+    outcome: str
+    answer: str
+    capture_text: str | None = None
+    session: str | None = None
+    speaker_kind: str = "unknown"
+    trigger: str = "human"
+    source_label: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+
+
+class AdmissionResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The structured answer to an admission (B4): never an exception into the host."""
+
+    status: Status
+    intake_id: str | None = None
+    code: str | None = None
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True unless rejected: durably recorded (admitted, duplicate) or deliberately skipped."""
+        return self.status != "rejected"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status, "intake_id": self.intake_id,
+                               "code": self.code}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+
+class PreparedIntake(msgspec.Struct, frozen=True, kw_only=True):
+    """A turn that passed every per-turn rule; the store still checks duplicates and capacity."""
+
+    run_hash: str
+    content_sha256: str
+    content_bytes: int
+    payload: bytes | None
+    fields: dict[str, Any]
+
+
+def utc_now() -> datetime:
+    """The default clock: UTC, truncated to milliseconds (the precision events carry)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def is_nothing_to_report(answer: str) -> bool:
+    """A6: the sentinel alone, or ending the answer's final line."""
+    text = answer.strip()
+    if text == SENTINEL:
+        return True
+    if not text.endswith(SENTINEL):
+        return False
+    before = text[: -len(SENTINEL)][-1:]  # the sentinel must be a whole word on the last line
+    return before == "\n" or not (before.isalnum() or before == "_")
+
+
+def _rejected(code: str, detail: str, intake_id: str | None = None) -> AdmissionResult:
+    return AdmissionResult(status="rejected", intake_id=intake_id, code=code, detail=detail)
+
+
+def _invalid(detail: str) -> AdmissionResult:
+    return _rejected("invalid_turn", detail)
+
+
+_TEXT_FIELDS = (("run_id", False), ("outcome", False), ("answer", False),
+                ("capture_text", True), ("session", True), ("speaker_kind", False),
+                ("trigger", False), ("source_label", True))
+
+
+def _unencodable_field(turn: CompletedTurn) -> str:
+    """Name the field holding an unpaired surrogate (slow path, after encoding failed)."""
+    for name, _ in _TEXT_FIELDS:
+        value = getattr(turn, name)
+        try:
+            if value is not None:
+                value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{name}: contains an unpaired surrogate (not valid UTF-8)"
+    return "attachments: contains an unpaired surrogate (not valid UTF-8)"
+
+
+def validate_turn(turn: CompletedTurn) -> str | None:
+    """The first problem with the turn's fields, as a one-line detail, or None.
+
+    UTF-8 validity is checked when the record is encoded, not here: admission is a hot path.
+    """
+    for name, optional in _TEXT_FIELDS:
+        value = getattr(turn, name)
+        if type(value) is not str and not (value is None and optional):
+            return f"{name}: expected a string, got {type(value).__name__}"
+    if not turn.run_id.strip():
+        return "run_id: must not be empty"
+    if turn.outcome not in OUTCOMES:
+        return f"outcome: {turn.outcome!r} is not one of {', '.join(OUTCOMES)}"
+    if turn.speaker_kind not in SPEAKER_KINDS:
+        return f"speaker_kind: {turn.speaker_kind!r} is not one of {', '.join(SPEAKER_KINDS)}"
+    if turn.trigger not in TRIGGERS:
+        return f"trigger: {turn.trigger!r} is not one of {', '.join(TRIGGERS)}"
+    expected_label = SOURCE_LABELS[turn.trigger]
+    if turn.source_label is not None and turn.source_label != expected_label:
+        return (f"source_label: {turn.source_label!r} does not match trigger {turn.trigger!r} "
+                f"(expected {expected_label!r}; trigger turns are never labelled User)")
+    if turn.trigger != "human" and turn.speaker_kind == "human-turn":
+        return f"speaker_kind: a {turn.trigger} turn cannot be a human-turn"
+    if not isinstance(turn.attachments, tuple | list):
+        return "attachments: expected a list of attachment metadata"
+    for i, att in enumerate(turn.attachments):
+        if not isinstance(att, Attachment):
+            return f"attachments[{i}]: expected Attachment metadata"
+        if not isinstance(att.size_bytes, int) or att.size_bytes < 0:
+            return f"attachments[{i}].size_bytes: must be a non-negative integer"
+    return None
+
+
+def prepare_turn(
+    turn: CompletedTurn, *, tier: str, write_mode: str, capture_cron: bool, capture_webhook: bool
+) -> AdmissionResult | PreparedIntake:
+    """Apply every per-turn rule; return a final result (skip/reject) or the record to admit."""
+    if not isinstance(turn, CompletedTurn):
+        return _invalid(f"expected a CompletedTurn, got {type(turn).__name__}")
+    problem = validate_turn(turn)
+    if problem:
+        return _invalid(problem)
+    rh = run_hash(turn.run_id)
+    if turn.outcome != "success":  # A8: only the successful commit boundary qualifies
+        return _rejected("turn_not_successful",
+                         f"outcome {turn.outcome!r}: only successful turns are admitted", rh)
+    if write_mode == "disabled":  # A2
+        return AdmissionResult(status="skipped", intake_id=rh, code="write_mode_disabled")
+    if is_nothing_to_report(turn.answer):  # A6
+        return AdmissionResult(status="skipped", intake_id=rh, code="nothing_to_report")
+    if (turn.trigger == "cron" and not capture_cron) or (
+        turn.trigger == "webhook" and not capture_webhook
+    ):  # A12, A13: no intake and so no audit line
+        return AdmissionResult(status="skipped", intake_id=rh,
+                               code=f"{turn.trigger}_capture_disabled")
+    capture_text = turn.capture_text if write_mode == "capture" else None
+    attachments = [msgspec.structs.asdict(a) for a in turn.attachments]
+    record = {
+        "answer": turn.answer,
+        "attachments": attachments,
+        "capture_text": capture_text,
+        "session": turn.session,
+        "source_label": SOURCE_LABELS[turn.trigger],
+        "speaker_kind": turn.speaker_kind,
+        "trigger": turn.trigger,
+    }
+    try:
+        encoded = msgspec.json.encode(record, order="sorted")
+    except UnicodeEncodeError:
+        return _invalid(_unencodable_field(turn))
+    if len(encoded) > MAX_RECORD_BYTES:
+        return _rejected("record_too_large",
+                         f"record is {len(encoded)} bytes; the limit is {MAX_RECORD_BYTES} "
+                         "(640 KiB)", rh)
+    payload = capture_text.encode("utf-8") if capture_text is not None else None
+    content_sha256 = hashlib.sha256(encoded).hexdigest()
+    fields = {
+        "run_hash": rh,
+        "content_sha256": content_sha256,
+        "content_bytes": len(encoded),
+        "payload_sha256": hashlib.sha256(payload).hexdigest() if payload is not None else None,
+        "payload_bytes": len(payload) if payload is not None else 0,
+        "summary": turn.answer,
+        "write_mode": write_mode,
+        "tier": tier,
+        "speaker_kind": turn.speaker_kind,
+        "source_label": SOURCE_LABELS[turn.trigger],
+        "session": turn.session,
+        "trigger": turn.trigger,
+        "attachments": attachments,
+    }
+    return PreparedIntake(run_hash=rh, content_sha256=content_sha256,
+                          content_bytes=len(encoded), payload=payload, fields=fields)

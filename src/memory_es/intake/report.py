@@ -1,0 +1,96 @@
+"""The operator's intake report (C1, C2): content-free counts and records, typed.
+
+``IntakeView.report`` builds an ``IntakeReport``; ``to_json()`` is the ``inspect --json``
+object. The closed sets an intake's state draws from are ``Literal`` types here, so the state
+machine (``memory_es.intake.state``) and the report share one spelling of each.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+IntakeStatus = Literal["pending", "dead", "resolved"]
+FailureCategory = Literal["model_timeout", "model_invalid_output", "model_unavailable",
+                          "embedding_unavailable", "io_error", "internal"]
+ResolvedOutcome = Literal["projected", "captured", "empty", "operator_resolved"]
+RetainedStage = Literal["extract", "review", "reconcile"]
+
+
+def iso_ms(ts: datetime | None) -> str | None:
+    """An event instant as the report writes it: milliseconds, ``Z`` for UTC."""
+    if ts is None:
+        return None
+    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class IntakeCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """Content-free counts: ``active`` is pending + dead; ``due`` + ``delayed`` is pending."""
+
+    pending: int
+    due: int
+    delayed: int
+    dead: int
+    resolved: int
+    active: int
+    total: int
+    transitions: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"pending": self.pending, "due": self.due, "delayed": self.delayed,
+                "dead": self.dead, "resolved": self.resolved, "active": self.active,
+                "total": self.total, "transitions": self.transitions}
+
+
+class IntakeRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One intake as an operator sees it at one instant: no summary, no capture text.
+
+    ``attempts_left`` is what remains of the 16-attempt budget (0 unless pending);
+    ``retained`` is the last retained capture stage, where a capture resumes.
+    """
+
+    id: str
+    state: IntakeStatus
+    due: bool
+    attempts: int
+    failures: int
+    attempts_left: int
+    revision: int
+    position: int
+    admitted_at: datetime
+    next_due_at: datetime | None
+    category: FailureCategory | None
+    outcome: ResolvedOutcome | None
+    reason_slug: str | None
+    retained: RetainedStage | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "state": self.state,
+            "due": self.due,
+            "attempts": self.attempts,
+            "failures": self.failures,
+            "attempts_left": self.attempts_left,
+            "revision": self.revision,
+            "position": self.position,
+            "admitted_at": iso_ms(self.admitted_at),
+            "next_due_at": iso_ms(self.next_due_at),
+            "category": self.category,
+            "outcome": self.outcome,
+            "reason_slug": self.reason_slug,
+            "retained": self.retained,
+        }
+
+
+class IntakeReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``inspect`` answer: counts, and records in admission order."""
+
+    counts: IntakeCounts
+    records: tuple[IntakeRecord, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": self.counts.to_json(),
+                "records": [r.to_json() for r in self.records]}
