@@ -46,7 +46,6 @@ def main(argv: list[str]) -> int:
         for t in threads:
             t.join()
     elif mode == "recorder":
-        from memory_es.events import Intake
         from memory_es.intake import prepare_turn
 
         opened = store._opened
@@ -55,7 +54,7 @@ def main(argv: list[str]) -> int:
             prepared = prepare_turn(turn, tier=store.config.mode,
                                     write_mode=store.config.write_mode,
                                     capture_cron=False, capture_webhook=False)
-            event = Intake.admitted(at=datetime.now(UTC), **prepared.fields)  # type: ignore[union-attr]
+            event = prepared.admitted(datetime.now(UTC))  # type: ignore[union-attr]
             stored.append(opened.app.mapper.to_stored_event(event))
         opened.recorder.insert_events(stored)
     else:

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from helpers_contract import FailureCases
 from local_http import FakeServer, Recorded, Reply, Responder, js, raw, status
 from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.contracts import parse_extraction
@@ -59,26 +60,11 @@ def extraction_call(run_id: str, capture_text: str, answer: str) -> list[Message
         source_label="User", capture_text=capture_text, answer=answer, focus=None))
 
 
-class ChatModelContract:
+class ChatModelContract(FailureCases):
     """What every chat model promises; subclasses supply the model."""
 
     #: the model's ``name``
     name: ClassVar[str]
-    #: provider failure -> the documented ``ModelError`` code it must end in
-    failures: ClassVar[Mapping[str, str]] = {}
-    #: provider failure -> (the exception that escapes instead, why): a known gap, strict xfail
-    known_gaps: ClassVar[Mapping[str, tuple[type[BaseException], str]]] = {}
-
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "failure" in metafunc.fixturenames:
-            params = []
-            for name in sorted(self.failures):
-                marks = []
-                if name in self.known_gaps:
-                    raises, reason = self.known_gaps[name]
-                    marks.append(pytest.mark.xfail(raises=raises, reason=reason, strict=True))
-                params.append(pytest.param(name, marks=marks, id=name))
-            metafunc.parametrize("failure", params)
 
     # -- factories --------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from helpers_contract import FailureCases
 from local_http import FakeServer, Recorded, Reply, Responder, js, raw, status
 from memory_es.embeddings import (
     Embedder,
@@ -49,28 +50,13 @@ TEXTS = ["hello", "Grüße aus Köln 東京 🙂", "",
          "Meeting moved to Tuesday 14:00 with Dana", "x " * 40]
 
 
-class EmbedderContract:
+class EmbedderContract(FailureCases):
     """What every embedding provider promises; subclasses supply the provider."""
 
     #: the identity the provider must report
     identity: ClassVar[EmbeddingIdentity]
-    #: provider failure -> the documented ``EmbeddingError`` code it must end in
-    failures: ClassVar[Mapping[str, str]] = {}
-    #: provider failure -> (the exception that escapes instead, why): a known gap, strict xfail
-    known_gaps: ClassVar[Mapping[str, tuple[type[BaseException], str]]] = {}
     #: rows of one text in different batches may differ by this much (padding, kernels)
     atol: ClassVar[float] = 1e-6
-
-    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "failure" in metafunc.fixturenames:
-            params = []
-            for name in sorted(self.failures):
-                marks = []
-                if name in self.known_gaps:
-                    raises, reason = self.known_gaps[name]
-                    marks.append(pytest.mark.xfail(raises=raises, reason=reason, strict=True))
-                params.append(pytest.param(name, marks=marks, id=name))
-            metafunc.parametrize("failure", params)
 
     # -- factories --------------------------------------------------------------------------
 

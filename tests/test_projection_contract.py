@@ -151,14 +151,14 @@ class ProjectionEquivalenceContract:
         admitted = {step.run_id for step in self.steps()
                     if isinstance(step, Admit) and step.expect == "admitted"}
         report = MemoryRoot.open(roots.live).inspect()
-        assert report["counts"]["total"] == len(admitted)
-        pending = [r["id"] for r in report["records"] if r["state"] == "pending"]
+        assert report.counts.total == len(admitted)
+        pending = [r.id for r in report.records if r.state == "pending"]
         assert pending == [run_hash(UNDRAINED)]  # journalled, not yet processed
 
     def test_the_live_root_is_healthy(self, roots: Roots) -> None:
         report = MemoryRoot.open(roots.live).health()
         assert report.status == "clean", report.to_json()
-        assert report.findings == []
+        assert report.findings == ()
         assert report.projection_position == report.journal_position > 0
 
     def test_the_tier_writes_its_projections(self, roots: Roots) -> None:

@@ -139,7 +139,7 @@ class IntakeMachine(RuleBasedStateMachine):
     def admit(self, n: int) -> None:
         for i in range(n):
             p = prepared(f"run-{i}")
-            self._apply(Intake.admitted(at=self.now, **p.fields))
+            self._apply(p.admitted(self.now))
             self.models.append(Model(p.run_hash, self.now))
 
     def _model(self, i: int) -> Model:
@@ -311,7 +311,7 @@ def test_b7_c3_failure_budget_counts_from_admission_or_retry(
     16-attempt budget, due now."""
     view = IntakeView()
     p = prepared("budget")
-    events: list[Any] = [Intake.admitted(at=T0, **p.fields)]
+    events: list[Any] = [p.admitted(T0)]
     view.apply(1, events[0])
     now, since_retry = T0, 0
     for n, category in enumerate(categories, start=1):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from memory_es.events import Intake
 from memory_es.ids import run_hash
 
 SENTINEL = "NOTHING_TO_REPORT"
@@ -81,7 +82,25 @@ class PreparedIntake(msgspec.Struct, frozen=True, kw_only=True):
     content_sha256: str
     content_bytes: int
     payload: bytes | None
-    fields: dict[str, Any]
+    payload_sha256: str | None
+    summary: str
+    write_mode: str
+    tier: str
+    speaker_kind: str
+    source_label: str
+    session: str | None
+    trigger: str
+    attachments: list[dict[str, Any]]
+
+    def admitted(self, at: datetime) -> Intake.Admitted:
+        """The ``Intake.Admitted`` event of this turn, stamped ``at``."""
+        return Intake.admitted(
+            at=at, run_hash=self.run_hash, content_sha256=self.content_sha256,
+            content_bytes=self.content_bytes, payload_sha256=self.payload_sha256,
+            payload_bytes=len(self.payload) if self.payload is not None else 0,
+            summary=self.summary, write_mode=self.write_mode, tier=self.tier,
+            speaker_kind=self.speaker_kind, source_label=self.source_label,
+            session=self.session, trigger=self.trigger, attachments=self.attachments)
 
 
 def utc_now() -> datetime:
@@ -202,20 +221,9 @@ def prepare_turn(
                          "(640 KiB)", rh)
     payload = capture_text.encode("utf-8") if capture_text is not None else None
     content_sha256 = hashlib.sha256(encoded).hexdigest()
-    fields = {
-        "run_hash": rh,
-        "content_sha256": content_sha256,
-        "content_bytes": len(encoded),
-        "payload_sha256": hashlib.sha256(payload).hexdigest() if payload is not None else None,
-        "payload_bytes": len(payload) if payload is not None else 0,
-        "summary": turn.answer,
-        "write_mode": write_mode,
-        "tier": tier,
-        "speaker_kind": turn.speaker_kind,
-        "source_label": SOURCE_LABELS[turn.trigger],
-        "session": turn.session,
-        "trigger": turn.trigger,
-        "attachments": attachments,
-    }
-    return PreparedIntake(run_hash=rh, content_sha256=content_sha256,
-                          content_bytes=len(encoded), payload=payload, fields=fields)
+    return PreparedIntake(
+        run_hash=rh, content_sha256=content_sha256, content_bytes=len(encoded), payload=payload,
+        payload_sha256=hashlib.sha256(payload).hexdigest() if payload is not None else None,
+        summary=turn.answer, write_mode=write_mode, tier=tier, speaker_kind=turn.speaker_kind,
+        source_label=SOURCE_LABELS[turn.trigger], session=turn.session, trigger=turn.trigger,
+        attachments=attachments)

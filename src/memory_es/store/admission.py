@@ -41,8 +41,8 @@ class _Request:
         self.event = event
         self.stored = stored
         self.payload = (
-            Payload(prepared.run_hash, prepared.fields["payload_sha256"], prepared.payload)
-            if prepared.payload is not None else None
+            Payload(prepared.run_hash, prepared.payload_sha256, prepared.payload)
+            if prepared.payload is not None and prepared.payload_sha256 is not None else None
         )
         self.result: AdmissionResult | None = None
         self.wake = threading.Lock()

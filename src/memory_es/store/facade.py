@@ -22,7 +22,6 @@ from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake
 from memory_es.history import fold_intakes
 from memory_es.intake import (
     AdmissionResult,
@@ -35,19 +34,17 @@ from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.observe import ObserveProcessor
 from memory_es.recall import (
     JournalPage,
-    MemoryJournal,
-    Recaller,
     RecallResult,
-    owner_text_gate,
 )
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.projecting import LiveProjections
+from memory_es.store.reading import StoreReads
 from memory_es.store.vectors import Vectors
 from memory_es.worker import Worker, publish_snapshot
 from projections.replay import RebuildReport
-from projections.search import SearchHit, fts_search
+from projections.search import SearchHit
 
 log = logging.getLogger("memory_es")
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
@@ -108,8 +105,8 @@ class MemoryStore:
         self.attempts = Attempts(opened, self.journal_writer, self.projections, self.vectors,
                                  processor, clock)
         self.attempts.prune_payloads()
-        self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
-        self._bound: Recaller | None = None
+        self.reads = StoreReads(config, self.journal_writer, self.projections, self.vectors,
+                                clock)
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -203,8 +200,7 @@ class MemoryStore:
         )
         if isinstance(prepared, AdmissionResult):
             return prepared
-        return self.journal_writer.admit(prepared, Intake.admitted(at=self._clock(),
-                                                                   **prepared.fields))
+        return self.journal_writer.admit(prepared, prepared.admitted(self._clock()))
 
     @property
     def commits(self) -> int:
@@ -263,67 +259,36 @@ class MemoryStore:
             "counts": counts.to_json(), "shutdown": state, "queue": {"due": counts.due},
         })
 
-    # -- reading (G*, H*, I*) -------------------------------------------------------------------
+    # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------
 
     def recall(self, query: str, limit: int = 10) -> RecallResult:
         """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, scored embedding-first.
-
-        Never raises for a provider outage: the result is lexical-only and ``degraded``.
-        """
-        recaller = self._recaller()
-        query_vector = self.vectors.query_vector(query, "memory_recall_unavailable: lexical only")
-        with self.journal_writer.exclusive():
-            conn = self.projections.get().index.conn
-            matrix = (self.vectors.matrix(recaller.embedder, conn)
-                      if recaller.embedder is not None else None)
-            return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
-                                   matrix=matrix, limit=limit)
+        Never raises for a provider outage: the result is lexical-only and ``degraded``."""
+        return self.reads.recall(query, limit)
 
     def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
                     gate_owner_text: bool = True) -> str:
-        """The automatic "possibly relevant" block for a turn, or "" (H1-H22).
-
-        Nothing for Lite or degraded results (H15), for turns that are not host-verified owner
-        turns (``owner=False``, H16), or for owner text of at most 16 code points when the gate
-        applies (H14; the labelled background stays, H19). Records of the current conversation
-        (``session``) are excluded (H21).
-        """
-        if not owner:
-            return ""
-        lines = not gate_owner_text or owner_text_gate(text)
-        recaller = self._recaller()
-        query_vector = self.vectors.query_vector(
-            text, "memory_recall_unavailable: no automatic block")
-        if recaller.embedder is None or query_vector is None:
-            return ""
-        with self.journal_writer.exclusive():
-            conn = self.projections.get().index.conn
-            return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                                       matrix=self.vectors.matrix(recaller.embedder, conn),
-                                       session=session, lines=lines)
-
-    def _recaller(self) -> Recaller:
-        """Recall bound to this store's config and embedder (calibration decided once)."""
-        if self._bound is None:
-            self._bound = Recaller(self.config, self.vectors.embedder())
-        return self._bound
+        """The automatic "possibly relevant" block for a turn, or "" (H1-H22): nothing for
+        Lite or degraded results (H15), for turns that are not host-verified owner turns
+        (``owner=False``, H16), or for owner text of at most 16 code points when the gate
+        applies (H14; the labelled background stays, H19); the current conversation's
+        records (``session``) are excluded (H21)."""
+        return self.reads.auto_recall(text, session=session, owner=owner,
+                                      gate_owner_text=gate_owner_text)
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int = 10) -> JournalPage:
         """MemoryJournal (I*): memories recorded between two inclusive civil dates in an
         explicit IANA zone, from a frozen snapshot; continue with :meth:`journal_continue`."""
-        with self.journal_writer.exclusive():
-            return self._chronology.query(self.projections.get().index.conn, from_date,
-                                          through_date, time_zone, limit)
+        return self.reads.journal(from_date, through_date, time_zone, limit)
 
     def journal_continue(self, cursor: str) -> JournalPage:
         """The next page of a MemoryJournal snapshot (HMAC cursor bound to this handle)."""
-        return self._chronology.continue_(None, cursor)
+        return self.reads.journal_continue(cursor)
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Lexical FTS5 search over the active index (bm25)."""
-        with self.journal_writer.exclusive():
-            return fts_search(self.projections.get().index.conn, query, limit)
+        return self.reads.search(query, limit)
 
     # -- operators (C1-C4, C8) ------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""The writer's read side: recall, the automatic block, MemoryJournal and lexical search over
+the store's live index, with its own vector matrix (G*, H*, I*).
+
+Reads hold the journal (``GroupCommit.exclusive``) so they see a committed index; the query is
+embedded before, with no lock held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from memory_es.config import MemoryConfig
+from memory_es.recall import (
+    JournalPage,
+    MemoryJournal,
+    Recaller,
+    RecallResult,
+    owner_text_gate,
+)
+from memory_es.store.admission import GroupCommit
+from memory_es.store.projecting import LiveProjections
+from memory_es.store.vectors import Vectors
+from projections.search import SearchHit, fts_search
+
+
+class StoreReads:
+    """What :class:`MemoryStore` answers from its own index."""
+
+    def __init__(self, config: MemoryConfig, journal: GroupCommit,
+                 projections: LiveProjections, vectors: Vectors,
+                 clock: Callable[[], datetime]) -> None:
+        self._config = config
+        self._journal = journal
+        self._projections = projections
+        self._vectors = vectors
+        self._clock = clock
+        self._bound: Recaller | None = None
+        self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
+
+    def recaller(self) -> Recaller:
+        """Recall bound to this store's config and embedder (calibration decided once)."""
+        if self._bound is None:
+            self._bound = Recaller(self._config, self._vectors.embedder())
+        return self._bound
+
+    def recall(self, query: str, limit: int) -> RecallResult:
+        recaller = self.recaller()
+        query_vector = self._vectors.query_vector(query,
+                                                  "memory_recall_unavailable: lexical only")
+        with self._journal.exclusive():
+            conn = self._projections.get().index.conn
+            matrix = (self._vectors.matrix(recaller.embedder, conn)
+                      if recaller.embedder is not None else None)
+            return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
+                                   matrix=matrix, limit=limit)
+
+    def auto_recall(self, text: str, *, session: str | None, owner: bool,
+                    gate_owner_text: bool) -> str:
+        if not owner:
+            return ""
+        lines = not gate_owner_text or owner_text_gate(text)
+        recaller = self.recaller()
+        query_vector = self._vectors.query_vector(
+            text, "memory_recall_unavailable: no automatic block")
+        if recaller.embedder is None or query_vector is None:
+            return ""
+        with self._journal.exclusive():
+            conn = self._projections.get().index.conn
+            return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
+                                       matrix=self._vectors.matrix(recaller.embedder, conn),
+                                       session=session, lines=lines)
+
+    def journal(self, from_date: str, through_date: str, time_zone: str,
+                limit: int) -> JournalPage:
+        with self._journal.exclusive():
+            return self._chronology.query(self._projections.get().index.conn, from_date,
+                                          through_date, time_zone, limit)
+
+    def journal_continue(self, cursor: str) -> JournalPage:
+        return self._chronology.continue_(None, cursor)
+
+    def search(self, query: str, limit: int) -> list[SearchHit]:
+        with self._journal.exclusive():
+            return fts_search(self._projections.get().index.conn, query, limit)
