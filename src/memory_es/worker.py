@@ -12,12 +12,14 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from memory_es.fsutil import FILE_MODE, crash_point, make_private_dir
 
 log = logging.getLogger("memory_es")
+T = TypeVar("T")
 
 RUNTIME_DIR = ".runtime"
 SNAPSHOT_FILE = "snapshot.json"
@@ -97,14 +99,10 @@ class Worker:
     def _run(self) -> None:
         store = self._store
         while True:
-            try:
-                worked = store.run_due(self.cancel)
-            except Exception:  # never let the thread die: the journal stays authoritative
-                log.exception("memory_es worker error")
-                worked = 0
+            worked = self._guarded("attempt", lambda: store.run_due(self.cancel), 0)
             if not self.cancel.is_set():
-                store.project()
-                if store.embed_pending():
+                self._guarded("projection", store.project, None)
+                if self._guarded("embedding", store.embed_pending, 0):
                     continue  # more may wait; a busy provider never blocks admission
             self._dirty.set()
             if self.cancel.is_set():
@@ -113,8 +111,21 @@ class Worker:
                 continue
             if self._stopping.is_set():
                 return
-            self._wake.wait(store.seconds_until_due(HEARTBEAT_SECONDS))
+            self._wake.wait(self._guarded(
+                "scheduling", lambda: store.seconds_until_due(HEARTBEAT_SECONDS),
+                HEARTBEAT_SECONDS))
             self._wake.clear()
+
+    @staticmethod
+    def _guarded(stage: str, call: Callable[[], T], fallback: T) -> T:
+        """Run one stage of the loop; an unexpected error is logged content-free (the type
+        only: a message may quote a turn) and the loop goes on: the thread never dies, and
+        the journal stays authoritative, so the next pass retries."""
+        try:
+            return call()
+        except Exception as e:
+            log.warning("memory_es worker %s failed: %s", stage, type(e).__name__)
+            return fallback
 
     def stop(self, timeout: float) -> bool:
         """Let due work drain for up to ``timeout`` seconds, then cancel the active attempt.

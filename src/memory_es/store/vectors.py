@@ -7,6 +7,7 @@ recall meanwhile finds those memories lexically (D9). Lite never embeds (D2, N14
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,15 +41,17 @@ class Vectors:
         self._matrix: VectorMatrix | None = None
         self._matrix_rewrites = 0  # entries of the index's ``rewritten`` the matrix has seen
         self._pause_until = 0.0  # monotonic instant before which the provider is not asked
+        self._create = threading.Lock()
 
     def embedder(self) -> Embedder | None:
         """The embedder for this tier, created on first use; None for Lite."""
         if self._config.mode == "lite":
             return None
-        if self._embedder is None and self._config.embeddings is not None:
-            self._embedder = make_embedder(self._config.embeddings)
-        if self._embedder is not None and self._cache is None:
-            self._cache = VectorCache(self._root)
+        with self._create:  # the worker and the host's thread both ask first: create once
+            if self._embedder is None and self._config.embeddings is not None:
+                self._embedder = make_embedder(self._config.embeddings)
+            if self._embedder is not None and self._cache is None:
+                self._cache = VectorCache(self._root)
         return self._embedder
 
     @property
