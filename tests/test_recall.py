@@ -501,10 +501,10 @@ def test_pool_is_bounded_to_fifty(tmp_path: Path, fake: FakeEmbedder) -> None:
             result = store.recall("apples tea", limit=limit)
             assert result.degraded is False
             assert 1 <= len(result.to_json()["results"]) <= limit
-        wide = store.recall("apples tea", limit=500)
+        wide = store.recall("apples tea", limit=50)
         assert 1 <= len(wide.to_json()["results"]) <= 50
         fake.down = True
-        degraded = store.recall("apples tea", limit=500)
+        degraded = store.recall("apples tea", limit=50)
         assert degraded.degraded is True
         assert len(degraded.to_json()["results"]) == 50  # uncut, but the pool holds fifty
         assert len(store.recall("apples", limit=7).to_json()["results"]) == 7
@@ -562,9 +562,9 @@ def test_terminal_records_do_not_crowd_live_ones_out_of_the_pool(
         assert sum(embed_all(store)) == 61
         live = memory_id(root, live_text)
         tamper(root, "UPDATE memories SET status = 'dropped' WHERE id != ?", (live,))
-        assert ids(store.recall("oat milk", limit=100)) == [live]
+        assert ids(store.recall("oat milk", limit=50)) == [live]
         fake.down = True
-        lexical = store.recall("oat milk", limit=100)
+        lexical = store.recall("oat milk", limit=50)
         assert lexical.degraded is True
         assert ids(lexical) == [live]
 

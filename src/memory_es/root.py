@@ -38,6 +38,7 @@ from memory_es.recall import (
     Recall,
     Recaller,
     RecallResult,
+    check_limit,
     embeddings_block,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
@@ -138,6 +139,7 @@ class MemoryRoot:
 
     def search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Lexical FTS5 search (bm25) over the active index."""
+        check_limit(limit)
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
 

@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 import numpy as np
 
+from memory_es.errors import MemoryEsError
 from memory_es.recall.card import person_card
 from memory_es.recall.render import Recall, format_recall, render_auto_block, render_background
 from memory_es.recall.score import (
@@ -204,6 +205,21 @@ def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
     return [*seeds, *with_entity_names(conn, neighbours)]
 
 
+def has_content(query: str) -> bool:
+    """A query names something only if it holds a letter or digit (any script)."""
+    return any(ch.isalnum() for ch in query)
+
+
+def check_limit(limit: object) -> int:
+    """Result limits are whole numbers from 1 to the fifty-hit pool (G31); anything else is a
+    caller's mistake, refused with a one-line error rather than silently reinterpreted."""
+    if isinstance(limit, bool) or not isinstance(limit, int) \
+            or not 1 <= limit <= MAX_CANDIDATES:
+        raise MemoryEsError(f"recall_invalid_limit: limit must be a whole number from 1 to "
+                            f"{MAX_CANDIDATES}, got {limit!r}", code="recall_invalid_limit")
+    return limit
+
+
 def recall(
     conn: apsw.Connection,
     query: str,
@@ -221,7 +237,10 @@ def recall(
     the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
     ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
     """
+    check_limit(limit)
     degraded = query_vector is None or matrix is None
+    if not has_content(query):  # nothing to look for: never arbitrary memories scored 0
+        return RecallResult(recall=Recall(hits=()), degraded=degraded)
     candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix)
     if expand:
         candidates = expand_one_hop(conn, candidates, query_vector=query_vector, matrix=matrix)

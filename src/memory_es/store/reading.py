@@ -16,6 +16,7 @@ from memory_es.recall import (
     MemoryJournal,
     Recaller,
     RecallResult,
+    check_limit,
     owner_text_gate,
 )
 from memory_es.store.admission import GroupCommit
@@ -81,5 +82,6 @@ class StoreReads:
         return self._chronology.continue_(None, cursor)
 
     def search(self, query: str, limit: int) -> list[SearchHit]:
+        check_limit(limit)
         with self._journal.exclusive():
             return fts_search(self._projections.get().index.conn, query, limit)
