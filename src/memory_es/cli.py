@@ -126,7 +126,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_drain(args: argparse.Namespace) -> int:
     config = _config(args)
-    with MemoryStore.open(_root(args, config), config, background=False) as store:
+    with MemoryStore.open(_root(args, config), config, background=False,
+                          create=False) as store:
         count = store.drain(timeout=args.timeout)
         counts = store.inspect().counts
     print(f"ran {count} attempts; pending={counts.pending} (due={counts.due}, "
@@ -139,7 +140,7 @@ def _operator_store(args: argparse.Namespace) -> MemoryStore:
     root (the liveness fence, C16), and never starts the background worker."""
     config = _config(args)
     return MemoryStore.open(_root(args, config), config, background=False,
-                            lock_timeout=args.lock_timeout)
+                            lock_timeout=args.lock_timeout, create=False)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:

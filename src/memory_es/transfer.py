@@ -76,7 +76,7 @@ def rebuild_root(root: str | Path, *, lock_timeout: float = 0.0) -> RebuildRepor
     Needs no working index: the journal alone decides. Refuses, naming the holder, while an
     agent holds the root.
     """
-    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout)
+    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout, create=False)
     try:
         return rebuild(Path(root), iter_events(opened))
     finally:

@@ -87,15 +87,20 @@ class OpenedJournal:
 
 
 def open_journal(
-    root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    create: bool = True,
 ) -> OpenedJournal:
     """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
 
-    Writers create a fresh root if nothing is there, take the writer lock (waiting up to
-    ``lock_timeout``) and recover a journal-ahead catalog. Readers take no lock and change
-    nothing.
+    Writers create a fresh root if nothing is there (unless ``create`` is false: operator
+    commands never turn a mistyped path into a new empty root), take the writer lock (waiting
+    up to ``lock_timeout``) and recover a journal-ahead catalog. Readers take no lock and
+    change nothing.
     """
     root = Path(root)
+    if writable and not create and not exists(root / MARKER_FILE) \
+            and not exists(root / JOURNAL_FILE):
+        raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE}); check --root")
     if writable:
         if not exists(root):
             make_private_dir(root)

@@ -123,8 +123,10 @@ class MemoryStore:
         embedder: Embedder | None = None,
         chat_model: ChatModel | None = None,
         classifier: ChatModel | None = None,
+        create: bool = True,
     ) -> MemoryStore:
-        """Open (creating if absent) the root, take its writer lock and verify its journal.
+        """Open (creating if absent, unless ``create`` is false) the root, take its writer
+        lock and verify its journal.
 
         With ``background`` (the default) a worker thread projects admitted turns as they
         arrive and retries failures on the durable backoff schedule; without it, work runs
@@ -136,7 +138,7 @@ class MemoryStore:
         """
         config = config if config is not None else MemoryConfig()
         opened = open_journal(resolve_root(root, config), writable=True,
-                              lock_timeout=lock_timeout)
+                              lock_timeout=lock_timeout, create=create)
         try:
             return cls(opened, config, clock, background=background, processor=processor,
                        shutdown_timeout=shutdown_timeout, embedder=embedder,

@@ -1,0 +1,60 @@
+"""Operator and read commands never create a root (issue 12, item 2): a mistyped ``--root``
+is a one-line "no memory root here" error (exit 2) and nothing is written there. Only
+admission (``memory-es admit``, ``MemoryStore.open``) starts a new root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_es import MemoryStore, NotARootError
+from memory_es.cli import main
+from memory_es.transfer import rebuild_root
+
+RUN = "a" * 64
+
+COMMANDS = [
+    ["drain"], ["retry"], ["resolve", RUN, "typo"], ["rebuild"], ["inspect"],
+    ["search", "dentist"], ["export", "--journal", "-"],
+    ["journal", "--from", "2026-12-01", "--through", "2026-12-01", "--tz", "UTC"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: a[0])
+def test_a_mistyped_root_is_refused_and_left_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    typo = tmp_path / "mmeory"
+    assert main(["--root", str(typo), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no memory root here" in err and "Traceback" not in err
+    assert not typo.exists()
+
+
+def test_health_of_a_mistyped_root_cannot_audit_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    typo = tmp_path / "mmeory"
+    assert main(["--root", str(typo), "health"]) == 2  # N*: 2 = could not audit
+    assert "not_a_root" in capsys.readouterr().out
+    assert not typo.exists()
+
+
+def test_an_empty_directory_is_not_turned_into_a_root(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    assert main(["--root", str(empty), "drain"]) == 2
+    assert list(empty.iterdir()) == []
+    with pytest.raises(NotARootError):
+        rebuild_root(empty)
+    with pytest.raises(NotARootError):
+        MemoryStore.open(empty, create=False)
+    assert list(empty.iterdir()) == []
+
+
+def test_admission_still_starts_a_root_and_operators_then_work(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "root"
+    assert main(["--root", str(root), "admit", "--run-id", "r1", "--answer", "Booked."]) == 0
+    assert main(["--root", str(root), "drain"]) == 0
+    assert "ran 1 attempts" in capsys.readouterr().out
+    assert main(["--root", str(root), "rebuild"]) == 0
