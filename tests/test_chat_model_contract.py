@@ -26,8 +26,9 @@ from typing import Any, ClassVar
 
 import pytest
 
+from helpers_chat import ollama_ok, openai_ok
 from helpers_contract import FailureCases
-from local_http import FakeServer, Recorded, Reply, Responder, js, raw, status
+from local_http import FakeServer, Recorded, Reply, Responder, raw, status
 from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.contracts import parse_extraction
 from memory_es.capture.demo import FIRST, DemoChat
@@ -240,24 +241,6 @@ class HttpChatContract(ChatModelContract):
             assert self.server.requests == []
 
 
-def ollama_replies(content: str) -> Responder:
-    def respond(req: Recorded) -> Reply:
-        return js(200, {"model": req.body["model"], "created_at": "2024-01-01T00:00:00Z",
-                        "message": {"role": "assistant", "content": content},
-                        "done": True, "done_reason": "stop", "total_duration": 1})
-    return respond
-
-
-def openai_replies(content: str) -> Responder:
-    def respond(req: Recorded) -> Reply:
-        return js(200, {"id": "chatcmpl-1", "object": "chat.completion",
-                        "model": req.body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": content}}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
-    return respond
-
-
 class TestOllamaChat(HttpChatContract):
     name = "ollama:qwen3:8b"
 
@@ -265,7 +248,7 @@ class TestOllamaChat(HttpChatContract):
         return OllamaChat("qwen3:8b", url, retry=FAST)
 
     def replies(self, content: str) -> Responder:
-        return ollama_replies(content)
+        return ollama_ok(content)
 
 
 class TestOpenAICompatibleChat(HttpChatContract):
@@ -275,7 +258,7 @@ class TestOpenAICompatibleChat(HttpChatContract):
         return OpenAICompatibleChat("gpt-4o-mini", url, retry=FAST)
 
     def replies(self, content: str) -> Responder:
-        return openai_replies(content)
+        return openai_ok(content)
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from helpers_chat import ollama_ok, openai_ok
 from local_http import (
     FakeServer,
     Recorded,
@@ -42,24 +43,6 @@ MSGS = [Message("system", "You extract facts."), Message("user", "hello there")]
 # --------------------------------------------------------------------------------------------
 # Replies in the Ollama and OpenAI chat wire formats (server: tests/local_http.py).
 
-
-
-def ollama_ok(content: str = '{"candidates": []}') -> Responder:
-    def respond(req: Recorded) -> Reply:
-        return js(200, {"model": req.body["model"], "created_at": "2024-01-01T00:00:00Z",
-                        "message": {"role": "assistant", "content": content},
-                        "done": True, "done_reason": "stop", "total_duration": 1})
-    return respond
-
-
-def openai_ok(content: str = '{"candidates": []}') -> Responder:
-    def respond(req: Recorded) -> Reply:
-        return js(200, {"id": "chatcmpl-1", "object": "chat.completion",
-                        "model": req.body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": content}}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
-    return respond
 
 
 def ollama(server: FakeServer, **kwargs: Any) -> OllamaChat:

@@ -55,6 +55,7 @@ class MemoryRoot:
         self.root = root
         self.config = config
         self._chronology = MemoryJournal()
+        self._bound: Recaller | None = None
 
     @classmethod
     def open(cls, root: str | Path | None = None,
@@ -147,13 +148,20 @@ class MemoryRoot:
         """``memory-es search`` (C9): the same config-aware hybrid scoring as
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
         (Lite: lexical only); a provider outage degrades, flagged."""
+        check_limit(limit)
         with self.index() as conn:
             if conn is None:
                 return RecallResult(recall=Recall(hits=()), degraded=True)
+            return self._recaller().search(conn, query, now=utc_now(), limit=limit)
+
+    def _recaller(self) -> Recaller:
+        """Recall bound to this handle's config and embedder, made on first use and kept:
+        a local model loads once per handle, not once per query."""
+        if self._bound is None:
             block = embeddings_block(self.config)
-            embedder = make_embedder(block) if block is not None else None
-            return Recaller(self.config, embedder).search(conn, query, now=utc_now(),
-                                                          limit=limit)
+            self._bound = Recaller(self.config,
+                                   make_embedder(block) if block is not None else None)
+        return self._bound
 
     def journal(self, request: Mapping[str, Any]) -> JournalPage:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and

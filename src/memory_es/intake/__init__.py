@@ -45,7 +45,6 @@ from memory_es.intake.state import (
     backoff_delay,
     failure_event,
     intake_record,
-    record_json,
 )
 
 __all__ = [
@@ -83,7 +82,6 @@ __all__ = [
     "is_nothing_to_report",
     "iso_ms",
     "prepare_turn",
-    "record_json",
     "utc_now",
     "validate_turn",
 ]

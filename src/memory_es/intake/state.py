@@ -229,8 +229,3 @@ def intake_record(r: IntakeState, now: datetime) -> IntakeRecord:
         next_due_at=r.next_due_at, category=r.category, outcome=r.outcome,
         reason_slug=r.reason_slug, retained=r.retained,
     )
-
-
-def record_json(r: IntakeState, now: datetime) -> dict[str, Any]:
-    """One record of ``inspect --json``: ``intake_record(r, now).to_json()``."""
-    return intake_record(r, now).to_json()

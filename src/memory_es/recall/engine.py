@@ -82,15 +82,17 @@ class Recaller:
         """True when there is no embedder: every result is lexical-only, ``degraded`` (G20)."""
         return self.embedder is None
 
-    def embed_query(self, text: str) -> np.ndarray | None:
-        """The query's vector; None without an embedder or when the provider fails (logged,
-        the result then degrades to lexical, G20)."""
+    def embed_query(self, text: str, *,
+                    unavailable: str = "lexical only") -> np.ndarray | None:
+        """The query's vector; None without an embedder or when the provider fails (logged
+        as ``memory_recall_unavailable: <unavailable>``, content-free; the result then
+        degrades, G20)."""
         if self.embedder is None:
             return None
         try:
             vector: np.ndarray = self.embedder.embed([text])[0]
         except EmbeddingError as e:
-            log.warning("memory_recall_unavailable: lexical only (code=%s)", e.code)
+            log.warning("memory_recall_unavailable: %s (code=%s)", unavailable, e.code)
             return None
         return vector
 

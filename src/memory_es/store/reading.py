@@ -47,8 +47,7 @@ class StoreReads:
 
     def recall(self, query: str, limit: int) -> RecallResult:
         recaller = self.recaller()
-        query_vector = self._vectors.query_vector(query,
-                                                  "memory_recall_unavailable: lexical only")
+        query_vector = None if self._vectors.paused else recaller.embed_query(query)
         with self._journal.exclusive():
             conn = self._projections.get().index.conn
             matrix = (self._vectors.matrix(recaller.embedder, conn)
@@ -62,8 +61,8 @@ class StoreReads:
             return ""
         lines = not gate_owner_text or owner_text_gate(text)
         recaller = self.recaller()
-        query_vector = self._vectors.query_vector(
-            text, "memory_recall_unavailable: no automatic block")
+        query_vector = (None if self._vectors.paused
+                        else recaller.embed_query(text, unavailable="no automatic block"))
         if recaller.embedder is None or query_vector is None:
             return ""
         with self._journal.exclusive():

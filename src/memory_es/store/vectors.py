@@ -121,18 +121,6 @@ class Vectors:
         """A rebuilt index has new row ids: the matrix starts over."""
         self._matrix = None
 
-    def query_vector(self, text: str, event: str) -> Any | None:
-        """The query's vector, or None (no embedder, paused, or the provider failed: then a
-        content-free ``event`` warning is logged)."""
-        embedder = self.embedder()
-        if embedder is None or self.paused:
-            return None
-        try:
-            return embedder.embed([text])[0]
-        except EmbeddingError as e:
-            log.warning("%s (code=%s)", event, e.code)
-            return None
-
     def candidates(self, texts: Sequence[str]) -> list[Any] | None:
         """Vectors for capture's candidate texts, after embedding every stored line that lacks
         one; None while the provider is unavailable (the capture retries, DESIGN 9.10)."""
