@@ -238,7 +238,7 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
     snippet = doc["config"]
     cal = snippet["memory"]["embeddings"]["calibration"]
     assert set(cal) == {"noEvidenceCosine", "recallFloor", "recallTail", "autoFloor",
-                        "autoWindow"}
+                        "autoWindow", "lexicalWeight"}
     # The snippet, merged into a config, is accepted and reproduces the fitted calibration.
     config = parse_config({**JOURNAL, "embeddings": {**JOURNAL["embeddings"], **snippet[
         "memory"]["embeddings"]}})

@@ -739,14 +739,13 @@ def test_l4_explicit_recall_expands_one_hop_through_entities(root: Path) -> None
         seeds = candidate_pool(conn, "Morgan works", query_vector=None, matrix=None)
         assert [c.text for c in seeds] == ["Morgan works at Acme Robotics"]
         assert seeds[0].entity_names == ("Morgan", "Acme Robotics")  # name anchors (G7)
-        pool = expand_one_hop(conn, seeds, query_vector=None, matrix=None)
+        pool = expand_one_hop(conn, seeds, query="", query_vector=None, matrix=None)
     finally:
         conn.close()
     # Acme shares an entity with the seed; Sam's line names an entity related to Morgan;
-    # the weather line has no entity and stays out
-    assert [c.text for c in pool] == ["Morgan works at Acme Robotics",
-                                      "Acme Robotics is based in Lyon", "Sam is a violinist"]
-    assert all(c.lexical_rank is None and c.vector_rank is None for c in pool[1:])
+    # the weather line has no entity and stays out; the seed itself is never returned
+    assert [c.text for c in pool] == ["Acme Robotics is based in Lyon", "Sam is a violinist"]
+    assert all(c.lexical_rank is None and c.vector_rank is None for c in pool)
 
 
 def test_l5_automatic_recall_never_expands(root: Path, monkeypatch: pytest.MonkeyPatch

@@ -78,7 +78,9 @@ def cli_json(capsys: pytest.CaptureFixture[str], root: Path, *argv: str) -> tupl
 def test_inspect_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, obj = cli_json(capsys, root, "inspect")
     assert code == 0
-    assert shape(obj) == {"counts": COUNTS, "records": [RECORD, RECORD, PENDING]}
+    assert shape(obj) == {"counts": COUNTS, "records": [RECORD, RECORD, PENDING],
+                          "vectors_pending": "null", "worker": "str"}  # a Lite root: null
+    assert obj["worker"] == "not_running"
     assert obj["counts"] == {"active": 1, "dead": 0, "delayed": 0, "due": 1, "pending": 1,
                              "resolved": 2, "total": 3, "transitions": 5}
     assert [(r["id"], r["state"], r["outcome"]) for r in obj["records"]] == [
@@ -123,7 +125,7 @@ def test_health_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert code == 1
     assert shape(obj) == {"findings": [{"code": "str", "detail": "str", "path": "str"}],
                           "journal_position": "int", "projection_position": "int",
-                          "status": "str"}
+                          "status": "str", "vectors_pending": "null", "worker": "str"}
     assert obj["status"] == "findings"
     assert obj["findings"][0]["code"] == "projection_behind"
     report = MemoryRoot.open(root).health()
@@ -147,4 +149,4 @@ def test_search_hits_and_rebuild_report_are_typed(tmp_path: Path) -> None:
     assert MemoryRoot.open(tmp_path / "root").search("kestrel") == [hit]
     assert (report.generation, report.position) == (2, 3)
     assert report.to_json() == {"generation": 2, "position": 3, "written": list(report.written),
-                                "removed": list(report.removed)}
+                                "removed": list(report.removed), "vectors_pending": None}

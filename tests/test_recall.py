@@ -164,7 +164,7 @@ def facts_root(tmp_path: Path, fake: FakeEmbedder) -> Iterator[tuple[Path, Memor
     root = tmp_path / "root"
     with open_store(root, fake, clock=Clock()) as store:
         admit(store, FACTS)
-        store.drain()
+        store.drain(embed=False)
         assert embed_all(store) == [len(FACTS)]
         yield root, store
 
@@ -176,7 +176,7 @@ def test_lite_never_embeds_and_recall_is_lexical(tmp_path: Path, fake: FakeEmbed
     root = tmp_path / "root"
     with open_store(root, fake, block={"mode": "lite"}) as store:
         admit(store, ["I like green tea", "Green paint for the fence", "Rocket launch Friday"])
-        store.drain()
+        store.drain(embed=False)
         assert store.embed_pending() == 0
         result = store.recall("green tea")
         assert result.degraded is True
@@ -200,7 +200,7 @@ def test_admission_never_embeds_and_batches_hold_at_most_32(
     texts = [f"Memory about topic number {i} and a lamp" for i in range(70)]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert fake.calls == []  # D4: no provider call on the admission/projection path
         assert embed_all(store) == [70]
         assert max(len(call) for call in fake.calls) <= 32
@@ -214,7 +214,7 @@ def test_at_most_256_texts_per_embed_pending(tmp_path: Path, fake: FakeEmbedder)
     texts = [f"Short note {i} on apples" for i in range(300)]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         first = store.embed_pending()
         assert first == MAX_IN_FLIGHT == 256
         first_texts = fake.embedded()
@@ -234,7 +234,7 @@ def test_at_most_2_mib_in_flight(tmp_path: Path, fake: FakeEmbedder) -> None:
     assert all(len(t.encode("utf-8")) == size for t in texts) and size > 10_000
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         first = store.embed_pending()
         assert first == MAX_IN_FLIGHT_BYTES // size
         assert first < 256
@@ -255,7 +255,7 @@ def test_rebuild_restores_vectors_from_the_cache(tmp_path: Path, fake: FakeEmbed
     texts = [f"Cached memory about gardens {i}" for i in range(40)] + ["I like green tea"]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert sum(embed_all(store)) == 41
         before = vectors_by_text(root)
         assert len(before) == 41
@@ -285,7 +285,7 @@ def test_changed_identity_reembeds_and_drops_old_vectors(
     texts = [f"Identity test memory {i} about kites" for i in range(40)]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert sum(embed_all(store)) == 40
     other = FakeEmbedder(model="bag-of-words-v2")
     with open_store(root, other) as store:
@@ -320,14 +320,18 @@ def test_memory_without_vector_is_found_lexically(
 ) -> None:
     root, store = facts_root
     admit(store, ["Zebra crossing painted blue on Main Street"], prefix="late")
-    store.drain()
+    store.drain(embed=False)
     zebra = memory_id(root, "Zebra crossing painted blue on Main Street")
     waiting = index_rows(root, "SELECT m.id FROM memories m "
                                "LEFT JOIN vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
     assert waiting == [(zebra,)]
     assert vector_count(root) == len(FACTS)
     result = store.recall("zebra crossing")
-    assert result.degraded is False
+    # Issue 12 item 1: a live memory without a vector makes the result degraded, with the
+    # reason and the count, though the hits are still scored (not the uncut lexical mode).
+    assert (result.degraded, result.reason, result.vectors_pending) == (
+        True, "vectors_pending", 1)
+    assert result.to_json()["vectors_pending"] == 1
     top = result.to_json()["results"][0]
     assert top["id"] == zebra
     # Term overlap (both query words present) stands in for the cosine: 1.0 plus a tiny RRF hint.
@@ -345,7 +349,7 @@ def test_outage_recall_is_degraded_lexical_and_logged(
              "Rocket launch on Friday"]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert embed_all(store) == [4]
         fake.down = True
         with caplog.at_level(logging.WARNING, logger="memory_es"):
@@ -373,7 +377,7 @@ def test_outage_embed_pending_logs_and_retries_after_pause(
     monkeypatch.setattr(memory_es.store.vectors, "EMBED_RETRY_SECONDS", 0.0)
     with open_store(root, fake) as store:
         admit(store, ["I like green tea", "Rocket launch on Friday"])
-        store.drain()
+        store.drain(embed=False)
         fake.down = True
         with caplog.at_level(logging.WARNING, logger="memory_es"):
             assert store.embed_pending() == 0
@@ -396,7 +400,7 @@ def test_outage_pauses_the_provider_for_the_retry_interval(
     monkeypatch.setattr(memory_es.store.vectors, "EMBED_RETRY_SECONDS", 3600.0)
     with open_store(root, fake) as store:
         admit(store, ["I like green tea", "Rocket launch on Friday"])
-        store.drain()
+        store.drain(embed=False)
         fake.down = True
         assert store.embed_pending() == 0
         assert fake.failed == 1
@@ -495,7 +499,7 @@ def test_pool_is_bounded_to_fifty(tmp_path: Path, fake: FakeEmbedder) -> None:
              + [f"Note {i}: apples and we drink and enjoy it" for i in range(60)])
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert sum(embed_all(store)) == 120
         for limit in (7, 10):
             result = store.recall("apples tea", limit=limit)
@@ -519,7 +523,7 @@ def test_terminal_records_are_excluded(tmp_path: Path, fake: FakeEmbedder) -> No
     texts = ["Buy oat milk 1", "Buy oat milk 2", "Buy oat milk 3", "Rocket launch on Friday"]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert embed_all(store) == [4]
         dropped = memory_id(root, "Buy oat milk 1")
         invalidated = memory_id(root, "Buy oat milk 2")
@@ -540,7 +544,7 @@ def test_terminal_records_are_excluded(tmp_path: Path, fake: FakeEmbedder) -> No
         fake.down = False
         # A terminal record is not queued for a vector either.
         admit(store, ["Oat milk is finished"], prefix="late")
-        store.drain()
+        store.drain(embed=False)
         late = memory_id(root, "Oat milk is finished")
         tamper(root, "UPDATE memories SET status = 'dropped' WHERE id = ?", (late,))
         fake.calls.clear()
@@ -558,7 +562,7 @@ def test_terminal_records_do_not_crowd_live_ones_out_of_the_pool(
     texts = [f"Buy oat milk {i}" for i in range(60)] + [live_text]
     with open_store(root, fake) as store:
         admit(store, texts)
-        store.drain()
+        store.drain(embed=False)
         assert sum(embed_all(store)) == 61
         live = memory_id(root, live_text)
         tamper(root, "UPDATE memories SET status = 'dropped' WHERE id != ?", (live,))
@@ -578,7 +582,7 @@ def test_health_is_clean_with_vector_cache_and_vectors(
     root = tmp_path / "root"
     with open_store(root, fake) as store:
         admit(store, FACTS)
-        store.drain()
+        store.drain(embed=False)
         assert embed_all(store) == [len(FACTS)]
         assert store.recall("which beverage would you enjoy").degraded is False
         store.rebuild()  # D10: the new generation gets its vectors before activation
@@ -601,7 +605,7 @@ def test_local_embedder_end_to_end(tmp_path: Path) -> None:
     block = {"mode": "journal", "embeddings": {"provider": "local"}}
     with open_store(root, None, block=block) as store:
         admit(store, facts)
-        store.drain()
+        store.drain(embed=False)
         assert embed_all(store) == [5]
         identities = index_rows(root, "SELECT DISTINCT identity FROM vectors")
         assert identities == [('["local","all-MiniLM-L6-v2-onnx-int8",384]',)]

@@ -130,3 +130,34 @@ def test_worker_survives_an_unexpected_error_in_every_stage(
         assert store.persist_completed_turn(turn("r2", "Renewed the passport.")).ok
         store.kick()
         wait_for(lambda: store.inspect().counts.resolved == 2, "both turns resolved")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_health_and_inspect_say_whether_a_worker_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 12 item 3: the worker is never silently gone. A reader (another process's view:
+    the writer lock and the snapshot's age) and the store itself both say so."""
+    from memory_es import MemoryRoot
+    from memory_es.worker import Worker
+
+    root = tmp_path / "root"
+    config = parse_config({"mode": "lite"})
+    reader = MemoryRoot.open(root, config)
+    with MemoryStore.open(root, config) as store:
+        wait_for(lambda: reader.inspect().worker == "running", "the worker's heartbeat")
+        assert store.inspect().worker == "running"
+        assert reader.health().worker == "running"
+    assert reader.inspect().worker == reader.health().worker == "not_running"
+
+    with MemoryStore.open(root, config, background=False) as store:
+        assert store.inspect().worker == "not_running"  # work runs only on drain()
+        assert reader.inspect().worker == "stalled"  # held, but nobody works the queue
+
+    def dies(self: Worker) -> None:
+        raise RuntimeError("a bug outside every guarded stage")
+
+    monkeypatch.setattr(Worker, "_run", dies)
+    with MemoryStore.open(root, config) as store:
+        wait_for(lambda: store.inspect().worker == "stalled", "the dead thread noticed")
+        store.kick()  # republish: the snapshot says the thread is gone
+        wait_for(lambda: reader.inspect().worker == "stalled", "the reader told")

@@ -16,6 +16,7 @@ from typing import Any
 from memory_es.config import ConfigError, MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn, iso_ms
+from memory_es.recall import RecallResult
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
 from memory_es.transfer import rebuild_root, replay_export
@@ -99,6 +100,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     counts = report.counts.to_json()
     print(" ".join(f"{k}={counts[k]}" for k in sorted(counts)))
+    print(f"worker={report.worker}" + _vectors(report.vectors_pending).replace(";", ""))
     for r in report.records:
         if r.state == "pending":
             detail = f"{'due' if r.due else 'delayed':<7} next={iso_ms(r.next_due_at)}"
@@ -128,11 +130,19 @@ def cmd_drain(args: argparse.Namespace) -> int:
     config = _config(args)
     with MemoryStore.open(_root(args, config), config, background=False,
                           create=False) as store:
-        count = store.drain(timeout=args.timeout)
+        count = store.drain(timeout=args.timeout, embed=not args.no_embed)
         counts = store.inspect().counts
+        backlog = store.vector_backlog()
     print(f"ran {count} attempts; pending={counts.pending} (due={counts.due}, "
-          f"delayed={counts.delayed}) dead={counts.dead} resolved={counts.resolved}")
+          f"delayed={counts.delayed}) dead={counts.dead} resolved={counts.resolved}"
+          + _vectors(backlog))
     return 0
+
+
+def _vectors(backlog: int | None) -> str:
+    """The vector backlog as the operator commands print it; nothing for a root that never
+    embeds (Lite, no provider)."""
+    return "" if backlog is None else f"; vectors_pending={backlog}"
 
 
 def _operator_store(args: argparse.Namespace) -> MemoryStore:
@@ -165,18 +175,20 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    report = rebuild_root(_root(args), lock_timeout=args.lock_timeout)
+    config = _config(args)
+    report = rebuild_root(_root(args, config), config, lock_timeout=args.lock_timeout)
     print(f"activated index gen-{report.generation} at position {report.position}; "
-          f"rewrote {len(report.written)} files, removed {len(report.removed)}")
+          f"rewrote {len(report.written)} files, removed {len(report.removed)}"
+          + _vectors(report.vectors_pending))
     return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.root is None:
         raise CliError("replay needs --root NEW (a new or empty directory)")
-    report = replay_export(args.journal, args.root)
+    report = replay_export(args.journal, args.root, _config(args))
     print(f"replayed {report.position} events into {args.root}; "
-          f"wrote {len(report.written)} files")
+          f"wrote {len(report.written)} files" + _vectors(report.vectors_pending))
     return 0
 
 
@@ -186,21 +198,40 @@ def cmd_health(args: argparse.Namespace) -> int:
         _print_json(report.to_json())
     else:
         print(f"{report.status}: journal at {report.journal_position}, projections at "
-              f"{report.projection_position}, {len(report.findings)} findings")
+              f"{report.projection_position}, {len(report.findings)} findings; "
+              f"worker={report.worker}" + _vectors(report.vectors_pending))
         for f in sorted(report.findings):
             print(f"{f.code}  {f.path}  {f.detail}")
     return report.exit_code
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    result = _reader(args).recall(args.query, args.limit)
+    result = _reader(args).recall(args.query, args.limit, explain=args.explain)
     if args.json:
         _print_json(result.to_json())
-    elif result.recall.hits:
-        print(result.text)
-    else:
-        print("no matching memory")
+        return 0
+    print(result.text if result.recall.hits else "no matching memory")
+    if result.degraded:
+        print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
+              "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)
+    if args.explain:
+        _print_explanation(result)
     return 0
+
+
+def _print_explanation(result: RecallResult) -> None:
+    query = result.explanation or {}
+    print(f"\nscoring {query.get('scoring')}: {query.get('formula')}")
+    weights = query.get("termWeights") or {}
+    if weights:
+        print("term weights: " + ", ".join(f"{t}={w}" for t, w in weights.items()))
+    for hit in result.recall.hits:
+        parts = hit.explanation or {}
+        shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in parts.items()
+                 if k not in ("cut", "tieBreak", "semanticFrom")}
+        print(f"{hit.score:.3f} {hit.text[:60]}")
+        print("    " + " ".join(f"{k}={v}" for k, v in shown.items()))
+        print(f"    semantic from {parts.get('semanticFrom')}; {parts.get('cut')}")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -323,7 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("drain", help="run every due intake now, in the foreground")
-    p.add_argument("--timeout", type=float, help="stop starting new attempts after S seconds")
+    p.add_argument("--timeout", type=float,
+                   help="stop starting new attempts (and embedding) after S seconds")
+    p.add_argument("--no-embed", action="store_true",
+                   help="leave memories without a vector to the worker (recall finds them "
+                        "lexically meanwhile)")
     p.set_defaults(func=cmd_drain)
 
     p = sub.add_parser("retry", help="fresh 16-attempt budget for dead/delayed intakes (C3)")
@@ -356,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=5)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--explain", action="store_true",
+                   help="each hit's score parts (cosine, lexical evidence, anchors, RRF hint, "
+                        "graph hop) and the cut it passed")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(

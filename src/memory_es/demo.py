@@ -114,8 +114,6 @@ def _demo_capture(root: Path, step: Callable[[str], None], run_at: Cli) -> int:
             record = store.inspect(result.intake_id).records[0]
             print(f"{turn.run_id}: {result.status}, then {record.outcome} "
                   f"(model calls so far: {', '.join(model.calls)})")
-        while store.embed_pending():  # what the background worker does after each pass
-            pass
         print("\nrecall 'where does Morgan live?':")
         print(store.recall("where does Morgan live?").text)
     for name in ("daily", "audit"):

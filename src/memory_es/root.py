@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import IO, Any
 
 import apsw
+import msgspec
 
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, make_embedder
+from memory_es.embeddings import Embedder, configured_identity, make_embedder
 from memory_es.errors import MemoryEsError
 from memory_es.fsutil import FILE_MODE, fsync_dir
 from memory_es.history import (
@@ -40,8 +41,10 @@ from memory_es.recall import (
     RecallResult,
     check_limit,
     embeddings_block,
+    vector_backlog,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
+from memory_es.worker import worker_status
 from projections.health import Finding, HealthReport, audit
 from projections.search import SearchHit, fts_search
 
@@ -86,7 +89,21 @@ class MemoryRoot:
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2)."""
         with self.reader() as opened:
-            return fold_intakes(opened).report(utc_now(), intake_id)
+            report = fold_intakes(opened).report(utc_now(), intake_id)
+        return msgspec.structs.replace(report, vectors_pending=self.vector_backlog(),
+                                       worker=worker_status(self.root))
+
+    def vector_backlog(self) -> int | None:
+        """Live memories of the active index without a vector of the configured embedding
+        identity (found lexically until embedded, D9); None when this config never embeds."""
+        block = embeddings_block(self.config)
+        if block is None:
+            return None
+        identity = configured_identity(block)
+        if identity is None:
+            return None
+        with self.index() as conn:
+            return vector_backlog(conn, identity.key) if conn is not None else 0
 
     def events(self) -> list[tuple[int, Any]]:
         """Every decoded event with its journal position, in order."""
@@ -121,13 +138,22 @@ class MemoryRoot:
         return count
 
     def health(self) -> HealthReport:
-        """Replay the journal into scratch and compare with the live root (N*)."""
-        return audit(
+        """Replay the journal into scratch and compare with the live root (N*); with the
+        vector backlog and whether a worker looks after the root (neither is drift)."""
+        report = audit(
             self.root,
             open_journal=lambda r: open_journal(r, writable=False),
             events_upto=lambda opened, position: iter_events(opened, upto=position),
             journal_checks=_payload_findings,
         )
+        if report.status == "cannot_audit":
+            return report
+        try:
+            backlog = self.vector_backlog()
+        except (MemoryEsError, apsw.Error):  # the findings already say what is broken
+            backlog = None
+        return msgspec.structs.replace(report, vectors_pending=backlog,
+                                       worker=worker_status(self.root))
 
     # -- the index --------------------------------------------------------------------------------
 
@@ -144,15 +170,16 @@ class MemoryRoot:
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
 
-    def recall(self, query: str, limit: int = 5) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
         """``memory-es search`` (C9): the same config-aware hybrid scoring as
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
         (Lite: lexical only); a provider outage degrades, flagged."""
         check_limit(limit)
         with self.index() as conn:
             if conn is None:
-                return RecallResult(recall=Recall(hits=()), degraded=True)
-            return self._recaller().search(conn, query, now=utc_now(), limit=limit)
+                return RecallResult(recall=Recall(hits=()), degraded=True, reason="no_index")
+            return self._recaller().search(conn, query, now=utc_now(), limit=limit,
+                                           explain=explain)
 
     def _recaller(self) -> Recaller:
         """Recall bound to this handle's config and embedder, made on first use and kept:

@@ -8,6 +8,7 @@ builds its projections. Exporting that root reproduces the input byte for byte.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +16,16 @@ from pathlib import Path
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.config import MemoryConfig
+from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.errors import IntegrityError, MemoryEsError
 from memory_es.history import iter_events
-from memory_es.journal import GENESIS, chain_link, open_journal
+from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
+from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
 from projections.replay import RebuildReport, rebuild
+from projections.sqlite_index import IndexProjection
+
+log = logging.getLogger("memory_es")
 
 BATCH = 1000
 
@@ -55,8 +62,10 @@ def read_export(path: str | Path) -> Iterator[StoredEvent]:
             yield StoredEvent(line.originator_id, line.originator_version, line.topic, state)
 
 
-def replay_export(path: str | Path, root: str | Path) -> RebuildReport:
-    """Create ``root`` (absent or empty) from the export at ``path``."""
+def replay_export(path: str | Path, root: str | Path,
+                  config: MemoryConfig | None = None) -> RebuildReport:
+    """Create ``root`` (absent or empty) from the export at ``path``; with ``config`` naming
+    an embedding provider, the new generation is embedded before it is activated (D10)."""
     root = Path(root)
     if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
         raise MemoryEsError(f"{root}: replay needs a new or empty directory", code="root_not_empty")
@@ -65,19 +74,44 @@ def replay_export(path: str | Path, root: str | Path) -> RebuildReport:
     try:
         for start in range(0, len(events), BATCH):
             opened.recorder.insert_events(events[start:start + BATCH])
-        return rebuild(root, iter_events(opened))
+        return _rebuild(root, opened, config)
     finally:
         opened.close()
 
 
-def rebuild_root(root: str | Path, *, lock_timeout: float = 0.0) -> RebuildReport:
-    """``memory-es rebuild``: rebuild projections with the writer lock (C15, C16).
+def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
+                 lock_timeout: float = 0.0) -> RebuildReport:
+    """``memory-es rebuild``: rebuild projections with the writer lock (C15, C16), embedding
+    the new generation before it is activated when ``config`` names a provider (D10, B25:
+    the vector cache first, so unchanged text is never sent again).
 
     Needs no working index: the journal alone decides. Refuses, naming the holder, while an
     agent holds the root.
     """
     opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout, create=False)
     try:
-        return rebuild(Path(root), iter_events(opened))
+        return _rebuild(Path(root), opened, config)
     finally:
         opened.close()
+
+
+def _rebuild(root: Path, opened: OpenedJournal, config: MemoryConfig | None) -> RebuildReport:
+    block = embeddings_block(config) if config is not None else None
+    if block is None:
+        return rebuild(root, iter_events(opened))
+    embedder = make_embedder(block)
+    assert embedder is not None
+    backlog: list[int] = []
+
+    def fill(index: IndexProjection) -> None:
+        cache = VectorCache(root)
+        try:
+            backlog.append(fill_vectors(index.conn, embedder, cache))
+        except EmbeddingError as e:  # the new generation is still whole lexically (D9)
+            log.warning("memory_degraded: rebuild without some vectors (code=%s)", e.code)
+            backlog.append(vector_backlog(index.conn, embedder.identity.key))
+        finally:
+            cache.close()
+
+    report = rebuild(root, iter_events(opened), before_activate=fill)
+    return msgspec.structs.replace(report, vectors_pending=backlog[0] if backlog else None)

@@ -12,11 +12,13 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from memory_es.fsutil import FILE_MODE, crash_point, make_private_dir
+from projections.health import writer_alive
 
 log = logging.getLogger("memory_es")
 T = TypeVar("T")
@@ -51,6 +53,29 @@ def read_snapshot(root: Path) -> dict[str, Any] | None:
     return None
 
 
+WorkerStatus = Literal["running", "stalled", "not_running"]
+STALE_AFTER_SECONDS = 3 * HEARTBEAT_SECONDS
+
+
+def worker_status(root: Path) -> WorkerStatus:
+    """Is a background worker looking after this root right now? ``not_running``: no process
+    holds the root (pending work waits for the next open); ``stalled``: a process holds it but
+    no live worker has published a heartbeat lately (a store opened without ``background``,
+    a hung process, or a worker thread that died); ``running`` otherwise. Read from the
+    writer lock and the age of ``.runtime/snapshot.json`` (wall clock, not the store's)."""
+    if not writer_alive(root):
+        return "not_running"
+    path = root / RUNTIME_DIR / SNAPSHOT_FILE
+    try:
+        age = time.time() - path.stat().st_mtime
+    except OSError:
+        return "stalled"
+    snapshot = read_snapshot(root)
+    if snapshot is None or snapshot.get("shutdown") != "running" or age > STALE_AFTER_SECONDS:
+        return "stalled"
+    return "running"
+
+
 class WorkSource(Protocol):
     """What the worker drives; the store implements it."""
 
@@ -82,6 +107,13 @@ class Worker:
         self._thread.start()
         self._publisher.start()
 
+    def live_state(self) -> str:
+        """``state``, except that a worker thread that is gone while it should run says
+        ``dead`` (health and inspect then report the worker stalled)."""
+        if self.state == "running" and not self._thread.is_alive():
+            return "dead"
+        return self.state
+
     def kick(self) -> None:
         """New work or a transition: wake the worker and republish the snapshot (B20)."""
         self._dirty.set()
@@ -92,7 +124,7 @@ class Worker:
         while not self._published_stop.is_set():
             self._dirty.wait(HEARTBEAT_SECONDS)
             self._dirty.clear()
-            self._store.publish_snapshot(self.state)
+            self._store.publish_snapshot(self.live_state())
             # Coalesce bursts: at most one publish per interval, however fast turns arrive.
             self._published_stop.wait(SNAPSHOT_MIN_INTERVAL)
 

@@ -64,6 +64,8 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     journal_position: int = 0
     projection_position: int = 0
     findings: tuple[Finding, ...] = ()
+    vectors_pending: int | None = None  # live memories without a vector; None: not embedded
+    worker: str | None = None  # "running", "stalled", "not_running"; None: not asked
 
     @property
     def exit_code(self) -> int:
@@ -74,7 +76,8 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "journal_position": self.journal_position,
                 "projection_position": self.projection_position,
-                "findings": [f.to_json() for f in sorted(self.findings)]}
+                "findings": [f.to_json() for f in sorted(self.findings)],
+                "vectors_pending": self.vectors_pending, "worker": self.worker}
 
 
 def writer_alive(root: Path) -> bool:

@@ -286,10 +286,12 @@ class RebuildReport(msgspec.Struct, frozen=True, kw_only=True):
     position: int
     written: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
+    vectors_pending: int | None = None  # None: nothing embedded (no provider for this root)
 
     def to_json(self) -> dict[str, Any]:
         return {"generation": self.generation, "position": self.position,
-                "written": list(self.written), "removed": list(self.removed)}
+                "written": list(self.written), "removed": list(self.removed),
+                "vectors_pending": self.vectors_pending}
 
 
 def build_generation(path: Path, events: Iterable[tuple[int, object]]) -> IndexProjection:

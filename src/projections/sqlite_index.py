@@ -22,6 +22,11 @@ from memory_es.ids import sha256_hex, text_key
 SESSION_MAX_BYTES = 512  # K7: longer conversation ids are stored as "unknown"
 UNKNOWN = "unknown"
 
+# Porter stemming over unicode61: "appointments" meets "appointment" (issue 12 item 4); an
+# older generation keeps the tokenizer it was built with, and recall reads it from the schema.
+FTS_DDL = ("CREATE VIRTUAL TABLE memories_fts USING fts5(text, "
+           "tokenize='porter unicode61 remove_diacritics 2')")
+
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE memories (
@@ -37,7 +42,7 @@ _SCHEMA = (
         run_hash TEXT,
         tier TEXT NOT NULL)""",
     "CREATE INDEX memories_by_day ON memories (day, recorded_at, id)",
-    "CREATE VIRTUAL TABLE memories_fts USING fts5(text, tokenize='unicode61 remove_diacritics 2')",
+    FTS_DDL,
     """CREATE TABLE audit (
         rowid INTEGER PRIMARY KEY,
         run_hash TEXT NOT NULL UNIQUE,

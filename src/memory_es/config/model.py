@@ -169,12 +169,13 @@ class CalibrationConfig(_Block):
     recall_tail: float
     auto_floor: float
     auto_window: float
+    lexical_weight: float | None = None  # hybrid scoring; None: the identity's shipped weight
 
     @field_validator("*")
     @classmethod
-    def _unit_interval(cls, value: float) -> float:
-        """Cosines, scores and windows all live in [0, 1]; NaN fails the check too."""
-        if not 0.0 <= value <= 1.0:
+    def _unit_interval(cls, value: float | None) -> float | None:
+        """Cosines, scores, windows and weights all live in [0, 1]; NaN fails the check too."""
+        if value is not None and not 0.0 <= value <= 1.0:
             raise rule(f"must be a number from 0 to 1 (got {value!r})")
         return value
 
@@ -258,8 +259,11 @@ class CaptureConfig(_Block):
 
 
 class RecallConfig(_Block):
-    """`memory.recall`: BuJo-only read policies, default off (O6)."""
+    """`memory.recall`: how recall scores (every tier) and the BuJo-only read policies,
+    default off (O6). `scoring`: "hybrid" (default: lexical evidence fused with the cosine)
+    or "reference" (the reference's embedding-first formula, exactly)."""
 
+    scoring: Literal["hybrid", "reference"] = "hybrid"
     intent_expiry: bool = False
     recency: bool = False
 

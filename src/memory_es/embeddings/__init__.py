@@ -49,8 +49,20 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "RetryPolicy",
     "batched",
+    "configured_identity",
     "make_embedder",
 ]
+
+
+def configured_identity(config: EmbeddingsConfig) -> EmbeddingIdentity | None:
+    """The identity :func:`make_embedder` would give this block's vectors, without loading a
+    model or touching a provider (counting a backlog must not); None when the block cannot
+    make an embedder (no model)."""
+    if config.provider == "local":
+        return EmbeddingIdentity("local", LOCAL_MODEL, LOCAL_DIM)
+    if config.model is None:
+        return None
+    return EmbeddingIdentity(str(config.provider), config.model, int(config.dim))
 
 
 def make_embedder(

@@ -90,7 +90,10 @@ class IntakeReport(msgspec.Struct, frozen=True, kw_only=True):
 
     counts: IntakeCounts
     records: tuple[IntakeRecord, ...]
+    vectors_pending: int | None = None  # live memories without a vector; None: never embeds
+    worker: str | None = None  # "running", "stalled", "not_running"; None: not asked
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": self.counts.to_json(),
-                "records": [r.to_json() for r in self.records]}
+                "records": [r.to_json() for r in self.records],
+                "vectors_pending": self.vectors_pending, "worker": self.worker}

@@ -63,8 +63,10 @@ from memory_es.recall.vectors import (
     VectorCache,
     VectorMatrix,
     embed_texts,
+    fill_vectors,
     pending_texts,
     store_vectors,
+    vector_backlog,
 )
 
 __all__ = [
@@ -101,6 +103,7 @@ __all__ = [
     "embeddings_block",
     "expand_one_hop",
     "extract_anchors",
+    "fill_vectors",
     "format_recall",
     "has_content",
     "normalize",
@@ -112,4 +115,5 @@ __all__ = [
     "render_background",
     "score_all",
     "store_vectors",
+    "vector_backlog",
 ]

@@ -42,7 +42,7 @@ NEEDS_EMBEDDINGS: Final = "calibrate_needs_embeddings"
 
 _CAMEL: Final = {"no_evidence_cosine": "noEvidenceCosine", "recall_floor": "recallFloor",
                  "recall_tail": "recallTail", "auto_floor": "autoFloor",
-                 "auto_window": "autoWindow"}
+                 "auto_window": "autoWindow", "lexical_weight": "lexicalWeight"}
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,25 +11,30 @@ labelled background and the person card (H1-H22).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import apsw
 import numpy as np
 
 from memory_es.errors import MemoryEsError
 from memory_es.recall.card import person_card
+from memory_es.recall.lexical import LexicalEvidence
 from memory_es.recall.render import Recall, format_recall, render_auto_block, render_background
 from memory_es.recall.score import (
+    EPSILON,
     MAX_CANDIDATES,
     NOMIC_V15,
     Calibration,
     Candidate,
     Fact,
+    Scored,
+    Scoring,
+    Source,
     score_all,
 )
-from memory_es.recall.select import auto_select, background_select, select
+from memory_es.recall.select import SelectMode, auto_select, background_select, select
 from memory_es.recall.vectors import VectorMatrix, optional_rows
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import fts_query
@@ -40,21 +45,46 @@ CONTEXT_BUDGET_BYTES = 2_500  # H12: the whole automatic context stays under abo
 _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 
 
+DegradedReason = Literal["lexical_only", "provider_unavailable", "vectors_pending",
+                         "no_index"]
+
+
 @dataclass(frozen=True)
 class RecallResult:
-    """What an agent gets back: hits, the evidence flag, and whether vectors were used."""
+    """What an agent gets back: hits, the evidence flag, and whether the semantic side was
+    whole. ``degraded`` is True with a ``reason`` when it was not: ``lexical_only`` (Lite or
+    no embeddings block), ``provider_unavailable`` (the query could not be embedded),
+    ``vectors_pending`` (``vectors_pending`` live memories still lack a vector and are found
+    lexically only, D9) or ``no_index`` (nothing was ever projected)."""
 
     recall: Recall
-    degraded: bool  # True: lexical only (no provider, provider down, or Lite)
+    degraded: bool
+    reason: DegradedReason | None = None
+    vectors_pending: int = 0
+    explanation: dict[str, Any] | None = None  # the query's side of ``explain=True``
 
     @property
     def text(self) -> str:
         return format_recall(self.recall)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"degraded": self.degraded, "evidence": self.recall.evidence,
-                "notes": list(self.recall.notes),
-                "results": [h.structured() for h in self.recall.hits]}
+    def to_json(self, *, sources: bool = True) -> dict[str, Any]:
+        """The JSON result. Each hit carries its ``source`` (conversation and intake id) for
+        the host; ``sources=False`` leaves them out for a model-facing surface (H23)."""
+        results = []
+        for hit in self.recall.hits:
+            item = hit.structured()
+            if sources and hit.source is not None:
+                item["source"] = hit.source.to_json()
+            if hit.explanation is not None:
+                item["explain"] = hit.explanation
+            results.append(item)
+        body: dict[str, Any] = {
+            "degraded": self.degraded, "reason": self.reason,
+            "vectors_pending": self.vectors_pending, "evidence": self.recall.evidence,
+            "notes": list(self.recall.notes), "results": results}
+        if self.explanation is not None:
+            body["explain"] = self.explanation
+        return body
 
 
 def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
@@ -104,6 +134,7 @@ def candidate_pool(
     ``exclude_session`` drops records of the current conversation before scoring (H21).
     """
     lexical = _lexical_ranks(conn, query)
+    evidence = LexicalEvidence.for_query(conn, query)
     vector_ranks: dict[int, int] = {}
     cosines: dict[int, float] = {}
     if query_vector is not None and matrix is not None:
@@ -117,8 +148,8 @@ def candidate_pool(
     for rowid in pool:
         if len(candidates) >= MAX_CANDIDATES:
             break
-        row = conn.execute("SELECT id, text, kind, status, recorded_at, source_session "
-                           "FROM memories WHERE rowid = ?", (rowid,)).fetchone()
+        row = conn.execute("SELECT id, text, kind, status, recorded_at, source_session, "
+                           "rowid, run_hash FROM memories WHERE rowid = ?", (rowid,)).fetchone()
         if row is None:
             continue
         session = row[5]
@@ -128,18 +159,21 @@ def candidate_pool(
         cosine = cosines.get(rowid)
         if cosine is None and query_vector is not None and matrix is not None:
             cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
-        candidates.append(_candidate(row, cosine, lexical.get(rowid), vector_ranks.get(rowid)))
+        candidates.append(_candidate(row, cosine, lexical.get(rowid), vector_ranks.get(rowid),
+                                     evidence))
     return with_entity_names(conn, candidates)
 
 
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
-               vector_rank: int | None) -> Candidate:
+               vector_rank: int | None, evidence: LexicalEvidence) -> Candidate:
     session = row[5]
     return Candidate(
         id=row[0], text=row[1], type=row[2], status=row[3],
         created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
         cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
         attribution="source conversation unknown" if session in (None, "unknown") else None,
+        evidence=evidence.coverage(row[1]),
+        source=Source(session=session, intake_id=row[7]),
     )
 
 
@@ -165,24 +199,23 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
             if c.id in names or c.id in facts else c for c in candidates]
 
 
-def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
-                   query_vector: np.ndarray | None,
-                   matrix: VectorMatrix | None) -> list[Candidate]:
-    """L4: the seeds, then live memories that share an entity with a seed or name an entity
-    directly related to one; cut to the candidate bound before scoring.
+def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: str,
+                   query_vector: np.ndarray | None, matrix: VectorMatrix | None,
+                   exclude: Sequence[str] = (), room: int = MAX_CANDIDATES) -> list[Candidate]:
+    """L4: live memories that share an entity with a seed or name an entity directly related
+    to one, at most ``room`` of them, never a seed or an ``exclude``d id.
 
-    Deterministic: neighbours come in journal order. They carry no retriever rank, only
-    their cosine when they have a vector.
+    Deterministic: neighbours come in journal order. They carry no retriever rank, only their
+    cosine when they have a vector and their lexical evidence.
     """
-    room = MAX_CANDIDATES - len(seeds)
     if room <= 0 or not seeds:
-        return seeds
+        return []
     marks = ",".join("?" * len(seeds))
     seed_ids = [c.id for c in seeds]
     entities = {r[0] for r in optional_rows(
         conn, f"SELECT entity_id FROM memory_entities WHERE memory_id IN ({marks})", seed_ids)}
     if not entities:
-        return seeds
+        return []
     emarks = ",".join("?" * len(entities))
     elist = sorted(entities)
     related = {r[0] for r in optional_rows(
@@ -190,19 +223,63 @@ def expand_one_hop(conn: apsw.Connection, seeds: list[Candidate], *,
               f"SELECT src FROM relations WHERE dst IN ({emarks})", [*elist, *elist])}
     hop = sorted(entities | related)
     hmarks = ",".join("?" * len(hop))
+    skip = sorted({*seed_ids, *exclude})
+    smarks = ",".join("?" * len(skip))
     rows = optional_rows(
-        conn, "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, m.source_session, m.rowid "
+        conn, "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, m.source_session, m.rowid, "
+              "m.run_hash "
               f"FROM memories m WHERE m.id IN (SELECT memory_id FROM memory_entities "
-              f"WHERE entity_id IN ({hmarks})) AND m.id NOT IN ({marks}) "
+              f"WHERE entity_id IN ({hmarks})) AND m.id NOT IN ({smarks}) "
               f"AND m.status NOT IN {_TERMINAL_SQL} ORDER BY m.rowid LIMIT ?",
-        [*hop, *seed_ids, room])
+        [*hop, *skip, room])
     neighbours = []
+    evidence = LexicalEvidence.for_query(conn, query)
     for row in rows:
         cosine = None
         if query_vector is not None and matrix is not None:
             cosine = matrix.cosine(query_vector, row[6])
-        neighbours.append(_candidate(row, cosine, None, None))
-    return [*seeds, *with_entity_names(conn, neighbours)]
+        neighbours.append(replace(_candidate(row, cosine, None, None, evidence),
+                                  graph_hop=True))
+    return with_entity_names(conn, neighbours)
+
+
+def explained(trimmed: Recall, scored: Sequence[Scored], conn: apsw.Connection, query: str,
+              calibration: Calibration, scoring: Scoring, mode: SelectMode,
+              degraded: bool) -> RecallResult:
+    """``explain=True``: each hit with its score's parts and the cut it passed, and the
+    query's term weights and thresholds, so a user sees why a line ranks where it does."""
+    by_id = {s.candidate.id: s for s in scored}
+    best = trimmed.hits[0].score if trimmed.hits else 0.0
+    floor_applies = best >= calibration.recall_floor - EPSILON
+    hits = []
+    for n, hit in enumerate(trimmed.hits):
+        s = by_id[hit.id]
+        c = s.candidate
+        if mode == "degraded":
+            cut = "uncut: lexical-only results are never cut (G20)"
+        elif n == 0:
+            cut = "best hit: always kept (G11)"
+        else:
+            cut = (f"within the tail: {s.score:.4f} >= best {best:.4f} - "
+                   f"{calibration.recall_tail:.4f}")
+            if floor_applies:
+                cut += f", and >= the floor {calibration.recall_floor:.4f}"
+        hits.append(replace(hit, explanation={
+            "cosine": c.cosine, "semantic": s.semantic, "semanticFrom": (
+                "lexical evidence (no vector yet, G10)" if s.lexical else
+                "cosine" if s.semantic else "nothing: cosine below the no-evidence cosine"),
+            "lexicalEvidence": s.evidence, "anchorBonus": s.anchor, "rrfHint": s.rrf,
+            "salience": s.salience, "lexicalRank": c.lexical_rank, "vectorRank": c.vector_rank,
+            "graphHop": c.graph_hop, "cut": cut,
+            "tieBreak": "equal scores rank by memory id"}))
+    formula = ("1 - (1 - semantic) * (1 - lexicalWeight * lexicalEvidence) + anchorBonus + "
+               "rrfHint + salience" if scoring == "hybrid"
+               else "semantic + anchorBonus + rrfHint + salience")
+    terms = LexicalEvidence.for_query(conn, query).explain() if scoring == "hybrid" else {}
+    return RecallResult(
+        recall=replace(trimmed, hits=tuple(hits)), degraded=degraded,
+        explanation={"scoring": scoring, "formula": formula, "termWeights": terms,
+                     "calibration": asdict(calibration), "evidenceNote": trimmed.evidence})
 
 
 def has_content(query: str) -> bool:
@@ -230,6 +307,8 @@ def recall(
     calibration: Calibration = NOMIC_V15,
     limit: int = 10,
     expand: bool = False,
+    scoring: Scoring = "hybrid",
+    explain: bool = False,
 ) -> RecallResult:
     """Hybrid recall over one index connection (G*).
 
@@ -242,12 +321,24 @@ def recall(
     if not has_content(query):  # nothing to look for: never arbitrary memories scored 0
         return RecallResult(recall=Recall(hits=()), degraded=degraded)
     candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix)
-    if expand:
-        candidates = expand_one_hop(conn, candidates, query_vector=query_vector, matrix=matrix)
-    scored = score_all(query, candidates, calibration)
-    result = select(scored, calibration, now=now, mode="degraded" if degraded else "explicit")
+    scored = score_all(query, candidates, calibration, scoring)
+    mode: SelectMode = "degraded" if degraded else "explicit"
+    result = select(scored, calibration, now=now, mode=mode)
+    if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
+        kept = {h.id for h in result.hits}
+        direct = [s for s in scored if s.candidate.id in kept]
+        neighbours = expand_one_hop(
+            conn, [s.candidate for s in direct], query=query, query_vector=query_vector,
+            matrix=matrix, exclude=[c.id for c in candidates],
+            room=MAX_CANDIDATES - len(direct))
+        if neighbours:
+            scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
+                               calibration, scoring)
+            result = select(scored, calibration, now=now, mode=mode)
     trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
-    return RecallResult(recall=trimmed, degraded=degraded)
+    if not explain:
+        return RecallResult(recall=trimmed, degraded=degraded)
+    return explained(trimmed, scored, conn, query, calibration, scoring, mode, degraded)
 
 
 def auto_block(
@@ -260,6 +351,7 @@ def auto_block(
     session: str | None,
     calibration: Calibration = NOMIC_V15,
     lines: bool = True,
+    scoring: Scoring = "hybrid",
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
@@ -267,7 +359,7 @@ def auto_block(
     only the block (the short-owner-text gate, H14)."""
     candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
                                 exclude_session=session)
-    scored = score_all(text, candidates, calibration)
+    scored = score_all(text, candidates, calibration, scoring)
     hits = auto_select(scored, calibration, now=now, tz=UTC) if lines else ()
     background = background_select(scored, labelled_background(conn, candidates), calibration,
                                    now=now, tz=UTC, exclude=[h.id for h in hits])

@@ -11,6 +11,7 @@ Without an embedder (Lite, no embeddings block) every result is lexical-only and
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime
 
 import apsw
@@ -20,7 +21,7 @@ from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
 from memory_es.recall.candidates import RecallResult, auto_block, recall
 from memory_es.recall.score import NOMIC_V15, Calibration
-from memory_es.recall.vectors import VectorMatrix
+from memory_es.recall.vectors import VectorMatrix, vector_backlog
 
 log = logging.getLogger("memory_es")
 
@@ -40,15 +41,18 @@ def calibration_for(identity: EmbeddingIdentity | None,
     """Each embedding identity carries its own calibration (DESIGN 9.4): the configured
     ``memory.embeddings.calibration`` (``override``) when present, else the identity's shipped
     one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5)."""
+    shipped = NOMIC_V15 if identity is None else CALIBRATIONS.get(
+        (identity.provider, identity.model), NOMIC_V15)
     if override is not None:
         return Calibration(no_evidence_cosine=override.no_evidence_cosine,
                            recall_floor=override.recall_floor,
                            recall_tail=override.recall_tail,
                            auto_floor=override.auto_floor,
-                           auto_window=override.auto_window)
-    if identity is None:
-        return NOMIC_V15
-    return CALIBRATIONS.get((identity.provider, identity.model), NOMIC_V15)
+                           auto_window=override.auto_window,
+                           lexical_weight=(shipped.lexical_weight
+                                           if override.lexical_weight is None
+                                           else override.lexical_weight))
+    return shipped
 
 
 def configured_calibration(config: MemoryConfig) -> CalibrationConfig | None:
@@ -107,23 +111,36 @@ class Recaller:
 
     def recall(self, conn: apsw.Connection, query: str, *, now: datetime,
                query_vector: np.ndarray | None, matrix: VectorMatrix | None,
-               limit: int = 10) -> RecallResult:
-        """MemoryRecall over ``conn`` (G*): degraded when ``query_vector`` or ``matrix`` is None."""
-        return recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
-                      limit=limit, expand=self.expand, calibration=self.calibration)
+               limit: int = 10, explain: bool = False) -> RecallResult:
+        """MemoryRecall over ``conn`` (G*): lexical-only when ``query_vector`` or ``matrix`` is
+        None; flagged ``degraded`` with its reason whenever the semantic side is not whole."""
+        result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
+                        limit=limit, expand=self.expand, calibration=self.calibration,
+                        scoring=self.config.recall.scoring, explain=explain)
+        if self.embedder is None:
+            return replace(result, degraded=True, reason="lexical_only")
+        pending = vector_backlog(conn, self.embedder.identity.key)
+        if query_vector is None or matrix is None:
+            return replace(result, degraded=True, reason="provider_unavailable",
+                           vectors_pending=pending)
+        if pending:
+            return replace(result, degraded=True, reason="vectors_pending",
+                           vectors_pending=pending)
+        return result
 
     def auto_block(self, conn: apsw.Connection, text: str, *, now: datetime,
                    query_vector: np.ndarray, matrix: VectorMatrix, session: str | None,
                    lines: bool = True) -> str:
         """The automatic context for ``text`` (H1-H22); see :func:`auto_block`."""
         return auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
-                          session=session, lines=lines, calibration=self.calibration)
+                          session=session, lines=lines, calibration=self.calibration,
+                          scoring=self.config.recall.scoring)
 
     def search(self, conn: apsw.Connection, query: str, *, now: datetime,
-               limit: int = 10) -> RecallResult:
+               limit: int = 10, explain: bool = False) -> RecallResult:
         """A read-only caller's whole recall (``memory-es search``): embed the query, read the
         matrix only when that worked, then :meth:`recall`."""
         query_vector = self.embed_query(query)
         matrix = self.load_matrix(conn) if query_vector is not None else None
         return self.recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
-                           limit=limit)
+                           limit=limit, explain=explain)

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, tzinfo
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from memory_es.recall.score import Source
 
 Currentness = Literal["current", "superseded", "ended"]
 Evidence = Literal["conflicting", "insufficient"]
@@ -38,6 +41,8 @@ class Hit:
     currentness: Currentness
     ended_on: date | datetime | None = None  # the past end behind ``ended`` (G14)
     attribution: str | None = None
+    source: Source | None = None  # for the host only: never in the text form (H23)
+    explanation: dict[str, Any] | None = None  # the score's parts, when asked (explain=True)
 
     def structured(self, evidence: Evidence | None = None) -> dict[str, Any]:
         """The structured result item with the reference's camelCase keys (G25)."""

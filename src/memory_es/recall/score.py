@@ -1,8 +1,22 @@
 """Recall scoring: pure, no I/O, no clock (SPEC G3-G10, G31, DESIGN 9.4-9.5).
 
 For one query over the bounded candidate pool (at most 50, G31), :func:`score_all` analyses the
-query once (:func:`~memory_es.recall.anchors.extract_anchors`) and scores each candidate
-embedding-first:
+query once (:func:`~memory_es.recall.anchors.extract_anchors`) and scores each candidate in one
+of two modes (``memory.recall.scoring``).
+
+``"hybrid"`` (the default) joins lexical evidence to the cosine as a probabilistic OR, so a
+strong lexical match can outrank a middling cosine, a strong cosine keeps the scale the floors
+were measured on, and the joined part never exceeds 1:
+
+   ``1 - (1 - semantic) * (1 - w * evidence) + anchor_bonus + rrf hint + salience * 0.005``
+
+where ``evidence`` is the candidate's lexical evidence (the IDF-weighted share of the query's
+terms it holds, 0..1, :mod:`~memory_es.recall.lexical`), ``semantic`` as below (clamped to
+0..1) but taken from ``evidence`` while the vector is missing (G10: an exact restatement then
+scores 1, like a perfect cosine), and ``w`` the calibration's ``lexical_weight`` (chosen on a
+dev split, see ``bench/recall_quality.py``).
+
+``"reference"`` is the reference's embedding-first formula, exactly:
 
    ``semantic + anchor_bonus + rrf hint + salience * 0.005``
 
@@ -23,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Literal
 
 from memory_es.recall.anchors import (
     Anchors,
@@ -39,6 +54,9 @@ RRF_K = 60
 SALIENCE_WEIGHT = 0.005  # DESIGN 9.5: salience adds at most 0.005
 MAX_CANDIDATES = 50  # G31: the deliberate pool is a bounded fifty-hit superset
 EPSILON = 1e-9
+DEFAULT_LEXICAL_WEIGHT = 0.5
+
+Scoring = Literal["hybrid", "reference"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +68,7 @@ class Calibration:
     recall_tail: float = 0.15  # G11
     auto_floor: float = 0.62  # H3
     auto_window: float = 0.04  # H4
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT  # hybrid scoring's share of lexical evidence
 
 
 NOMIC_V15 = Calibration()
@@ -64,6 +83,18 @@ class Fact:
     property: str
     scope: str
     value: str
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a record came from, for the host to map a hit back to its turn; never shown in
+    model-facing text (H23). ``intake_id`` is the SHA-256 of the turn's run id."""
+
+    session: str | None = None
+    intake_id: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"session": self.session, "intakeId": self.intake_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +123,9 @@ class Candidate:
     vector_rank: int | None = None
     fact: Fact | None = None
     attribution: str | None = None  # H9: "you said" | "assistant noted" | "from a document"
+    evidence: float | None = None  # lexical evidence in this index (None: not computed)
+    source: Source | None = None
+    graph_hop: bool = False  # True: pulled in by one-hop graph expansion (L4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +139,7 @@ class Scored:
     rrf: float
     salience: float
     lexical: bool  # True when ``semantic`` came from term overlap (no vector)
+    evidence: float = 0.0  # the lexical evidence fused in (hybrid scoring; 0 in reference)
 
 
 def anchor_bonus(anchors: Anchors, candidate: Candidate) -> float:
@@ -157,11 +192,16 @@ def _overlap(terms: Sequence[str], text: str) -> float:
     return sum(1 for t in terms if t in have) / len(terms)
 
 
-def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOMIC_V15) -> Scored:
-    """Embedding-first score (G3-G10, DESIGN 9.5); see the module docstring for the formula."""
+def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOMIC_V15,
+          scoring: Scoring = "reference") -> Scored:
+    """One candidate's score (G3-G10, DESIGN 9.5); the module docstring gives both formulas."""
     lexical = candidate.cosine is None
+    evidence = 0.0
+    if scoring == "hybrid":
+        evidence = (candidate.evidence if candidate.evidence is not None
+                    else _overlap(anchors.terms, candidate.text))
     if candidate.cosine is None:
-        semantic = _overlap(anchors.terms, candidate.text)
+        semantic = evidence if scoring == "hybrid" else _overlap(anchors.terms, candidate.text)
     elif candidate.cosine >= calibration.no_evidence_cosine - EPSILON:
         semantic = candidate.cosine
     else:
@@ -169,14 +209,19 @@ def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOM
     bonus = anchor_bonus(anchors, candidate)
     hint = rrf_hint(candidate)
     sal = min(1.0, max(0.0, candidate.salience)) * SALIENCE_WEIGHT
-    return Scored(candidate=candidate, score=semantic + bonus + hint + sal, semantic=semantic,
-                  anchor=bonus, rrf=hint, salience=sal, lexical=lexical)
+    base = semantic
+    if scoring == "hybrid":
+        base = 1.0 - (1.0 - min(1.0, max(0.0, semantic))) \
+            * (1.0 - calibration.lexical_weight * evidence)
+    return Scored(candidate=candidate, score=base + bonus + hint + sal, semantic=semantic,
+                  anchor=bonus, rrf=hint, salience=sal, lexical=lexical, evidence=evidence)
 
 
 def score_all(query: str, candidates: Sequence[Candidate],
-              calibration: Calibration = NOMIC_V15) -> list[Scored]:
+              calibration: Calibration = NOMIC_V15, scoring: Scoring = "reference"
+              ) -> list[Scored]:
     """Score a whole pool (at most 50, G31); name anchors come from the pool's entities (G6)."""
     if len(candidates) > MAX_CANDIDATES:
         raise ValueError(f"candidate pool holds {len(candidates)} > {MAX_CANDIDATES} (G31)")
     anchors = extract_anchors(query, (n for c in candidates for n in c.entity_names))
-    return [score(c, anchors, calibration) for c in candidates]
+    return [score(c, anchors, calibration, scoring) for c in candidates]

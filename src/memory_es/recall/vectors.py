@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,38 @@ def embed_texts(embedder: Embedder, cache: VectorCache | None,
         if cache is not None:
             cache.put_many(identity, fresh)
     return [cached[sha] for sha in shas]
+
+
+def vector_backlog(conn: apsw.Connection, identity: str) -> int:
+    """Live memories that lack a vector of ``identity`` (recall finds them lexically until
+    they have one, D9). A generation whose vectors belong to another identity has them all."""
+    row: Any = conn.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
+    if row is None or row[0] != identity:
+        live: Any = conn.execute(
+            f"SELECT count(*) FROM memories WHERE status NOT IN {_TERMINAL_SQL}").fetchone()
+        return int(live[0])
+    waiting = optional_rows(
+        conn, "SELECT count(*) FROM vector_pending p JOIN memories m ON m.rowid = p.rowid "
+              f"WHERE m.status NOT IN {_TERMINAL_SQL}", ())
+    return int(waiting[0][0]) if waiting else 0
+
+
+def fill_vectors(conn: apsw.Connection, embedder: Embedder, cache: VectorCache | None,
+                 *, deadline: float | None = None) -> int:
+    """Embed every live memory of ``conn`` that lacks a vector (cache first, B25), batch by
+    batch, until none is left, the provider fails or ``deadline`` (monotonic) passes.
+
+    Returns the backlog left (0 when complete). Raises ``EmbeddingError`` from the provider;
+    what was stored before stays.
+    """
+    identity = embedder.identity.key
+    while deadline is None or time.monotonic() < deadline:
+        pending = pending_texts(conn, identity)
+        if not pending.rowids:
+            return 0
+        store_vectors(conn, identity, pending.rowids,
+                      embed_texts(embedder, cache, pending.texts))
+    return vector_backlog(conn, identity)
 
 
 def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
+import msgspec
+
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
@@ -211,11 +213,14 @@ class MemoryStore:
 
     # -- background work (the worker's WorkSource) -------------------------------------------
 
-    def drain(self, timeout: float | None = None) -> int:
-        """Run every due intake in the foreground now; returns how many attempts were made.
+    def drain(self, timeout: float | None = None, *, embed: bool = True) -> int:
+        """Run every due intake in the foreground now, then (``embed``) embed every memory
+        still waiting for a vector, so recall is whole afterwards; returns how many attempts
+        were made (:meth:`vector_backlog` tells what embedding left).
 
         Shares the worker's attempt code and lock, so both paths behave alike. A broken index
-        fails the drain before anything is resolved. ``timeout`` bounds the time spent.
+        fails the drain before anything is resolved. ``timeout`` bounds the time spent; a
+        provider outage leaves the vectors to the worker (recall finds them lexically, D9).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.journal_writer.exclusive():
@@ -229,7 +234,14 @@ class MemoryStore:
                 break
         with self.journal_writer.exclusive():
             self.projections.catch_up()  # foreground: a projection error surfaces
+        if embed:
+            self.vectors.embed_all(deadline)
         return attempts
+
+    def vector_backlog(self) -> int | None:
+        """Live memories still waiting for a vector (found lexically until then, D9); None
+        when this tier or config never embeds."""
+        return self.vectors.backlog()
 
     def run_due(self, cancel: threading.Event) -> int:
         """One pass over the due queue (see :class:`Attempts`)."""
@@ -263,10 +275,12 @@ class MemoryStore:
 
     # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------
 
-    def recall(self, query: str, limit: int = 10) -> RecallResult:
-        """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, scored embedding-first.
-        Never raises for a provider outage: the result is lexical-only and ``degraded``."""
-        return self.reads.recall(query, limit)
+    def recall(self, query: str, limit: int = 10, *, explain: bool = False) -> RecallResult:
+        """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, lexical evidence fused
+        with the cosine (``memory.recall.scoring``). Never raises for a provider outage: the
+        result is lexical-only and ``degraded`` with its reason. ``explain`` adds each hit's
+        score parts and the cut it passed."""
+        return self.reads.recall(query, limit, explain)
 
     def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
                     gate_owner_text: bool = True) -> str:
@@ -299,12 +313,26 @@ class MemoryStore:
         with self.journal_writer.exclusive():
             report = self.projections.rebuild(before_activate=self.vectors.fill)
             self.vectors.forget_matrix()
-            return report
+        return msgspec.structs.replace(report, vectors_pending=self.vector_backlog())
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
-        asked for, resolved or not). ``memory-es inspect`` lists resolved ones too."""
-        return self.attempts.inspect(intake_id)
+        asked for, resolved or not), with the vector backlog and whether this handle's
+        worker runs. ``memory-es inspect`` lists resolved ones too."""
+        report = self.attempts.inspect(intake_id)
+        try:
+            backlog = self.vector_backlog()
+        except MemoryEsError:  # a broken index must not hide the intakes
+            backlog = None
+        return msgspec.structs.replace(report, vectors_pending=backlog,
+                                       worker=self.worker_status())
+
+    def worker_status(self) -> str:
+        """``running``; ``stalled`` when this handle's worker thread is gone; ``not_running``
+        for a handle opened without ``background`` (work runs only on :meth:`drain`)."""
+        if self._worker is None:
+            return "not_running"
+        return "running" if self._worker.live_state() == "running" else "stalled"
 
     def retry(self, intake_id: str | None = None) -> list[str]:
         """Give dead or delayed intakes (one, or all) a fresh 16-attempt budget, due now."""

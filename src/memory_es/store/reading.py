@@ -45,7 +45,7 @@ class StoreReads:
             self._bound = Recaller(self._config, self._vectors.embedder())
         return self._bound
 
-    def recall(self, query: str, limit: int) -> RecallResult:
+    def recall(self, query: str, limit: int, explain: bool = False) -> RecallResult:
         recaller = self.recaller()
         query_vector = None if self._vectors.paused else recaller.embed_query(query)
         with self._journal.exclusive():
@@ -53,7 +53,7 @@ class StoreReads:
             matrix = (self._vectors.matrix(recaller.embedder, conn)
                       if recaller.embedder is not None else None)
             return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
-                                   matrix=matrix, limit=limit)
+                                   matrix=matrix, limit=limit, explain=explain)
 
     def auto_recall(self, text: str, *, session: str | None, owner: bool,
                     gate_owner_text: bool) -> str:

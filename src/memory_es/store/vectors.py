@@ -17,7 +17,15 @@ import numpy as np
 
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
-from memory_es.recall import VectorCache, VectorMatrix, embed_texts, pending_texts, store_vectors
+from memory_es.recall import (
+    VectorCache,
+    VectorMatrix,
+    embed_texts,
+    fill_vectors,
+    pending_texts,
+    store_vectors,
+    vector_backlog,
+)
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from projections.sqlite_index import IndexProjection
@@ -90,17 +98,30 @@ class Vectors:
         embedder = self.embedder()
         if embedder is None:
             return
-        identity = embedder.identity.key
-        while True:
-            pending = pending_texts(index.conn, identity)
-            if not pending.rowids:
-                return
-            try:
-                blobs = embed_texts(embedder, self._cache, pending.texts)
-            except EmbeddingError as e:
-                log.warning("memory_degraded: rebuild without some vectors (code=%s)", e.code)
-                return
-            store_vectors(index.conn, identity, pending.rowids, blobs)
+        try:
+            fill_vectors(index.conn, embedder, self._cache)
+        except EmbeddingError as e:
+            log.warning("memory_degraded: rebuild without some vectors (code=%s)", e.code)
+
+    def embed_all(self, deadline: float | None) -> int:
+        """Embed until nothing waits, the provider fails or ``deadline`` (monotonic) passes;
+        returns how many were embedded (``drain``: every path leaves recall complete)."""
+        done = 0
+        while deadline is None or time.monotonic() < deadline:
+            embedded = self.embed_pending()
+            if not embedded:
+                break
+            done += embedded
+        return done
+
+    def backlog(self) -> int | None:
+        """Live memories still waiting for a vector of this store's identity; None when this
+        tier or config never embeds."""
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        with self._journal.exclusive():
+            return vector_backlog(self._projections.get().index.conn, embedder.identity.key)
 
     def matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
         """The in-memory matrix for this identity (a new identity starts a new one), told which
