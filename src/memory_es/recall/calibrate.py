@@ -2,12 +2,18 @@
 pure functions over per-question rankings and scores (shared with ``bench/recall_quality.py``).
 
 - ``no_evidence_cosine``: the highest value on a 0.01 grid (0.00-0.70) whose hybrid recall@5
-  and MRR stay within 0.005 of the grid's best: zeroing cosines below it must cost no ranking.
+  stays within 0.005 of the grid's best, and whose MRR stays within 0.005 of the best MRR among
+  those: zeroing cosines below it must cost no ranking.
 - ``recall_floor``: with that no-evidence cosine, the threshold on each question's best hybrid
   score that maximises balanced accuracy between answerable and no-answer questions (the
   middle of the best interval), rounded to 0.001 (to 0.000001 when the best interval is
-  narrower than that, so rounding never costs accuracy).
-- ``recall_tail``: the reference's 0.15 scaled by ``recall_floor / 0.65``.
+  narrower than that, so rounding never costs accuracy); then lowered, if need be, until it
+  flags at most 5 % of the answerable questions (``FALSE_ABSTENTION_BUDGET``).
+- ``recall_tail``: the narrowest tail on a 0.01 grid (0.02-0.40) whose returned recall@5 (the
+  cut list, limit 10) stays within 0.005 of the uncut ranking's: the cut must not throw
+  answers away (:func:`fit_tail`).
+- ``lexical_weight`` (hybrid scoring): on a 0.25 grid, among the weights whose fitted recall@5
+  is within 0.02 of the best, the one with the best MRR (:func:`fit_hybrid`).
 - ``auto_floor`` / ``auto_window`` stay at the reference's 0.62 / 0.04: they govern the
   automatic "possibly relevant" block, and the labelled format carries no automatic-block
   labels to fit them on (neither does the bench's set).
@@ -22,17 +28,19 @@ import itertools
 import math
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, Protocol
 
 from memory_es.recall.labelled import NO_ANSWER_KINDS, LabelledQuestion
-from memory_es.recall.score import NOMIC_V15, Calibration, Candidate, score_all
+from memory_es.recall.score import NOMIC_V15, Calibration, Candidate, Scoring, score_all
 from memory_es.recall.select import select
 
 NEC_STEP: Final = 0.01  # no_evidence_cosine candidates: 0.00, 0.01, ... 0.70
 NEC_MAX: Final = 0.70
 RANKING_SLACK: Final = 0.005  # "costs no ranking": recall@5 and MRR within this of the best
+FALSE_ABSTENTION_BUDGET: Final = 0.05  # the floor flags at most this share of answerable ones
+WEIGHT_SLACK: Final = 0.02  # lexical weights this close in recall@5 are told apart by MRR
 RANK_DEPTH: Final = 50  # the recall pool's size: a gold id outside it counts as not found
 RETURN_LIMIT: Final = 10  # what recall hands an agent by default
 UNCUT: Final = 1e9  # a floor and tail no score reaches: ``select`` keeps the whole ranked pool
@@ -141,7 +149,8 @@ def nec_grid() -> list[float]:
     return [round(x * NEC_STEP, 3) for x in range(int(NEC_MAX / NEC_STEP) + 1)]
 
 
-def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence[int]
+def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence[int],
+                    lexical_weight: float = NOMIC_V15.lexical_weight
                     ) -> tuple[Calibration, dict[str, Any]]:
     """The five numbers fitted on the questions ``idx`` (see the module docstring).
 
@@ -162,15 +171,22 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
 
     grid = {nec: quality(nec) for nec in nec_grid()}
     top5 = max(r5 for r5, _ in grid.values())
-    top_mrr = max(mrr for _, mrr in grid.values())
-    nec = max(n for n, (r5, mrr) in grid.items()
-              if r5 >= top5 - RANKING_SLACK and mrr >= top_mrr - RANKING_SLACK)
+    near = {n: mrr for n, (r5, mrr) in grid.items() if r5 >= top5 - RANKING_SLACK}
+    top_mrr = max(near.values())  # the best MRR among the values that keep recall@5
+    nec = max(n for n, mrr in near.items() if mrr >= top_mrr - RANKING_SLACK)
     pos_best = [full(nec, i)[1] for i in pos]
     neg_best = [full(nec, i)[1] for i in neg]
     exact, acc = balanced_floor(pos_best, neg_best)
     floor = round(exact, 3)
     if _accuracy(floor, pos_best, neg_best) < acc - 1e-12:
         floor = round(exact, 6)  # a best interval narrower than 0.001: keep it inside
+    # The floor must not call answerable questions unanswered more than the budget allows:
+    # an agent told "insufficient" stops looking. Lower it to the budget's quantile if needed.
+    allowed = int(FALSE_ABSTENTION_BUDGET * len(pos_best))
+    ceiling = sorted(pos_best)[allowed] if pos_best else floor
+    if floor > ceiling:
+        floor = math.floor(ceiling * 1000) / 1000
+        acc = _accuracy(floor, pos_best, neg_best)
     scale = floor / NOMIC_V15.recall_floor
     cal = Calibration(
         no_evidence_cosine=nec,
@@ -179,9 +195,59 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
         # No automatic-block labels to fit on: the reference's numbers (module docstring).
         auto_floor=NOMIC_V15.auto_floor,
         auto_window=NOMIC_V15.auto_window,
+        lexical_weight=lexical_weight,
     )
     return cal, {"balanced_accuracy": round(acc, 4), "scale": round(scale, 4),
                  "top_recall_at_5": top5, "top_mrr": top_mrr, "grid": grid}
+
+
+LEXICAL_WEIGHTS: Final = (0.0, 0.25, 0.5, 0.75, 1.0)
+TAIL_GRID: Final = tuple(round(0.02 + 0.01 * n, 2) for n in range(39))  # 0.02 .. 0.40
+
+
+def fit_tail(golds: Sequence[frozenset[str]], run: RunFn, cal: Calibration,
+             idx: Sequence[int]) -> float:
+    """The narrowest tail whose returned recall@5 stays within ``RANKING_SLACK`` of the uncut
+    ranking's on the questions ``idx`` (the widest on the grid when none does)."""
+    pos = [i for i in idx if golds[i]]
+    pos_golds = [golds[i] for i in pos]
+    ranked = ranking_metrics([run(cal, i).ranking for i in pos], pos_golds)["recall_at_5"]
+    for tail in TAIL_GRID:
+        trial = replace(cal, recall_tail=tail)
+        returned = ranking_metrics([run(trial, i).returned for i in pos],
+                                   pos_golds)["recall_at_5"]
+        if returned >= ranked - RANKING_SLACK:
+            return tail
+    return TAIL_GRID[-1]
+
+
+def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolLike],
+               idx: Sequence[int], weights: Sequence[float] = LEXICAL_WEIGHTS
+               ) -> tuple[Calibration, dict[str, Any]]:
+    """:func:`fit_calibration` for each lexical weight (``scorers(w)`` ranks with it), the
+    weight whose fitted ranking is best (recall@5, then MRR), then :func:`fit_tail`."""
+    pos = [i for i in idx if golds[i]]
+    fits: dict[float, tuple[Calibration, dict[str, Any]]] = {}
+    by_weight: dict[float, tuple[float, float]] = {}
+    for weight in weights:
+        scorer = scorers(weight)
+        fits[weight] = fit_calibration(golds, scorer.full, idx, lexical_weight=weight)
+        m = ranking_metrics([scorer.full(fits[weight][0].no_evidence_cosine, i)[0]
+                             for i in pos], [golds[i] for i in pos])
+        by_weight[weight] = (m["recall_at_5"], m["mrr"])
+    top5 = max(r5 for r5, _ in by_weight.values())
+    chosen = max((w for w, (r5, _) in by_weight.items() if r5 >= top5 - WEIGHT_SLACK),
+                 key=lambda w: (by_weight[w][1], by_weight[w][0]))
+    cal, fit = fits[chosen]
+    cal = replace(cal, recall_tail=fit_tail(golds, scorers(cal.lexical_weight).run, cal, idx))
+    fit["by_lexical_weight"] = by_weight
+    return cal, fit
+
+
+class PoolLike(Protocol):
+    def full(self, nec: float, i: int) -> tuple[Sequence[str], float]: ...
+
+    def run(self, cal: Calibration, i: int) -> Run: ...
 
 
 class PoolScorer:
@@ -190,28 +256,38 @@ class PoolScorer:
     score them."""
 
     def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
-                 now: datetime) -> None:
+                 now: datetime, *, scoring: Scoring = "hybrid",
+                 lexical_weight: float = NOMIC_V15.lexical_weight) -> None:
         self.questions = questions
         self.pools = pools
         self.now = now
-        self._full: dict[tuple[float, int], tuple[list[str], float]] = {}
+        self.scoring: Scoring = scoring
+        self.lexical_weight = lexical_weight
+        self._full: dict[tuple[float, float, int], tuple[list[str], float]] = {}
         self._runs: dict[tuple[Calibration, int], Run] = {}
 
-    def full(self, nec: float, i: int) -> tuple[list[str], float]:
-        key = (nec, i)
+    def with_weight(self, lexical_weight: float) -> PoolScorer:
+        """The same pools ranked with another lexical weight."""
+        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
+                          lexical_weight=lexical_weight)
+
+    def full(self, nec: float, i: int, lexical_weight: float | None = None
+             ) -> tuple[list[str], float]:
+        weight = self.lexical_weight if lexical_weight is None else lexical_weight
+        key = (nec, weight, i)
         if key not in self._full:
-            cal = Calibration(nec, UNCUT, UNCUT)
-            hits = select(score_all(self.questions[i].text, self.pools[i], cal), cal,
-                          now=self.now).hits[:RANK_DEPTH]
+            cal = Calibration(nec, UNCUT, UNCUT, lexical_weight=weight)
+            hits = select(score_all(self.questions[i].text, self.pools[i], cal, self.scoring),
+                          cal, now=self.now).hits[:RANK_DEPTH]
             self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)
         return self._full[key]
 
     def run(self, cal: Calibration, i: int) -> Run:
         key = (cal, i)
         if key not in self._runs:
-            ranking, best = self.full(cal.no_evidence_cosine, i)
-            result = select(score_all(self.questions[i].text, self.pools[i], cal), cal,
-                            now=self.now)
+            ranking, best = self.full(cal.no_evidence_cosine, i, cal.lexical_weight)
+            result = select(score_all(self.questions[i].text, self.pools[i], cal,
+                                      self.scoring), cal, now=self.now)
             self._runs[key] = Run(ranking=ranking, best=best,
                                   returned=[h.id for h in result.hits[:RETURN_LIMIT]],
                                   insufficient=result.evidence == "insufficient")

@@ -12,7 +12,7 @@ import contextlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,6 +30,8 @@ from memory_es.recall.calibrate import (
     PoolScorer,
     evaluate,
     fit_calibration,
+    fit_hybrid,
+    fit_tail,
 )
 from memory_es.recall.candidates import candidate_pool
 from memory_es.recall.engine import Recaller, embeddings_block
@@ -189,10 +191,18 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         pools = [candidate_pool(conn, q.text, query_vector=vectors[i], matrix=matrix)
                  for i, q in enumerate(questions)]
 
-    scorer = PoolScorer(questions, pools, utc_now())
-    every = list(range(len(questions)))
-    fitted, fit = fit_calibration([q.gold for q in questions], scorer.full, every)
     current = recaller.calibration  # what recall uses now
+    scoring = config.recall.scoring
+    scorer = PoolScorer(questions, pools, utc_now(), scoring=scoring,
+                        lexical_weight=current.lexical_weight)
+    every = list(range(len(questions)))
+    golds = [q.gold for q in questions]
+    if scoring == "hybrid":
+        fitted, fit = fit_hybrid(golds, scorer.with_weight, every)
+        fit.pop("by_lexical_weight", None)
+    else:
+        fitted, fit = fit_calibration(golds, scorer.full, every, current.lexical_weight)
+        fitted = replace(fitted, recall_tail=fit_tail(golds, scorer.run, fitted, every))
     metrics = {name: evaluate(questions, scorer.run, cal, every)
                for name, cal in (("reference", NOMIC_V15), ("current", current),
                                  ("fitted", fitted))}
@@ -206,7 +216,8 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         fitted=fitted, current=current,
         fit={k: v for k, v in fit.items() if k != "grid"},
         metrics=metrics,
-        answerable_best=tuple(scorer.full(nec, i)[1] for i in every if questions[i].answerable),
-        no_answer_best=tuple(scorer.full(nec, i)[1] for i in every
+        answerable_best=tuple(scorer.full(nec, i, fitted.lexical_weight)[1] for i in every
+                              if questions[i].answerable),
+        no_answer_best=tuple(scorer.full(nec, i, fitted.lexical_weight)[1] for i in every
                              if not questions[i].answerable),
     )
