@@ -44,7 +44,7 @@ import numpy as np
 
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
-from memory_es.embeddings import LocalEmbedder
+from memory_es.embeddings import Embedder, LocalEmbedder, UseEmbedder
 from memory_es.ids import sha256_hex
 from memory_es.recall import Calibration, calibration_for, candidate_pool, recall
 from memory_es.recall.calibrate import (
@@ -63,6 +63,7 @@ DATA = Path(__file__).resolve().parent / "data"
 SETS = ("recall_labelled.json", "recall_heldout.json")
 CONFIG = {"mode": "journal", "embeddings": {"provider": "local"}}
 NO_ANSWER = ("unrelated", "near-miss")
+MODELS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder, "use": UseEmbedder}
 DEV_SHARE = 4  # of 10: questions without a ``split`` go to dev when hash % 10 < 4
 
 
@@ -98,7 +99,7 @@ def split_of(q: dict[str, Any]) -> str:
     return "dev" if digest % 10 < DEV_SHARE else "test"
 
 
-def build(path: Path, embedder: LocalEmbedder, workdir: Path, small: bool) -> BuiltSet:
+def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSet:
     data = json.loads(path.read_text("utf-8"))
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     memories = data["memories"][:60] if small else data["memories"]
@@ -227,13 +228,15 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, action="append",
                         help="a labelled set (repeatable; default: every set in bench/data)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="minilm",
+                        help="the offline local model to measure (default: minilm)")
     parser.add_argument("--small", action="store_true",
                         help="smoke test: the first 60 memories of each set")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     paths = args.data or [DATA / name for name in SETS if (DATA / name).exists()]
     wall0 = time.perf_counter()
-    embedder = LocalEmbedder()
+    embedder = MODELS[args.model]()
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-",
                                      dir=os.environ.get("TMPDIR")) as d:
         sets = [build(path, embedder, Path(d), args.small) for path in paths]

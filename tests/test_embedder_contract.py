@@ -37,6 +37,7 @@ from memory_es.embeddings import (
     OllamaEmbedder,
     OpenAICompatibleEmbedder,
     RetryPolicy,
+    UseEmbedder,
 )
 from memory_es.embeddings.base import (
     DIMENSION_MISMATCH,
@@ -331,6 +332,52 @@ class TestLocalEmbedder(EmbedderContract):
         }
         broken = copy.copy(self.local)
         broken._session = FakeSession(outputs[failure])
+        return broken
+
+
+class FakeUseBackend:
+    """Stands in for the USE numpy backend: ``out`` maps the batch size to its output."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.out((len(texts),))
+
+
+@pytest.fixture(scope="module")
+def use_embedder() -> UseEmbedder:
+    return UseEmbedder()
+
+
+class TestUseEmbedder(EmbedderContract):
+    """The second shipped offline model (``local`` / ``use-multilingual-v3``)."""
+
+    identity = EmbeddingIdentity("local", "use-multilingual-v3", 512)
+    failures: ClassVar[Mapping[str, str]] = {
+        "wrong_shape": INVALID_RESPONSE,
+        "non_finite": INVALID_RESPONSE,
+        "all_zero": INVALID_RESPONSE,
+        "inference_error": UNAVAILABLE,
+    }
+    use: UseEmbedder
+
+    @pytest.fixture(autouse=True)
+    def _offline(self, use_embedder: UseEmbedder, no_network: None) -> None:
+        self.use = use_embedder
+
+    def embedder(self) -> Embedder:
+        return self.use
+
+    def failing_embedder(self, failure: str) -> Embedder:
+        outputs = {
+            "wrong_shape": lambda shape: np.ones((*shape, 384), dtype=np.float32),
+            "non_finite": lambda shape: np.full((*shape, 512), np.nan, dtype=np.float32),
+            "all_zero": lambda shape: np.zeros((*shape, 512), dtype=np.float32),
+            "inference_error": _raise_runtime_error,
+        }
+        broken = copy.copy(self.use)
+        broken._model = FakeUseBackend(outputs[failure])
         return broken
 
 

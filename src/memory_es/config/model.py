@@ -46,6 +46,7 @@ __all__ = [
     "FOCUS_MAX_BYTES",
     "LOADING",
     "LOCAL_EMBEDDINGS_DIM",
+    "LOCAL_MODELS",
     "CalibrationConfig",
     "CaptureConfig",
     "CaptureKind",
@@ -76,6 +77,10 @@ DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
     "local": "all-MiniLM-L6-v2-onnx-int8",  # the offline provider (memory-es[local])
 }
 LOCAL_EMBEDDINGS_DIM: Final = 384
+# The offline models the local provider ships, with their dimensions (bench/models.py compares
+# them; the README table says why each is there).
+LOCAL_MODELS: Final[Mapping[str, int]] = {"all-MiniLM-L6-v2-onnx-int8": 384,
+                                          "use-multilingual-v3": 512}
 FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
 
 LOADING: Final = "memory_es.config.loading"  # validation-context flag set by parse_config
@@ -153,9 +158,10 @@ def _default_embeddings_model(data: dict[str, Any]) -> str | None:
 
 
 def _default_embeddings_dim(data: dict[str, Any]) -> int:
-    """768 (the reference's default); the offline local model is 384-dimensional."""
-    local = data.get("provider") == "local"
-    return LOCAL_EMBEDDINGS_DIM if local else DEFAULT_EMBEDDINGS_DIM
+    """768 (the reference's default); a local model has its own dimension."""
+    if data.get("provider") == "local":
+        return LOCAL_MODELS.get(str(data.get("model")), LOCAL_EMBEDDINGS_DIM)
+    return DEFAULT_EMBEDDINGS_DIM
 
 
 class CalibrationConfig(_Block):
@@ -193,14 +199,16 @@ class EmbeddingsConfig(_Block):
 
     @model_validator(mode="after")
     def _local_is_one_model(self) -> EmbeddingsConfig:
-        """The local provider ships exactly one model; anything else would silently differ."""
+        """The local provider runs only the models it ships; anything else would silently
+        differ."""
         if self.provider == "local":
-            if self.model != DEFAULT_EMBEDDINGS_MODELS["local"]:
-                raise rule(f'model: provider "local" has one model, '
-                            f'{DEFAULT_EMBEDDINGS_MODELS["local"]!r}')
-            if self.dim != LOCAL_EMBEDDINGS_DIM:
-                raise rule(f'dim: provider "local" is {LOCAL_EMBEDDINGS_DIM}-dimensional, '
-                            f"not {self.dim}")
+            if self.model is None or self.model not in LOCAL_MODELS:
+                raise rule('model: provider "local" ships '
+                           + " and ".join(repr(m) for m in LOCAL_MODELS)
+                           + f", not {self.model!r}")
+            if self.dim != LOCAL_MODELS[self.model]:
+                raise rule(f'dim: provider "local" model {self.model!r} is '
+                           f"{LOCAL_MODELS[self.model]}-dimensional, not {self.dim}")
         return self
 
     @field_validator("model")

@@ -29,6 +29,7 @@ from memory_es.embeddings.http import (
     OpenAICompatibleEmbedder,
 )
 from memory_es.embeddings.local import LOCAL_DIM, LOCAL_MAX_TOKENS, LOCAL_MODEL, LocalEmbedder
+from memory_es.embeddings.use import USE_DIM, USE_MODEL, UseEmbedder
 from memory_es.transport import RetryPolicy, one_line
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ __all__ = [
     "LOCAL_DIM",
     "LOCAL_MAX_TOKENS",
     "LOCAL_MODEL",
+    "USE_DIM",
+    "USE_MODEL",
     "Embedder",
     "EmbeddingError",
     "EmbeddingIdentity",
@@ -48,6 +51,7 @@ __all__ = [
     "OllamaEmbedder",
     "OpenAICompatibleEmbedder",
     "RetryPolicy",
+    "UseEmbedder",
     "batched",
     "configured_identity",
     "make_embedder",
@@ -59,6 +63,8 @@ def configured_identity(config: EmbeddingsConfig) -> EmbeddingIdentity | None:
     model or touching a provider (counting a backlog must not); None when the block cannot
     make an embedder (no model)."""
     if config.provider == "local":
+        if config.model == USE_MODEL:
+            return EmbeddingIdentity("local", USE_MODEL, USE_DIM)
         return EmbeddingIdentity("local", LOCAL_MODEL, LOCAL_DIM)
     if config.model is None:
         return None
@@ -90,9 +96,14 @@ def make_embedder(
         if endpoint is not None:
             raise EmbeddingError("the local embedding provider takes no endpoint",
                                  code=CONFIG_INVALID)
+        if model == USE_MODEL:
+            if "dim" in explicit and dim != USE_DIM:
+                raise dimension_mismatch(USE_DIM, dim, f"local model {USE_MODEL}")
+            return UseEmbedder()
         if "model" in explicit and model not in (None, LOCAL_MODEL):
-            raise EmbeddingError(f"the local embedding provider runs {LOCAL_MODEL}, "
-                                 f"not {one_line(str(model))}", code=CONFIG_INVALID)
+            raise EmbeddingError(f"the local embedding provider runs {LOCAL_MODEL} or "
+                                 f"{USE_MODEL}, not {one_line(str(model))}",
+                                 code=CONFIG_INVALID)
         if "dim" in explicit and dim != LOCAL_DIM:
             raise dimension_mismatch(LOCAL_DIM, dim, f"local model {LOCAL_MODEL}")
         return LocalEmbedder()
