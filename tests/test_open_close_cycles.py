@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import traceback
 from pathlib import Path
 
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
@@ -49,7 +50,7 @@ def test_200_open_recall_close_cycles(tmp_path: Path) -> None:
     children = [subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(PROCESS_CYCLES)],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for _ in range(PROCESSES)]
-    errors: list[BaseException] = []
+    errors: list[str] = []
     found: list[bool] = []
 
     def cycles(worker: int) -> None:
@@ -63,8 +64,8 @@ def test_200_open_recall_close_cycles(tmp_path: Path) -> None:
                     hits = MemoryRoot.open(root, JOURNAL.model_copy(
                         update={"embeddings": None})).recall("spare key").recall.hits
                 found.append(bool(hits) and hits[0].text == TEXT)
-        except BaseException as e:  # collected: a thread's exception must fail the test
-            errors.append(e)
+        except BaseException:  # collected: a thread's exception must fail the test
+            errors.append(traceback.format_exc())
 
     threads = [threading.Thread(target=cycles, args=(w,)) for w in range(THREADS)]
     for t in threads:

@@ -304,6 +304,7 @@ def audit(
             return HealthReport(status="findings" if findings else "clean",
                                 journal_position=head, findings=tuple(findings))
         live = apsw.Connection(str(live_db), flags=apsw.SQLITE_OPEN_READONLY)
+        live.setbusytimeout(5000)
         try:
             row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
             position = int(row[0])

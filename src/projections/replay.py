@@ -85,8 +85,13 @@ def open_active_index(root: Path) -> apsw.Connection | None:
     generation = read_current(root)
     if generation is None:
         return None
-    return apsw.Connection(str(generation_path(root, generation)),
+    conn = apsw.Connection(str(generation_path(root, generation)),
                            flags=apsw.SQLITE_OPEN_READONLY)
+    # A writer opening or closing the same generation briefly holds WAL recovery or a
+    # checkpoint: a reader waits for it (as the writer's own connections do) instead of
+    # raising BusyError into the host (found by tests/test_open_close_cycles.py).
+    conn.setbusytimeout(5000)
+    return conn
 
 
 def _write_if_changed(root: Path, relpath: str, data: bytes | None) -> bool:
