@@ -16,7 +16,7 @@ from typing import Any
 from memory_es.config import ConfigError, MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn, iso_ms
-from memory_es.recall import RecallResult
+from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
 from memory_es.transfer import rebuild_root, replay_export
@@ -215,23 +215,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
               "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)
     if args.explain:
-        _print_explanation(result)
+        print("\n" + "\n".join(explanation_lines(result)))
     return 0
-
-
-def _print_explanation(result: RecallResult) -> None:
-    query = result.explanation or {}
-    print(f"\nscoring {query.get('scoring')}: {query.get('formula')}")
-    weights = query.get("termWeights") or {}
-    if weights:
-        print("term weights: " + ", ".join(f"{t}={w}" for t, w in weights.items()))
-    for hit in result.recall.hits:
-        parts = hit.explanation or {}
-        shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in parts.items()
-                 if k not in ("cut", "tieBreak", "semanticFrom")}
-        print(f"{hit.score:.3f} {hit.text[:60]}")
-        print("    " + " ".join(f"{k}={v}" for k, v in shown.items()))
-        print(f"    semantic from {parts.get('semanticFrom')}; {parts.get('cut')}")
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:

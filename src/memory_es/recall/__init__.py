@@ -6,6 +6,8 @@ from the index, and nothing that writes a journal.
   text forms over a candidate pool;
 - :mod:`~memory_es.recall.vectors`: the vector cache, the pending-vector queue, the matrix;
 - :mod:`~memory_es.recall.candidates`: the SQL candidate pool, ``recall`` and ``auto_block``;
+  :mod:`~memory_es.recall.result`: what recall returns and its explanation;
+  :mod:`~memory_es.recall.lexical`: lexical evidence from the index's own statistics;
 - :mod:`~memory_es.recall.card`: the person card; :mod:`~memory_es.recall.chronology`:
   MemoryJournal, whose typed pages are :mod:`~memory_es.recall.journal_page`;
 - :mod:`~memory_es.recall.engine`: :class:`Recaller`, config + embedder + calibration bound once;
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 from memory_es.recall.anchors import Anchors, extract_anchors, normalize
 from memory_es.recall.candidates import (
-    RecallResult,
     auto_block,
     candidate_pool,
     check_limit,
@@ -47,6 +48,7 @@ from memory_es.recall.render import (
     render_auto_block,
     render_background,
 )
+from memory_es.recall.result import RecallResult
 from memory_es.recall.score import (
     MAX_CANDIDATES,
     NOMIC_V15,

@@ -19,7 +19,8 @@ import numpy as np
 
 from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
-from memory_es.recall.candidates import RecallResult, auto_block, recall
+from memory_es.recall.candidates import auto_block, recall
+from memory_es.recall.result import RecallResult
 from memory_es.recall.score import NOMIC_V15, Calibration
 from memory_es.recall.vectors import VectorMatrix, vector_backlog
 

@@ -1,0 +1,111 @@
+"""What recall hands back (G25, G20): :class:`RecallResult`, its degraded reasons, and the
+``explain=True`` view of every score (issue 12 item 7)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+from memory_es.recall.lexical import LexicalEvidence
+from memory_es.recall.render import Recall, format_recall
+from memory_es.recall.score import EPSILON, Calibration, Scored, Scoring
+from memory_es.recall.select import SelectMode
+
+DegradedReason = Literal["lexical_only", "provider_unavailable", "vectors_pending",
+                         "no_index"]
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """What an agent gets back: hits, the evidence flag, and whether the semantic side was
+    whole. ``degraded`` is True with a ``reason`` when it was not: ``lexical_only`` (Lite or
+    no embeddings block), ``provider_unavailable`` (the query could not be embedded),
+    ``vectors_pending`` (``vectors_pending`` live memories still lack a vector and are found
+    lexically only, D9) or ``no_index`` (nothing was ever projected)."""
+
+    recall: Recall
+    degraded: bool
+    reason: DegradedReason | None = None
+    vectors_pending: int = 0
+    explanation: dict[str, Any] | None = None  # the query's side of ``explain=True``
+
+    @property
+    def text(self) -> str:
+        return format_recall(self.recall)
+
+    def to_json(self, *, sources: bool = True) -> dict[str, Any]:
+        """The JSON result. Each hit carries its ``source`` (conversation and intake id) for
+        the host; ``sources=False`` leaves them out for a model-facing surface (H23)."""
+        results = []
+        for hit in self.recall.hits:
+            item = hit.structured()
+            if sources and hit.source is not None:
+                item["source"] = hit.source.to_json()
+            if hit.explanation is not None:
+                item["explain"] = hit.explanation
+            results.append(item)
+        body: dict[str, Any] = {
+            "degraded": self.degraded, "reason": self.reason,
+            "vectors_pending": self.vectors_pending, "evidence": self.recall.evidence,
+            "notes": list(self.recall.notes), "results": results}
+        if self.explanation is not None:
+            body["explain"] = self.explanation
+        return body
+
+
+
+def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEvidence,
+              calibration: Calibration, scoring: Scoring, mode: SelectMode,
+              degraded: bool) -> RecallResult:
+    """``explain=True``: each hit with its score's parts and the cut it passed, and the
+    query's term weights and thresholds, so a user sees why a line ranks where it does."""
+    by_id = {s.candidate.id: s for s in scored}
+    best = trimmed.hits[0].score if trimmed.hits else 0.0
+    floor_applies = best >= calibration.recall_floor - EPSILON
+    hits = []
+    for n, hit in enumerate(trimmed.hits):
+        s = by_id[hit.id]
+        c = s.candidate
+        if mode == "degraded":
+            cut = "uncut: lexical-only results are never cut (G20)"
+        elif n == 0:
+            cut = "best hit: always kept (G11)"
+        else:
+            cut = (f"within the tail: {s.score:.4f} >= best {best:.4f} - "
+                   f"{calibration.recall_tail:.4f}")
+            if floor_applies:
+                cut += f", and >= the floor {calibration.recall_floor:.4f}"
+        hits.append(replace(hit, explanation={
+            "cosine": c.cosine, "semantic": s.semantic, "semanticFrom": (
+                "lexical evidence (no vector yet, G10)" if s.lexical else
+                "cosine" if s.semantic else "nothing: cosine below the no-evidence cosine"),
+            "lexicalEvidence": s.evidence, "anchorBonus": s.anchor, "rrfHint": s.rrf,
+            "salience": s.salience, "lexicalRank": c.lexical_rank, "vectorRank": c.vector_rank,
+            "graphHop": c.graph_hop, "cut": cut,
+            "tieBreak": "equal scores rank by memory id"}))
+    formula = ("1 - (1 - semantic) * (1 - lexicalWeight * lexicalEvidence) + anchorBonus + "
+               "rrfHint + salience" if scoring == "hybrid"
+               else "semantic + anchorBonus + rrfHint + salience")
+    terms = evidence.explain() if scoring == "hybrid" else {}
+    return RecallResult(
+        recall=replace(trimmed, hits=tuple(hits)), degraded=degraded,
+        explanation={"scoring": scoring, "formula": formula, "termWeights": terms,
+                     "calibration": asdict(calibration), "evidenceNote": trimmed.evidence})
+
+
+def explanation_lines(result: RecallResult) -> list[str]:
+    """``explain=True`` as text (``memory-es search --explain``)."""
+    query = result.explanation or {}
+    lines = [f"scoring {query.get('scoring')}: {query.get('formula')}"]
+    weights = query.get("termWeights") or {}
+    if weights:
+        lines.append("term weights: " + ", ".join(f"{t}={w}" for t, w in weights.items()))
+    for hit in result.recall.hits:
+        parts = hit.explanation or {}
+        shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in parts.items()
+                 if k not in ("cut", "tieBreak", "semanticFrom")}
+        lines.append(f"{hit.score:.3f} {hit.text[:60]}")
+        lines.append("    " + " ".join(f"{k}={v}" for k, v in shown.items()))
+        lines.append(f"    semantic from {parts.get('semanticFrom')}; {parts.get('cut')}")
+    return lines
