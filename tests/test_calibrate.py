@@ -560,3 +560,34 @@ def test_override_changes_the_automatic_block(built: tuple[Path, dict[str, str]]
             blocks[name] = store.auto_recall(text)
     assert "Priya Natarajan" in blocks["reference"]
     assert blocks["override"] == ""
+
+
+def test_held_out_figures_score_each_half_with_the_other_halfs_numbers(
+        report: CalibrationReport) -> None:
+    """Issue 12 item 5: beside the in-sample figures, a 2-fold held-out row, in the JSON and
+    the text, never scored with numbers fitted on the same questions."""
+    from memory_es.recall.calibrate_report import HELD_OUT, _held_out, render_text
+
+    held = report.metrics[HELD_OUT]
+    assert set(held) == set(report.metrics["fitted"])
+    assert report.to_json()["metrics"][HELD_OUT]["recall_at_5"] is not None
+    assert "held out" in render_text(report)
+
+    questions = [LabelledQuestion(f"q{i}", frozenset({f"m{i}"}) if i < 6 else frozenset(),
+                                  None if i < 6 else "unrelated") for i in range(10)]
+    fitted_on: list[tuple[int, ...]] = []
+    scored: list[tuple[float, int]] = []
+
+    def fit_on(idx: Sequence[int]) -> tuple[Calibration, dict[str, Any]]:
+        fitted_on.append(tuple(idx))
+        return Calibration(recall_floor=len(fitted_on) / 10), {}
+
+    def run(cal: Calibration, i: int) -> Run:
+        scored.append((cal.recall_floor, i))
+        return Run([f"m{i}"], 0.5, [f"m{i}"], False)
+
+    assert _held_out(questions, fit_on, run, NOMIC_V15) is not None
+    first, second = (set(f) for f in fitted_on)
+    assert not first & second and first | second == set(range(10))
+    for floor, i in scored:  # question i was scored by the calibration not fitted on it
+        assert (i in first) == (floor == 0.2)

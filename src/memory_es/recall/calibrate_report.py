@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +28,7 @@ from memory_es.recall.calibrate import (
     NEC_STEP,
     RANKING_SLACK,
     PoolScorer,
+    Run,
     evaluate,
     fit_calibration,
     fit_hybrid,
@@ -35,7 +36,7 @@ from memory_es.recall.calibrate import (
 )
 from memory_es.recall.candidates import candidate_pool
 from memory_es.recall.engine import Recaller, embeddings_block
-from memory_es.recall.labelled import check_gold, load_labelled
+from memory_es.recall.labelled import LabelledQuestion, check_gold, load_labelled
 from memory_es.recall.score import NOMIC_V15, Calibration
 from memory_es.recall.vectors import VectorMatrix
 from memory_es.vocabulary import TERMINAL_STATUSES
@@ -112,21 +113,26 @@ def render_text(report: CalibrationReport) -> str:
         f"({report.fit['top_recall_at_5']:.3f} / {report.fit['top_mrr']:.3f})",
         f"  recallFloor      {f.recall_floor:.3f}  best balanced accuracy "
         f"{report.fit['balanced_accuracy']:.3f} between answerable and no-answer best scores",
-        f"  recallTail       {f.recall_tail:.3f}  reference {NOMIC_V15.recall_tail} x "
-        f"recallFloor / {NOMIC_V15.recall_floor}",
+        f"  recallTail       {f.recall_tail:.3f}  the narrowest whose cut keeps the ranking's "
+        "recall@5",
+        f"  lexicalWeight    {f.lexical_weight:.3f}  hybrid scoring's share of lexical evidence",
         f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the reference's "
         "(no automatic-block labels to fit on)",
     ]
     if report.vectors < report.memories:
         lines.append(f"  warning: {report.memories - report.vectors} memories have no vector "
                      "yet; they were scored lexically")
-    lines += ["", "trade-off (fitted on these same questions: in-sample)",
+    lines += ["", "trade-off (reference, current, fitted: on these same questions, in-sample;"
+              " held out: each half scored with numbers fitted on the other half)",
               f"  {'calibration':<12}{'floor':>6}{'R@1':>7}{'R@5':>7}{'MRR':>7}{'R@5 ret':>8}"
               f"{'abst unrel':>11}{'abst near':>10}{'abst all':>9}{'false abst':>11}"]
-    cals = {"reference": report.reference, "current": report.current, "fitted": report.fitted}
+    cals = {"reference": report.reference, "current": report.current, "fitted": report.fitted,
+            HELD_OUT: report.fitted}
     for name, m in report.metrics.items():
+        label = "held out" if name == HELD_OUT else name
+        floor = f"{cals[name].recall_floor:6.3f}" if name != HELD_OUT else f"{'':6}"
         lines.append(
-            f"  {name:<12}{cals[name].recall_floor:6.3f}{_num(m['recall_at_1']):>7}"
+            f"  {label:<12}{floor}{_num(m['recall_at_1']):>7}"
             f"{_num(m['recall_at_5']):>7}{_num(m['mrr']):>7}{_num(m['returned_recall_at_5']):>8}"
             f"{_pct(m['abstain_unrelated']):>11}{_pct(m['abstain_near-miss']):>10}"
             f"{_pct(m['abstain_all']):>9}{_pct(m['false_abstention']):>11}")
@@ -145,6 +151,33 @@ def _embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     except EmbeddingError as e:
         raise MemoryEsError(f"{e.code}: cannot embed the questions: {e}", code=e.code) from e
     return np.concatenate(parts).astype(np.float32)
+
+
+HELD_OUT = "fitted, held out"
+
+
+def _held_out(questions: Sequence[LabelledQuestion],
+              fit_on: Callable[[Sequence[int]], tuple[Calibration, dict[str, Any]]],
+              run: Callable[[Calibration, int], Run], fitted: Calibration
+              ) -> dict[str, float] | None:
+    """Two-fold held-out figures: questions alternate into two folds within each of
+    answerable / unrelated / near-miss; each fold is scored with the calibration fitted on the
+    other, so no question is scored by numbers fitted on it. None when a fold cannot be fitted
+    (too few of a kind)."""
+    folds: tuple[list[int], list[int]] = ([], [])
+    for group in ("answerable", "unrelated", "near-miss", None):
+        members = [i for i, q in enumerate(questions)
+                   if (q.answerable and group == "answerable")
+                   or (not q.answerable and q.kind == group)]
+        for n, i in enumerate(members):
+            folds[n % 2].append(i)
+    try:
+        cals = [fit_on(folds[0])[0], fit_on(folds[1])[0]]
+    except ValueError:
+        return None
+    other = {i: cals[1 - k] for k in (0, 1) for i in folds[k]}
+    return evaluate(questions, lambda _cal, i: run(other[i], i), fitted,
+                    sorted(other))
 
 
 def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryConfig,
@@ -197,15 +230,22 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
                         lexical_weight=current.lexical_weight)
     every = list(range(len(questions)))
     golds = [q.gold for q in questions]
-    if scoring == "hybrid":
-        fitted, fit = fit_hybrid(golds, scorer.with_weight, every)
-        fit.pop("by_lexical_weight", None)
-    else:
-        fitted, fit = fit_calibration(golds, scorer.full, every, current.lexical_weight)
-        fitted = replace(fitted, recall_tail=fit_tail(golds, scorer.run, fitted, every))
+
+    def fit_on(idx: Sequence[int]) -> tuple[Calibration, dict[str, Any]]:
+        if scoring == "hybrid":
+            cal, figures = fit_hybrid(golds, scorer.with_weight, idx)
+            figures.pop("by_lexical_weight", None)
+            return cal, figures
+        cal, figures = fit_calibration(golds, scorer.full, idx, current.lexical_weight)
+        return replace(cal, recall_tail=fit_tail(golds, scorer.run, cal, idx)), figures
+
+    fitted, fit = fit_on(every)
     metrics = {name: evaluate(questions, scorer.run, cal, every)
                for name, cal in (("reference", NOMIC_V15), ("current", current),
                                  ("fitted", fitted))}
+    held = _held_out(questions, fit_on, scorer.run, fitted)
+    if held is not None:
+        metrics[HELD_OUT] = held
     nec = fitted.no_evidence_cosine
     return CalibrationReport(
         identity=identity.key, memories=int(memories), vectors=len(matrix.rowids),
