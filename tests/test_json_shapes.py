@@ -139,14 +139,16 @@ def test_search_hits_and_rebuild_report_are_typed(tmp_path: Path) -> None:
         store.persist_completed_turn(CompletedTurn(run_id="k", outcome="success",
                                                    answer="Kestrel feeds at dawn"))
         store.drain()
-        (hit,) = store.search("kestrel")
+        (hit,) = store.lexical_search("kestrel")
         report = store.rebuild()
     assert isinstance(hit, SearchHit)
     assert shape(hit.to_json()) == {"bm25": "float", "day": "str", "id": "str",
                                     "recorded_at": "str", "text": "str"}
     assert (hit.text, hit.day, hit.recorded_at) == ("Kestrel feeds at dawn", DAY,
                                                     "2026-03-02T09:30:00.000Z")
-    assert MemoryRoot.open(tmp_path / "root").search("kestrel") == [hit]
+    assert MemoryRoot.open(tmp_path / "root").lexical_search("kestrel") == [hit]
+    assert MemoryRoot.open(tmp_path / "root").search("kestrel").recall.hits[0].text == \
+        MemoryRoot.open(tmp_path / "root").recall("kestrel").recall.hits[0].text
     assert (report.generation, report.position) == (2, 3)
     assert report.to_json() == {"generation": 2, "position": 3, "written": list(report.written),
                                 "removed": list(report.removed), "vectors_pending": None}

@@ -423,7 +423,7 @@ def test_paraphrase_found_by_vectors_not_by_words(
     root, store = facts_root
     tea = memory_id(root, "I like green tea")
     paraphrase = "which beverage would you enjoy"
-    assert store.search(paraphrase) == []  # no shared word with any memory
+    assert store.lexical_search(paraphrase) == []  # no shared word with any memory
     result = store.recall(paraphrase)
     assert result.degraded is False
     body = result.to_json()

@@ -28,13 +28,13 @@ def root(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("limit", [0, -1, 51, 10**6, True, 2.5, "5"])
 def test_every_door_refuses_a_limit_outside_1_to_50(root: Path, limit: object) -> None:
     with MemoryStore.open(root, background=False) as store:
-        for call in (store.recall, store.search):
+        for call in (store.recall, store.search, store.lexical_search):
             with pytest.raises(MemoryEsError) as raised:
                 call("dentist", limit=limit)  # type: ignore[arg-type]
             assert raised.value.code == "recall_invalid_limit"
             assert "from 1 to 50" in str(raised.value)
     reader = MemoryRoot.open(root)
-    for read in (reader.recall, reader.search):
+    for read in (reader.recall, reader.search, reader.lexical_search):
         with pytest.raises(MemoryEsError):
             read("dentist", limit=limit)  # type: ignore[arg-type]
 
@@ -43,15 +43,16 @@ def test_the_bounds_themselves_are_accepted(root: Path) -> None:
     with MemoryStore.open(root, background=False) as store:
         assert len(store.recall("dentist", limit=1).recall.hits) == 1
         assert store.recall("dentist", limit=50).recall.hits[0].text == ANSWERS[0]
-        assert len(store.search("the", limit=1)) == 1
-        assert len(store.search("the", limit=50)) == 3  # every answer says "the"
+        assert len(store.lexical_search("the", limit=1)) == 1
+        assert len(store.lexical_search("the", limit=50)) == 3  # every answer says "the"
 
 
 @pytest.mark.parametrize("query", ["", "   ", "?!", "\u3000\t"])
 def test_a_query_that_names_nothing_finds_nothing(root: Path, query: str) -> None:
     with MemoryStore.open(root, background=False) as store:
         assert store.recall(query).recall.hits == ()
-        assert store.search(query) == []
+        assert store.lexical_search(query) == []
+        assert store.search(query).recall.hits == ()
     assert MemoryRoot.open(root).recall(query).recall.hits == ()
 
 

@@ -164,8 +164,12 @@ class MemoryRoot:
         with verified_index(self.root) as conn:
             yield conn
 
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """Lexical FTS5 search (bm25) over the active index."""
+    def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
+        """``memory-es search``: hybrid recall, exactly :meth:`recall`."""
+        return self.recall(query, limit, explain=explain)
+
+    def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """Raw FTS5 hits (bm25) of the active index, without vectors or scoring."""
         check_limit(limit)
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []

@@ -302,9 +302,15 @@ class MemoryStore:
         """The next page of a MemoryJournal snapshot (HMAC cursor bound to this handle)."""
         return self.reads.journal_continue(cursor)
 
-    def search(self, query: str, limit: int = 5) -> list[SearchHit]:
-        """Lexical FTS5 search over the active index (bm25)."""
-        return self.reads.search(query, limit)
+    def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
+        """The reference's ``memory search``: hybrid recall, exactly :meth:`recall` (one
+        meaning for "search" on every door, the CLI's included)."""
+        return self.recall(query, limit, explain=explain)
+
+    def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
+        """Raw FTS5 hits of the active index ranked by bm25, without vectors or scoring
+        (diagnostics)."""
+        return self.reads.lexical_search(query, limit)
 
     # -- operators (C1-C4, C8) ------------------------------------------------------------------
 

@@ -80,7 +80,7 @@ class StoreReads:
     def journal_continue(self, cursor: str) -> JournalPage:
         return self._chronology.continue_(None, cursor)
 
-    def search(self, query: str, limit: int) -> list[SearchHit]:
+    def lexical_search(self, query: str, limit: int) -> list[SearchHit]:
         check_limit(limit)
         with self._journal.exclusive():
             return fts_search(self._projections.get().index.conn, query, limit)
