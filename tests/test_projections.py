@@ -145,7 +145,7 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
             == "duplicate"
         assert store.drain() == 0
         for run_id, answer in answers.items():
-            hits = store.search(answer.split()[0])
+            hits = store.lexical_search(answer.split()[0])
             assert [h.text for h in hits] == [answer]
             assert hits[0].id == run_memory_id(hashlib.sha256(run_id.encode()).hexdigest(), 0)
 
@@ -238,7 +238,7 @@ def test_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> No
         admit(store, "j5", "Buy oat milk\u3000today")  # ideographic space
         admit(store, "j6", "buy oat milk today")  # case differs: not merged
         assert store.drain() == 3
-        assert len(store.search("oat", limit=10)) == 2
+        assert len(store.lexical_search("oat", limit=10)) == 2
     bullets = parse_md((root / "daily" / "2026-03-01.md").read_bytes(), "2026-03-01")
     assert sorted(t for t, _ in bullets) == sorted([canonical, "buy oat milk today"])
     ids = {t: f["id"] for t, f in bullets}
@@ -271,8 +271,8 @@ def test_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
               speaker_kind="trigger")
         admission2 = clock.now
         assert store.drain() == 2
-        assert store.search("kestrel") == []
-        assert store.search("Kestrel hovering") == []
+        assert store.lexical_search("kestrel") == []
+        assert store.lexical_search("Kestrel hovering") == []
     assert not (root / "daily").exists()
     assert sorted(os.listdir(root / "audit")) == ["2026-03-01.md", "2026-03-02.md"]
     (b1,) = parse_md((root / "audit" / "2026-03-01.md").read_bytes(), "2026-03-01", "audit")
@@ -351,7 +351,7 @@ def test_k_hostile_text_cannot_break_the_markdown(tmp_path: Path) -> None:
         assert word in text
     # The index keeps the (whitespace-normalised) text itself; FTS finds non-Latin scripts.
     with MemoryStore.open(root, background=False) as store:
-        assert [h.text for h in store.search("שלום")] == [" ".join(HOSTILE[6].split())]
+        assert [h.text for h in store.lexical_search("שלום")] == [" ".join(HOSTILE[6].split())]
     assert MemoryRoot.open(root).health().status == "clean"
 
 
@@ -488,7 +488,7 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
     with MemoryStore.open(root, background=False) as store:
         assert store.inspect().counts.pending == 0  # the crashed drain committed
         assert store.drain() == 0
-        assert len(store.search("kiwi", limit=20)) == 5
+        assert len(store.lexical_search("kiwi", limit=20)) == 5
     assert count_bullets(root) == {"Drained before the crash kiwi": 1,
                                    **{a: 1 for a in answers}}
     assert index_rows(root, "SELECT COUNT(*), COUNT(DISTINCT text) FROM memories") == [(5, 5)]
@@ -523,7 +523,7 @@ def test_failed_index_commit_after_markdown_write_converges(
     assert MemoryRoot.open(root).health().exit_code == 1  # behind and disagreeing until caught up
 
     with MemoryStore.open(root, background=False) as store:
-        assert len(store.search("walnut")) == 2
+        assert len(store.lexical_search("walnut")) == 2
     assert day.read_bytes() == written
     assert os.stat(day).st_ino == st.st_ino
     assert index_rows(root, "SELECT COUNT(*) FROM memories") == [(2,)]

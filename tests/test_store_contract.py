@@ -67,5 +67,5 @@ def test_b4_a_broken_index_never_blocks_admission(
     rebuild_root(root)
     with MemoryStore.open(root, background=False) as store:
         assert store.drain() == 1
-        assert [h.text for h in store.search("two")] == ["two"]
+        assert [h.text for h in store.lexical_search("two")] == ["two"]
     assert MemoryRoot.open(root).health().status == "clean"

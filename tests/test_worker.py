@@ -215,7 +215,7 @@ def test_b6_background_worker_projects_an_admitted_turn_without_drain(root: Path
                        for p in (root / "daily").glob("*.md"))
 
         wait_for(lambda: (root / "daily").is_dir() and daily_has_text(), "the daily file")
-        hits = wait_for(lambda: store.search("Kestrel"), "the index")
+        hits = wait_for(lambda: store.lexical_search("Kestrel"), "the index")
         assert [h.text for h in hits] == ["Kestrel-5521 booked the ferry"]
     report = MemoryRoot.open(root).health()
     assert (report.status, report.findings) == ("clean", ())
