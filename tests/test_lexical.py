@@ -119,3 +119,17 @@ def test_reference_scoring_is_selectable_and_exact(tmp_path: Path) -> None:
         assert hits[0].score == pytest.approx(1.0 + 0.01 / 61, abs=1e-9)
     with pytest.raises(Exception, match="scoring"):
         parse_config({"mode": "lite", "recall": {"scoring": "bm25"}})
+
+
+def test_words_most_records_hold_are_not_looked_up_in_a_large_index() -> None:
+    """A word more than half the records hold ranks nothing and costs the bm25 query its
+    largest doclist: past 1,000 records it is left out of the lookup (the rarest word always
+    stays), and evidence still counts it at its (small) weight."""
+    texts = [f"The note {n} is about the garden." for n in range(1200)]
+    texts.append("The dentist is on Tuesday.")
+    conn = index_of(texts)
+    evidence = LexicalEvidence.for_query(conn, "when is the dentist?")
+    assert evidence.retrieval_words("when is the dentist?") == ["when", "dentist?"]
+    assert evidence.retrieval_words("the is") == ["the"]  # all common: the first rarest
+    small = LexicalEvidence.for_query(index_of(texts[:20]), "when is the dentist?")
+    assert small.retrieval_words("when is the dentist?") == ["when", "is", "the", "dentist?"]

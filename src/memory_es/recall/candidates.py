@@ -90,8 +90,8 @@ def candidate_pool(
 
     ``exclude_session`` drops records of the current conversation before scoring (H21).
     """
-    lexical = _lexical_ranks(conn, query)
     evidence = LexicalEvidence.for_query(conn, query)
+    lexical = _lexical_ranks(conn, " ".join(evidence.retrieval_words(query)))
     vector_ranks: dict[int, int] = {}
     cosines: dict[int, float] = {}
     if query_vector is not None and matrix is not None:

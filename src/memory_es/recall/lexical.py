@@ -26,6 +26,8 @@ from typing import Any, Final
 import apsw
 
 PRIOR_DOCUMENTS: Final = 20.0
+COMMON_SHARE: Final = 0.5  # a term more than half the records hold is not worth a lookup ...
+COMMON_MIN_DOCS: Final = 1000  # ... once the index is large enough for that to cost
 # The share of records a term is assumed to occur in before the index says otherwise, by the
 # term's length in code points (Zipf's law of abbreviation); terms without a letter (numbers,
 # dates, id parts) are specific, like long words.
@@ -78,11 +80,14 @@ class LexicalEvidence:
     """The query's terms and their weights in one index; :meth:`coverage` scores a text."""
 
     def __init__(self, terms: Sequence[str], weights: Sequence[float],
-                 tokenizer: Tokenizer) -> None:
+                 tokenizer: Tokenizer, frequency: dict[str, int] | None = None,
+                 docs: float = 0.0) -> None:
         self.terms = tuple(terms)
         self.weights = tuple(weights)
         self._tokens = tokenizer
         self._total = sum(weights)
+        self._frequency = frequency or {}
+        self._docs = docs
 
     @classmethod
     def for_query(cls, conn: apsw.Connection, query: str) -> LexicalEvidence:
@@ -98,7 +103,25 @@ class LexicalEvidence:
             prior = _prior(term)
             weights.append(idf(frequency.get(term, 0) + PRIOR_DOCUMENTS * prior,
                                docs + PRIOR_DOCUMENTS))
-        return cls(terms, weights, tokens)
+        return cls(terms, weights, tokens, frequency, docs)
+
+    def retrieval_words(self, query: str) -> list[str]:
+        """The query's words worth a bm25 lookup: those with a term that at most half the
+        records hold. A word every other record holds cannot rank anything, and its doclist
+        is what makes a full-text query slow on a large index. At least the rarest word is
+        kept, so a query of common words still retrieves."""
+        words = query.split()
+        if self._docs < COMMON_MIN_DOCS:
+            return words
+        rarity: list[tuple[int, int]] = []  # (the word's rarest term's frequency, index)
+        for n, word in enumerate(words):
+            freqs = [self._frequency.get(t, 0) for t in self._tokens(word)]
+            if freqs:
+                rarity.append((min(freqs), n))
+        keep = sorted(n for f, n in rarity if f <= COMMON_SHARE * self._docs)
+        if not keep and rarity:
+            keep = [min(rarity)[1]]
+        return [words[n] for n in keep]
 
     def coverage(self, text: str) -> float:
         """The weighted share of the query's terms that ``text`` holds, 0..1."""
