@@ -32,8 +32,10 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, sort_keys=True, ensure_ascii=False))
 
 
-def _config(args: argparse.Namespace) -> MemoryConfig:
-    return load_config(args.config)
+def _config(args: argparse.Namespace) -> MemoryConfig | None:
+    """The ``--config`` file, or None: the root's own recorded configuration (defaults for a
+    new root)."""
+    return load_config(args.config) if args.config is not None else None
 
 
 def _root(args: argparse.Namespace, config: MemoryConfig | None = None) -> Path:

@@ -24,12 +24,12 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 
-from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
+from memory_es.ids import ROOT_UUID, entity_uuid, intake_uuid, memory_uuid
 
 E = TypeVar("E")
 
 
-def _created(aggregate: type[Intake | Memory | Entity], event_class: Callable[..., E],
+def _created(aggregate: type[Intake | Memory | Entity | Root], event_class: Callable[..., E],
              originator_id: UUID, at: datetime, **fields: Any) -> E:
     """An aggregate's first event, built directly (no aggregate object is ever needed).
 
@@ -395,6 +395,51 @@ class Entity(Aggregate):
         """The Related event following ``version``: ``memory`` states the relation."""
         return _next(cls.Related, entity_uuid(entity_id), version, at, entity_id=entity_id,
                      to=to, relation=relation, memory=memory)
+
+
+class Root(Aggregate):
+    """The memory root itself (one per journal, id ``ROOT_UUID``): the configuration it was
+    opened with, recorded on first open and on every change (issue 12 item 2, B26), so later
+    opens without a config use it and a change is never silent. ``embeddings`` and ``llm``
+    hold only what names a model (provider, model, dim): never an endpoint or a key."""
+
+    TOPIC = "memory_es/Root"
+
+    class Created(Aggregate.Created):
+        TOPIC = "memory_es/Root.Created"
+
+    class Event(Aggregate.Event):
+        TOPIC = "memory_es/Root.Event"
+
+    class Configured(Created):
+        TOPIC = "memory_es/Root.Configured"
+        tier: str
+        write_mode: str
+        embeddings: dict[str, Any] | None
+        llm: dict[str, Any] | None
+
+    class Reconfigured(Event):
+        TOPIC = "memory_es/Root.Reconfigured"
+        tier: str
+        write_mode: str
+        embeddings: dict[str, Any] | None
+        llm: dict[str, Any] | None
+
+    @classmethod
+    def configured(cls, *, at: datetime, tier: str, write_mode: str,
+                   embeddings: dict[str, Any] | None, llm: dict[str, Any] | None
+                   ) -> Root.Configured:
+        """The first recorded configuration (version 1)."""
+        return _created(cls, cls.Configured, ROOT_UUID, at, tier=tier, write_mode=write_mode,
+                        embeddings=embeddings, llm=llm)
+
+    @classmethod
+    def reconfigured(cls, *, version: int, at: datetime, tier: str, write_mode: str,
+                     embeddings: dict[str, Any] | None, llm: dict[str, Any] | None
+                     ) -> Root.Reconfigured:
+        """A later configuration, following ``version``."""
+        return _next(cls.Reconfigured, ROOT_UUID, version, at, tier=tier,
+                     write_mode=write_mode, embeddings=embeddings, llm=llm)
 
 
 ADMITTED_TOPIC = Intake.Admitted.TOPIC

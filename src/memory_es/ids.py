@@ -36,6 +36,9 @@ def memory_uuid(memory_id: str) -> UUID:
     return uuid5(NAMESPACE, f"memory:{memory_id}")
 
 
+ROOT_UUID = uuid5(NAMESPACE, "root")  # the root's own aggregate: its recorded configuration
+
+
 def entity_uuid(entity_id: str) -> UUID:
     """Aggregate id of an entity: uuid5 of its 64-hex content-derived id."""
     return uuid5(NAMESPACE, f"entity:{entity_id}")

@@ -44,6 +44,7 @@ from memory_es.recall import (
     vector_backlog,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
+from memory_es.rootconfig import effective
 from memory_es.worker import worker_status
 from projections.health import Finding, HealthReport, audit
 from projections.search import SearchHit, fts_search
@@ -54,9 +55,9 @@ log = logging.getLogger("memory_es")
 class MemoryRoot:
     """A read-only handle on ``root`` configured by ``config`` (defaults when None)."""
 
-    def __init__(self, root: Path, config: MemoryConfig) -> None:
+    def __init__(self, root: Path, config: MemoryConfig | None) -> None:
         self.root = root
-        self.config = config
+        self._config = config
         self._chronology = MemoryJournal()
         self._bound: Recaller | None = None
 
@@ -65,8 +66,17 @@ class MemoryRoot:
              config: MemoryConfig | None = None) -> MemoryRoot:
         """A handle on ``root`` (default: ``memory.path`` of ``config``). Nothing is held open
         between calls; a root that is missing or not a memory root fails at the first call."""
-        config = config if config is not None else MemoryConfig()
-        return cls(Path(root) if root is not None else Path(config.path), config)
+        path = Path(root) if root is not None else Path((config or MemoryConfig()).path)
+        return cls(path, config)
+
+    @property
+    def config(self) -> MemoryConfig:
+        """The config given to :meth:`open`, else the root's own recorded one (read on first
+        use), else the defaults."""
+        if self._config is None:
+            with self.reader() as opened:
+                self._config = effective(opened, None)
+        return self._config
 
     def __enter__(self) -> MemoryRoot:
         return self

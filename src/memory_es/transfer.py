@@ -22,6 +22,7 @@ from memory_es.errors import IntegrityError, MemoryEsError
 from memory_es.history import iter_events
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
+from memory_es.rootconfig import effective
 from projections.replay import RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection
 
@@ -96,7 +97,7 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
 
 
 def _rebuild(root: Path, opened: OpenedJournal, config: MemoryConfig | None) -> RebuildReport:
-    block = embeddings_block(config) if config is not None else None
+    block = embeddings_block(effective(opened, config))  # None: the root's own config
     if block is None:
         return rebuild(root, iter_events(opened))
     embedder = make_embedder(block)

@@ -24,6 +24,7 @@ from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
+from memory_es.events import Root
 from memory_es.history import fold_intakes
 from memory_es.intake import (
     AdmissionResult,
@@ -38,6 +39,7 @@ from memory_es.recall import (
     JournalPage,
     RecallResult,
 )
+from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
@@ -54,9 +56,11 @@ DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
 Clock = Callable[[], datetime]
 
 
-def resolve_root(root: str | Path | None, config: MemoryConfig) -> Path:
+def resolve_root(root: str | Path | None, config: MemoryConfig | None) -> Path:
     """--root wins, then ``memory.path`` from config (default ``./.memory``)."""
-    return Path(root) if root is not None else Path(config.path)
+    if root is not None:
+        return Path(root)
+    return Path((config if config is not None else MemoryConfig()).path)
 
 
 def require_writable(store: object, config: MemoryConfig) -> None:
@@ -95,6 +99,7 @@ class MemoryStore:
                          if config.is_capture else ObserveProcessor())
         self.journal_writer = GroupCommit(opened, fold_intakes(opened, retain_resolved=False),
                                           self.root)
+        self._record_config(opened, config)
         self.projections = LiveProjections(opened, self.root, config.mode, self.journal_writer)
         try:
             self.projections.catch_up()
@@ -130,6 +135,10 @@ class MemoryStore:
         """Open (creating if absent, unless ``create`` is false) the root, take its writer
         lock and verify its journal.
 
+        ``config`` None means the root's own recorded configuration (defaults for a new root);
+        a config that differs from the recorded one is recorded as a reconfiguration, or
+        refused (``reconfigure_refused``) when it would strand retained capture plans (B26).
+
         With ``background`` (the default) a worker thread projects admitted turns as they
         arrive and retries failures on the durable backoff schedule; without it, work runs
         only on :meth:`drain` (operator commands use that). ``processor`` is the attempt step
@@ -138,16 +147,31 @@ class MemoryStore:
         Lite never embeds, D2). ``chat_model`` and ``classifier`` override the chat models
         ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
         """
-        config = config if config is not None else MemoryConfig()
         opened = open_journal(resolve_root(root, config), writable=True,
                               lock_timeout=lock_timeout, create=create)
         try:
+            config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
                        shutdown_timeout=shutdown_timeout, embedder=embedder,
                        chat_model=chat_model, classifier=classifier)
         except BaseException:
             opened.close()
             raise
+
+    def _record_config(self, opened: OpenedJournal, config: MemoryConfig) -> None:
+        """Record the config this root runs with (first open, or a change), or refuse a change
+        that would strand retained capture plans (B26) before anything else is written."""
+        now = self._clock()
+        with self.journal_writer.cv:
+            report = self.journal_writer.view.report(now)
+        retained = any(r.retained is not None and r.state != "resolved" for r in report.records)
+        event = settle(opened, config, at=now, retained_plans=retained)
+        if event is None:
+            return
+        self.journal_writer.commit_events([event])
+        if isinstance(event, Root.Reconfigured):
+            log.warning("memory_reconfigured: %s", RootConfig.of(config).describe(),
+                        extra={"memory_event": "memory_reconfigured"})
 
     def __enter__(self) -> MemoryStore:
         return self

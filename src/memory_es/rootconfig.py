@@ -1,0 +1,107 @@
+"""A root knows its own configuration (issue 12 item 2; B26).
+
+The first writable open records the tier, the write mode, and what names the embedding and
+chat models (provider, model, dimension: never an endpoint or a key) as ``Root.Configured``.
+A later open without a config uses what is recorded, so ``memory-es search`` on a Journal root
+embeds with the root's own model even without ``--config``. A different config is a
+journalled reconfiguration (``Root.Reconfigured``), refused before anything is written when it
+would strand work: a BuJo capture root whose intakes hold retained capture plans cannot be
+reopened as another tier or write mode until they are resolved (B26).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from memory_es.config import MemoryConfig, parse_config
+from memory_es.errors import MemoryEsError
+from memory_es.events import Root
+from memory_es.ids import ROOT_UUID
+from memory_es.journal import OpenedJournal
+
+REFUSED = "reconfigure_refused"
+
+
+class RootConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What a root records of its configuration."""
+
+    tier: str
+    write_mode: str
+    embeddings: dict[str, Any] | None = None  # {"provider", "model", "dim"}
+    llm: dict[str, Any] | None = None  # {"provider", "model"}
+
+    @classmethod
+    def of(cls, config: MemoryConfig) -> RootConfig:
+        embeddings = None
+        if config.embeddings is not None and config.mode != "lite":
+            embeddings = {"provider": str(config.embeddings.provider),
+                          "model": config.embeddings.model, "dim": int(config.embeddings.dim)}
+        llm = None
+        if config.llm is not None and config.mode == "bujo":
+            llm = {"provider": str(config.llm.provider), "model": config.llm.model}
+        return cls(tier=config.mode, write_mode=config.write_mode, embeddings=embeddings,
+                   llm=llm)
+
+    def config(self) -> MemoryConfig:
+        """A config with exactly what the root recorded (defaults for the rest)."""
+        block: dict[str, Any] = {"mode": self.tier, "writeMode": self.write_mode}
+        if self.embeddings is not None:
+            block["embeddings"] = dict(self.embeddings)
+        if self.llm is not None:
+            block["llm"] = dict(self.llm)
+        return parse_config(block)
+
+    def describe(self) -> str:
+        model = self.embeddings["model"] if self.embeddings else "none"
+        return f"tier {self.tier}, writeMode {self.write_mode}, embeddings {model}"
+
+
+def recorded(opened: OpenedJournal) -> tuple[int, RootConfig] | None:
+    """The root's last recorded configuration and its aggregate version, or None."""
+    stored = opened.recorder.select_events(ROOT_UUID, desc=True, limit=1)
+    if not stored:
+        return None
+    event = opened.app.mapper.to_domain_event(stored[0])
+    if not isinstance(event, Root.Configured | Root.Reconfigured):
+        raise MemoryEsError(f"unexpected root event {type(event).__name__}",
+                            code="journal_invalid")
+    return event.originator_version, RootConfig(
+        tier=event.tier, write_mode=event.write_mode, embeddings=event.embeddings,
+        llm=event.llm)
+
+
+def effective(opened: OpenedJournal, config: MemoryConfig | None) -> MemoryConfig:
+    """The config to open with: the caller's, else the recorded one, else the defaults."""
+    if config is not None:
+        return config
+    found = recorded(opened)
+    return found[1].config() if found is not None else MemoryConfig()
+
+
+def settle(opened: OpenedJournal, config: MemoryConfig, *, at: datetime,
+           retained_plans: bool) -> Root.Configured | Root.Reconfigured | None:
+    """The event that records ``config`` for this root, or None when it is already recorded.
+
+    Raises ``MemoryEsError`` (``reconfigure_refused``) when leaving BuJo capture would strand
+    ``retained_plans`` (B26); nothing is written then.
+    """
+    wanted = RootConfig.of(config)
+    found = recorded(opened)
+    fields = msgspec.structs.asdict(wanted)
+    if found is None:
+        return Root.configured(at=at, **fields)
+    version, current = found
+    if current == wanted:
+        return None
+    leaves_capture = (current.tier, current.write_mode) == ("bujo", "capture") and \
+        (wanted.tier, wanted.write_mode) != ("bujo", "capture")
+    if leaves_capture and retained_plans:
+        raise MemoryEsError(
+            f"{REFUSED}: this root is BuJo capture with retained capture plans; it cannot be "
+            f"reopened as {wanted.describe()} until they are resolved (finish them with "
+            "memory-es drain under the root's own config, or resolve them) (B26)",
+            code=REFUSED)
+    return Root.reconfigured(version=version, at=at, **fields)
