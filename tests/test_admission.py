@@ -78,19 +78,26 @@ def open_store(root: Path) -> Iterator[Any]:
         store.close()
 
 
+ROOT_TOPIC = "memory_es/Root."  # the root's recorded configuration, not a turn's events
+
+
 def events(root: Path) -> list[Any]:
-    """Every journal event, decoded, through a fresh read-only reader (no writer lock)."""
+    """Every turn's journal event, decoded, through a fresh read-only reader (no writer
+    lock); the root's own configuration events are left out."""
     with open_reader(root) as opened:
         mapper = opened.app.mapper
         return [
             mapper.to_domain_event(StoredEvent(oid, version, topic, state))
             for _pos, oid, version, topic, state, _chain in opened.recorder.rows()
+            if not topic.startswith(ROOT_TOPIC)
         ]
 
 
 def exported(root: Path) -> list[dict[str, Any]]:
+    """The export's lines of the turns' events (the root's configuration left out)."""
     with open_reader(root) as opened:
-        return [json.loads(line) for line in export_lines(opened)]
+        lines = [json.loads(line) for line in export_lines(opened)]
+    return [line for line in lines if not line["topic"].startswith(ROOT_TOPIC)]
 
 
 def payload(root: Path, intake_id: str) -> Payload | None:
