@@ -137,7 +137,7 @@ def test_a3_b1_b2_admitted_turn_is_durable_in_journal_when_call_returns(
     rows = exported(root)
     assert len(rows) == 1
     assert rows[0]["topic"] == ADMITTED_TOPIC
-    assert rows[0]["position"] == 1
+    assert rows[0]["position"] == 2  # after the root's recorded configuration (position 1)
     (event,) = events(root)
     assert event.run_hash == rh("run-abc")
     assert event.originator_id == intake_uuid(rh("run-abc"))
