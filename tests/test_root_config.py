@@ -74,11 +74,13 @@ def test_a_different_config_is_a_journalled_reconfiguration(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "root"
     with MemoryStore.open(root, parse_config(JOURNAL), background=False,
-                          embedder=WordBagEmbedder()):
-        pass
+                          embedder=WordBagEmbedder()) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="r", outcome="success",
+                                                   answer=DENTIST))
     with caplog.at_level(logging.WARNING, logger="memory_es"), \
-            MemoryStore.open(root, parse_config({"mode": "lite"}), background=False):
-        pass
+            MemoryStore.open(root, parse_config({"mode": "lite"}), background=False) as lite:
+        lite.persist_completed_turn(CompletedTurn(run_id="r2", outcome="success",
+                                                  answer="Another line."))
     assert any("memory_reconfigured" in r.getMessage() for r in caplog.records)
     first, second = root_events(root)
     assert isinstance(first, Root.Configured) and first.tier == "journal"
@@ -92,9 +94,11 @@ def test_no_endpoint_or_key_is_recorded(tmp_path: Path) -> None:
                                                              "model": "text-embedding-3-small",
                                                              "dim": 1536}})
     with MemoryStore.open(tmp_path / "root", config, background=False,
-                          embedder=WordBagEmbedder()):
-        pass
-    [event] = root_events(tmp_path / "root")
+                          embedder=WordBagEmbedder()) as store:
+        assert root_events(tmp_path / "root") == []  # an open that writes nothing leaves none
+        store.persist_completed_turn(CompletedTurn(run_id="r", outcome="success",
+                                                   answer=DENTIST))
+    [event] = root_events(tmp_path / "root")  # recorded with the first admission
     assert event.embeddings == {"provider": "openai", "model": "text-embedding-3-small",
                                 "dim": 1536}
     assert event.llm is None

@@ -65,6 +65,9 @@ class GroupCommit:
         self._last_batch = 0
         self.closed = False
         self.commits = 0  # journal transactions written by admission (shared by a batch)
+        # Events that open the next transaction, whatever it holds: the root's configuration
+        # (rootconfig), recorded with the first thing written, never on its own.
+        self.preface: list[Any] = []
 
     def admit(self, prepared: PreparedIntake, event: Intake.Admitted) -> AdmissionResult:
         """Queue one admission and return once the transaction holding it is durable."""
@@ -125,8 +128,10 @@ class GroupCommit:
             return
         app = self._opened.app
         with self.exclusive():
+            events = [*self.preface, *events]
             positions = self._opened.recorder.insert_events(
                 [app.mapper.to_stored_event(e) for e in events])
+            self.preface = []
             self.apply(positions, events)
 
     def apply(self, positions: Sequence[int] | None, events: Sequence[Any]) -> None:
@@ -187,11 +192,15 @@ class GroupCommit:
 
     def _write(self, requests: list[_Request]) -> None:
         payloads = [r.payload for r in requests if r.payload is not None]
+        mapper = self._opened.app.mapper
         positions = self._opened.recorder.insert_events(
-            [r.stored for r in requests], payloads=payloads
+            [*(mapper.to_stored_event(e) for e in self.preface), *(r.stored for r in requests)],
+            payloads=payloads
         )
         self.commits += 1
-        self.apply(positions, [r.event for r in requests])
+        events = [*self.preface, *(r.event for r in requests)]
+        self.preface = []
+        self.apply(positions, events)
 
 
 def _repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:

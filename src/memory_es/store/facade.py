@@ -159,8 +159,10 @@ class MemoryStore:
             raise
 
     def _record_config(self, opened: OpenedJournal, config: MemoryConfig) -> None:
-        """Record the config this root runs with (first open, or a change), or refuse a change
-        that would strand retained capture plans (B26) before anything else is written."""
+        """Record the config this root runs with (first use, or a change) in the same
+        transaction as the next thing written (an open that writes nothing leaves no trace),
+        or refuse a change that would strand retained capture plans (B26) before anything is
+        written."""
         now = self._clock()
         with self.journal_writer.cv:
             report = self.journal_writer.view.report(now)
@@ -168,7 +170,7 @@ class MemoryStore:
         event = settle(opened, config, at=now, retained_plans=retained)
         if event is None:
             return
-        self.journal_writer.commit_events([event])
+        self.journal_writer.preface = [event]
         if isinstance(event, Root.Reconfigured):
             log.warning("memory_reconfigured: %s", RootConfig.of(config).describe(),
                         extra={"memory_event": "memory_reconfigured"})
