@@ -47,6 +47,9 @@ CATALOG_BEHIND = {
     "catalog.after_write": False,
 }
 EARLIER = ["earlier-1", "earlier-2"]
+# The journal position after the earlier turns: the root's recorded configuration rides the
+# first admission's transaction (one Root.Configured event before it).
+HEAD = len(EARLIER) + 1
 
 
 def answer_for(run_id: str) -> str:
@@ -133,9 +136,7 @@ def check_turns(root: Path, new: list[str], expect_present: bool | None) -> set[
                 new_positions.append(position)
         assert len(rows) == len(EARLIER) + len(present)  # nothing else was written
         # What survived is one contiguous run of positions right after the earlier turns.
-        assert sorted(new_positions) == list(
-            range(len(EARLIER) + 1, len(EARLIER) + 1 + len(present))
-        )
+        assert sorted(new_positions) == list(range(HEAD + 1, HEAD + 1 + len(present)))
         if expect_present is True:
             assert present == set(new)
         elif expect_present is False:
@@ -160,7 +161,7 @@ def test_crash_during_single_admission(tmp_path: Path, boundary: str) -> None:
     """B1, B3, B14: one turn killed at ``boundary`` is present or absent as a whole."""
     root = make_root(tmp_path)
     crash(root, boundary, "single", ["new-turn"])
-    reopen_and_check_recovery(root, len(EARLIER) if CATALOG_BEHIND[boundary] else None)
+    reopen_and_check_recovery(root, HEAD if CATALOG_BEHIND[boundary] else None)
     check_turns(root, ["new-turn"], COMMITTED[boundary])
 
 
@@ -170,7 +171,7 @@ def test_crash_during_one_multi_event_transaction(tmp_path: Path, boundary: str)
     root = make_root(tmp_path)
     new = [f"batch-{i}" for i in range(5)]
     crash(root, boundary, "recorder", new)
-    reopen_and_check_recovery(root, len(EARLIER) if CATALOG_BEHIND[boundary] else None)
+    reopen_and_check_recovery(root, HEAD if CATALOG_BEHIND[boundary] else None)
     check_turns(root, new, COMMITTED[boundary])
 
 
@@ -185,7 +186,7 @@ def test_crash_during_concurrent_admissions(tmp_path: Path, boundary: str) -> No
     root = make_root(tmp_path)
     new = [f"thread-{i}" for i in range(6)]
     crash(root, boundary, "threads", new)
-    reopen_and_check_recovery(root, len(EARLIER) if CATALOG_BEHIND[boundary] else None)
+    reopen_and_check_recovery(root, HEAD if CATALOG_BEHIND[boundary] else None)
     present = check_turns(root, new, None if COMMITTED[boundary] else False)
     if COMMITTED[boundary]:
         assert present, "the first commit of the batch was durable before the kill"
@@ -213,7 +214,7 @@ def test_crash_during_recovery_is_recovered_again(tmp_path: Path, recovery_bound
     # The next writer open recovers the catalog, and dies while writing it.
     crash(root, recovery_boundary, "single", [])
     behind = recovery_boundary == "catalog.torn_write"
-    reopen_and_check_recovery(root, len(EARLIER) if behind else None)
+    reopen_and_check_recovery(root, HEAD if behind else None)
     check_turns(root, ["new-turn"], True)
 
 
