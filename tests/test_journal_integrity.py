@@ -92,6 +92,8 @@ def restore(root: Path, snap: dict[str, bytes]) -> None:
             os.close(fd)
 
 
+# Position 1 is the root's recorded configuration (Root.Configured, written with the first
+# admission); run-a is at position 2 ... run-e at position 6.
 RUNS = ["run-a", "run-b", "run-c", "run-d", "run-e"]
 HASHES = [run_hash(r) for r in RUNS]
 
@@ -127,7 +129,7 @@ def test_truncated_journal_fails_closed_and_nothing_is_lost(root: Path) -> None:
     snap = snapshot(root)
     raw_sql(root, "DELETE FROM events WHERE position > 3")
     catalog_before = (root / CATALOG_FILE).read_bytes()
-    msg = refuse(root, IntegrityError, "truncated", "position 3", "records 5")
+    msg = refuse(root, IntegrityError, "truncated", "position 3", "records 6")
     assert str(root / JOURNAL_FILE) in msg
     # Failing closed must not "repair" the catalog down to the shortened journal.
     assert (root / CATALOG_FILE).read_bytes() == catalog_before
@@ -153,7 +155,7 @@ def test_replaced_journal_fails_closed(root: Path, tmp_path: Path) -> None:
     assert len(ids_in(other)) == 6  # the donor is itself a perfectly valid root
     checkpoint(other)
     (root / JOURNAL_FILE).write_bytes((other / JOURNAL_FILE).read_bytes())
-    refuse(root, IntegrityError, "replaced", "position 5", "does not match")
+    refuse(root, IntegrityError, "replaced", "position 6", "does not match")
     restore(root, snap)
     assert ids_in(root) == HASHES
 
@@ -162,8 +164,8 @@ def test_edited_event_breaks_the_hash_chain(root: Path) -> None:
     """B13, B17: rewriting one stored event's state in place -> 'hash chain does not verify'."""
     snap = snapshot(root)
     raw_sql(root, "UPDATE events SET state = CAST(replace(CAST(state AS TEXT), "
-                  "'answer for run-c', 'answer for evil') AS BLOB) WHERE position = 3")
-    refuse(root, IntegrityError, "hash chain does not verify at position 3")
+                  "'answer for run-c', 'answer for evil') AS BLOB) WHERE position = 4")
+    refuse(root, IntegrityError, "hash chain does not verify at position 4")
     restore(root, snap)
     assert ids_in(root) == HASHES
 
@@ -174,16 +176,16 @@ def test_edited_event_with_recomputed_chain_column_still_fails(root: Path) -> No
 
     snap = snapshot(root)
     conn = apsw.Connection(str(root / JOURNAL_FILE))
-    prev = bytes(conn.execute("SELECT chain FROM events WHERE position = 2").fetchone()[0])
+    prev = bytes(conn.execute("SELECT chain FROM events WHERE position = 3").fetchone()[0])
     oid, version, topic, state = conn.execute(
-        "SELECT originator_id, originator_version, topic, state FROM events WHERE position = 3"
+        "SELECT originator_id, originator_version, topic, state FROM events WHERE position = 4"
     ).fetchone()
     forged_state = bytes(state).replace(b"answer for run-c", b"answer for evil")
-    forged = chain_link(prev, 3, oid, version, topic, forged_state)
-    conn.execute("UPDATE events SET state = ?, chain = ? WHERE position = 3",
+    forged = chain_link(prev, 4, oid, version, topic, forged_state)
+    conn.execute("UPDATE events SET state = ?, chain = ? WHERE position = 4",
                  (forged_state, forged))
     conn.close()
-    refuse(root, IntegrityError, "hash chain does not verify at position 4")
+    refuse(root, IntegrityError, "hash chain does not verify at position 5")
     restore(root, snap)
     assert ids_in(root) == HASHES
 
@@ -230,7 +232,7 @@ def test_missing_marker_with_events_fails_closed(root: Path) -> None:
         MemoryStore.open(root, lock_timeout=0.5, background=False)
     msg = str(err.value)
     assert "schema marker is missing" in msg, msg
-    assert "5 events" in msg or "position 5" in msg, msg
+    assert "6 events" in msg or "position 6" in msg, msg
     assert not (root / MARKER_FILE).exists(), "the refused open must not write a marker"
     restore(root, snap)
     assert ids_in(root) == HASHES
@@ -281,14 +283,14 @@ def test_catalog_with_one_torn_slot_uses_the_other(root: Path) -> None:
     cat = Catalog.open(path, writable=False)
     newest = cat.read()
     cat.close()
-    assert newest[0] == 5
+    assert newest[0] == 6
     # Tear the newest slot: keep its first 20 bytes, zero the rest (what a torn pwrite leaves).
-    slot = 0 if bytes(raw[4:12]) == (5).to_bytes(8, "little") else 1
+    slot = 0 if bytes(raw[4:12]) == (6).to_bytes(8, "little") else 1
     raw[slot * 64 + 20:(slot + 1) * 64] = bytes(44)
     path.write_bytes(bytes(raw))
     opened = open_journal(root, writable=True, lock_timeout=0.5)
     try:
-        assert opened.recovered_from == 4
+        assert opened.recovered_from == 5
     finally:
         opened.close()
     cat = Catalog.open(path, writable=False)
@@ -310,25 +312,25 @@ def test_journal_ahead_of_catalog_is_recovered_by_writer_only(tmp_path: Path) ->
     path = root / CATALOG_FILE
     path.write_bytes(old_catalog)  # in place: same inode, same 0600 mode
     cat = Catalog.open(path, writable=False)
-    assert cat.read()[0] == 2
+    assert cat.read()[0] == 3  # the configuration and two turns
     cat.close()
 
     # Read-only: opens (the suffix chain verifies) but changes nothing.
     reader = open_journal(root, writable=False)
     try:
-        assert reader.recovered_from == 2
+        assert reader.recovered_from == 3
         tail = reader.recorder.verify()
     finally:
         reader.close()
-    assert tail[0] == 5
+    assert tail[0] == 6
     assert [r.id for r in MemoryRoot.open(root).inspect().records] == HASHES
     assert path.read_bytes() == old_catalog
 
     # Writer: recovers, and the catalog now records the verified tail.
     writer = open_journal(root, writable=True, lock_timeout=0.5)
     try:
-        assert writer.recovered_from == 2
-        assert writer.recorder.chain_at(5) == tail[1]
+        assert writer.recovered_from == 3
+        assert writer.recorder.chain_at(6) == tail[1]
     finally:
         writer.close()
     cat = Catalog.open(path, writable=False)
@@ -350,7 +352,7 @@ def test_catalog_from_another_root_fails_closed(root: Path, tmp_path: Path) -> N
     snap = snapshot(root)
     (root / CATALOG_FILE).write_bytes((other / CATALOG_FILE).read_bytes())
     catalog_before = (root / CATALOG_FILE).read_bytes()
-    refuse(root, IntegrityError, "replaced", "position 2")
+    refuse(root, IntegrityError, "replaced", "position 3")
     assert (root / CATALOG_FILE).read_bytes() == catalog_before
     restore(root, snap)
     assert ids_in(root) == HASHES
