@@ -529,7 +529,9 @@ def test_cli_errors_are_one_line_exit_2(built: tuple[Path, dict[str, str]], tmp_
                                         capsys: pytest.CaptureFixture[str]) -> None:
     root, ids = built
     labels = write(tmp_path, labelled(ids, 3, 1))
-    assert cli.main(["--root", str(root), "calibrate", str(labels)]) == 2  # Lite default
+    lite = write(tmp_path, {"memory": {"mode": "lite"}}, "lite.json")
+    assert cli.main(["--root", str(root), "--config", str(lite), "calibrate",
+                     str(labels)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("memory-es: error: calibrate_needs_embeddings: ")
     config_path = write(tmp_path, {"memory": JOURNAL}, "config.json")

@@ -209,7 +209,7 @@ def test_admit_options_reach_the_event(capsys: pytest.CaptureFixture[str], root:
     )
     assert (code, obj["status"]) == (0, "admitted")
     with open_reader(root) as opened:
-        (row,) = list(opened.recorder.rows())
+        (row,) = [r for r in opened.recorder.rows() if r[3] != ROOT_CONFIGURED]
     state = json.loads(row[4])
     assert row[3] == ADMITTED_TOPIC
     assert state["summary"] == "Build passed."
@@ -234,7 +234,7 @@ def test_admit_answer_from_stdin_subprocess(root: Path) -> None:
     obj = json.loads(proc.stdout)
     assert obj == {"status": "admitted", "intake_id": rh("stdin-run"), "code": None}
     with open_reader(root) as opened:
-        (row,) = list(opened.recorder.rows())
+        (row,) = [r for r in opened.recorder.rows() if r[3] != ROOT_CONFIGURED]
     assert json.loads(row[4])["summary"].rstrip("\n") == "line one from stdin\nline two ☕"
 
 
@@ -263,7 +263,7 @@ def test_admit_capture_text_file(
     assert json.loads(out)["status"] == "admitted"
     with open_reader(root) as opened:
         stored = opened.recorder.payload(rh("cap"))
-        (row,) = list(opened.recorder.rows())
+        (row,) = [r for r in opened.recorder.rows() if r[3] != ROOT_CONFIGURED]
     assert stored is not None
     assert stored.data == text.encode("utf-8")
     state = json.loads(row[4])
@@ -434,11 +434,16 @@ def test_inspect_missing_root_in_process(
 # export (C5)
 
 
+ROOT_CONFIGURED = "memory_es/Root.Configured"
+
+
 def _check_canonical_export(data: bytes, n: int) -> list[dict[str, Any]]:
+    """Every line canonical and chained; returns the ``n`` turn events (the root's recorded
+    configuration, line 1, is checked and left out)."""
     lines = data.split(b"\n")
     assert lines[-1] == b"", "export must end with a newline"
     lines = lines[:-1]
-    assert len(lines) == n
+    assert len(lines) == n + 1
     rows = []
     chain = GENESIS
     for i, line in enumerate(lines, start=1):
@@ -462,7 +467,8 @@ def _check_canonical_export(data: bytes, n: int) -> list[dict[str, Any]]:
         )
         assert obj["chain"] == chain.hex(), "exported state/chain do not verify"
         rows.append(obj)
-    return rows
+    assert rows[0]["topic"] == ROOT_CONFIGURED
+    return rows[1:]
 
 
 def test_c5_export_is_canonical_jsonl(
@@ -472,7 +478,7 @@ def test_c5_export_is_canonical_jsonl(
     code, out, err = run(capsys, "--root", str(root), "export", "--journal", str(out_file))
     assert code == 0
     assert out == ""
-    assert "3" in err
+    assert "exported 4 events" in err  # the root's configuration and three turns
     data = out_file.read_bytes()
     rows = _check_canonical_export(data, 3)
     assert [r["topic"] for r in rows] == [ADMITTED_TOPIC] * 3

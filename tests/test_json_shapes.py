@@ -149,6 +149,6 @@ def test_search_hits_and_rebuild_report_are_typed(tmp_path: Path) -> None:
     assert MemoryRoot.open(tmp_path / "root").lexical_search("kestrel") == [hit]
     assert MemoryRoot.open(tmp_path / "root").search("kestrel").recall.hits[0].text == \
         MemoryRoot.open(tmp_path / "root").recall("kestrel").recall.hits[0].text
-    assert (report.generation, report.position) == (2, 3)
-    assert report.to_json() == {"generation": 2, "position": 3, "written": list(report.written),
+    assert (report.generation, report.position) == (2, 4)  # configuration + 3 events
+    assert report.to_json() == {"generation": 2, "position": 4, "written": list(report.written),
                                 "removed": list(report.removed), "vectors_pending": None}

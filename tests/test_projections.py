@@ -438,8 +438,8 @@ def test_tampered_export_is_refused(tmp_path: Path) -> None:
     export = tmp_path / "export.jsonl"
     MemoryRoot.open(live).export_to(export)
     lines = export.read_bytes().splitlines(keepends=True)
-    assert b"Harbour tides" in lines[1]
-    lines[1] = lines[1].replace(b"Harbour tides", b"Harbour tidez")
+    assert b"Harbour tides" in lines[2]  # line 1 is the root's recorded configuration
+    lines[2] = lines[2].replace(b"Harbour tides", b"Harbour tidez")
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_bytes(b"".join(lines))
     target = tmp_path / "target"

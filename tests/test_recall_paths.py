@@ -98,10 +98,17 @@ def test_rebuild_and_replay_fill_vectors_before_activating(
     result = search(capsys, replayed, config_file)
     assert (result["degraded"], texts(result)[0]) == (False, DENTIST)
 
-    # Replayed without a provider, the root has no vectors: recall under the provider's
-    # config says so, with the count, until a drain embeds them.
+    # Replayed without --config, the root's own recorded configuration (in the export)
+    # embeds it all the same.
+    own = tmp_path / "own"
+    out = cli(capsys, own, None, "replay", str(export))
+    assert out.strip().endswith("vectors_pending=0")
+    # Replayed under a config without a provider, the root has no vectors: recall under the
+    # provider's config says so, with the count, until a drain embeds them.
+    lite = tmp_path / "lite.json"
+    lite.write_text(json.dumps({"memory": {"mode": "lite"}}), "utf-8")
     bare = tmp_path / "bare"
-    out = cli(capsys, bare, None, "replay", str(export))
+    out = cli(capsys, bare, lite, "replay", str(export))
     assert "vectors_pending" not in out
     waiting = search(capsys, bare, config_file)
     assert (waiting["degraded"], waiting["reason"], waiting["vectors_pending"]) == (

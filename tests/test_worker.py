@@ -33,7 +33,7 @@ from memory_es.capture.scripted import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError
-from memory_es.events import Intake, Memory
+from memory_es.events import Intake, Memory, Root
 from memory_es.history import iter_events, open_reader
 from memory_es.ids import intake_uuid
 from memory_es.intake import CATEGORIES, CompletedTurn, IntakeRecord
@@ -101,9 +101,11 @@ def record(store: MemoryStore, intake_id: str) -> IntakeRecord:
 
 
 def journal_events(root: Path) -> list[Any]:
-    """Every event of the journal (the chain verifies on open), read-only and lock-free."""
+    """Every event of the journal but the root's recorded configuration (the chain verifies on
+    open), read-only and lock-free."""
     with open_reader(root) as opened:
-        return [event for _position, event in iter_events(opened)]
+        return [event for _position, event in iter_events(opened)
+                if not isinstance(event, Root.Configured)]
 
 
 def of(events: list[Any], cls: type[Any]) -> list[Any]:
