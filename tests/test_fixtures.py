@@ -16,6 +16,7 @@ import memory_es.capture.models as models
 import memory_es.capture.pipeline as pipeline
 import memory_es.embeddings as embeddings
 import memory_es.store.vectors as store_vectors
+import memory_es.transfer as transfer
 from helpers_replay import FIXTURES, regen
 from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.scripted import ScriptedChat
@@ -149,9 +150,9 @@ class _UnreachableEmbedder:
 @pytest.mark.parametrize("spec", CAPTURE_SPECS, ids=[s.name for s in CAPTURE_SPECS])
 def test_capture_fixture_replays_with_the_model_unreachable(
         spec: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Replaying a capture journal asks no model: with every chat model, every embedder
-    factory and every outbound connection failing (and recorded), replay produces the
-    expected tree byte for byte and nothing was asked. A store then opened on the replayed
+    """Replaying a capture journal asks no chat model: with every chat model, every outbound
+    connection and the recorded embedding provider failing (and recorded), replay produces
+    the expected tree byte for byte and no chat model was asked. A store then opened on the replayed
     root, its ``memory.llm`` endpoint a closed port and its embedder down, has nothing to
     capture: it makes no model call and leaves the tree byte-identical."""
     attempts: list[str] = []
@@ -169,6 +170,11 @@ def test_capture_fixture_replays_with_the_model_unreachable(
     monkeypatch.setattr(pipeline, "make_chat_model", refuse("make_chat_model"))
     monkeypatch.setattr(embeddings, "make_embedder", refuse("make_embedder"))
     monkeypatch.setattr(store_vectors, "make_embedder", refuse("make_embedder"))
+    # replay embeds with the root's recorded provider (issue 12 item 1): here it is down,
+    # which replay tolerates (vectors wait); the projections never depend on it
+    down: list[_UnreachableEmbedder] = []
+    monkeypatch.setattr(transfer, "make_embedder",
+                        lambda block: down.append(_UnreachableEmbedder(block.dim)) or down[-1])
     monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
     monkeypatch.setattr(socket.socket, "connect_ex", refuse("socket.connect_ex"))
 
@@ -178,6 +184,7 @@ def test_capture_fixture_replays_with_the_model_unreachable(
     root = tmp_path / "root"
     replay_export(fixture / "journal.jsonl", root)
     assert attempts == [], attempts
+    assert [e.calls for e in down] == [1]  # asked once, found down, replay went on
     assert regen.projection_tree(root) == want
 
     port = _free_port()
