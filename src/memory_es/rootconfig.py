@@ -1,7 +1,8 @@
 """A root knows its own configuration (issue 12 item 2; B26).
 
-The first writable open records the tier, the write mode, and what names the embedding and
-chat models (provider, model, dimension: never an endpoint or a key) as ``Root.Configured``.
+A root records the tier, the write mode, and what names the embedding and chat models
+(provider, model, dimension: never an endpoint or a key) as ``Root.Configured``, in the same
+transaction as the first thing it writes (an open that writes nothing leaves no trace).
 A later open without a config uses what is recorded, so ``memory-es search`` on a Journal root
 embeds with the root's own model even without ``--config``. A different config is a
 journalled reconfiguration (``Root.Reconfigured``), refused before anything is written when it

@@ -8,9 +8,11 @@ L2-normalised, whatever the model produced, and is identified by ``(provider, mo
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Final, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -31,9 +33,19 @@ __all__ = [
     "finish",
     "no_vectors",
     "normalise",
+    "sha256_file",
 ]
 
 Vectors = npt.NDArray[np.float32]
+
+
+def sha256_file(path: Path) -> str:
+    """A shipped model file's SHA-256, read in 1 MiB chunks (checked before it is loaded)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 BATCH_SIZE: Final = 32  # D4: semantic indexing is queued in batches of up to 32
 

