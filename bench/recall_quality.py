@@ -21,7 +21,8 @@ vector top 50); every calibration is then scored over the pools exactly as ``rec
 Figures (test split only, per set and per kind): recall@1, recall@5, MRR with 95 % Wilson
 intervals; "returned" recall@5 (after the tail cut and floor, limit 10); abstention on
 unrelated and near-miss questions (``evidence == "insufficient"``) and false abstention on
-answerable ones. Ends with one JSON line.
+answerable ones; the automatic block's share of answers shown ("auto ans") and of no-answer
+questions shown a block ("auto none"). Ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from memory_es.recall.calibrate import (
     RANK_DEPTH,
     PoolScorer,
     evaluate,
+    fit_auto,
     fit_calibration,
     fit_hybrid,
     fit_tail,
@@ -204,7 +206,7 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
         print(f"  {name:<10}{r1:7.3f}{r5:7.3f}{row['mrr']:7.3f}  "
               + "".join(f"{c:>16}" for c in cells))
     print(f"  {'returned':<22}{'R@5':>6}{'hits':>6}{'abst unrel':>12}{'abst near':>11}"
-          f"{'false abst':>11}")
+          f"{'false abst':>11}{'auto ans':>10}{'auto none':>10}")
     index = [offset + i for i in test]
     for name, cal in cals.items():
         runs = reference if name == "reference" else scorer(cal.lexical_weight)
@@ -212,7 +214,9 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
         out[f"returned_{name}"] = figures
         print(f"  {name:<22}{figures['returned_recall_at_5']:6.3f}"
               f"{figures['returned_hits_mean']:6.1f}{pct(figures['abstain_unrelated']):>12}"
-              f"{pct(figures['abstain_near-miss']):>11}{pct(figures['false_abstention']):>11}")
+              f"{pct(figures['abstain_near-miss']):>11}{pct(figures['false_abstention']):>11}"
+              f"{pct(figures['auto_answer_present']):>10}"
+              f"{pct(figures['auto_block_on_unanswerable']):>10}")
     return out
 
 
@@ -228,8 +232,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, action="append",
                         help="a labelled set (repeatable; default: every set in bench/data)")
-    parser.add_argument("--model", choices=sorted(MODELS), default="minilm",
-                        help="the offline local model to measure (default: minilm)")
+    parser.add_argument("--model", choices=sorted(MODELS), default="use",
+                        help="the offline local model to measure (default: use, the local "
+                             "provider's default)")
     parser.add_argument("--small", action="store_true",
                         help="smoke test: the first 60 memories of each set")
     args = parser.parse_args()
@@ -258,6 +263,7 @@ def main() -> None:
     hybrid, fit = fit_hybrid(golds, scorer, dev)
     ref, _ = fit_calibration(golds, reference.full, dev)
     ref = Calibration(**{**asdict(ref), "recall_tail": fit_tail(golds, reference.run, ref, dev)})
+    ref = fit_auto(golds, reference.auto, ref, dev)
     shipped = calibration_for(embedder.identity)
     cals = {"hybrid": hybrid, "reference": ref, "shipped": shipped}
     print(f"fitted on {len(dev)} dev questions of {len(sets)} set(s) in "

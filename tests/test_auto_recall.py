@@ -12,7 +12,7 @@ import pytest
 
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
-from memory_es.embeddings import EmbeddingError, EmbeddingIdentity, LocalEmbedder
+from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity, UseEmbedder
 from memory_es.recall import AUTO_HEADING
 
 JOURNAL = {"mode": "journal", "embeddings": {"provider": "local"}}
@@ -25,14 +25,14 @@ FACTS = [
 
 
 @pytest.fixture(scope="module")
-def local() -> LocalEmbedder:
-    return LocalEmbedder()
+def local() -> Embedder:
+    return UseEmbedder()  # the local provider's default model
 
 
 class Flaky:
     """The local model, switchable into an outage."""
 
-    def __init__(self, inner: LocalEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
         self.identity: EmbeddingIdentity = inner.identity
         self.down = False
@@ -44,7 +44,7 @@ class Flaky:
 
 
 @pytest.fixture
-def store(tmp_path: Path, local: LocalEmbedder) -> Iterator[tuple[MemoryStore, Flaky]]:
+def store(tmp_path: Path, local: Embedder) -> Iterator[tuple[MemoryStore, Flaky]]:
     flaky = Flaky(local)
     store = MemoryStore.open(tmp_path / "root", parse_config(JOURNAL), background=False,
                              embedder=flaky,
@@ -100,9 +100,29 @@ def test_h15_lite_and_degraded_give_no_block(
     with caplog.at_level(logging.WARNING, logger="memory_es"):
         assert s.auto_recall(QUESTION) == ""
     assert any("memory_recall_unavailable" in r.getMessage() for r in caplog.records)
+    # The host learns why, so it can warn instead (H15, issue 12 item 1).
+    assert s.auto_context(QUESTION).to_json() == {
+        "text": "", "degraded": True, "reason": "provider_unavailable", "vectors_pending": 0}
     flaky.down = False
+    assert s.auto_context(QUESTION).degraded is False
     with MemoryStore.open(tmp_path / "lite", background=False) as lite:
         lite.persist_completed_turn(CompletedTurn(run_id="x", outcome="success",
                                                   answer="I like green tea in the morning."))
         lite.drain()
         assert lite.auto_recall(QUESTION) == ""
+        assert (lite.auto_context(QUESTION).degraded,
+                lite.auto_context(QUESTION).reason) == (True, "lexical_only")
+
+
+def test_block_says_when_vectors_are_pending(store: tuple[MemoryStore, Flaky]) -> None:
+    """A memory still waiting for its vector: the block is made from the others and says how
+    many wait."""
+    s, _ = store
+    s.persist_completed_turn(CompletedTurn(run_id="late", outcome="success",
+                                           answer="I switched to oolong tea last week."))
+    s.drain(embed=False)
+    got = s.auto_context(QUESTION)
+    assert (got.degraded, got.reason, got.vectors_pending) == (True, "vectors_pending", 1)
+    assert "I like green tea in the morning." in got.text
+    s.drain()
+    assert s.auto_context(QUESTION).vectors_pending == 0

@@ -40,12 +40,16 @@ from memory_es.recall import (
     embeddings_block,
 )
 from memory_es.recall.calibrate import (
+    AUTO_FLOORS,
+    AUTO_WINDOWS,
     LEXICAL_WEIGHTS,
     TAIL_GRID,
     PoolScorer,
     Run,
+    auto_youden,
     balanced_floor,
     evaluate,
+    fit_auto,
     fit_calibration,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root, config_snippet
@@ -210,7 +214,17 @@ def test_fitted_floor_separates_answerable_from_no_answer(
     assert report.metrics["fitted"]["returned_recall_at_5"] >= \
         report.metrics["fitted"]["recall_at_5"] - 0.005
     assert report.fitted.lexical_weight in LEXICAL_WEIGHTS
-    assert (report.fitted.auto_floor, report.fitted.auto_window) == (0.62, 0.04)
+    # the automatic block: the pair with the best "answer shown" minus "no-answer shown a
+    # block" on these questions, so never worse than the reference's pair
+    assert report.fitted.auto_floor in AUTO_FLOORS
+    assert report.fitted.auto_window in AUTO_WINDOWS
+
+    def youden(name: str) -> float:
+        m = report.metrics[name]
+        return m["auto_answer_present"] - m["auto_block_on_unanswerable"]
+
+    assert youden("fitted") >= youden("reference") - 0.005
+    assert youden("fitted") > 0.5
     # The paraphrases (vector-only answers) cap the no-evidence cosine below their cosine.
     assert 0.0 < report.fitted.no_evidence_cosine < 0.5
 
@@ -281,15 +295,17 @@ def test_evaluate_counts_kinds_apart() -> None:
     questions = [LabelledQuestion("a", frozenset({"m1"})),
                  LabelledQuestion("b", frozenset(), "unrelated"),
                  LabelledQuestion("c", frozenset(), "near-miss")]
-    runs = {0: Run(["m2", "m1"], 0.7, ["m2"], False),
+    runs = {0: Run(["m2", "m1"], 0.7, ["m2"], False, auto=("m2", "m1")),
             1: Run(["m1"], 0.2, ["m1"], True),
-            2: Run(["m1"], 0.63, ["m1"], False)}
+            2: Run(["m1"], 0.63, ["m1"], False, auto=("m1",))}
     m = evaluate(questions, lambda cal, i: runs[i], NOMIC_V15, [0, 1, 2])
     assert (m["recall_at_1"], m["recall_at_5"], m["mrr"]) == (0.0, 1.0, 0.5)
     assert m["returned_recall_at_5"] == 0.0
     assert (m["abstain_unrelated"], m["abstain_near-miss"], m["abstain_all"]) == (1.0, 0.0, 0.5)
     assert m["false_abstention"] == 0.0
-    assert m["auto_block_on_unanswerable"] == 0.5  # 0.63 >= auto_floor 0.62
+    assert m["auto_block_on_unanswerable"] == 0.5  # the near-miss got a block
+    assert m["auto_lines_unanswerable"] == 0.5
+    assert m["auto_answer_present"] == 1.0  # m1 is among the answerable one's lines
     assert math.isnan(evaluate(questions[:2], lambda cal, i: runs[i], NOMIC_V15,
                                [0, 1])["abstain_near-miss"])
 
@@ -455,7 +471,7 @@ def test_recaller_binds_config_embedder_and_calibration(built: tuple[Path, dict[
         assert got.to_json() == expected.to_json()
         assert recaller.search(conn, question, now=now).to_json() == expected.to_json()
         assert recaller.auto_block(conn, question, now=now, query_vector=vector, matrix=matrix,
-                                   session=None) == block
+                                   session=None).text == block
         degraded = recaller.recall(conn, question, now=now, query_vector=None, matrix=None)
         assert degraded.degraded and degraded.recall.evidence is None
 
@@ -593,3 +609,28 @@ def test_held_out_figures_score_each_half_with_the_other_halfs_numbers(
     assert not first & second and first | second == set(range(10))
     for floor, i in scored:  # question i was scored by the calibration not fitted on it
         assert (i in first) == (floor == 0.2)
+
+
+def test_fit_auto_takes_the_pair_that_shows_answers_and_stays_quiet_otherwise() -> None:
+    """fit_auto: the (floor, window) with the best share of answers shown minus no-answer
+    questions shown a block; narrowest window, then highest floor, among near-ties (H3, H4,
+    H17)."""
+    golds = [frozenset({"a"}), frozenset({"b"}), frozenset(), frozenset()]
+    best = [0.8, 0.55, 0.5, 0.3]  # question i's best score
+    second = {0: ("a", 0.79), 1: ("b", 0.50)}  # the answer, second at this score
+
+    def auto(cal: Calibration, i: int) -> list[str]:
+        if best[i] < cal.auto_floor - 1e-9:
+            return []
+        lines = [f"top{i}"]
+        if i in second and second[i][1] >= best[i] - cal.auto_window - 1e-9:
+            lines.append(second[i][0])
+        return lines
+
+    cal = fit_auto(golds, auto, NOMIC_V15, range(4))
+    # Showing b needs window 0.05 and a floor <= 0.55, which also lets the 0.5 near-miss in
+    # unless the floor is above 0.5: J = 1.0 at floor 0.51-0.55, window 0.05.
+    assert (cal.auto_floor, cal.auto_window) == (0.55, 0.05)
+    assert auto_youden(golds, auto, cal, range(4)) == 1.0
+    with pytest.raises(ValueError):
+        fit_auto([frozenset({"a"})], auto, NOMIC_V15, [0])

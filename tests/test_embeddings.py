@@ -29,6 +29,7 @@ from memory_es.embeddings import (
     OllamaEmbedder,
     OpenAICompatibleEmbedder,
     RetryPolicy,
+    UseEmbedder,
     batched,
     make_embedder,
 )
@@ -339,7 +340,7 @@ def test_make_embedder_local_rejects_an_explicit_other_dim() -> None:
     with pytest.raises(EmbeddingError) as info:
         make_embedder(config)
     assert info.value.code == "embedding_dimension_mismatch"
-    assert "384" in str(info.value) and "768" in str(info.value)
+    assert "512" in str(info.value) and "768" in str(info.value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -401,11 +402,15 @@ def test_local_without_the_extra_says_what_to_install(monkeypatch: pytest.Monkey
 
 
 def test_make_embedder_local(local: LocalEmbedder) -> None:
+    """The local provider's default is USE multilingual v3; MiniLM runs when named."""
     config = EmbeddingsConfig.model_construct(provider="local",
                                               _fields_set={"provider"})
     embedder = make_embedder(config)
-    assert isinstance(embedder, LocalEmbedder)
-    assert embedder.identity.dim == 384
+    assert isinstance(embedder, UseEmbedder)
+    assert embedder.identity == EmbeddingIdentity("local", "use-multilingual-v3", 512)
+    minilm = make_embedder(EmbeddingsConfig(provider="local",
+                                            model="all-MiniLM-L6-v2-onnx-int8"))
+    assert isinstance(minilm, LocalEmbedder) and minilm.identity.dim == 384
     with pytest.raises(EmbeddingError):
         make_embedder(config, endpoint="http://127.0.0.1:1")
 

@@ -608,7 +608,7 @@ def test_local_embedder_end_to_end(tmp_path: Path) -> None:
         store.drain(embed=False)
         assert embed_all(store) == [5]
         identities = index_rows(root, "SELECT DISTINCT identity FROM vectors")
-        assert identities == [('["local","all-MiniLM-L6-v2-onnx-int8",384]',)]
+        assert identities == [('["local","use-multilingual-v3",512]',)]  # the default
         result = store.recall("what drink do I enjoy?")
         assert result.degraded is False
         assert result.to_json()["results"][0]["text"] == "I like green tea"

@@ -41,8 +41,8 @@ def test_first_open_records_the_config_and_later_opens_use_it(tmp_path: Path) ->
     [first] = root_events(root)
     assert isinstance(first, Root.Configured)
     assert (first.tier, first.write_mode) == ("journal", "append-host-summary")
-    assert first.embeddings == {"provider": "local", "model": "all-MiniLM-L6-v2-onnx-int8",
-                                "dim": 384}
+    assert first.embeddings == {"provider": "local", "model": "use-multilingual-v3",
+                                "dim": 512}
     with MemoryStore.open(root, background=False, embedder=WordBagEmbedder()) as store:
         assert store.config.mode == "journal"  # no config given: the root's own
         store.drain()
@@ -87,6 +87,39 @@ def test_a_different_config_is_a_journalled_reconfiguration(
     assert isinstance(second, Root.Reconfigured)
     assert (second.tier, second.embeddings, second.originator_version) == ("lite", None, 2)
     assert MemoryRoot.open(root).config.mode == "lite"
+
+
+MINILM = {"mode": "journal", "embeddings": {"provider": "local",
+                                          "model": "all-MiniLM-L6-v2-onnx-int8"}}
+
+
+def test_a_config_naming_no_model_keeps_the_roots_recorded_model(tmp_path: Path) -> None:
+    """A root made with MiniLM (the old default) stays on MiniLM when a later config names no
+    model, so a new default never re-embeds a root; naming a model is a reconfiguration."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config(MINILM), background=False,
+                          embedder=WordBagEmbedder()) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="r", outcome="success",
+                                                   answer=DENTIST))
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False,
+                          embedder=WordBagEmbedder()) as store:
+        assert store.config.embeddings is not None
+        assert (store.config.embeddings.model, store.config.embeddings.dim) == (
+            "all-MiniLM-L6-v2-onnx-int8", 384)
+        store.persist_completed_turn(CompletedTurn(run_id="r2", outcome="success",
+                                                   answer="Another line."))
+    assert len(root_events(root)) == 1
+    use = {"mode": "journal", "embeddings": {"provider": "local",
+                                             "model": "use-multilingual-v3"}}
+    with MemoryStore.open(root, parse_config(use), background=False,
+                          embedder=WordBagEmbedder()) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="r3", outcome="success",
+                                                   answer="A third line."))
+    first, second = root_events(root)
+    assert first.embeddings is not None and first.embeddings["dim"] == 384
+    assert isinstance(second, Root.Reconfigured)
+    assert second.embeddings == {"provider": "local", "model": "use-multilingual-v3",
+                                 "dim": 512}
 
 
 def test_no_endpoint_or_key_is_recorded(tmp_path: Path) -> None:

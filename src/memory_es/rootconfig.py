@@ -75,11 +75,28 @@ def recorded(opened: OpenedJournal) -> tuple[int, RootConfig] | None:
 
 
 def effective(opened: OpenedJournal, config: MemoryConfig | None) -> MemoryConfig:
-    """The config to open with: the caller's, else the recorded one, else the defaults."""
-    if config is not None:
-        return config
+    """The config to open with: the caller's, else the recorded one, else the defaults.
+
+    A caller's embeddings block that names no model keeps the model the root recorded for the
+    same provider: a new default model (or a config written before the root) never re-embeds
+    a root by accident; naming another model does, as a journalled reconfiguration.
+    """
     found = recorded(opened)
-    return found[1].config() if found is not None else MemoryConfig()
+    if config is None:
+        return found[1].config() if found is not None else MemoryConfig()
+    return config if found is None else keep_recorded_model(config, found[1])
+
+
+def keep_recorded_model(config: MemoryConfig, current: RootConfig) -> MemoryConfig:
+    """``config`` with the recorded embedding model and dimension where it names no model."""
+    block, kept = config.embeddings, current.embeddings
+    if block is None or kept is None or "model" in block.model_fields_set \
+            or kept.get("provider") != block.provider:
+        return config
+    update: dict[str, Any] = {"model": kept["model"]}
+    if "dim" not in block.model_fields_set:
+        update["dim"] = kept["dim"]
+    return config.model_copy(update={"embeddings": block.model_copy(update=update)})
 
 
 def settle(opened: OpenedJournal, config: MemoryConfig, *, at: datetime,

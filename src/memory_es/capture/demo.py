@@ -16,8 +16,7 @@ from memory_es.capture.models import Message, ModelError, check_call
 from memory_es.intake import CompletedTurn
 
 DEMO_CONFIG = {"mode": "bujo", "writeMode": "capture",
-               "embeddings": {"provider": "local", "model": "all-MiniLM-L6-v2-onnx-int8",
-                              "dim": 384},
+               "embeddings": {"provider": "local"},
                "llm": {"provider": "ollama", "model": "demo"}}
 
 FIRST = CompletedTurn(

@@ -74,13 +74,15 @@ DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
     "ollama": "nomic-embed-text:v1.5",
     "lmstudio": "text-embedding-nomic-embed-text-v1.5",
     "openai": None,  # the reference states no default for openai
-    "local": "all-MiniLM-L6-v2-onnx-int8",  # the offline provider (memory-es[local])
+    # The offline provider (memory-es[local]): USE multilingual v3, chosen by measurement
+    # (README "Offline embedding models"); all-MiniLM-L6-v2-onnx-int8 by name.
+    "local": "use-multilingual-v3",
 }
-LOCAL_EMBEDDINGS_DIM: Final = 384
+LOCAL_EMBEDDINGS_DIM: Final = 512
 # The offline models the local provider ships, with their dimensions (bench/models.py compares
 # them; the README table says why each is there).
-LOCAL_MODELS: Final[Mapping[str, int]] = {"all-MiniLM-L6-v2-onnx-int8": 384,
-                                          "use-multilingual-v3": 512}
+LOCAL_MODELS: Final[Mapping[str, int]] = {"use-multilingual-v3": 512,
+                                          "all-MiniLM-L6-v2-onnx-int8": 384}
 FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
 
 LOADING: Final = "memory_es.config.loading"  # validation-context flag set by parse_config

@@ -1,7 +1,9 @@
 """Embedding providers: one protocol, ``embed(texts) -> float32 array``, one identity each.
 
 - ``ollama``, ``lmstudio``, ``openai``: HTTP servers (:mod:`memory_es.embeddings.http`);
-- ``local``: all-MiniLM-L6-v2 in-process, no server (:mod:`memory_es.embeddings.local`).
+- ``local``: in-process, no server: USE multilingual v3 by default
+  (:mod:`memory_es.embeddings.use`), all-MiniLM-L6-v2 int8 by name
+  (:mod:`memory_es.embeddings.local`).
 
 Rows come back L2-normalised, shape ``(len(texts), dim)``, and an :class:`EmbeddingIdentity`
 keys the vector cache (B25; :mod:`memory_es.embeddings.base`). :func:`make_embedder` builds the
@@ -11,7 +13,7 @@ and nothing here reads the environment (O1).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from memory_es.embeddings.base import (
     BATCH_SIZE,
@@ -32,6 +34,9 @@ from memory_es.embeddings.local import LOCAL_DIM, LOCAL_MAX_TOKENS, LOCAL_MODEL,
 from memory_es.embeddings.use import USE_DIM, USE_MODEL, UseEmbedder
 from memory_es.transport import RetryPolicy, one_line
 
+# The offline models the ``local`` provider runs, with their dimensions; the first is its default.
+LOCAL_DIMS: Final = {USE_MODEL: USE_DIM, LOCAL_MODEL: LOCAL_DIM}
+
 if TYPE_CHECKING:
     from memory_es.config import EmbeddingsConfig
 
@@ -40,6 +45,7 @@ __all__ = [
     "DEFAULT_ENDPOINTS",
     "DEFAULT_TIMEOUT_S",
     "LOCAL_DIM",
+    "LOCAL_DIMS",
     "LOCAL_MAX_TOKENS",
     "LOCAL_MODEL",
     "USE_DIM",
@@ -63,9 +69,8 @@ def configured_identity(config: EmbeddingsConfig) -> EmbeddingIdentity | None:
     model or touching a provider (counting a backlog must not); None when the block cannot
     make an embedder (no model)."""
     if config.provider == "local":
-        if config.model == USE_MODEL:
-            return EmbeddingIdentity("local", USE_MODEL, USE_DIM)
-        return EmbeddingIdentity("local", LOCAL_MODEL, LOCAL_DIM)
+        model = config.model if config.model in LOCAL_DIMS else USE_MODEL
+        return EmbeddingIdentity("local", model, LOCAL_DIMS[model])
     if config.model is None:
         return None
     return EmbeddingIdentity(str(config.provider), config.model, int(config.dim))
@@ -83,8 +88,8 @@ def make_embedder(
 
     There is never a fallback to another provider (O9). ``endpoint`` defaults per provider
     (:data:`DEFAULT_ENDPOINTS`); ``api_key`` is sent as a bearer token by the OpenAI-compatible
-    providers. ``local`` takes no endpoint and is fixed at 384 dimensions: an explicitly set
-    different ``dim`` is a dimension mismatch (the block's default 768 is not "explicit").
+    providers. ``local`` takes no endpoint and runs only the models in :data:`LOCAL_DIMS`,
+    each at its own dimension: an explicitly set different ``dim`` is a dimension mismatch.
     """
     if config is None:
         return None
@@ -96,17 +101,14 @@ def make_embedder(
         if endpoint is not None:
             raise EmbeddingError("the local embedding provider takes no endpoint",
                                  code=CONFIG_INVALID)
-        if model == USE_MODEL:
-            if "dim" in explicit and dim != USE_DIM:
-                raise dimension_mismatch(USE_DIM, dim, f"local model {USE_MODEL}")
-            return UseEmbedder()
-        if "model" in explicit and model not in (None, LOCAL_MODEL):
-            raise EmbeddingError(f"the local embedding provider runs {LOCAL_MODEL} or "
-                                 f"{USE_MODEL}, not {one_line(str(model))}",
+        model = model or USE_MODEL
+        if model not in LOCAL_DIMS:
+            raise EmbeddingError(f"the local embedding provider runs {USE_MODEL} or "
+                                 f"{LOCAL_MODEL}, not {one_line(str(model))}",
                                  code=CONFIG_INVALID)
-        if "dim" in explicit and dim != LOCAL_DIM:
-            raise dimension_mismatch(LOCAL_DIM, dim, f"local model {LOCAL_MODEL}")
-        return LocalEmbedder()
+        if "dim" in explicit and dim != LOCAL_DIMS[model]:
+            raise dimension_mismatch(LOCAL_DIMS[model], dim, f"local model {model}")
+        return UseEmbedder() if model == USE_MODEL else LocalEmbedder()
     if model is None:
         raise EmbeddingError(f"memory.embeddings.model is required for provider "
                              f"{one_line(provider)}", code=CONFIG_INVALID)

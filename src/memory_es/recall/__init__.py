@@ -48,7 +48,7 @@ from memory_es.recall.render import (
     render_auto_block,
     render_background,
 )
-from memory_es.recall.result import RecallResult
+from memory_es.recall.result import AutoContext, RecallResult
 from memory_es.recall.score import (
     MAX_CANDIDATES,
     NOMIC_V15,
@@ -80,6 +80,7 @@ __all__ = [
     "MAX_IN_FLIGHT_BYTES",
     "NOMIC_V15",
     "Anchors",
+    "AutoContext",
     "Calibration",
     "Candidate",
     "Fact",

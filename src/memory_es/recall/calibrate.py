@@ -14,9 +14,13 @@ pure functions over per-question rankings and scores (shared with ``bench/recall
   answers away (:func:`fit_tail`).
 - ``lexical_weight`` (hybrid scoring): on a 0.25 grid, among the weights whose fitted recall@5
   is within 0.02 of the best, the one with the best MRR (:func:`fit_hybrid`).
-- ``auto_floor`` / ``auto_window`` stay at the reference's 0.62 / 0.04: they govern the
-  automatic "possibly relevant" block, and the labelled format carries no automatic-block
-  labels to fit them on (neither does the bench's set).
+- ``auto_floor`` / ``auto_window`` (the automatic "possibly relevant" block, H3, H4): H17's
+  goal, "keep the answer present while negative and near-miss probes stay quiet", as one
+  number: the pair (floor on a 0.01 grid, window from ``AUTO_WINDOWS``) with the largest
+  Youden's J, the share of answerable questions whose gold is in the block minus the share of
+  no-answer questions that get a block at all; within ``RANKING_SLACK`` of the best J, the
+  narrowest window, then the highest floor (:func:`fit_auto`). A question's gold is what the
+  block should carry, so answerable and no-answer questions are its labels.
 
 The labelled file is :mod:`memory_es.recall.labelled`; fitting a root and its report is
 :mod:`memory_es.recall.calibrate_report`.
@@ -33,8 +37,16 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from memory_es.recall.labelled import NO_ANSWER_KINDS, LabelledQuestion
-from memory_es.recall.score import NOMIC_V15, Calibration, Candidate, Scoring, score_all
-from memory_es.recall.select import select
+from memory_es.recall.score import (
+    EPSILON,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Scored,
+    Scoring,
+    score_all,
+)
+from memory_es.recall.select import auto_best, auto_select, select
 
 NEC_STEP: Final = 0.01  # no_evidence_cosine candidates: 0.00, 0.01, ... 0.70
 NEC_MAX: Final = 0.70
@@ -64,11 +76,14 @@ class Run:
     best: float  # the best hybrid score (0.0 for an empty pool)
     returned: Sequence[str]  # what recall hands back (limit 10, tail cut, floor)
     insufficient: bool  # evidence == "insufficient"
+    auto: Sequence[str] = ()  # the automatic block's ids (H2-H11)
 
 
 # A question's whole hybrid ranking and best score at a no-evidence cosine: (nec, index) -> ...
 FullFn = Callable[[float, int], tuple[Sequence[str], float]]
 RunFn = Callable[[Calibration, int], Run]
+# The automatic block's ids for one question under one calibration.
+AutoFn = Callable[[Calibration, int], Sequence[str]]
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,8 +133,11 @@ def evaluate(questions: Sequence[Labelled], run: RunFn, cal: Calibration,
                                         if questions[i].kind == kind])
     out["abstain_all"] = share([runs[i].insufficient for i in neg])
     out["false_abstention"] = share([runs[i].insufficient for i in ans])
-    out["auto_block_on_unanswerable"] = share([runs[i].best >= cal.auto_floor - 1e-9
-                                               for i in neg])
+    out["auto_block_on_unanswerable"] = share([bool(runs[i].auto) for i in neg])
+    out["auto_lines_unanswerable"] = (statistics.fmean(len(runs[i].auto) for i in neg)
+                                      if neg else math.nan)
+    out["auto_answer_present"] = share([bool(set(runs[i].auto) & questions[i].gold)
+                                        for i in ans])
     return out
 
 
@@ -192,7 +210,7 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
         no_evidence_cosine=nec,
         recall_floor=floor,
         recall_tail=round(NOMIC_V15.recall_tail * scale, 3),
-        # No automatic-block labels to fit on: the reference's numbers (module docstring).
+        # The reference's until fit_auto fits them (after the lexical weight and tail).
         auto_floor=NOMIC_V15.auto_floor,
         auto_window=NOMIC_V15.auto_window,
         lexical_weight=lexical_weight,
@@ -240,14 +258,46 @@ def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolL
                  key=lambda w: (by_weight[w][1], by_weight[w][0]))
     cal, fit = fits[chosen]
     cal = replace(cal, recall_tail=fit_tail(golds, scorers(cal.lexical_weight).run, cal, idx))
+    cal = fit_auto(golds, scorers(cal.lexical_weight).auto, cal, idx)
     fit["by_lexical_weight"] = by_weight
     return cal, fit
+
+
+AUTO_FLOORS: Final = tuple(round(0.01 * n, 2) for n in range(101))  # 0.00 .. 1.00
+AUTO_WINDOWS: Final = (0.02, 0.03, 0.04, 0.05, 0.06)
+
+
+def auto_youden(golds: Sequence[frozenset[str]], auto: AutoFn, cal: Calibration,
+                idx: Sequence[int]) -> float:
+    """The share of answerable questions whose gold the block carries minus the share of
+    no-answer questions that get a block."""
+    pos = [i for i in idx if golds[i]]
+    neg = [i for i in idx if not golds[i]]
+    present = share([bool(set(auto(cal, i)) & golds[i]) for i in pos])
+    fires = share([bool(auto(cal, i)) for i in neg])
+    return present - fires
+
+
+def fit_auto(golds: Sequence[frozenset[str]], auto: AutoFn, cal: Calibration,
+             idx: Sequence[int]) -> Calibration:
+    """``cal`` with the automatic block's floor and window fitted on the questions ``idx``
+    (module docstring: Youden's J, then the narrowest window, then the highest floor)."""
+    if not any(golds[i] for i in idx) or all(golds[i] for i in idx):
+        raise ValueError("fitting needs answerable and no-answer questions")
+    scores = {(w, f): auto_youden(golds, auto, replace(cal, auto_floor=f, auto_window=w), idx)
+              for w in AUTO_WINDOWS for f in AUTO_FLOORS}
+    best = max(scores.values())
+    window, floor = min((k for k, j in scores.items() if j >= best - RANKING_SLACK),
+                        key=lambda k: (k[0], -k[1]))
+    return replace(cal, auto_floor=floor, auto_window=window)
 
 
 class PoolLike(Protocol):
     def full(self, nec: float, i: int) -> tuple[Sequence[str], float]: ...
 
     def run(self, cal: Calibration, i: int) -> Run: ...
+
+    def auto(self, cal: Calibration, i: int) -> Sequence[str]: ...
 
 
 class PoolScorer:
@@ -265,6 +315,9 @@ class PoolScorer:
         self.lexical_weight = lexical_weight
         self._full: dict[tuple[float, float, int], tuple[list[str], float]] = {}
         self._runs: dict[tuple[Calibration, int], Run] = {}
+        self._score_cache: dict[tuple[float, float, int], list[Scored]] = {}
+        self._auto_cache: dict[tuple[float, float, float, int],
+                               tuple[float | None, list[str]]] = {}
 
     def with_weight(self, lexical_weight: float) -> PoolScorer:
         """The same pools ranked with another lexical weight."""
@@ -286,9 +339,28 @@ class PoolScorer:
         key = (cal, i)
         if key not in self._runs:
             ranking, best = self.full(cal.no_evidence_cosine, i, cal.lexical_weight)
-            result = select(score_all(self.questions[i].text, self.pools[i], cal,
-                                      self.scoring), cal, now=self.now)
+            result = select(self._scored(cal, i), cal, now=self.now)
             self._runs[key] = Run(ranking=ranking, best=best,
                                   returned=[h.id for h in result.hits[:RETURN_LIMIT]],
-                                  insufficient=result.evidence == "insufficient")
+                                  insufficient=result.evidence == "insufficient",
+                                  auto=self.auto(cal, i))
         return self._runs[key]
+
+    def auto(self, cal: Calibration, i: int) -> list[str]:
+        """The ids the automatic block would show for question i (H2-H11). The floor only
+        decides whether the block fires (H3), so the lines are computed once per window."""
+        key = (cal.no_evidence_cosine, cal.lexical_weight, cal.auto_window, i)
+        if key not in self._auto_cache:
+            scored = self._scored(cal, i)
+            lines = auto_select(scored, replace(cal, auto_floor=0.0), now=self.now)
+            self._auto_cache[key] = (auto_best(scored), [h.id for h in lines])
+        best, ids = self._auto_cache[key]
+        return ids if best is not None and best >= cal.auto_floor - EPSILON else []
+
+    def _scored(self, cal: Calibration, i: int) -> list[Scored]:
+        # Scores depend on the no-evidence cosine and the lexical weight only.
+        key = (cal.no_evidence_cosine, cal.lexical_weight, i)
+        if key not in self._score_cache:
+            self._score_cache[key] = score_all(self.questions[i].text, self.pools[i], cal,
+                                               self.scoring)
+        return self._score_cache[key]

@@ -30,6 +30,7 @@ from memory_es.recall.calibrate import (
     PoolScorer,
     Run,
     evaluate,
+    fit_auto,
     fit_calibration,
     fit_hybrid,
     fit_tail,
@@ -116,8 +117,9 @@ def render_text(report: CalibrationReport) -> str:
         f"  recallTail       {f.recall_tail:.3f}  the narrowest whose cut keeps the ranking's "
         "recall@5",
         f"  lexicalWeight    {f.lexical_weight:.3f}  hybrid scoring's share of lexical evidence",
-        f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the reference's "
-        "(no automatic-block labels to fit on)",
+        f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the automatic "
+        "block's pair with the best share of answers shown minus no-answer questions shown "
+        "a block",
     ]
     if report.vectors < report.memories:
         lines.append(f"  warning: {report.memories - report.vectors} memories have no vector "
@@ -125,7 +127,8 @@ def render_text(report: CalibrationReport) -> str:
     lines += ["", "trade-off (reference, current, fitted: on these same questions, in-sample;"
               " held out: each half scored with numbers fitted on the other half)",
               f"  {'calibration':<12}{'floor':>6}{'R@1':>7}{'R@5':>7}{'MRR':>7}{'R@5 ret':>8}"
-              f"{'abst unrel':>11}{'abst near':>10}{'abst all':>9}{'false abst':>11}"]
+              f"{'abst unrel':>11}{'abst near':>10}{'abst all':>9}{'false abst':>11}"
+              f"{'auto ans':>9}{'auto none':>10}"]
     cals = {"reference": report.reference, "current": report.current, "fitted": report.fitted,
             HELD_OUT: report.fitted}
     for name, m in report.metrics.items():
@@ -135,8 +138,11 @@ def render_text(report: CalibrationReport) -> str:
             f"  {label:<12}{floor}{_num(m['recall_at_1']):>7}"
             f"{_num(m['recall_at_5']):>7}{_num(m['mrr']):>7}{_num(m['returned_recall_at_5']):>8}"
             f"{_pct(m['abstain_unrelated']):>11}{_pct(m['abstain_near-miss']):>10}"
-            f"{_pct(m['abstain_all']):>9}{_pct(m['false_abstention']):>11}")
-    lines += ["", "config (merge into the memory block to use it):",
+            f"{_pct(m['abstain_all']):>9}{_pct(m['false_abstention']):>11}"
+            f"{_pct(m['auto_answer_present']):>9}{_pct(m['auto_block_on_unanswerable']):>10}")
+    lines += ["  (auto ans: answerable questions whose answer the automatic block shows; auto none:"
+              " no-answer questions that get a block)",
+              "", "config (merge into the memory block to use it):",
               json.dumps(report.snippet(), indent=2)]
     return "\n".join(lines)
 
@@ -237,7 +243,8 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
             figures.pop("by_lexical_weight", None)
             return cal, figures
         cal, figures = fit_calibration(golds, scorer.full, idx, current.lexical_weight)
-        return replace(cal, recall_tail=fit_tail(golds, scorer.run, cal, idx)), figures
+        cal = replace(cal, recall_tail=fit_tail(golds, scorer.run, cal, idx))
+        return fit_auto(golds, scorer.auto, cal, idx), figures
 
     fitted, fit = fit_on(every)
     metrics = {name: evaluate(questions, scorer.run, cal, every)

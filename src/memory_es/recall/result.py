@@ -54,6 +54,22 @@ class RecallResult:
         return body
 
 
+@dataclass(frozen=True)
+class AutoContext:
+    """The automatic "possibly relevant" block for one turn and whether it was whole, so a
+    host can warn instead (H15): ``degraded`` with ``reason`` ``lexical_only`` or
+    ``provider_unavailable`` means no block could be made; ``vectors_pending`` means the block
+    was made from the memories that have vectors while ``vectors_pending`` still wait."""
+
+    text: str
+    degraded: bool = False
+    reason: DegradedReason | None = None
+    vectors_pending: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "degraded": self.degraded, "reason": self.reason,
+                "vectors_pending": self.vectors_pending}
+
 
 def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEvidence,
               calibration: Calibration, scoring: Scoring, mode: SelectMode,

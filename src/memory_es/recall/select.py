@@ -107,6 +107,12 @@ def _live_ranked(scored: Iterable[Scored]) -> list[Scored]:
     return sorted(live, key=lambda s: (-s.score, s.candidate.id))
 
 
+def auto_best(scored: Iterable[Scored]) -> float | None:
+    """The score the automatic block's floor is compared with: the best live hit's (H3)."""
+    return max((s.score for s in scored if s.candidate.status not in TERMINAL_STATUSES),
+               default=None)
+
+
 def _fact_norm(value: str) -> str:
     return " ".join(normalize(value).split())
 

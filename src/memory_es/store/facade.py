@@ -36,6 +36,7 @@ from memory_es.intake import (
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.observe import ObserveProcessor
 from memory_es.recall import (
+    AutoContext,
     JournalPage,
     RecallResult,
 )
@@ -314,7 +315,17 @@ class MemoryStore:
         Lite or degraded results (H15), for turns that are not host-verified owner turns
         (``owner=False``, H16), or for owner text of at most 16 code points when the gate
         applies (H14; the labelled background stays, H19); the current conversation's
-        records (``session``) are excluded (H21)."""
+        records (``session``) are excluded (H21). :meth:`auto_context` also says why a
+        block is missing, so the host can warn."""
+        return self.auto_context(text, session=session, owner=owner,
+                                 gate_owner_text=gate_owner_text).text
+
+    def auto_context(self, text: str, *, session: str | None = None, owner: bool = True,
+                     gate_owner_text: bool = True) -> AutoContext:
+        """:meth:`auto_recall` with whether the block was whole: ``degraded`` with its
+        ``reason`` (``lexical_only``, ``provider_unavailable``: no block, the host warns
+        instead, H15; ``vectors_pending``: made from the memories that have vectors) and the
+        count of memories still waiting for one."""
         return self.reads.auto_recall(text, session=session, owner=owner,
                                       gate_owner_text=gate_owner_text)
 

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from memory_es.config import MemoryConfig
 from memory_es.recall import (
+    AutoContext,
     JournalPage,
     MemoryJournal,
     Recaller,
@@ -56,20 +57,19 @@ class StoreReads:
                                    matrix=matrix, limit=limit, explain=explain)
 
     def auto_recall(self, text: str, *, session: str | None, owner: bool,
-                    gate_owner_text: bool) -> str:
+                    gate_owner_text: bool) -> AutoContext:
         if not owner:
-            return ""
+            return AutoContext("")
         lines = not gate_owner_text or owner_text_gate(text)
         recaller = self.recaller()
-        query_vector = (None if self._vectors.paused
+        query_vector = (None if self._vectors.paused or recaller.embedder is None
                         else recaller.embed_query(text, unavailable="no automatic block"))
-        if recaller.embedder is None or query_vector is None:
-            return ""
         with self._journal.exclusive():
             conn = self._projections.get().index.conn
+            matrix = (self._vectors.matrix(recaller.embedder, conn)
+                      if recaller.embedder is not None and query_vector is not None else None)
             return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                                       matrix=self._vectors.matrix(recaller.embedder, conn),
-                                       session=session, lines=lines)
+                                       matrix=matrix, session=session, lines=lines)
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int) -> JournalPage:
