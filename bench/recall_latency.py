@@ -4,10 +4,10 @@ Index generation (per size): ``projections.replay.build_generation`` replays gen
 ``Memory.Recorded`` events (the texts of ``bench/rebuild.py``: 40-200 characters from a seeded
 Zipf vocabulary, spread over 60 days) into a fresh index, the same code path a rebuild takes.
 This is much faster than admitting 100,000 turns through the store, and the read path does not
-care how the rows got there. Vectors: seeded random unit vectors (dim 384) written straight into
-the index's ``vectors`` table under the local provider's identity, then loaded with
-``VectorMatrix.refresh``, because embedding 100,000 texts with the local model (~650 texts/s)
-would take minutes.
+care how the rows got there. Vectors: seeded random unit vectors (dim 512, the local
+provider's default model) written straight into the index's ``vectors`` table under its
+identity, then loaded with ``VectorMatrix.refresh``, because embedding 100,000 texts with the
+local model would take minutes.
 
 Queries: 3-7 words of generated text (they match via FTS5), each with a fixed query vector (a
 stored vector plus noise, so it has a real neighbourhood). No provider call in the timed section.
@@ -16,7 +16,8 @@ stored vector plus noise, so it has a real neighbourhood). No provider call in t
 - floor: the two retrievers recall cannot avoid, over the same matrix and index: numpy
   matrix-vector product + top-50 (argpartition, sorted), and one FTS5 bm25 query (top 50).
   Floor and recall alternate per query so noise hits both alike.
-- embedder: one ``LocalEmbedder().embed([q])`` per query, timed separately (not in recall's time).
+- embedder: one ``UseEmbedder().embed([q])`` (the default local model) per query, timed
+  separately (not in recall's time).
 
 Targets at 100,000: p50 ratio recall/floor <= 2.0 and p50 < 15 ms. With ``--profile`` a cProfile
 of the recall calls at the largest size is printed. Ends with one JSON line of the figures.
@@ -41,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_es.embeddings import LOCAL_DIM, LOCAL_MODEL, EmbeddingIdentity
+from memory_es.embeddings import USE_DIM, USE_MODEL, EmbeddingIdentity
 from memory_es.events import Memory
 from memory_es.ids import sha256_hex
 from memory_es.recall import VectorMatrix, recall, store_vectors
@@ -54,7 +55,7 @@ SEED = 20261
 START = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 NOW = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)
 DAYS = 60
-IDENTITY = EmbeddingIdentity("local", LOCAL_MODEL, LOCAL_DIM)
+IDENTITY = EmbeddingIdentity("local", USE_MODEL, USE_DIM)
 RATIO_TARGET = 2.0
 P50_TARGET_MS = 15.0
 VECTOR_CHUNK = 10_000
@@ -80,10 +81,10 @@ def build_index(path: Path, n: int, seed: int) -> tuple[Any, VectorMatrix, float
     rng = np.random.default_rng(seed)
     for start in range(0, len(rowids), VECTOR_CHUNK):
         chunk = rowids[start:start + VECTOR_CHUNK]
-        block = rng.standard_normal((len(chunk), LOCAL_DIM), dtype=np.float32)
+        block = rng.standard_normal((len(chunk), USE_DIM), dtype=np.float32)
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         store_vectors(conn, IDENTITY.key, chunk, [row.tobytes() for row in block])
-    matrix = VectorMatrix(LOCAL_DIM)
+    matrix = VectorMatrix(USE_DIM)
     matrix.refresh(conn, IDENTITY.key)
     if len(matrix.rowids) != n:
         raise SystemExit(f"{len(matrix.rowids)} vectors for {n} memories")
@@ -100,7 +101,7 @@ def make_queries(matrix: VectorMatrix, count: int, seed: int) -> list[tuple[str,
         start = rng.randint(0, max(0, len(words) - k))
         query = " ".join(words[start:start + k])
         base = matrix.matrix[rng.randrange(len(matrix.rowids))]
-        vec = base + nrng.standard_normal(LOCAL_DIM).astype(np.float32) * 0.04
+        vec = base + nrng.standard_normal(USE_DIM).astype(np.float32) * 0.04
         out.append((query, (vec / np.linalg.norm(vec)).astype(np.float32)))
     return out
 
@@ -164,9 +165,9 @@ def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str
 def embedder_latency(count: int) -> dict[str, float] | None:
     """One-query embedding with the local model, timed apart from recall."""
     try:
-        from memory_es.embeddings import LocalEmbedder
+        from memory_es.embeddings import UseEmbedder
 
-        embedder = LocalEmbedder()
+        embedder = UseEmbedder()
     except Exception as e:  # the [local] extra may be missing: report, do not fail
         print(f"local embedder unavailable ({type(e).__name__}); not timed")
         return None
@@ -211,7 +212,7 @@ def main() -> None:
                 print(r["profile"])
     emb = embedder_latency(50 if args.small else 200)
     if emb is not None:
-        print(f"query embedding (local MiniLM, 1 text, outside recall's time): p50 "
+        print(f"query embedding (local default model, 1 text, outside recall's time): p50 "
               f"{emb['p50_ms']:.2f} ms p95 {emb['p95_ms']:.2f} ms")
 
     figures: dict[str, Any] = {"bench": "recall_latency", "queries": args.queries,

@@ -36,7 +36,7 @@ LOCAL_USE = Calibration(no_evidence_cosine=0.20, recall_floor=0.232, recall_tail
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
 LOCAL_MINILM = Calibration(no_evidence_cosine=0.23, recall_floor=0.396, recall_tail=0.40,
-                           auto_floor=0.62, auto_window=0.04, lexical_weight=0.5)
+                           auto_floor=0.76, auto_window=0.05, lexical_weight=0.5)
 CALIBRATIONS = {("local", "use-multilingual-v3"): LOCAL_USE,
                 ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
 
