@@ -510,7 +510,7 @@ def test_writer_lock_excludes_second_writer(
     with pytest.raises(LockTimeoutError) as err:
         MemoryStore.open(root, lock_timeout=0.3, background=False)
     msg = str(err.value)
-    assert f"pid {holder.pid}" in msg and str(root) in msg, msg
+    assert f"pid {holder.pid} (check it with `ps -p {holder.pid}`)" in msg and str(root) in msg
     with pytest.raises(LockTimeoutError):
         open_journal(root, writable=True, lock_timeout=0.1)
 
@@ -543,6 +543,26 @@ def test_writer_lock_is_released_when_holder_is_killed(
         assert [r.id for r in store.inspect().records] == HASHES
     # the lock file now names us, not the dead holder
     assert (root / LOCK_FILE).read_text().strip() == str(os.getpid())
+
+
+def test_unlinking_the_lock_file_does_not_let_a_second_writer_in(
+    held_root: tuple[Path, LockHolder],
+) -> None:
+    """Issue 13 item 4: the lock is on the root directory, so deleting ``.writer.lock`` while an
+    agent holds the root neither admits a second writer (library or rebuild) nor lets one
+    delete the agent's live generation; the refusal says how to check the holder."""
+    root, holder = held_root
+    (root / LOCK_FILE).unlink()
+    with pytest.raises(LockTimeoutError) as err:
+        MemoryStore.open(root, lock_timeout=0.2, background=False)
+    msg = str(err.value)  # the pid note is gone: the message says how to find the holder
+    assert f"find it with `lsof {root}`" in msg and "removing files does not release" in msg
+    rebuild = subprocess.run([str(CLI), "--root", str(root), "rebuild"], capture_output=True,
+                             text=True, timeout=60)
+    assert rebuild.returncode != 0 and "writer lock held" in rebuild.stderr
+    assert holder.release() == (0, "closed\n"), holder.stderr
+    with MemoryStore.open(root, lock_timeout=0.5, background=False) as store:
+        assert [r.id for r in store.inspect().records] == HASHES
 
 
 def test_root_copy_keeps_working(root: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from memory_es.fsutil import FILE_MODE, crash_point, make_private_dir
-from projections.health import writer_alive
+from memory_es.journal.lock import writer_alive
 
 log = logging.getLogger("memory_es")
 T = TypeVar("T")

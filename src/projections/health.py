@@ -9,7 +9,6 @@ content-free detail; memory text never appears (N12).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 import tempfile
@@ -21,6 +20,7 @@ import apsw
 import msgspec
 
 from memory_es.errors import MemoryEsError, NotARootError
+from memory_es.journal.lock import writer_alive
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
 from projections.replay import (
@@ -78,21 +78,6 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
                 "projection_position": self.projection_position,
                 "findings": [f.to_json() for f in sorted(self.findings)],
                 "vectors_pending": self.vectors_pending, "worker": self.worker}
-
-
-def writer_alive(root: Path) -> bool:
-    """Does a process hold the root's writer lock right now? (N3: in_progress, not drift)."""
-    try:
-        fd = os.open(root / ".writer.lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing drops a shared lock we may have taken
-    return False
 
 
 def hygiene(root: Path) -> Iterator[Finding]:

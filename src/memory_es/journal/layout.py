@@ -8,7 +8,8 @@ All owner-only, never followed through symlinks:
   commit. Catalog ahead of journal = truncation; chain mismatch = replacement; both fail closed.
 - ``.memory-es-schema``: proves a journal existed, so deleting journal and catalog cannot pass as
   a fresh root (B15).
-- ``.writer.lock``: ``flock`` held by the one writer process (B23, C16).
+- ``.writer.lock``: the pid of the one writer process, whose ``flock`` is on the root
+  directory itself (B23, C16; :mod:`memory_es.journal.lock`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
-"""One writer per root: an exclusive ``flock`` on the root's lock file (DESIGN 3; B23, C16).
+"""One writer per root: an exclusive ``flock`` on the root directory itself (DESIGN 3; B23, C16).
 
 The running store holds it, and so do mutating operator commands, which therefore refuse while
 the agent runs. Readers never take it.
+
+The lock is taken on the directory, not on a file inside it: a lock file can be unlinked while
+it is held, and the next writer would then lock a fresh file and get in beside the first (issue
+13 item 4). A directory that holds a journal cannot be unlinked. ``.writer.lock`` still records
+the holder's pid, for messages only; deleting it changes nothing.
 """
 
 from __future__ import annotations
@@ -15,18 +20,34 @@ from memory_es.errors import LockTimeoutError
 from memory_es.fsutil import create_private_file, open_private_file
 
 
+def _open_dir(root: Path) -> int:
+    return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def writer_alive(root: Path) -> bool:
+    """Does a process hold the root's writer lock right now? (N3: in_progress, not drift)."""
+    try:
+        fd = _open_dir(root)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a shared lock we may have taken
+    return False
+
+
 class WriterLock:
-    """Exclusive ``flock`` on the root's lock file; the file holds the holder's pid for errors."""
+    """Exclusive ``flock`` on the root directory; ``path`` (the pid note) names the holder."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = -1
 
     def acquire(self, timeout: float) -> None:
-        try:
-            fd = create_private_file(self.path)
-        except FileExistsError:
-            fd = open_private_file(self.path)
+        fd = _open_dir(self.path.parent)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -34,16 +55,37 @@ class WriterLock:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
                     os.close(fd)
-                    raise LockTimeoutError(
-                        f"{self.path.parent}: writer lock held by pid {holder} "
-                        f"(waited {timeout:g} s); stop that process first"
-                    ) from None
+                    raise LockTimeoutError(self._refusal(timeout)) from None
                 time.sleep(0.01)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            self._note_holder()
+        except BaseException:
+            os.close(fd)
+            raise
         self._fd = fd
+
+    def _refusal(self, timeout: float) -> str:
+        root = self.path.parent
+        try:
+            holder = self.path.read_text("ascii", "replace").strip()
+        except OSError:
+            holder = ""
+        who = (f"pid {holder} (check it with `ps -p {holder}`)" if holder.isdigit()
+               else f"another process (find it with `lsof {root}`)")
+        return (f"{root}: writer lock held by {who}, waited {timeout:g} s; stop that process "
+                "first (removing files does not release the lock)")
+
+    def _note_holder(self) -> None:
+        try:
+            note = create_private_file(self.path)
+        except FileExistsError:
+            note = open_private_file(self.path)
+        try:
+            os.ftruncate(note, 0)
+            os.pwrite(note, f"{os.getpid()}\n".encode(), 0)
+        finally:
+            os.close(note)
 
     def release(self) -> None:
         if self._fd >= 0:
