@@ -19,14 +19,17 @@ from typing import Any
 import apsw
 import pytest
 
+from helpers_capture import extraction, memory, review, script
 from helpers_index import active_index_path, index_rows
 from helpers_lock import LockHolder, hold_writer_lock
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
+from memory_es.testing import WordBagEmbedder
 
 DAY1, DAY2 = "2026-03-01", "2026-03-02"
 # Distinctive memory text: health output must never contain any of it (N12).
@@ -476,6 +479,39 @@ def test_deleted_payload_is_payload_missing(capture_root: tuple[Path, str]) -> N
     assert codes(report) == {("payload_missing", "journal.db")}
     assert intake_id in report.findings[0].detail
     assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("tamper", ["altered", "deleted", "truncated"])
+def test_a_tampered_payload_is_never_captured(capture_root: tuple[Path, str],
+                                              tamper: str) -> None:
+    """Issue 13 item 1 (B5): the worker checks the stored capture text against the SHA-256 and
+    length in ``Intake.Admitted`` before every step; on a mismatch the intake is dead-lettered
+    (category ``integrity``), the model is never asked, nothing is captured, and health keeps
+    reporting it."""
+    root, intake_id = capture_root
+    journal = root / "journal.db"
+    if tamper == "altered":  # same length, other bytes
+        sql(journal, "UPDATE payloads SET bytes = CAST(? AS BLOB) WHERE intake_id = ?",
+            (b"Forged-0000 capture text", intake_id))
+    elif tamper == "deleted":
+        sql(journal, "DELETE FROM payloads WHERE intake_id = ?", (intake_id,))
+    else:
+        sql(journal, "UPDATE payloads SET bytes = substr(bytes, 1, 10) WHERE intake_id = ?",
+            (intake_id,))
+    forged = extraction([memory("Forged-0000 is a captured fact")])
+    model = ScriptedChat(script(("extract", "cap-1", forged),
+                                ("review", "cap-1", review("keep"))))
+    later = datetime(2026, 3, 9, tzinfo=UTC)  # past any backoff of the failed first attempt
+    with MemoryStore.open(root, parse_config(BUJO_CAPTURE), clock=lambda: later,
+                          background=False, chat_model=model,
+                          embedder=WordBagEmbedder()) as store:
+        store.drain()
+        [record] = [r for r in store.inspect().records if r.id == intake_id]
+        assert (record.state, record.category) == ("dead", "integrity")
+    assert model.remaining() == {("extract", intake_id): 1, ("review", intake_id): 1}
+    assert index_rows(root, "SELECT text FROM memories WHERE text LIKE '%Forged%'") == []
+    problem = "payload_missing" if tamper == "deleted" else "payload_mismatch"
+    assert (problem, "journal.db") in codes(MemoryRoot.open(root).health())
 
 
 def test_altered_payload_is_payload_mismatch(capture_root: tuple[Path, str]) -> None:

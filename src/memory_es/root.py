@@ -10,7 +10,6 @@ as the handle.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
@@ -31,7 +30,7 @@ from memory_es.history import (
     open_reader,
     verified_index,
 )
-from memory_es.intake import IntakeReport, utc_now
+from memory_es.intake import IntakeReport, payload_problem, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
 from memory_es.recall import (
     JournalPage,
@@ -225,7 +224,6 @@ def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:
         if record.payload_sha256 is None:
             continue
         payload = opened.recorder.payload(record.id)
-        if payload is None:
-            yield Finding("payload_missing", JOURNAL_FILE, f"intake {record.id}")
-        elif hashlib.sha256(payload.data).hexdigest() != record.payload_sha256:
-            yield Finding("payload_mismatch", JOURNAL_FILE, f"intake {record.id}")
+        problem = payload_problem(record, payload.data if payload is not None else None)
+        if problem is not None:
+            yield Finding(f"payload_{problem}", JOURNAL_FILE, f"intake {record.id}")

@@ -45,6 +45,7 @@ from memory_es.intake.state import (
     backoff_delay,
     failure_event,
     intake_record,
+    payload_problem,
 )
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "intake_record",
     "is_nothing_to_report",
     "iso_ms",
+    "payload_problem",
     "prepare_turn",
     "utc_now",
     "validate_turn",

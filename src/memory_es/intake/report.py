@@ -14,7 +14,7 @@ import msgspec
 
 IntakeStatus = Literal["pending", "dead", "resolved"]
 FailureCategory = Literal["model_timeout", "model_invalid_output", "model_unavailable",
-                          "embedding_unavailable", "io_error", "internal"]
+                          "embedding_unavailable", "io_error", "internal", "integrity"]
 ResolvedOutcome = Literal["projected", "captured", "empty", "operator_resolved"]
 RetainedStage = Literal["extract", "review", "reconcile"]
 

@@ -5,6 +5,7 @@ schedule (``failure_event``), and the report an operator inspects (C1, C2).
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any, cast, get_args
 
@@ -55,6 +56,7 @@ class IntakeState(msgspec.Struct, kw_only=True):
     tier: str
     write_mode: str
     payload_sha256: str | None
+    payload_bytes: int = 0
     outcome: ResolvedOutcome | None = None
     reason_slug: str | None = None
     resolved_position: int | None = None
@@ -77,6 +79,20 @@ RETAINED_STAGE: dict[type, RetainedStage] = {
     Intake.ReconcileRetained: "reconcile",
 }
 RETAINED = (Intake.ExtractionRetained, Intake.ReviewRetained, Intake.ReconcileRetained)
+
+
+def payload_problem(record: IntakeState, data: bytes | None) -> str | None:
+    """``missing`` or ``mismatch`` when an intake's stored capture text is not exactly what
+    ``Intake.Admitted`` recorded (SHA-256 and length, B5); None when it is, or when the intake
+    kept none. The worker checks before every step and fails closed; health reports it."""
+    if record.payload_sha256 is None:
+        return None
+    if data is None:
+        return "missing"
+    if len(data) != record.payload_bytes or hashlib.sha256(data).hexdigest() != \
+            record.payload_sha256:
+        return "mismatch"
+    return None
 
 
 def failure_event(record: IntakeState, category: str, at: datetime) -> Any:
@@ -118,7 +134,7 @@ class IntakeView:
                 revision=event.originator_version, position=position,
                 admitted_at=event.timestamp, next_due_at=event.timestamp, category=None,
                 content_sha256=event.content_sha256, tier=event.tier, write_mode=event.write_mode,
-                payload_sha256=event.payload_sha256,
+                payload_sha256=event.payload_sha256, payload_bytes=event.payload_bytes,
             )
             self.records[admitted.id] = self._unresolved[admitted.id] = admitted
             self._by_aggregate[event.originator_id] = admitted

@@ -28,6 +28,7 @@ from memory_es.intake import (
     IntakeView,
     failure_event,
     intake_record,
+    payload_problem,
 )
 from memory_es.journal import OpenedJournal
 from memory_es.step import Processor, StepContext, StepFailure
@@ -112,6 +113,15 @@ class Attempts:
             admitted = history[0]
             assert isinstance(admitted, Intake.Admitted)
             payload = recorder.payload(record.id) if record.payload_sha256 else None
+            data = payload.data if payload is not None else None
+            problem = payload_problem(record, data)
+            if problem is not None:  # tampered or lost: never feed it to a step (B5)
+                log.warning("memory_integrity: intake %s capture payload %s; dead-lettered "
+                            "(category integrity), nothing captured", record.id, problem)
+                events.append(Intake.dead_lettered(
+                    run_hash=record.id, version=record.revision, at=self._clock(),
+                    attempt=record.attempts + 1, category="integrity"))
+                continue
             ctx = StepContext(
                 revision=record.revision, at=self._clock(), cancel=cancel,
                 memory_exists=lambda mid: mid in new_ids or recorder.has_events(memory_uuid(mid)),
@@ -121,8 +131,7 @@ class Attempts:
             try:
                 if ctx.reads is not None:
                     self._ready_for_capture()
-                step_events = self.processor.process(
-                    admitted, payload.data if payload else None, ctx)
+                step_events = self.processor.process(admitted, data, ctx)
             except StepFailure as failure:
                 step_events = [failure_event(record, failure.category, self._clock())]
             except Exception as e:  # logged content-free: a message may quote the turn
