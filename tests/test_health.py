@@ -10,6 +10,7 @@ leaving untouched daily files byte- and mtime-identical (K10).
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -296,6 +297,50 @@ def test_hard_linked_index(root: Path, tmp_path: Path) -> None:
 
 
 # -- projections behind the journal (N3) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["truncated", "zeroed", "wal_symlink", "shm_symlink"])
+def test_a_broken_index_never_blocks_admission(
+        root: Path, tmp_path: Path, damage: str, capsys: pytest.CaptureFixture[str],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 13 item 2: with the active index truncated, emptied, or its ``-wal`` / ``-shm``
+    replaced by a symlink, the store still opens and admits (API and ``memory-es admit``),
+    warns ``memory_degraded``, answers recall degraded (``index_unreadable``, no hits) and
+    health reports ``index_unreadable``; ``memory-es rebuild`` brings every turn back."""
+    db = active_index_path(root)
+    if damage == "truncated":
+        with open(db, "r+b") as f:
+            f.truncate(100)
+    elif damage == "zeroed":
+        with open(db, "r+b") as f:
+            f.truncate(0)
+    else:
+        side = db.with_name(db.name + ("-wal" if damage == "wal_symlink" else "-shm"))
+        if side.exists():
+            side.unlink()
+        target = tmp_path / "elsewhere"
+        target.write_bytes(b"")
+        side.symlink_to(target)
+    with caplog.at_level(logging.WARNING, logger="memory_es"), \
+            MemoryStore.open(root, background=False) as store:
+        assert store.persist_completed_turn(turn("after-1", "Walrus-3141 after damage")
+                                            ).status == "admitted"
+        got = store.recall("Walrus-3141")
+        assert (got.degraded, got.reason, got.recall.hits) == (True, "index_unreadable", ())
+    assert any("memory_degraded" in r.getMessage() and "index_unreadable" in r.getMessage()
+               for r in caplog.records)
+    code, out = run_cli(capsys, "--root", str(root), "admit", "--run-id", "after-2",
+                        "--answer", "Walrus-2718 via the CLI")
+    assert code == 0 and json.loads(out)["status"] == "admitted"
+    assert MemoryRoot.open(root).recall("Walrus").reason == "index_unreadable"
+    report = MemoryRoot.open(root).health()
+    assert ("index_unreadable", index_rel(root)) in codes(report) and report.exit_code == 1
+    assert run_cli(capsys, "--root", str(root), "rebuild")[0] == 0
+    with MemoryStore.open(root, background=False) as store:
+        store.drain()
+        found = {h.text for h in store.recall("Walrus", limit=10).recall.hits}
+    assert found == {"Walrus-3141 after damage", "Walrus-2718 via the CLI"}
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 def admit_more(root: Path, *answers: str) -> None:

@@ -28,6 +28,11 @@ class LockTimeoutError(MemoryEsError):
     """Another process still holds the root's writer lock after the bounded wait."""
 
 
+class IndexUnavailableError(MemoryEsError):
+    """The active index generation cannot be read (truncated, corrupt, unsafe, missing): the
+    journal is intact, admission goes on, recall answers degraded until ``memory-es rebuild``."""
+
+
 class NotARootError(MemoryEsError):
     """A read-only command was pointed at a directory that holds no memory root."""
 

@@ -21,7 +21,7 @@ import msgspec
 
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, configured_identity, make_embedder
-from memory_es.errors import MemoryEsError
+from memory_es.errors import IndexUnavailableError, MemoryEsError
 from memory_es.fsutil import FILE_MODE, fsync_dir
 from memory_es.history import (
     export_lines,
@@ -188,11 +188,15 @@ class MemoryRoot:
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
         (Lite: lexical only); a provider outage degrades, flagged."""
         check_limit(limit)
-        with self.index() as conn:
-            if conn is None:
-                return RecallResult(recall=Recall(hits=()), degraded=True, reason="no_index")
-            return self._recaller().search(conn, query, now=utc_now(), limit=limit,
-                                           explain=explain)
+        try:
+            with self.index() as conn:
+                if conn is None:
+                    return RecallResult(recall=Recall(hits=()), degraded=True,
+                                        reason="no_index")
+                return self._recaller().search(conn, query, now=utc_now(), limit=limit,
+                                               explain=explain)
+        except IndexUnavailableError:
+            return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 
     def _recaller(self) -> Recaller:
         """Recall bound to this handle's config and embedder, made on first use and kept:

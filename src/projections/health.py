@@ -29,6 +29,7 @@ from projections.replay import (
     build_generation,
     generation_path,
     managed_files,
+    open_active_index,
     read_current,
     render_all,
 )
@@ -288,11 +289,21 @@ def audit(
                 findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
             return HealthReport(status="findings" if findings else "clean",
                                 journal_position=head, findings=tuple(findings))
-        live = apsw.Connection(str(live_db), flags=apsw.SQLITE_OPEN_READONLY)
-        live.setbusytimeout(5000)
+        live: apsw.Connection | None = None
         try:
+            live = open_active_index(root)
+            assert live is not None
             row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
             position = int(row[0])
+        except (MemoryEsError, apsw.Error, TypeError, ValueError) as e:
+            # Truncated, corrupt, unsafe: nothing in it can be compared (issue 13 item 2).
+            if live is not None:
+                live.close()
+            findings.append(Finding("index_unreadable", str(live_db.relative_to(root)),
+                                    f"{type(e).__name__}; run memory-es rebuild"))
+            return HealthReport(status="findings", journal_position=head,
+                                findings=tuple(sorted(set(findings))))
+        try:
             with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
                 expected = build_generation(Path(scratch) / "memory.db",
                                             events_upto(opened, position))

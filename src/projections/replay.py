@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from memory_es.errors import MemoryEsError
+from memory_es.errors import IndexUnavailableError, MemoryEsError, UnsafePathError
 from memory_es.fsutil import (
     atomic_write,
     check_private,
@@ -80,17 +81,55 @@ def generation_path(root: Path, generation: int) -> Path:
     return root / INDEX_DIR / f"gen-{generation}" / INDEX_DB
 
 
+def unreadable(db: Path, error: BaseException) -> IndexUnavailableError:
+    """The one error for an index generation SQLite cannot read (issue 13 item 2)."""
+    return IndexUnavailableError(
+        f"{db}: index unreadable ({type(error).__name__}); run memory-es rebuild",
+        code="index_unreadable")
+
+
+def check_index_files(db: Path, *, writer: bool) -> None:
+    """The generation's file and SQLite's ``-wal`` / ``-shm`` beside it are regular files,
+    never a symlink SQLite would follow, else :class:`IndexUnavailableError`. A ``writer``
+    (which writes them) also needs them private: ours, 0600, one link (B16, B17); a reader
+    leaves those rules to health's hygiene findings."""
+    if not os.path.lexists(db):
+        raise IndexUnavailableError(
+            f"{db}: active index generation is missing; run memory-es rebuild",
+            code="index_missing")
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        try:
+            if writer:
+                check_private(path, is_dir=False)
+            elif not stat.S_ISREG(st.st_mode):
+                raise UnsafePathError(f"{path}: is not a regular file", code="not_a_regular_file")
+        except UnsafePathError as e:
+            raise IndexUnavailableError(f"{e}; run memory-es rebuild",
+                                        code="index_unreadable") from e
+
+
 def open_active_index(root: Path) -> apsw.Connection | None:
-    """The active generation's index, opened read-only; None when none was ever activated."""
+    """The active generation's index, opened read-only; None when none was ever activated.
+    A generation SQLite cannot read raises :class:`IndexUnavailableError`."""
     generation = read_current(root)
     if generation is None:
         return None
-    conn = apsw.Connection(str(generation_path(root, generation)),
-                           flags=apsw.SQLITE_OPEN_READONLY)
-    # A writer opening or closing the same generation briefly holds WAL recovery or a
-    # checkpoint: a reader waits for it (as the writer's own connections do) instead of
-    # raising BusyError into the host (found by tests/test_open_close_cycles.py).
-    conn.setbusytimeout(5000)
+    db = generation_path(root, generation)
+    check_index_files(db, writer=False)
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY
+                               | apsw.SQLITE_OPEN_NOFOLLOW)
+        # A writer opening or closing the same generation briefly holds WAL recovery or a
+        # checkpoint: a reader waits for it (as the writer's own connections do) instead of
+        # raising BusyError into the host (found by tests/test_open_close_cycles.py).
+        conn.setbusytimeout(5000)
+        conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchall()
+    except (apsw.Error, OSError) as e:
+        raise unreadable(db, e) from e
     return conn
 
 
@@ -156,11 +195,11 @@ class Projector:
             _activate(root, 1)
             return cls(root, index)
         db = generation_path(root, generation)
-        if not os.path.lexists(db):
-            raise MemoryEsError(f"{db}: active index generation is missing; run memory-es rebuild",
-                                code="index_missing")
-        check_private(db, is_dir=False)
-        return cls(root, IndexProjection(db))
+        check_index_files(db, writer=True)
+        try:
+            return cls(root, IndexProjection(db))
+        except (apsw.Error, OSError) as e:
+            raise unreadable(db, e) from e
 
     def apply(self, position: int, event: object) -> None:
         self.index.apply(position, event)

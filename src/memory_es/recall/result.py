@@ -13,7 +13,7 @@ from memory_es.recall.score import EPSILON, Calibration, Scored, Scoring
 from memory_es.recall.select import SelectMode
 
 DegradedReason = Literal["lexical_only", "provider_unavailable", "vectors_pending",
-                         "no_index"]
+                         "no_index", "index_unreadable"]
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,9 @@ class RecallResult:
     whole. ``degraded`` is True with a ``reason`` when it was not: ``lexical_only`` (Lite or
     no embeddings block), ``provider_unavailable`` (the query could not be embedded),
     ``vectors_pending`` (``vectors_pending`` live memories still lack a vector and are found
-    lexically only, D9) or ``no_index`` (nothing was ever projected)."""
+    lexically only, D9), ``no_index`` (nothing was ever projected) or ``index_unreadable``
+    (the active index cannot be read: no hits until ``memory-es rebuild``; the journal, and
+    so every admitted turn, is intact)."""
 
     recall: Recall
     degraded: bool

@@ -11,10 +11,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 from memory_es.config import MemoryConfig
+from memory_es.errors import IndexUnavailableError
 from memory_es.recall import (
     AutoContext,
     JournalPage,
     MemoryJournal,
+    Recall,
     Recaller,
     RecallResult,
     check_limit,
@@ -50,7 +52,11 @@ class StoreReads:
         recaller = self.recaller()
         query_vector = None if self._vectors.paused else recaller.embed_query(query)
         with self._journal.exclusive():
-            conn = self._projections.get().index.conn
+            try:
+                conn = self._projections.get().index.conn
+            except IndexUnavailableError:  # logged at open; admission goes on (issue 13)
+                return RecallResult(recall=Recall(hits=()), degraded=True,
+                                    reason="index_unreadable")
             matrix = (self._vectors.matrix(recaller.embedder, conn)
                       if recaller.embedder is not None else None)
             return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
@@ -65,7 +71,10 @@ class StoreReads:
         query_vector = (None if self._vectors.paused or recaller.embedder is None
                         else recaller.embed_query(text, unavailable="no automatic block"))
         with self._journal.exclusive():
-            conn = self._projections.get().index.conn
+            try:
+                conn = self._projections.get().index.conn
+            except IndexUnavailableError:
+                return AutoContext("", degraded=True, reason="index_unreadable")
             matrix = (self._vectors.matrix(recaller.embedder, conn)
                       if recaller.embedder is not None and query_vector is not None else None)
             return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
