@@ -19,6 +19,7 @@ import apsw
 import pytest
 
 from helpers_lock import LockHolder, hold_writer_lock
+from memory_es import cli
 from memory_es.errors import IntegrityError, LockTimeoutError, NotARootError, UnsafePathError
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
@@ -222,6 +223,24 @@ def test_deleting_journal_and_catalog_cannot_pass_as_fresh_root(root: Path) -> N
     refuse(root, IntegrityError, "missing", "schema marker")
     restore(root, snap)
     assert ids_in(root) == HASHES
+
+
+def test_deleting_journal_catalog_and_marker_beside_projections_is_refused(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 13 item 3 (B15, B3): with the journal, catalog and schema marker all deleted but
+    the index and daily files still there, a writer refuses to start a new journal beside them
+    (an old run id would be admitted again); nothing is created. A directory with none of them
+    is still a fresh root."""
+    for name in (JOURNAL_FILE, CATALOG_FILE, MARKER_FILE):
+        (root / name).unlink()
+    with pytest.raises(IntegrityError) as err:
+        MemoryStore.open(root, lock_timeout=0.5, background=False)
+    assert err.value.code == "journal_missing"
+    assert "projections remain" in str(err.value) and "index" in str(err.value)
+    assert not (root / JOURNAL_FILE).exists() and not (root / MARKER_FILE).exists()
+    code = cli.main(["--root", str(root), "admit", "--run-id", RUNS[0], "--answer", "again"])
+    assert code != 0 and "projections remain" in capsys.readouterr().err
+    assert not (root / JOURNAL_FILE).exists()
 
 
 def test_missing_marker_with_events_fails_closed(root: Path) -> None:

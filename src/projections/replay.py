@@ -49,6 +49,9 @@ _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
 _ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}
 ROOT_FILES = tuple(path for path, _ in _ROOT_RENDER.values())
+# What a root holds only once its journal has projected something: a fresh journal is never
+# started beside these (issue 13 item 3).
+DERIVED_ENTRIES = (INDEX_DIR, *MARKDOWN_DIRS, *ROOT_FILES)
 
 
 def render_one(index: IndexProjection, kind: str, day: str) -> tuple[str, bytes | None]:

@@ -7,6 +7,7 @@ suffix verified), and for writers takes the writer lock and creates a fresh root
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,14 +89,16 @@ class OpenedJournal:
 
 def open_journal(
     root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-    create: bool = True,
+    create: bool = True, derived: Sequence[str] = (),
 ) -> OpenedJournal:
     """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
 
     Writers create a fresh root if nothing is there (unless ``create`` is false: operator
     commands never turn a mistyped path into a new empty root), take the writer lock (waiting
     up to ``lock_timeout``) and recover a journal-ahead catalog. Readers take no lock and
-    change nothing.
+    change nothing. A writer never initialises where any of the root-relative ``derived``
+    entries exist: projections without a journal mean the journal was lost, and a fresh one
+    beside them would admit old run ids again (issue 13 item 3).
     """
     root = Path(root)
     if writable and not create and not exists(root / MARKER_FILE) \
@@ -116,14 +119,15 @@ def open_journal(
     try:
         if writable:
             remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
-        return _open_locked(root, writable=writable, lock=lock)
+        return _open_locked(root, writable=writable, lock=lock, derived=derived)
     except BaseException:
         if lock is not None:
             lock.release()
         raise
 
 
-def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> OpenedJournal:
+def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
+                 derived: Sequence[str] = ()) -> OpenedJournal:
     check_managed(root)
     journal_path, catalog_path, marker_path = (
         root / JOURNAL_FILE,
@@ -150,6 +154,13 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None) -> Open
             )
         raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE})")
     else:
+        left = [name for name in derived if exists(root / name)]
+        if left and not exists(journal_path):
+            raise IntegrityError(
+                f"{root}: the journal and its schema marker are gone but projections remain "
+                f"({', '.join(left)}); refusing to start a new journal beside them: restore "
+                f"{JOURNAL_FILE}, {CATALOG_FILE} and {MARKER_FILE}, or move the projections away",
+                code="journal_missing")
         initialise(root)
 
     catalog = Catalog.open(catalog_path, writable=writable)

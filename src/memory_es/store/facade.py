@@ -48,7 +48,7 @@ from memory_es.store.projecting import LiveProjections
 from memory_es.store.reading import StoreReads
 from memory_es.store.vectors import Vectors
 from memory_es.worker import Worker, publish_snapshot
-from projections.replay import RebuildReport
+from projections.replay import DERIVED_ENTRIES, RebuildReport
 from projections.search import SearchHit
 
 log = logging.getLogger("memory_es")
@@ -149,7 +149,7 @@ class MemoryStore:
         ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
         """
         opened = open_journal(resolve_root(root, config), writable=True,
-                              lock_timeout=lock_timeout, create=create)
+                              lock_timeout=lock_timeout, create=create, derived=DERIVED_ENTRIES)
         try:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
