@@ -296,6 +296,40 @@ def test_hard_linked_index(root: Path, tmp_path: Path) -> None:
     assert_findings(root, {("hard_link", index_rel(root))})
 
 
+UNSAFE_KINDS = ["mode_0644", "hard_link", "symlink"] + (["foreign_owner"] if os.geteuid() == 0
+                                                         else [])
+
+
+@pytest.mark.parametrize("kind", UNSAFE_KINDS)
+def test_rebuild_repairs_unsafe_files_with_unchanged_bytes(
+        root: Path, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 13 item 7 (B16, B17, N7, N8): a projection file with the right bytes but unsafe
+    (0644, a second hard link, a symlink to an identical copy, another owner) is rewritten by
+    rebuild as our own private single-link file; health is clean afterwards and the outside
+    copy is never touched."""
+    path = daily(root, DAY1)
+    original = path.read_bytes()
+    outside = tmp_path / "outside.md"
+    if kind == "mode_0644":
+        os.chmod(path, 0o644)
+    elif kind == "hard_link":
+        os.link(path, outside)
+    elif kind == "symlink":
+        write_private(outside, original)
+        path.unlink()
+        os.symlink(outside, path)
+    else:
+        os.chown(path, 4242, 4242)
+    assert MemoryRoot.open(root).health().status == "findings"
+    assert run_cli(capsys, "--root", str(root), "rebuild")[0] == 0
+    st = os.lstat(path)
+    assert (st.st_mode & 0o777, st.st_nlink, st.st_uid) == (0o600, 1, os.geteuid())
+    assert path.read_bytes() == original
+    assert MemoryRoot.open(root).health().status == "clean"
+    if kind in ("hard_link", "symlink"):
+        assert outside.read_bytes() == original
+
+
 # -- projections behind the journal (N3) -------------------------------------------------------
 
 

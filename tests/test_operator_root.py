@@ -4,11 +4,12 @@ admission (``memory-es admit``, ``MemoryStore.open``) starts a new root."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from memory_es import MemoryStore, NotARootError
+from memory_es import CompletedTurn, MemoryRoot, MemoryStore, NotARootError
 from memory_es.cli import main
 from memory_es.transfer import rebuild_root
 
@@ -58,3 +59,28 @@ def test_admission_still_starts_a_root_and_operators_then_work(
     assert main(["--root", str(root), "drain"]) == 0
     assert "ran 1 attempts" in capsys.readouterr().out
     assert main(["--root", str(root), "rebuild"]) == 0
+
+
+def test_an_export_never_lands_in_a_file_someone_else_created(tmp_path: Path) -> None:
+    """Issue 13 item 8: ``export_to`` writes through a temp file created with O_EXCL under an
+    unpredictable name and fchmod 0600, so a pre-created, world-readable temp file at the old
+    predictable name is never written, and the export is owner-only under any umask."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, background=False) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="r", outcome="success",
+                                                   answer="Secret-5150 lives here"))
+    out_dir = tmp_path / "shared"
+    out_dir.mkdir(mode=0o777)
+    target = out_dir / "journal.jsonl"
+    trap = out_dir / f".{target.name}.tmp-{os.getpid()}"
+    trap.write_bytes(b"planted")
+    os.chmod(trap, 0o666)
+    old = os.umask(0)
+    try:
+        assert MemoryRoot.open(root).export_to(target) > 0
+    finally:
+        os.umask(old)
+    assert trap.read_bytes() == b"planted"
+    assert os.lstat(target).st_mode & 0o777 == 0o600
+    assert b"Secret-5150" in target.read_bytes()
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted([target.name, trap.name])

@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import stat
+import tempfile
 from pathlib import Path
 from typing import Protocol
 
@@ -143,18 +144,33 @@ def remove_stale_temps(directory: Path) -> list[str]:
     return removed
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically: temp file, fsync, rename, directory fsync."""
-    tmp = path.with_name(f".{path.name}{TEMP_MARK}{os.getpid()}")
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    fd = create_private_file(tmp)
+def private_temp(path: Path) -> tuple[int, Path]:
+    """A new, empty 0600 temp file beside ``path`` for a later rename over it: created with
+    ``O_EXCL`` under an unpredictable name, so it is never a file someone else created first
+    (``.NAME.tmp-PID-XXXX``: :func:`remove_stale_temps` finds what a kill leaves)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}{os.getpid()}-", dir=path.parent)
+    os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 already; said again so no umask can matter
+    return fd, Path(tmp)
+
+
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically: a private temp file, fsync, rename, directory
+    fsync (without ``durable``: no fsyncs, for runtime state). The rename replaces whatever
+    ``path`` was (a symlink, a hard link, a foreign or group-readable file) with our own."""
+    fd, tmp = private_temp(path)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(path.parent)

@@ -22,7 +22,7 @@ import msgspec
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, configured_identity, make_embedder
 from memory_es.errors import IndexUnavailableError, MemoryEsError
-from memory_es.fsutil import FILE_MODE, fsync_dir
+from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
     export_lines,
     fold_intakes,
@@ -131,8 +131,7 @@ class MemoryRoot:
     def export_to(self, path: str | Path) -> int:
         """Export to ``path`` atomically (owner-only: an export holds every memory)."""
         target = Path(path)
-        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+        fd, tmp = private_temp(target)  # never a pre-created file (issue 13 item 8)
         try:
             with os.fdopen(fd, "wb") as out:
                 count = self.export(out)

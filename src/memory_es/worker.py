@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from memory_es.fsutil import FILE_MODE, crash_point, make_private_dir
+from memory_es.fsutil import atomic_write, crash_point, make_private_dir
 from memory_es.journal.lock import writer_alive
 
 log = logging.getLogger("memory_es")
@@ -35,12 +34,10 @@ def publish_snapshot(root: Path, data: dict[str, Any]) -> None:
     try:
         directory = root / RUNTIME_DIR
         make_private_dir(directory)
-        tmp = directory / f".{SNAPSHOT_FILE}.tmp-{os.getpid()}"
         crash_point("snapshot.before_rename")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, sort_keys=True, separators=(",", ":"))
-        os.replace(tmp, directory / SNAPSHOT_FILE)
+        atomic_write(directory / SNAPSHOT_FILE,
+                     json.dumps(data, sort_keys=True, separators=(",", ":")).encode(),
+                     durable=False)
     except Exception as e:
         log.warning("memory_es snapshot publish failed: %s", type(e).__name__)
 

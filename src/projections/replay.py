@@ -144,14 +144,22 @@ def _write_if_changed(root: Path, relpath: str, data: bytes | None) -> bool:
             return True
         return False
     make_private_dir(path.parent)
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return False
-    except FileNotFoundError:
-        pass
-    atomic_write(path, data)
+    if _holds(path, data):
+        return False
+    atomic_write(path, data)  # also replaces a symlink, hard link or unsafe file (item 7)
     return True
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Is ``path`` already a private regular file (ours, 0600, one link, B16, B17) holding
+    exactly ``data``? Equal bytes in an unsafe file are not enough: rebuild repairs it."""
+    try:
+        check_private(path, is_dir=False)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, UnsafePathError):
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return f.read() == data
 
 
 class Projector:
