@@ -61,7 +61,8 @@ class ProviderError(MemoryEsError):
 
 
 class HttpProvider:
-    """POSTs JSON to one URL with bounded reads and retries; failures end as ``error``.
+    """POSTs JSON to one URL with bounded reads and retries, each call within its timeout
+    (one deadline for every try, E36); failures end as ``error``.
 
     ``who`` names the model in messages (``ollama model 'm'``); ``service`` names what was
     unavailable or rejected (by default ``who``).
@@ -72,13 +73,11 @@ class HttpProvider:
     reply_name: ClassVar[str] = "response"
 
     def __init__(self, url: str, *, who: str, service: str | None = None,
-                 api_key: str | None, retry: RetryPolicy | None, max_bytes: int,
-                 retry_timeouts: bool) -> None:
+                 api_key: str | None, retry: RetryPolicy | None, max_bytes: int) -> None:
         self._url = url
         self._who = who
         self._service = who if service is None else service
-        self._client = JsonClient(url, api_key=api_key, retry=retry, max_bytes=max_bytes,
-                                  retry_timeouts=retry_timeouts)
+        self._client = JsonClient(url, api_key=api_key, retry=retry, max_bytes=max_bytes)
 
     @property
     def url(self) -> str:
@@ -93,7 +92,7 @@ class HttpProvider:
             raise self._failure(exc, timeout) from exc
 
     def _failure(self, exc: HttpError, timeout: float) -> ProviderError:
-        # A kind the family does not code separately (embeddings retry timeouts) is unavailable.
+        # A kind the family does not code separately (embeddings: timeouts) is unavailable.
         kind: Kind = exc.kind if exc.kind in self.error.http_codes else "unavailable"
         if kind == "timeout":
             message = f"{self._service} at {self._url} timed out after {timeout:g} s"
