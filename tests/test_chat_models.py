@@ -133,6 +133,15 @@ def test_500_then_success_is_retried(server: FakeServer, make: Factory,
     assert len(server.requests) == 3
 
 
+def test_a_server_echoing_the_key_does_not_put_it_in_the_error(server: FakeServer) -> None:
+    server.default = status(401, {"error": {"message": "Incorrect API key sk-echo-123 given"}})
+    with pytest.raises(ModelError) as info:
+        openai(server, api_key="sk-echo-123").complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_request_rejected"
+    assert "sk-echo-123" not in str(info.value)
+    assert "Incorrect API key [api key] given" in str(info.value)
+
+
 def test_redirect_is_not_followed(server: FakeServer) -> None:
     server.default = status(307, {})
     with pytest.raises(ModelError) as info:
@@ -458,6 +467,29 @@ def test_make_chat_model_openai_endpoint(server: FakeServer) -> None:
     with pytest.raises(ModelError) as info:
         make_chat_model(LlmConfig(provider="ollama", model="m"), api_key="sk-x")
     assert info.value.code == "model_config_invalid"
+
+
+def test_make_chat_model_openai_provider_from_config(server: FakeServer,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13 item 15: memory.llm provider "openai", endpoint and key variable."""
+    server.default = openai_ok("hi")
+    llm = LlmConfig.model_validate({"provider": "openai", "model": "gpt-4o-mini",
+                                    "endpoint": server.url, "apiKeyEnv": "MEMORY_ES_TEST_KEY"})
+    monkeypatch.setenv("MEMORY_ES_TEST_KEY", "sk-env-key")
+    model = make_chat_model(llm, retry=FAST)
+    assert isinstance(model, OpenAICompatibleChat)
+    assert model.complete(MSGS, timeout=2.0) == "hi"
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-env-key"
+    assert "sk-env-key" not in repr(model)
+    monkeypatch.delenv("MEMORY_ES_TEST_KEY")
+    with pytest.raises(ModelError) as info:
+        make_chat_model(llm)
+    assert info.value.code == "model_config_invalid"
+    assert "MEMORY_ES_TEST_KEY" in str(info.value) and "not set" in str(info.value)
+    default = make_chat_model(LlmConfig(provider="openai", model="gpt-4o-mini"))
+    assert isinstance(default, OpenAICompatibleChat)
+    assert default.url == "https://api.openai.com/v1/chat/completions"
 
 
 def test_make_chat_model_agent_host_is_unsupported() -> None:

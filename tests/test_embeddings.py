@@ -396,6 +396,73 @@ def test_make_embedder_uses_the_given_endpoint_without_fallback(server: FakeServ
     assert {r.path for r in server.requests} == {"/api/embed"}  # never another provider
 
 
+KEY = "sk-from-env-0123456789"
+
+
+def test_make_embedder_takes_endpoint_timeout_and_key_env_from_config(
+        server: FakeServer) -> None:
+    """Issue 13 item 15: provider "openai" authenticates with the key the named variable
+    holds, read when the provider is built."""
+    server.default = openai_ok()
+    block = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "text-embedding-3-small", "dim": DIM,
+        "endpoint": server.url + "/v1", "timeoutMs": 1000, "apiKeyEnv": "MEMORY_ES_TEST_KEY"})
+    embedder = make_embedder(block, retry=FAST, environ={"MEMORY_ES_TEST_KEY": KEY})
+    assert embedder is not None
+    assert embedder.embed(["a"]).shape == (1, DIM)
+    (req,) = server.requests
+    assert req.path == "/v1/embeddings"
+    assert req.headers["authorization"] == f"Bearer {KEY}"
+    assert KEY not in repr(embedder)
+    server.default = drip_body(0.2)  # timeoutMs is the request's deadline
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["b"])
+    assert "timed out after 1 s" in str(info.value)
+    assert time.monotonic() - start < 1.0 + DEADLINE_MARGIN
+    assert KEY not in str(info.value)
+
+
+def test_make_embedder_reads_the_process_environment(server: FakeServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    server.default = openai_ok()
+    monkeypatch.setenv("MEMORY_ES_TEST_KEY", KEY)
+    block = EmbeddingsConfig.model_validate({
+        "provider": "lmstudio", "model": "m", "dim": DIM, "endpoint": server.url,
+        "apiKeyEnv": "MEMORY_ES_TEST_KEY"})
+    embedder = make_embedder(block, retry=FAST)
+    assert embedder is not None
+    embedder.embed(["a"])
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    literal = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "m", "dim": DIM, "endpoint": server.url,
+        "apiKey": "sk-literal"})
+    other = make_embedder(literal, retry=FAST)
+    assert other is not None
+    other.embed(["a"])
+    assert server.requests[1].headers["authorization"] == "Bearer sk-literal"
+
+
+@pytest.mark.parametrize(("environ", "state"), [({}, "not set"), ({"MISSING_KEY": ""}, "empty")])
+def test_make_embedder_with_an_unset_key_variable(environ: dict[str, str], state: str) -> None:
+    block = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "m", "dim": DIM, "apiKeyEnv": "MISSING_KEY"})
+    with pytest.raises(EmbeddingError) as info:
+        make_embedder(block, environ=environ)
+    assert info.value.code == "embedding_config_invalid"
+    assert str(info.value) == ("memory.embeddings.apiKeyEnv names the environment variable "
+                               f"MISSING_KEY, which is {state}")
+
+
+def test_an_unsendable_key_is_refused_without_showing_it() -> None:
+    block = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "m", "dim": DIM, "apiKeyEnv": "K"})
+    with pytest.raises(EmbeddingError) as info:
+        make_embedder(block, environ={"K": "sk-abc\r\nX-Injected: 1"})
+    assert info.value.code == "embedding_config_invalid"
+    assert "sk-abc" not in str(info.value)
+
+
 def test_make_embedder_local_rejects_an_explicit_other_dim() -> None:
     config = EmbeddingsConfig.model_construct(provider="local", dim=768,
                                               _fields_set={"provider", "dim"})

@@ -298,6 +298,13 @@ class JsonClient:
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
+    def _redacted(self, text: str) -> str:
+        """``text`` without the API key, should a server echo it back in an error."""
+        if not self._api_key:
+            return text
+        return text.replace(self._api_key, "[api key]").replace(
+            json.dumps(self._api_key, ensure_ascii=True)[1:-1], "[api key]")
+
     def _post_once(self, payload: bytes, deadline: Deadline) -> bytes:
         connection = (_Connection(self._host, self._port, deadline) if self._context is None
                       else _TlsConnection(self._host, self._port, deadline, self._context))
@@ -316,7 +323,7 @@ class JsonClient:
             status = response.status
             if not 200 <= status < 300:
                 try:
-                    detail = error_detail(response.read(64 * 1024))
+                    detail = self._redacted(error_detail(response.read(64 * 1024)))
                 except (OSError, http.client.HTTPException):
                     detail = ""
                 text = f"HTTP {status}: {detail}" if detail else f"HTTP {status}"
