@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -1046,3 +1047,13 @@ def test_a_key_env_needs_no_owner_only_file(tmp_path: Path) -> None:
     path = write(tmp_path, json.dumps({"memory": journal_with(apiKeyEnv="OPENAI_API_KEY")}))
     path.chmod(0o644)
     assert validate_file(path) == []
+
+
+def test_the_readme_config_examples_validate() -> None:
+    """Every ```json block of the README's configuration section is a valid config."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", section, re.S)
+    assert blocks
+    for block in blocks:
+        assert parse_config(json.loads(block)).mode in ("lite", "journal", "bujo")
