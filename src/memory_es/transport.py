@@ -214,8 +214,8 @@ class _BoundedSocket:
 class _Connection(http.client.HTTPConnection):
     """An HTTP connection that connects within a deadline and never reconnects by itself."""
 
-    def __init__(self, host: str, port: int | None, deadline: Deadline) -> None:
-        super().__init__(host, port)
+    def __init__(self, host: str, port: int, deadline: Deadline) -> None:
+        super().__init__(host, port)  # an explicit port: "::1" is never split at a colon
         self.deadline = deadline
         self.auto_open = 0
 
@@ -238,9 +238,11 @@ def tls_context() -> ssl.SSLContext:
 class _TlsConnection(_Connection):
     """HTTPS: the handshake waits at most for what is left of the deadline."""
 
-    def __init__(self, host: str, port: int | None, deadline: Deadline,
+    default_port = http.client.HTTPS_PORT  # the Host header names no port for 443
+
+    def __init__(self, host: str, port: int, deadline: Deadline,
                  context: ssl.SSLContext) -> None:
-        super().__init__(host, port or http.client.HTTPS_PORT, deadline)
+        super().__init__(host, port, deadline)
         self._context = context
 
     def open(self) -> socket.socket:
@@ -264,7 +266,8 @@ class JsonClient:
         parts = urlsplit(url)
         self._tls = parts.scheme == "https"
         self._host = parts.hostname or ""
-        self._port = parts.port
+        self._port = parts.port or (http.client.HTTPS_PORT if self._tls
+                                    else http.client.HTTP_PORT)
         self._path = parts.path or "/"
         self._api_key = api_key
         self._retry = retry or RetryPolicy()
