@@ -1,12 +1,16 @@
 """Shared fixtures. ``server``: a real HTTP server on 127.0.0.1 that provider protocol tests
-(embeddings, chat models) script through ``local_http.FakeServer``; ``no_network``: every
+(embeddings, chat models) script through ``local_http.FakeServer`` (``tls_server``: the same
+over HTTPS); ``no_network``: every
 outbound connection fails the test; ``local_embedder``: the offline ``local`` embedding model
 (loaded once; skipped without the ``[local]`` extra)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,12 +18,42 @@ from typing import Any
 
 import pytest
 
-from local_http import FakeServer, Recorded
+from local_http import Drip, FakeServer, Recorded
+from memory_es import transport
 from memory_es.embeddings import LocalEmbedder
 
 
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
+    yield from _serve(None)
+
+
+@pytest.fixture
+def tls_server(tmp_path_factory: pytest.TempPathFactory,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+    """``server`` over HTTPS with a throwaway self-signed certificate for 127.0.0.1 that the
+    transport is made to trust (skipped without the openssl command)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command for a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    trusted = transport.tls_context
+
+    def trusting() -> ssl.SSLContext:
+        client = trusted()
+        client.load_verify_locations(cert)
+        return client
+
+    monkeypatch.setattr(transport, "tls_context", trusting)
+    yield from _serve(context)
+
+
+def _serve(tls: ssl.SSLContext | None) -> Iterator[FakeServer]:
     state: dict[str, FakeServer] = {}
 
     class Handler(BaseHTTPRequestHandler):
@@ -33,7 +67,12 @@ def server() -> Iterator[FakeServer]:
                 body = data
             request = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             fake.requests.append(request)
-            code, payload = fake.reply(request)
+            reply = fake.reply(request)
+            if isinstance(reply, Drip):
+                reply.serve(self.connection, fake)
+                self.close_connection = True
+                return
+            code, payload = reply
             if code == -1:  # sleep past the client's timeout
                 fake.release.wait(5)
                 return
@@ -55,8 +94,10 @@ def server() -> Iterator[FakeServer]:
             pass  # a client that timed out and hung up is expected here
 
     httpd = Server(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     port = httpd.server_address[1]
-    fake = FakeServer(url=f"http://127.0.0.1:{port}")
+    fake = FakeServer(url=f"{'https' if tls else 'http'}://127.0.0.1:{port}")
     state["fake"] = fake
     thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()

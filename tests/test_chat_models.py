@@ -6,6 +6,7 @@ promises is tests/test_chat_model_contract.py."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,13 @@ import pytest
 
 from helpers_chat import ollama_ok, openai_ok
 from local_http import (
+    Dripper,
     FakeServer,
     Recorded,
     Reply,
     Responder,
+    drip_body,
+    drip_headers,
     js,
     status,
 )
@@ -129,12 +133,102 @@ def test_500_then_success_is_retried(server: FakeServer, make: Factory,
     assert len(server.requests) == 3
 
 
+def test_a_server_echoing_the_key_does_not_put_it_in_the_error(server: FakeServer) -> None:
+    server.default = status(401, {"error": {"message": "Incorrect API key sk-echo-123 given"}})
+    with pytest.raises(ModelError) as info:
+        openai(server, api_key="sk-echo-123").complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_request_rejected"
+    assert "sk-echo-123" not in str(info.value)
+    assert "Incorrect API key [api key] given" in str(info.value)
+
+
 def test_redirect_is_not_followed(server: FakeServer) -> None:
     server.default = status(307, {})
     with pytest.raises(ModelError) as info:
         openai(server, api_key="k").complete(MSGS, timeout=2.0)
     assert info.value.code == "model_request_rejected"
     assert "HTTP 307" in str(info.value)
+    assert len(server.requests) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# E36 (issue 13 item 5): the timeout bounds the whole call, not each socket read
+
+DEADLINE_MARGIN = 0.5  # how far past its deadline a call may end, on a loaded machine
+
+
+def assert_cut_off(server: FakeServer, start: float, elapsed: float, timeout: float) -> None:
+    """The call ended within the margin of its deadline and its socket was closed then."""
+    assert timeout - 0.05 <= elapsed < timeout + DEADLINE_MARGIN, elapsed
+    give_up = time.monotonic() + 2.0
+    while not server.hangups and time.monotonic() < give_up:
+        time.sleep(0.01)
+    assert server.hangups, "the client never closed its socket"
+    assert server.hangups[0] - start < timeout + DEADLINE_MARGIN
+
+
+@pytest.mark.parametrize("drip", [drip_headers, drip_body], ids=["headers", "body"])
+@provider_params
+def test_a_dripping_server_is_cut_off_at_the_deadline(
+        server: FakeServer, make: Factory, ok: Callable[[str], Responder],
+        drip: Callable[[float], Dripper]) -> None:
+    server.default = drip(0.2)  # a byte every 0.2 s: no single read ever waits 1 s
+    start = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        make(server).complete(MSGS, timeout=1.0)
+    elapsed = time.monotonic() - start
+    assert info.value.code == "model_timeout"
+    assert "timed out after 1 s" in str(info.value)
+    assert len(server.requests) == 1
+    assert_cut_off(server, start, elapsed, 1.0)
+
+
+def test_the_reported_drip_ends_a_2_s_call_in_time(server: FakeServer) -> None:
+    """Issue 13's case: one byte every 0.5 s kept a 2 s chat call running past 40 s."""
+    server.default = drip_headers(0.5)
+    start = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        ollama(server).complete(MSGS, timeout=2.0)
+    assert info.value.code == "model_timeout"
+    assert_cut_off(server, start, time.monotonic() - start, 2.0)
+
+
+@provider_params
+def test_retries_spend_the_same_deadline(server: FakeServer, make: Factory,
+                                         ok: Callable[[str], Responder]) -> None:
+    """A 5xx is retried, but the retry only gets what is left of the call's deadline."""
+    server.script = [status(503), status(500)]
+    server.default = drip_body(0.2)
+    start = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        make(server).complete(MSGS, timeout=1.0)
+    assert info.value.code == "model_timeout"
+    assert len(server.requests) == 3
+    assert_cut_off(server, start, time.monotonic() - start, 1.0)
+
+
+def test_the_deadline_holds_over_https(tls_server: FakeServer) -> None:
+    """The TLS handshake and the encrypted reads come out of the same budget."""
+    tls_server.default = openai_ok("over tls")
+    assert openai(tls_server, api_key="sk-t").complete(MSGS, timeout=5.0) == "over tls"
+    assert tls_server.requests[0].headers["authorization"] == "Bearer sk-t"
+    tls_server.default = drip_headers(0.2)
+    start = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        openai(tls_server).complete(MSGS, timeout=1.0)
+    assert info.value.code == "model_timeout"
+    assert_cut_off(tls_server, start, time.monotonic() - start, 1.0)
+
+
+def test_no_retry_starts_after_the_deadline(server: FakeServer) -> None:
+    """A wait between tries that would pass the deadline ends the call with the real cause."""
+    server.default = status(503, {"error": "model is loading"})
+    start = time.monotonic()
+    with pytest.raises(ModelError) as info:
+        ollama(server, retry=RetryPolicy(3, 1.0, 1.0)).complete(MSGS, timeout=0.3)
+    assert time.monotonic() - start < 0.3
+    assert info.value.code == "model_unavailable"
+    assert "HTTP 503" in str(info.value) and "model is loading" in str(info.value)
     assert len(server.requests) == 1
 
 
@@ -373,6 +467,29 @@ def test_make_chat_model_openai_endpoint(server: FakeServer) -> None:
     with pytest.raises(ModelError) as info:
         make_chat_model(LlmConfig(provider="ollama", model="m"), api_key="sk-x")
     assert info.value.code == "model_config_invalid"
+
+
+def test_make_chat_model_openai_provider_from_config(server: FakeServer,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 13 item 15: memory.llm provider "openai", endpoint and key variable."""
+    server.default = openai_ok("hi")
+    llm = LlmConfig.model_validate({"provider": "openai", "model": "gpt-4o-mini",
+                                    "endpoint": server.url, "apiKeyEnv": "MEMORY_ES_TEST_KEY"})
+    monkeypatch.setenv("MEMORY_ES_TEST_KEY", "sk-env-key")
+    model = make_chat_model(llm, retry=FAST)
+    assert isinstance(model, OpenAICompatibleChat)
+    assert model.complete(MSGS, timeout=2.0) == "hi"
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-env-key"
+    assert "sk-env-key" not in repr(model)
+    monkeypatch.delenv("MEMORY_ES_TEST_KEY")
+    with pytest.raises(ModelError) as info:
+        make_chat_model(llm)
+    assert info.value.code == "model_config_invalid"
+    assert "MEMORY_ES_TEST_KEY" in str(info.value) and "not set" in str(info.value)
+    default = make_chat_model(LlmConfig(provider="openai", model="gpt-4o-mini"))
+    assert isinstance(default, OpenAICompatibleChat)
+    assert default.url == "https://api.openai.com/v1/chat/completions"
 
 
 def test_make_chat_model_agent_host_is_unsupported() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -379,8 +380,8 @@ def test_o4_ollama_llm_takes_plain_model_names(model: str) -> None:
 
 
 def test_o4_llm_provider_is_closed_set() -> None:
-    assert errors_of(bujo_capture(llm={"provider": "openai", "model": "x"})) == [
-        'memory.llm.provider: "openai" is not one of ollama, agent-host'
+    assert errors_of(bujo_capture(llm={"provider": "lmstudio", "model": "x"})) == [
+        'memory.llm.provider: "lmstudio" is not one of ollama, agent-host, openai'
     ]
 
 
@@ -577,7 +578,7 @@ def test_o7_classifier_effort_key_is_unknown() -> None:
 @pytest.mark.parametrize(
     ("block", "line"),
     [
-        ({"colour": "blue"}, "memory.colour: unknown key"),
+        ({"mode": "lite", "colour": "blue"}, "memory.colour: unknown key"),
         (
             {"mode": "journal", "embeddings": {"dim": 768, "colour": "blue"}},
             "memory.embeddings.colour: unknown key",
@@ -589,8 +590,8 @@ def test_o7_classifier_effort_key_is_unknown() -> None:
             "memory.llm.temperature: unknown key",
         ),
         (
-            {"mode": "journal", "embeddings": {"endpoint": "x"}},
-            "memory.embeddings.endpoint: unknown key",
+            {"mode": "journal", "embeddings": {"apiToken": "x"}},
+            "memory.embeddings.apiToken: unknown key",
         ),
     ],
 )
@@ -671,8 +672,41 @@ def test_wrapper_errors_use_the_same_paths() -> None:
     ]
 
 
-def test_memory_key_beside_other_keys_is_not_a_wrapper() -> None:
-    assert errors_of({"memory": {"mode": "lite"}, "mode": "lite"}) == ["memory.memory: unknown key"]
+HOST_FILE: dict[str, Any] = {
+    "agent": {"name": "mono", "model": "openai-codex:gpt-5.6-terra"},
+    "tools": {"allowedTools": ["read"]},
+    "mode": "host's own key",
+}
+
+
+def test_a_host_config_file_reads_its_memory_block() -> None:
+    """Issue 13 item 15: a host's whole config file; its other sections are the host's."""
+    block = bujo_capture(capture={"only": ["preference"]})
+    assert parse_config({**HOST_FILE, "memory": block}) == parse_config(block)
+    assert errors_of({**HOST_FILE, "memory": {"writeMode": "capture"}}) == [
+        'memory.writeMode: "capture" requires memory.mode "bujo"'
+    ]
+
+
+def test_a_host_config_file_from_disk(tmp_path: Path) -> None:
+    text = ('{"agent": {"name": "a", "name": "b"}, "memory": '
+            + json.dumps(bujo_capture()) + ', "other": [1, 2]}')
+    path = write(tmp_path, text)
+    assert load_config(path) == parse_config(bujo_capture())  # the host's duplicate is its own
+    bad = write(tmp_path, '{"other": 1, "memory": {"mode": "lite", "mode": "lite"}}', "bad.json")
+    assert validate_file(bad) == ["memory.mode: duplicate key"]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [{"agent": {"name": "mono"}}, {"Memory": {"mode": "lite"}}, {"colour": "blue", "tools": []}],
+)
+def test_neither_a_block_nor_a_host_file_says_so(obj: dict[str, Any]) -> None:
+    keys = ", ".join(json.dumps(key) for key in obj)
+    assert errors_of(obj) == [
+        f"memory: neither a memory block nor a host config with a \"memory\" object "
+        f"(top-level keys: {keys})"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -750,8 +784,10 @@ def test_all_errors_collected_in_one_config_error() -> None:
 
 
 def test_error_lines_stay_single_line_for_odd_keys() -> None:
-    errors = errors_of({"bad\nkey": 1})
+    errors = errors_of({"mode": "lite", "bad\nkey": 1})
     assert errors == ['memory["bad\\nkey"]: unknown key']
+    (line,) = errors_of({"bad\nkey": 1})
+    assert "\n" not in line and '"bad\\nkey"' in line
 
 
 # --- files -------------------------------------------------------------------------------------
@@ -890,3 +926,134 @@ def test_o9_local_provider_defaults_and_its_shipped_models() -> None:
         "memory.embeddings: model: provider \"local\" ships 'use-multilingual-v3' and "
         "'all-MiniLM-L6-v2-onnx-int8', not 'x'"]
     assert parse_config({"mode": "journal", "embeddings": {"dim": 384}}).embeddings.dim == 384  # type: ignore[union-attr]
+
+
+# --- provider endpoint, API key and timeout (issue 13 item 15) ---------------------------------
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+def journal_with(**embeddings: Any) -> dict[str, Any]:
+    return {"mode": "journal", "embeddings": {"provider": "openai",
+                                              "model": "text-embedding-3-small",
+                                              "dim": 1536, **embeddings}}
+
+
+def test_embeddings_endpoint_timeout_and_key_env() -> None:
+    cfg = parse_config(journal_with(endpoint="https://example.test/v1", timeoutMs=1500,
+                                    apiKeyEnv="OPENAI_API_KEY"))
+    assert cfg.embeddings is not None
+    assert cfg.embeddings.endpoint == "https://example.test/v1"
+    assert cfg.embeddings.timeout_ms == 1500
+    assert cfg.embeddings.api_key_env == "OPENAI_API_KEY"
+    assert cfg.embeddings.api_key is None
+    default = parse_config(journal_with()).embeddings
+    assert default is not None
+    assert (default.endpoint, default.timeout_ms, default.api_key_env) == (None, 30000, None)
+
+
+def test_llm_openai_provider_with_key_env() -> None:
+    cfg = parse_config(bujo_capture(llm={"provider": "openai", "model": "gpt-4o-mini",
+                                         "apiKeyEnv": "OPENAI_API_KEY", "timeoutMs": 20000}))
+    assert cfg.llm is not None
+    assert cfg.llm.provider == "openai"
+    assert cfg.llm.endpoint == "https://api.openai.com"
+    assert cfg.llm.api_key_env == "OPENAI_API_KEY"
+    assert parse_config(bujo_capture()).llm == LlmConfig(provider="ollama", model="qwen3:8b")
+    assert LlmConfig(provider="ollama", model="m").endpoint == "http://localhost:11434"
+
+
+@pytest.mark.parametrize(
+    ("block", "line"),
+    [
+        (journal_with(apiKeyEnv="1BAD"),
+         'memory.embeddings.apiKeyEnv: must be an environment variable name '
+         '([A-Za-z_][A-Za-z0-9_]*), got "1BAD"'),
+        (journal_with(apiKeyEnv=""),
+         'memory.embeddings.apiKeyEnv: must be an environment variable name '
+         '([A-Za-z_][A-Za-z0-9_]*), got ""'),
+        (journal_with(apiKeyEnv="K", apiKey=SECRET),
+         "memory.embeddings.apiKey: set apiKey or apiKeyEnv, not both"),
+        (journal_with(timeoutMs=0), "memory.embeddings.timeoutMs: must be a positive integer"),
+        (journal_with(endpoint="ftp://x"),
+         'memory.embeddings.endpoint: must be an http(s) URL (got "ftp://x")'),
+        (journal_with(endpoint="https://h/v1?x=1"),
+         "memory.embeddings.endpoint: must not carry a query or fragment"),
+        (journal_with(endpoint=f"https://user:{SECRET}@h"),
+         "memory.embeddings.endpoint: must not carry credentials (user:password@); "
+         "name an environment variable with apiKeyEnv"),
+        ({"mode": "journal", "embeddings": {"provider": "ollama", "apiKeyEnv": "K"}},
+         'memory.embeddings.apiKeyEnv: provider "ollama" sends no API key'),
+        ({"mode": "journal", "embeddings": {"provider": "local", "endpoint": "http://h"}},
+         'memory.embeddings.endpoint: provider "local" runs in-process and takes no endpoint'),
+        ({"mode": "journal", "embeddings": {"provider": "local", "timeoutMs": 5}},
+         'memory.embeddings.timeoutMs: provider "local" runs in-process and takes no timeoutMs'),
+        (bujo_capture(llm={**OLLAMA_LLM, "apiKeyEnv": "K"}),
+         'memory.llm.apiKeyEnv: provider "ollama" sends no API key'),
+        (bujo_capture(llm={**AGENT_LLM, "apiKey": SECRET}),
+         'memory.llm.apiKey: provider "agent-host" sends no API key'),
+        (bujo_capture(llm={"provider": "openai", "model": "m", "apiKey": 5}),
+         "memory.llm.apiKey: expected string, got integer"),
+        (bujo_capture(llm={"provider": "openai", "model": "m", "apiKey": " sk x "}),
+         "memory.llm.apiKey: must be a non-empty string without spaces or control characters"),
+    ],
+)
+def test_provider_key_rules(block: dict[str, Any], line: str) -> None:
+    errors = errors_of(block)
+    assert line in errors
+    assert not any(SECRET in error for error in errors)
+
+
+def test_a_literal_key_is_never_shown(tmp_path: Path) -> None:
+    cfg = parse_config(journal_with(apiKey=SECRET))
+    assert cfg.embeddings is not None and cfg.embeddings.api_key is not None
+    assert cfg.embeddings.api_key.get_secret_value() == SECRET
+    assert SECRET not in repr(cfg) and SECRET not in str(cfg)
+    assert SECRET not in json.dumps(cfg.model_dump(mode="json"))
+
+
+def test_a_literal_key_needs_an_owner_only_file(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps({"memory": journal_with(apiKey=SECRET)}))
+    path.chmod(0o644)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    (line,) = info.value.errors
+    assert line == (f"{path}: memory.embeddings.apiKey: a literal API key is read only from an "
+                    "owner-only file (mode 0600, owned by you; this one is mode 0644): "
+                    "chmod 600 it, or name an environment variable with apiKeyEnv")
+    assert SECRET not in line
+    path.chmod(0o600)
+    cfg = load_config(path)
+    assert cfg.embeddings is not None and cfg.embeddings.api_key is not None
+    assert cfg.embeddings.api_key.get_secret_value() == SECRET
+    path.chmod(0o400)
+    assert validate_file(path) == []
+
+
+def test_a_literal_key_in_a_file_someone_else_owns(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, json.dumps(bujo_capture(llm={"provider": "openai", "model": "m",
+                                                        "apiKey": SECRET})))
+    path.chmod(0o600)
+    monkeypatch.setattr("os.geteuid", lambda: path.stat().st_uid + 1)
+    (line,) = validate_file(path)
+    assert line.startswith(f"{path}: memory.llm.apiKey: a literal API key is read only from an "
+                           "owner-only file")
+    assert f"owned by uid {path.stat().st_uid}" in line
+    assert SECRET not in line
+
+
+def test_a_key_env_needs_no_owner_only_file(tmp_path: Path) -> None:
+    path = write(tmp_path, json.dumps({"memory": journal_with(apiKeyEnv="OPENAI_API_KEY")}))
+    path.chmod(0o644)
+    assert validate_file(path) == []
+
+
+def test_the_readme_config_examples_validate() -> None:
+    """Every ```json block of the README's configuration section is a valid config."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", section, re.S)
+    assert blocks
+    for block in blocks:
+        assert parse_config(json.loads(block)).mode in ("lite", "journal", "bujo")

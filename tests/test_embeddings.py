@@ -5,16 +5,20 @@ the model file). What every provider promises is tests/test_embedder_contract.py
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 from local_http import (
+    Dripper,
     FakeServer,
     Recorded,
     Reply,
     Responder,
+    drip_body,
+    drip_headers,
     js,
     raw,
     status,
@@ -173,16 +177,74 @@ def test_timeout_is_unavailable(server: FakeServer) -> None:
         ollama(server, timeout=0.2, retry=RetryPolicy(2, 0.0, 0.0)).embed(["a"])
     elapsed = time.monotonic() - start
     assert info.value.code == "embedding_unavailable"
-    assert "timed out" in str(info.value)
+    assert "timed out after 0.2 s" in str(info.value)
+    assert len(server.requests) == 1  # E36: the deadline is the whole call's, retries included
+    assert elapsed < 0.2 + DEADLINE_MARGIN
+
+
+# --------------------------------------------------------------------------------------------
+# E36 (issue 13 item 5): the timeout bounds the whole call, not each socket read
+
+DEADLINE_MARGIN = 0.5  # how far past its deadline a call may end, on a loaded machine
+
+
+def assert_cut_off(server: FakeServer, start: float, elapsed: float, timeout: float) -> None:
+    """The call ended within the margin of its deadline and its socket was closed then."""
+    assert timeout - 0.05 <= elapsed < timeout + DEADLINE_MARGIN, elapsed
+    give_up = time.monotonic() + 2.0
+    while not server.hangups and time.monotonic() < give_up:
+        time.sleep(0.01)
+    assert server.hangups, "the client never closed its socket"
+    assert server.hangups[0] - start < timeout + DEADLINE_MARGIN
+
+
+@pytest.mark.parametrize("drip", [drip_headers, drip_body], ids=["headers", "body"])
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_a_dripping_server_is_cut_off_at_the_deadline(server: FakeServer, provider: str,
+                                                      drip: Callable[[float], Dripper]) -> None:
+    server.default = drip(0.2)  # a byte every 0.2 s: no single read ever waits 1 s
+    embedder = ollama(server, timeout=1.0) if provider == "ollama" else openai(server, timeout=1.0)
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["a"])
+    elapsed = time.monotonic() - start
+    assert info.value.code == "embedding_unavailable"
+    assert "timed out after 1 s" in str(info.value)
+    assert len(server.requests) == 1
+    assert_cut_off(server, start, elapsed, 1.0)
+
+
+def test_the_reported_drip_ends_a_2_s_call_in_time(server: FakeServer) -> None:
+    """Issue 13's case: one byte every 0.5 s kept a 2 s embedding call running past 40 s."""
+    server.default = drip_body(0.5)
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError):
+        ollama(server, timeout=2.0).embed(["a"])
+    assert_cut_off(server, start, time.monotonic() - start, 2.0)
+
+
+def test_retries_spend_the_same_deadline(server: FakeServer) -> None:
+    """A 5xx is retried, but the retry only gets what is left of the call's deadline."""
+    server.script = [status(503)]
+    server.default = drip_headers(0.2)
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        openai(server, timeout=1.0).embed(["a"])
+    assert "timed out after 1 s" in str(info.value)
     assert len(server.requests) == 2
-    assert elapsed < 2.0
+    assert_cut_off(server, start, time.monotonic() - start, 1.0)
 
 
-def test_timeout_then_success(server: FakeServer) -> None:
-    server.script = [lambda req: (-1, b"")]
-    server.default = openai_ok()
-    out = openai(server, timeout=0.2).embed(["a", "b"])
-    assert out.shape == (2, DIM)
+def test_no_retry_starts_after_the_deadline(server: FakeServer) -> None:
+    """A wait between tries that would pass the deadline ends the call with the real cause."""
+    server.default = status(500, {"error": "model crashed"})
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        ollama(server, timeout=0.3, retry=RetryPolicy(3, 1.0, 1.0)).embed(["a"])
+    assert time.monotonic() - start < 0.3
+    assert info.value.code == "embedding_unavailable"
+    assert "HTTP 500" in str(info.value) and "model crashed" in str(info.value)
+    assert len(server.requests) == 1
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,6 +394,73 @@ def test_make_embedder_uses_the_given_endpoint_without_fallback(server: FakeServ
         embedder.embed(["a"])
     assert info.value.code == "embedding_unavailable"
     assert {r.path for r in server.requests} == {"/api/embed"}  # never another provider
+
+
+KEY = "sk-from-env-0123456789"
+
+
+def test_make_embedder_takes_endpoint_timeout_and_key_env_from_config(
+        server: FakeServer) -> None:
+    """Issue 13 item 15: provider "openai" authenticates with the key the named variable
+    holds, read when the provider is built."""
+    server.default = openai_ok()
+    block = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "text-embedding-3-small", "dim": DIM,
+        "endpoint": server.url + "/v1", "timeoutMs": 1000, "apiKeyEnv": "MEMORY_ES_TEST_KEY"})
+    embedder = make_embedder(block, retry=FAST, environ={"MEMORY_ES_TEST_KEY": KEY})
+    assert embedder is not None
+    assert embedder.embed(["a"]).shape == (1, DIM)
+    (req,) = server.requests
+    assert req.path == "/v1/embeddings"
+    assert req.headers["authorization"] == f"Bearer {KEY}"
+    assert KEY not in repr(embedder)
+    server.default = drip_body(0.2)  # timeoutMs is the request's deadline
+    start = time.monotonic()
+    with pytest.raises(EmbeddingError) as info:
+        embedder.embed(["b"])
+    assert "timed out after 1 s" in str(info.value)
+    assert time.monotonic() - start < 1.0 + DEADLINE_MARGIN
+    assert KEY not in str(info.value)
+
+
+def test_make_embedder_reads_the_process_environment(server: FakeServer,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    server.default = openai_ok()
+    monkeypatch.setenv("MEMORY_ES_TEST_KEY", KEY)
+    block = EmbeddingsConfig.model_validate({
+        "provider": "lmstudio", "model": "m", "dim": DIM, "endpoint": server.url,
+        "apiKeyEnv": "MEMORY_ES_TEST_KEY"})
+    embedder = make_embedder(block, retry=FAST)
+    assert embedder is not None
+    embedder.embed(["a"])
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    literal = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "m", "dim": DIM, "endpoint": server.url,
+        "apiKey": "sk-literal"})
+    other = make_embedder(literal, retry=FAST)
+    assert other is not None
+    other.embed(["a"])
+    assert server.requests[1].headers["authorization"] == "Bearer sk-literal"
+
+
+@pytest.mark.parametrize(("environ", "state"), [({}, "not set"), ({"MISSING_KEY": ""}, "empty")])
+def test_make_embedder_with_an_unset_key_variable(environ: dict[str, str], state: str) -> None:
+    block = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "m", "dim": DIM, "apiKeyEnv": "MISSING_KEY"})
+    with pytest.raises(EmbeddingError) as info:
+        make_embedder(block, environ=environ)
+    assert info.value.code == "embedding_config_invalid"
+    assert str(info.value) == ("memory.embeddings.apiKeyEnv names the environment variable "
+                               f"MISSING_KEY, which is {state}")
+
+
+def test_an_unsendable_key_is_refused_without_showing_it() -> None:
+    block = EmbeddingsConfig.model_validate({
+        "provider": "openai", "model": "m", "dim": DIM, "apiKeyEnv": "K"})
+    with pytest.raises(EmbeddingError) as info:
+        make_embedder(block, environ={"K": "sk-abc\r\nX-Injected: 1"})
+    assert info.value.code == "embedding_config_invalid"
+    assert "sk-abc" not in str(info.value)
 
 
 def test_make_embedder_local_rejects_an_explicit_other_dim() -> None:

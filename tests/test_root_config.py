@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from helpers_capture import extraction, memory, open_capture, script, turn
+from local_http import FakeServer, Recorded, Reply, js
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.cli import main
-from memory_es.config import parse_config
+from memory_es.config import load_config, parse_config
 from memory_es.errors import MemoryEsError
 from memory_es.events import Root
 from memory_es.testing import WordBagEmbedder
@@ -160,3 +161,54 @@ def test_b26_leaving_capture_with_a_retained_plan_is_refused(
     # the root's own config still opens it
     with MemoryStore.open(root, background=False, embedder=WordBagEmbedder()) as again:
         assert (again.config.mode, again.config.write_mode) == ("bujo", "capture")
+
+
+KEY = "sk-from-env-9f8e7d6c5b4a"
+
+
+def test_host_config_file_with_a_key_variable_end_to_end(
+        tmp_path: Path, server: FakeServer, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 13 item 15: a host's whole config file, provider "openai" with its endpoint,
+    timeout and a key from the variable it names, through the CLI and the Python API; the key
+    is sent, and neither the key nor the endpoint is recorded anywhere in the root or logged."""
+    def embeddings(req: Recorded) -> Reply:
+        data = [{"object": "embedding", "index": i, "embedding": [1.0, float(len(t)), 0.5, 0.25]}
+                for i, t in enumerate(req.body["input"])]
+        return js(200, {"object": "list", "data": data, "model": req.body["model"]})
+
+    server.default = embeddings
+    monkeypatch.setenv("MEMORY_ES_TEST_KEY", KEY)
+    root = tmp_path / "root"
+    config = tmp_path / "host.json"
+    config.write_text(json.dumps({
+        "agent": {"name": "mono", "model": "openai-codex:gpt-5.6-terra"},
+        "memory": {"mode": "journal", "embeddings": {
+            "provider": "openai", "model": "text-embedding-3-small", "dim": 4,
+            "endpoint": server.url + "/v1", "timeoutMs": 5000,
+            "apiKeyEnv": "MEMORY_ES_TEST_KEY"}},
+        "tools": {"allowedTools": []}}), "utf-8")
+    config.chmod(0o644)  # a key variable's name needs no owner-only file
+    with caplog.at_level(logging.DEBUG, logger="memory_es"):
+        assert main(["--root", str(root), "--config", str(config), "admit", "--run-id", "r",
+                     "--answer", DENTIST]) == 0
+        assert main(["--root", str(root), "--config", str(config), "drain"]) == 0
+        capsys.readouterr()
+        assert main(["--root", str(root), "--config", str(config), "search", "dentist",
+                     "--json"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["degraded"] is False
+        with MemoryStore.open(root, load_config(config), background=False) as store:
+            assert not store.search("dentist").degraded
+    assert server.requests
+    assert {r.headers.get("authorization") for r in server.requests} == {f"Bearer {KEY}"}
+    [event] = root_events(root)
+    assert event.embeddings == {"provider": "openai", "model": "text-embedding-3-small",
+                                "dim": 4}
+    address = server.url.removeprefix("http://").encode()
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert KEY.encode() not in data, path
+            assert address not in data, path
+    assert not any(KEY in record.getMessage() for record in caplog.records)

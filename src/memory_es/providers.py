@@ -8,6 +8,8 @@ every transport failure and malformed reply into its family's error, worded one 
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from typing import ClassVar, TypeVar
 
@@ -16,9 +18,13 @@ import msgspec
 from memory_es.errors import MemoryEsError
 from memory_es.transport import HttpError, JsonClient, Kind, RetryPolicy, endpoint_problem
 
-__all__ = ["HttpProvider", "ProviderError"]
+__all__ = ["HttpProvider", "ProviderError", "configured_key"]
 
 T = TypeVar("T")
+
+# A key goes into an HTTP header: whitespace or a control character would break it (and
+# http.client's complaint would quote it).
+_UNSENDABLE = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 class ProviderError(MemoryEsError):
@@ -60,8 +66,31 @@ class ProviderError(MemoryEsError):
         return endpoint.rstrip("/")
 
 
+def configured_key(literal: str | None, env_name: str | None, *, setting: str,
+                   error: type[ProviderError],
+                   environ: Mapping[str, str] | None = None) -> str | None:
+    """The API key a provider block configures: its literal ``apiKey``, else the value of the
+    environment variable its ``apiKeyEnv`` names, else None.
+
+    This is the one place the engine reads the environment, and only when a provider is built
+    (never in validation or a projection). A named variable that is unset or empty is the
+    family's ``config_invalid`` error, naming the variable, never a value.
+    """
+    if literal is not None:
+        return literal
+    if env_name is None:
+        return None
+    value = (os.environ if environ is None else environ).get(env_name)
+    if not value:
+        state = "not set" if value is None else "empty"
+        raise error(f"{setting}.apiKeyEnv names the environment variable {env_name}, which is "
+                    f"{state}", code=error.config_invalid)
+    return value
+
+
 class HttpProvider:
-    """POSTs JSON to one URL with bounded reads and retries; failures end as ``error``.
+    """POSTs JSON to one URL with bounded reads and retries, each call within its timeout
+    (one deadline for every try, E36); failures end as ``error``.
 
     ``who`` names the model in messages (``ollama model 'm'``); ``service`` names what was
     unavailable or rejected (by default ``who``).
@@ -72,13 +101,14 @@ class HttpProvider:
     reply_name: ClassVar[str] = "response"
 
     def __init__(self, url: str, *, who: str, service: str | None = None,
-                 api_key: str | None, retry: RetryPolicy | None, max_bytes: int,
-                 retry_timeouts: bool) -> None:
+                 api_key: str | None, retry: RetryPolicy | None, max_bytes: int) -> None:
         self._url = url
         self._who = who
         self._service = who if service is None else service
-        self._client = JsonClient(url, api_key=api_key, retry=retry, max_bytes=max_bytes,
-                                  retry_timeouts=retry_timeouts)
+        if api_key is not None and (not api_key or _UNSENDABLE.search(api_key)):
+            raise self.error(f"the API key for {who} must be non-empty, without whitespace or "
+                             "control characters", code=self.error.config_invalid)
+        self._client = JsonClient(url, api_key=api_key, retry=retry, max_bytes=max_bytes)
 
     @property
     def url(self) -> str:
@@ -93,7 +123,7 @@ class HttpProvider:
             raise self._failure(exc, timeout) from exc
 
     def _failure(self, exc: HttpError, timeout: float) -> ProviderError:
-        # A kind the family does not code separately (embeddings retry timeouts) is unavailable.
+        # A kind the family does not code separately (embeddings: timeouts) is unavailable.
         kind: Kind = exc.kind if exc.kind in self.error.http_codes else "unavailable"
         if kind == "timeout":
             message = f"{self._service} at {self._url} timed out after {timeout:g} s"

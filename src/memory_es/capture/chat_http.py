@@ -8,8 +8,11 @@
 
 A transient failure (connection refused or reset, HTTP 5xx, 429, 408) is retried a few times
 inside the call; after that, and for every other failure, the call raises
-:class:`~memory_es.capture.models.ModelError`. A timeout is *not* retried inside the call: the
-budget is per call, and three back-to-back 60 s waits would only hold the worker longer.
+:class:`~memory_es.capture.models.ModelError`. The timeout is the whole call's deadline (E36):
+connect, send, headers and body of every try and the waits between tries all come out of it,
+so a call never holds the worker longer than ``memory.llm.timeoutMs`` (plus a few
+milliseconds); when it runs out the call fails with ``model_timeout`` and the durable backoff
+takes over.
 Transport and error wording are shared with the embedding providers (:mod:`memory_es.providers`).
 """
 
@@ -76,8 +79,8 @@ class _OpenAIResponse(msgspec.Struct):
 
 
 class _HttpChat(HttpProvider):
-    """A chat model behind one URL. Timeouts are not retried inside a call: the durable
-    backoff takes over."""
+    """A chat model behind one URL. The timeout bounds the whole call, retries included: the
+    durable backoff takes over after it."""
 
     error = ModelError
     reply_name = "response envelope"
@@ -90,7 +93,7 @@ class _HttpChat(HttpProvider):
         self.model = model
         self.name = f"{self.provider}:{model}"
         super().__init__(url, who=f"{self.provider} model {model!r}", api_key=api_key,
-                         retry=retry, max_bytes=_MAX_RESPONSE_BYTES, retry_timeouts=False)
+                         retry=retry, max_bytes=_MAX_RESPONSE_BYTES)
 
     def __repr__(self) -> str:  # never shows the API key
         return f"{type(self).__name__}(model={self.model!r}, url={self._url!r})"

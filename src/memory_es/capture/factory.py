@@ -4,7 +4,7 @@ import each other."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.models import (
@@ -14,21 +14,33 @@ from memory_es.capture.models import (
     ModelError,
 )
 from memory_es.config import LlmConfig, MemoryConfig
+from memory_es.providers import configured_key
 from memory_es.transport import RetryPolicy, one_line
 
 
 def make_chat_model(llm: LlmConfig, *, api_key: str | None = None,
                     openai_endpoint: str | None = None,
-                    retry: RetryPolicy | None = None) -> ChatModel:
+                    retry: RetryPolicy | None = None,
+                    environ: Mapping[str, str] | None = None) -> ChatModel:
     """The chat model ``memory.llm`` names, used for extraction and review (and classification
-    unless ``reconcileModel`` is set, E31).
+    unless ``reconcileModel`` is set, E31). Each call's timeout is ``llm.timeoutMs``, passed
+    per call (:func:`~memory_es.capture.models.timeout_seconds`).
 
-    ``ollama`` talks to ``llm.endpoint``'s ``/api/chat``. The config has no ``openai``
-    provider: a host that serves ``llm.model`` from an OpenAI-compatible server passes that
-    server's ``openai_endpoint`` (and ``api_key``), read from its own config or environment;
-    nothing is read here (O1). ``agent-host`` runs models through the host's runtime, which is
-    host plumbing (SPEC P), so it raises ``model_provider_unsupported``.
+    ``openai`` talks to the OpenAI-compatible ``llm.endpoint`` (default
+    ``https://api.openai.com``) with the key ``llm.apiKey`` holds or the environment variable
+    ``llm.apiKeyEnv`` names (read from ``environ``, by default the process environment, here
+    and only here). ``ollama`` talks to ``llm.endpoint``'s ``/api/chat``; a host that serves an
+    ``ollama`` block's model from an OpenAI-compatible server may still pass that server's
+    ``openai_endpoint`` (and ``api_key``). ``agent-host`` runs models through the host's
+    runtime, which is host plumbing (SPEC P), so it raises ``model_provider_unsupported``.
     """
+    if llm.provider == "openai":
+        if api_key is None:
+            secret = llm.api_key.get_secret_value() if llm.api_key is not None else None
+            api_key = configured_key(secret, llm.api_key_env, setting="memory.llm",
+                                     error=ModelError, environ=environ)
+        return OpenAICompatibleChat(llm.model, openai_endpoint or llm.endpoint,
+                                    api_key=api_key, retry=retry)
     if llm.provider == "agent-host":
         raise ModelError(f'memory.llm.provider "agent-host" ({one_line(llm.model)}) runs on '
                          "the agent-host runtime, which is host plumbing (SPEC P): the host "

@@ -3,7 +3,9 @@
 Config is strict on purpose: a typo, a wrong type or a setting the chosen tier cannot honour is an
 error, never a silent default, coercion, fallback or tier downshift (O1-O9, A5). Every problem found
 is reported at once, one line each, starting with the dotted camelCase key path, so an operator can
-fix a file in one pass. No environment variable is ever consulted (O1).
+fix a file in one pass. No environment variable is ever consulted (O1): a provider's
+``apiKeyEnv`` is only the name of one, read when that provider is built (``make_embedder``,
+``make_chat_model``), never by validation or a projection.
 
 - :mod:`~memory_es.config.model`: the pydantic blocks (:class:`MemoryConfig` and its parts);
 - :mod:`~memory_es.config.rules`: cross-field rules and the wording of every problem;
@@ -18,9 +20,12 @@ from memory_es.config.model import (
     DEFAULT_EMBEDDINGS_DIM,
     DEFAULT_EMBEDDINGS_MODELS,
     DEFAULT_EMBEDDINGS_PROVIDER,
+    DEFAULT_EMBEDDINGS_TIMEOUT_MS,
     DEFAULT_LLM_ENDPOINT,
     DEFAULT_LLM_TIMEOUT_MS,
+    DEFAULT_OPENAI_ENDPOINT,
     FOCUS_MAX_BYTES,
+    KEYED_PROVIDERS,
     CalibrationConfig,
     CaptureConfig,
     CaptureKind,
@@ -41,12 +46,15 @@ __all__ = [
     "DEFAULT_EMBEDDINGS_DIM",
     "DEFAULT_EMBEDDINGS_MODELS",
     "DEFAULT_EMBEDDINGS_PROVIDER",
+    "DEFAULT_EMBEDDINGS_TIMEOUT_MS",
     "DEFAULT_LLM_ENDPOINT",
     "DEFAULT_LLM_TIMEOUT_MS",
     "DEFAULT_MODE",
+    "DEFAULT_OPENAI_ENDPOINT",
     "DEFAULT_PATH",
     "DEFAULT_WRITE_MODE",
     "FOCUS_MAX_BYTES",
+    "KEYED_PROVIDERS",
     "CalibrationConfig",
     "CaptureConfig",
     "CaptureKind",

@@ -1,9 +1,11 @@
 """Reading a `memory` config: a decoded JSON value (parse_config) or a file (load_config).
 
-A file is strict JSON: duplicate keys, NaN/Infinity and non-UTF-8 bytes are errors rather than
-being guessed at. Field errors, cross-field rules and file problems are all reported together
-in one :class:`~memory_es.errors.ConfigError`, one line each. No environment variable is ever
-consulted (O1).
+A document is the `memory` block itself or a host's whole config with the block under
+`memory` (the host's other sections are not read). A file is strict JSON: duplicate keys,
+NaN/Infinity and non-UTF-8 bytes are errors rather than being guessed at. Field errors,
+cross-field rules and file problems are all reported together in one
+:class:`~memory_es.errors.ConfigError`, one line each. No environment variable is ever
+consulted here (O1): ``apiKeyEnv`` is only a name until a provider is built.
 """
 
 from __future__ import annotations
@@ -20,14 +22,35 @@ from memory_es.config.model import LOADING, MemoryConfig
 from memory_es.config.rules import ROOT, format_validation_error, json_type, key_path, rule_errors
 from memory_es.errors import ConfigError
 
-__all__ = ["load_config", "parse_config", "validate_file"]
+__all__ = ["is_host_file", "load_config", "parse_config", "validate_file"]
+
+# The block's file keys (camelCase), to tell a bare block from something else.
+_BLOCK_KEYS: frozenset[str] = frozenset(
+    field.alias or name for name, field in MemoryConfig.model_fields.items()
+)
+
+
+def is_host_file(obj: object) -> bool:
+    """A document with a top-level ``memory`` key is a host's config (``{"memory": {...}}``
+    alone, or beside the host's own sections); anything else is the memory block itself."""
+    return isinstance(obj, Mapping) and ROOT in obj
 
 
 def _unwrap(obj: object) -> object:
-    """`{"memory": {...}}` (only that key) is the wrapper form; anything else is the block."""
-    if isinstance(obj, Mapping) and len(obj) == 1 and ROOT in obj:
-        return obj[ROOT]
-    return obj
+    """The memory block of a host config, or the document itself when it is the block."""
+    return obj[ROOT] if isinstance(obj, Mapping) and is_host_file(obj) else obj
+
+
+def _shape_error(obj: object) -> str | None:
+    """The one precise error for an object that is neither shape: no ``memory`` key and not
+    one key of the block (a block with some known keys gets an error per unknown key)."""
+    if not isinstance(obj, Mapping) or not obj or is_host_file(obj):
+        return None
+    if any(key in MemoryConfig.model_fields or key in _BLOCK_KEYS for key in obj):
+        return None
+    keys = ", ".join(json.dumps(str(key), ensure_ascii=True) for key in obj)
+    return (f'{ROOT}: neither a memory block nor a host config with a "{ROOT}" object '
+            f"(top-level keys: {keys})")
 
 
 def _dedupe(lines: Iterable[str]) -> list[str]:
@@ -36,10 +59,14 @@ def _dedupe(lines: Iterable[str]) -> list[str]:
 
 
 def parse_config(obj: object) -> MemoryConfig:
-    """Validate an already-decoded JSON value: the wrapper form or the bare block.
+    """Validate an already-decoded JSON value: a host config (its ``memory`` object is read,
+    every other top-level key is the host's and ignored) or the bare block.
 
     Raises ConfigError listing every problem: field errors and cross-field rules together.
     """
+    shape = _shape_error(obj)
+    if shape is not None:
+        raise ConfigError([shape])
     block = _unwrap(obj)
     if not isinstance(block, Mapping):
         raise ConfigError([f"{ROOT}: expected object, got {json_type(block)}"])
@@ -90,18 +117,13 @@ def _duplicate_errors(value: object, path: str) -> list[str]:
     errors: list[str] = []
     if isinstance(value, _JsonObject):
         for key in value.duplicates:
-            errors.append(f"{_child_path(path, key)}: duplicate key")
+            errors.append(f"{key_path([key], path)}: duplicate key")
         for key, child in value.items():
-            errors.extend(_duplicate_errors(child, _child_path(path, key)))
+            errors.extend(_duplicate_errors(child, key_path([key], path)))
     elif isinstance(value, list):
         for index, child in enumerate(value):
             errors.extend(_duplicate_errors(child, f"{path}[{index}]"))
     return errors
-
-
-def _child_path(path: str, key: str) -> str:
-    """`path.key`, or the key alone at the top of a wrapper document (path "")."""
-    return key_path([key], path) if path else key_path([], key)
 
 
 def _plain(value: object) -> object:
@@ -113,16 +135,43 @@ def _plain(value: object) -> object:
     return value
 
 
+def _key_file_errors(name: str, block: object, stat: os.stat_result) -> list[str]:
+    """A literal ``apiKey`` is read only from an owner-only file (no group or other access,
+    owned by this user); one line per key otherwise, naming the file, never the key."""
+    if not isinstance(block, Mapping):
+        return []
+    keyed = [section for section in ("llm", "embeddings")
+             if isinstance(block.get(section), Mapping) and "apiKey" in block[section]]
+    if not keyed:
+        return []
+    problems = []
+    if stat.st_mode & 0o077:
+        problems.append(f"mode {stat.st_mode & 0o7777:04o}")
+    if stat.st_uid != os.geteuid():
+        problems.append(f"owned by uid {stat.st_uid}")
+    if not problems:
+        return []
+    return [f"{name}: {ROOT}.{section}.apiKey: a literal API key is read only from an "
+            f"owner-only file (mode 0600, owned by you; this one is {' and '.join(problems)}): "
+            "chmod 600 it, or name an environment variable with apiKeyEnv" for section in keyed]
+
+
 def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:
     """Read and validate a JSON config file; None means all defaults (Lite, O1).
 
     Duplicate keys, NaN/Infinity and non-UTF-8 bytes are errors rather than being guessed at.
+    The file may be a host's whole config (the ``memory`` object is read). A literal
+    ``apiKey`` is accepted only from an owner-only file (mode 0600 or stricter, owned by
+    this user); ``apiKeyEnv`` names an environment variable instead, read only when the
+    provider is built.
     """
     if path is None:
         return MemoryConfig()
     name = os.fspath(path)
     try:
-        data = Path(name).read_bytes()
+        with Path(name).open("rb") as handle:
+            data = handle.read()
+            stat = os.fstat(handle.fileno())  # the file read, not what the path names later
     except FileNotFoundError:
         raise ConfigError([f"{name}: config file not found"]) from None
     except OSError as exc:
@@ -144,8 +193,13 @@ def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:
     except RecursionError:
         raise ConfigError([f"{name}: invalid JSON: nested too deeply"]) from None
 
-    wrapped = isinstance(document, Mapping) and len(document) == 1 and ROOT in document
-    errors = _duplicate_errors(document, "" if wrapped else ROOT)
+    if isinstance(document, _JsonObject) and is_host_file(document):
+        # The host's own sections are not ours to judge; only `memory` and what it holds are.
+        errors = [f"{ROOT}: duplicate key"] if ROOT in document.duplicates else []
+        errors.extend(_duplicate_errors(document[ROOT], ROOT))
+    else:
+        errors = _duplicate_errors(document, ROOT)
+    errors.extend(_key_file_errors(name, _unwrap(document), stat))
     try:
         config = parse_config(_plain(document))
     except ConfigError as exc:

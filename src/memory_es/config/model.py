@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -41,9 +42,12 @@ __all__ = [
     "DEFAULT_EMBEDDINGS_DIM",
     "DEFAULT_EMBEDDINGS_MODELS",
     "DEFAULT_EMBEDDINGS_PROVIDER",
+    "DEFAULT_EMBEDDINGS_TIMEOUT_MS",
     "DEFAULT_LLM_ENDPOINT",
     "DEFAULT_LLM_TIMEOUT_MS",
+    "DEFAULT_OPENAI_ENDPOINT",
     "FOCUS_MAX_BYTES",
+    "KEYED_PROVIDERS",
     "LOADING",
     "LOCAL_EMBEDDINGS_DIM",
     "LOCAL_MODELS",
@@ -61,13 +65,19 @@ __all__ = [
     "is_runtime_model_ref",
 ]
 
-LlmProvider = Literal["ollama", "agent-host"]
+LlmProvider = Literal["ollama", "agent-host", "openai"]
 EmbeddingsProvider = Literal["ollama", "lmstudio", "openai", "local"]
 CaptureKind = Literal["fact", "preference", "lesson"]
 
 # Defaults the reference states (SPEC O table).
 DEFAULT_LLM_ENDPOINT: Final = "http://localhost:11434"
 DEFAULT_LLM_TIMEOUT_MS: Final = 60000
+# Not in the reference: the OpenAI-compatible chat provider's server, and how long one
+# embedding request may take, retries included (E36's deadline, for embeddings).
+DEFAULT_OPENAI_ENDPOINT: Final = "https://api.openai.com"
+DEFAULT_EMBEDDINGS_TIMEOUT_MS: Final = 30000
+# The providers that send an API key (as a bearer token): the OpenAI-compatible ones.
+KEYED_PROVIDERS: Final = frozenset({"openai", "lmstudio"})
 DEFAULT_EMBEDDINGS_PROVIDER: Final[EmbeddingsProvider] = "ollama"
 DEFAULT_EMBEDDINGS_DIM: Final = 768
 DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
@@ -90,6 +100,59 @@ LOADING: Final = "memory_es.config.loading"  # validation-context flag set by pa
 # provider:model, both non-empty, no whitespace; the model part may itself hold colons (qwen3:8b).
 _RUNTIME_REF = re.compile(r"[^\s:]+:\S+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _checked_endpoint(value: str) -> str:
+    """A provider endpoint: an http(s) URL without credentials, query or fragment. A URL that
+    carries credentials is refused without echoing it (its password would be in the error)."""
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        userinfo = "@" in parts.netloc
+    except ValueError:
+        valid, userinfo = False, "@" in value
+    if userinfo:
+        raise rule("must not carry credentials (user:password@); name an environment "
+                   "variable with apiKeyEnv")
+    if not valid or any(ch.isspace() for ch in value) or _CONTROL.search(value):
+        raise rule(f"must be an http(s) URL (got {quote(value)})")
+    if parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise rule("must not carry a query or fragment")
+    return value
+
+
+def _checked_key_env(value: str | None, info: ValidationInfo) -> str | None:
+    """``apiKeyEnv``: the name of the environment variable that holds the key, read only when
+    the provider is built (never by a projection)."""
+    if value is None:
+        return None
+    _keyed(info)
+    if not _ENV_NAME.fullmatch(value):
+        raise rule(f"must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*), "
+                   f"got {quote(value)}")
+    return value
+
+
+def _checked_key(value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+    """``apiKey``: a literal key (load_config reads it only from an owner-only file); never
+    echoed in an error."""
+    if value is None:
+        return None
+    _keyed(info)
+    if info.data.get("api_key_env") is not None:
+        raise rule("set apiKey or apiKeyEnv, not both")
+    secret = value.get_secret_value()
+    if not secret or any(ch.isspace() for ch in secret) or _CONTROL.search(secret):
+        raise rule("must be a non-empty string without spaces or control characters")
+    return value
+
+
+def _keyed(info: ValidationInfo) -> None:
+    """Only an OpenAI-compatible provider sends a key; elsewhere it would be silently unused."""
+    provider = info.data.get("provider")
+    if isinstance(provider, str) and provider not in KEYED_PROVIDERS:
+        raise rule(f"provider {quote(provider)} sends no API key")
 
 
 def is_runtime_model_ref(value: str) -> bool:
@@ -124,8 +187,13 @@ class LlmConfig(_Block):
 
     provider: LlmProvider
     model: str
-    endpoint: str = DEFAULT_LLM_ENDPOINT
+    endpoint: str = Field(default_factory=lambda data: _default_llm_endpoint(data))
     timeout_ms: int = Field(default=DEFAULT_LLM_TIMEOUT_MS, gt=0)
+    api_key_env: str | None = None
+    api_key: SecretStr | None = None
+
+    _key_env = field_validator("api_key_env")(_checked_key_env)
+    _key = field_validator("api_key")(_checked_key)
 
     @field_validator("model")
     @classmethod
@@ -143,15 +211,13 @@ class LlmConfig(_Block):
     @field_validator("endpoint")
     @classmethod
     def _endpoint_is_http_url(cls, value: str) -> str:
-        """The Ollama chat endpoint is an HTTP(S) URL; anything else cannot be called."""
-        try:
-            parts = urlsplit(value)
-            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-        except ValueError:
-            valid = False
-        if not valid or any(ch.isspace() for ch in value) or _CONTROL.search(value):
-            raise rule(f"must be an http(s) URL (got {quote(value)})")
-        return value
+        """The chat endpoint is an HTTP(S) URL; anything else cannot be called."""
+        return _checked_endpoint(value)
+
+
+def _default_llm_endpoint(data: dict[str, Any]) -> str:
+    """Ollama's local server (the reference's default), or OpenAI's for provider openai."""
+    return DEFAULT_OPENAI_ENDPOINT if data.get("provider") == "openai" else DEFAULT_LLM_ENDPOINT
 
 
 def _default_embeddings_model(data: dict[str, Any]) -> str | None:
@@ -198,6 +264,22 @@ class EmbeddingsConfig(_Block):
     model: str | None = Field(default_factory=_default_embeddings_model)
     dim: int = Field(default_factory=_default_embeddings_dim, gt=0)
     calibration: CalibrationConfig | None = None
+    endpoint: str | None = None  # None: the provider's own default server
+    timeout_ms: int = Field(default=DEFAULT_EMBEDDINGS_TIMEOUT_MS, gt=0)
+    api_key_env: str | None = None
+    api_key: SecretStr | None = None
+
+    _key_env = field_validator("api_key_env")(_checked_key_env)
+    _key = field_validator("api_key")(_checked_key)
+
+    @field_validator("endpoint", "timeout_ms")
+    @classmethod
+    def _remote_only(cls, value: Any, info: ValidationInfo) -> Any:
+        """The local provider runs in-process: a server or a timeout would be silently unused."""
+        if info.data.get("provider") == "local":
+            key = "endpoint" if info.field_name == "endpoint" else "timeoutMs"
+            raise rule(f'provider "local" runs in-process and takes no {key}')
+        return _checked_endpoint(value) if info.field_name == "endpoint" else value
 
     @model_validator(mode="after")
     def _local_is_one_model(self) -> EmbeddingsConfig:

@@ -7,12 +7,14 @@
 
 Rows come back L2-normalised, shape ``(len(texts), dim)``, and an :class:`EmbeddingIdentity`
 keys the vector cache (B25; :mod:`memory_es.embeddings.base`). :func:`make_embedder` builds the
-provider a ``memory.embeddings`` block names; a provider never falls back to another one (O9)
-and nothing here reads the environment (O1).
+provider a ``memory.embeddings`` block names, with its endpoint, timeout and API key; a provider
+never falls back to another one (O9). The environment is read only for the variable the block's
+``apiKeyEnv`` names, when the provider is built (O1 maps no variable to a setting).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from memory_es.embeddings.base import (
@@ -32,6 +34,7 @@ from memory_es.embeddings.http import (
 )
 from memory_es.embeddings.local import LOCAL_DIM, LOCAL_MAX_TOKENS, LOCAL_MODEL, LocalEmbedder
 from memory_es.embeddings.use import USE_DIM, USE_MODEL, UseEmbedder
+from memory_es.providers import configured_key
 from memory_es.transport import RetryPolicy, one_line
 
 # The offline models the ``local`` provider runs, with their dimensions; the first is its default.
@@ -81,13 +84,17 @@ def make_embedder(
     *,
     endpoint: str | None = None,
     api_key: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT_S,
+    timeout: float | None = None,
     retry: RetryPolicy | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Embedder | None:
     """The provider a ``memory.embeddings`` block names; ``None`` when there is no block.
 
-    There is never a fallback to another provider (O9). ``endpoint`` defaults per provider
-    (:data:`DEFAULT_ENDPOINTS`); ``api_key`` is sent as a bearer token by the OpenAI-compatible
+    There is never a fallback to another provider (O9). The block's ``endpoint`` (else the
+    provider's, :data:`DEFAULT_ENDPOINTS`), ``timeoutMs`` (each request's deadline, retries
+    included, E36) and API key (``apiKey``, or the variable ``apiKeyEnv`` names, read from
+    ``environ``, by default the process environment) are used; the keyword arguments, when
+    given, override them. The key is sent as a bearer token by the OpenAI-compatible
     providers. ``local`` takes no endpoint and runs only the models in :data:`LOCAL_DIMS`,
     each at its own dimension: an explicitly set different ``dim`` is a dimension mismatch.
     """
@@ -97,6 +104,8 @@ def make_embedder(
     model = config.model
     dim = int(config.dim)
     explicit: set[str] = set(getattr(config, "model_fields_set", set()) or ())
+    endpoint = endpoint if endpoint is not None else config.endpoint
+    seconds = timeout if timeout is not None else config.timeout_ms / 1000.0
     if provider == "local":
         if endpoint is not None:
             raise EmbeddingError("the local embedding provider takes no endpoint",
@@ -114,8 +123,12 @@ def make_embedder(
                              f"{one_line(provider)}", code=CONFIG_INVALID)
     if provider == "ollama":
         return OllamaEmbedder(model, dim, endpoint or DEFAULT_ENDPOINTS["ollama"],
-                              timeout=timeout, retry=retry)
+                              timeout=seconds, retry=retry)
     if provider in ("lmstudio", "openai"):
+        if api_key is None:
+            secret = config.api_key.get_secret_value() if config.api_key is not None else None
+            api_key = configured_key(secret, config.api_key_env, setting="memory.embeddings",
+                                     error=EmbeddingError, environ=environ)
         return OpenAICompatibleEmbedder(provider, model, dim, endpoint, api_key=api_key,
-                                        timeout=timeout, retry=retry)
+                                        timeout=seconds, retry=retry)
     raise EmbeddingError(f"unknown embeddings provider {one_line(provider)}", code=CONFIG_INVALID)

@@ -3,10 +3,12 @@
 - ``ollama``: ``POST {endpoint}/api/embed``;
 - ``lmstudio`` and ``openai``: the OpenAI-compatible ``POST {endpoint}/v1/embeddings``.
 
-A transient failure (connection refused, timeout, 5xx, 429) is retried a few times inside one
-call, then reported as ``embedding_unavailable``. The endpoint and API key come only from the
-caller (O1); transport and error wording are shared with the chat models
-(:mod:`memory_es.providers`).
+A transient failure (connection refused, 5xx, 429) is retried a few times inside one request,
+then reported as ``embedding_unavailable``. The timeout is each request's deadline, its
+retries included (E36): a request that runs out of it is ``embedding_unavailable`` ("timed
+out after N s"); an ``embed`` of more than 32 texts makes one request per batch. The endpoint
+and API key come only from the caller (O1); transport and error wording are shared with the
+chat models (:mod:`memory_es.providers`).
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ class _OpenAIResponse(msgspec.Struct):
 
 
 class _HttpEmbedder(HttpProvider):
-    """An embedding model behind one URL; transient failures, timeouts included, are retried
-    inside the call."""
+    """An embedding model behind one URL; transient failures are retried within each request's
+    deadline."""
 
     error = EmbeddingError
 
@@ -86,8 +88,7 @@ class _HttpEmbedder(HttpProvider):
         self._timeout = timeout
         self._batch_size = batch_size
         super().__init__(url, who=f"{provider} model {model!r}", service=f"{provider} embeddings",
-                         api_key=api_key, retry=retry, max_bytes=_MAX_RESPONSE_BYTES,
-                         retry_timeouts=True)
+                         api_key=api_key, retry=retry, max_bytes=_MAX_RESPONSE_BYTES)
 
     @property
     def identity(self) -> EmbeddingIdentity:
