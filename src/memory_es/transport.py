@@ -1,10 +1,10 @@
 """The one JSON-over-HTTP transport the providers share (embeddings, chat models).
 
-stdlib ``http.client`` and ``socket`` only: no proxy from the environment, redirects never
+stdlib ``http.client`` and ``socket``: no proxy from the environment, redirects never
 followed (a POST and its Authorization header stay on the configured endpoint), bounded reads,
-and retries for transient failures (connection errors, 5xx, 408, 429) inside one call. Every
-failure ends as an ``HttpError`` whose ``kind`` :mod:`memory_es.providers` maps to the
-provider's error codes.
+and tenacity retries for transient failures (connection errors, 5xx, 408, 429) inside one
+call. Every failure ends as an ``HttpError`` whose ``kind`` :mod:`memory_es.providers` maps
+to the provider's error codes.
 
 The timeout is the whole call's deadline (E36), not a per-read socket timeout: name
 resolution, connect, TLS handshake, sending, the response headers and the body of every try,
@@ -26,6 +26,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
+
+from tenacity import (
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_before_delay,
+    wait_exponential,
+)
 
 ERROR_SNIPPET: Final = 200
 
@@ -113,10 +121,6 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self._end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        """Seconds left (0 once passed)."""
-        return max(0.0, self._end - time.monotonic())
 
     def left(self) -> float:
         """Seconds left for the next wait; ``TimeoutError`` once the deadline has passed."""
@@ -278,20 +282,24 @@ class JsonClient:
         """The response body of a 2xx reply; ``HttpError`` for everything else."""
         policy = self._retry
         deadline = Deadline(timeout)
-        tries = 0
-        while True:
-            tries += 1
-            try:
-                return self._post_once(payload, deadline)
-            except _Transient as exc:
-                said = "1 try" if tries == 1 else f"{tries} tries"
-                if tries >= policy.attempts:
-                    raise HttpError("unavailable", f"{exc}; {said}") from exc
-                wait = min(policy.wait_max_s, policy.wait_initial_s * 2 ** (tries - 1))
-                if wait >= deadline.remaining():
-                    raise HttpError("unavailable", f"{exc}; {said}, no time left for "
-                                    f"another within {timeout:g} s") from exc
-                time.sleep(wait)
+        # tenacity retries transient failures; a retry starts only if its wait ends before
+        # the deadline (stop_before_delay), so waits and tries share the one budget.
+        retrying = Retrying(
+            stop=stop_after_attempt(policy.attempts) | stop_before_delay(timeout),
+            wait=wait_exponential(multiplier=policy.wait_initial_s, min=policy.wait_initial_s,
+                                  max=policy.wait_max_s),
+            retry=retry_if_exception_type(_Transient),
+            reraise=True,
+        )
+        try:
+            body: bytes = retrying(self._post_once, payload, deadline)
+            return body
+        except _Transient as exc:
+            tries = int(retrying.statistics.get("attempt_number", 1))
+            said = "1 try" if tries == 1 else f"{tries} tries"
+            if tries < policy.attempts:
+                said += f", no time left for another within {timeout:g} s"
+            raise HttpError("unavailable", f"{exc}; {said}") from exc
 
     def _headers(self, size: int) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json",
