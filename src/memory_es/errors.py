@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterable
+
+import apsw
 
 
 class MemoryEsError(Exception):
@@ -46,3 +49,19 @@ class ConfigError(MemoryEsError, ValueError):
 
     def __str__(self) -> str:
         return "\n".join(self.errors)
+
+
+# What "could not write or read the disk" looks like from SQLite and the OS.
+_IO_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+
+
+def io_problem(error: BaseException) -> str | None:
+    """A content-free description when ``error`` is the disk failing (full, read-only, I/O),
+    else None: callers report such failures under the one code ``io_error``."""
+    if isinstance(error, apsw.FullError) or (isinstance(error, OSError)
+                                              and error.errno in (errno.ENOSPC, errno.EDQUOT)):
+        return "disk full"
+    if isinstance(error, _IO_ERRORS) or (isinstance(error, OSError) and error.errno in (
+            errno.EIO, errno.EROFS, errno.EFBIG)):
+        return f"I/O error ({type(error).__name__})"
+    return None

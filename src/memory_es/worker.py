@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from memory_es.errors import io_problem
 from memory_es.fsutil import atomic_write, crash_point, make_private_dir
 from memory_es.journal.lock import writer_alive
 
@@ -25,6 +26,7 @@ T = TypeVar("T")
 RUNTIME_DIR = ".runtime"
 SNAPSHOT_FILE = "snapshot.json"
 HEARTBEAT_SECONDS = 5.0
+BACKOFF_MAX_SECONDS = 30.0
 SNAPSHOT_MIN_INTERVAL = 0.05
 
 
@@ -98,6 +100,7 @@ class Worker:
         self._published_stop = threading.Event()
         self.cancel = threading.Event()
         self.state = "running"
+        self._failures = 0  # failing stages since the last clean pass (backoff, log rate)
         self._thread = threading.Thread(target=self._run, name="memory-es-worker", daemon=True)
         self._publisher = threading.Thread(target=self._publish_loop,
                                            name="memory-es-snapshot", daemon=True)
@@ -128,14 +131,23 @@ class Worker:
     def _run(self) -> None:
         store = self._store
         while True:
+            failed_before = self._failures
             worked = self._guarded("attempt", lambda: store.run_due(self.cancel), 0)
             if not self.cancel.is_set():
                 self._guarded("projection", store.project, None)
-                if self._guarded("embedding", store.embed_pending, 0):
+                if self._guarded("embedding", store.embed_pending, 0) and \
+                        self._failures == failed_before:
                     continue  # more may wait; a busy provider never blocks admission
             self._dirty.set()
             if self.cancel.is_set():
                 return
+            if self._failures > failed_before:
+                # A failing pass (disk full, I/O) backs off instead of spinning; a stop still
+                # ends the wait at once (issue 13 item 6).
+                if self._stopping.wait(self._backoff()):
+                    return
+                continue
+            self._failures = 0
             if worked:
                 continue
             if self._stopping.is_set():
@@ -145,15 +157,24 @@ class Worker:
                 HEARTBEAT_SECONDS))
             self._wake.clear()
 
-    @staticmethod
-    def _guarded(stage: str, call: Callable[[], T], fallback: T) -> T:
+    def _backoff(self) -> float:
+        """Seconds to wait after the n-th failing pass in a row: 0.5 s doubling to 30 s."""
+        return min(BACKOFF_MAX_SECONDS, 0.5 * 2.0 ** min(self._failures - 1, 10))
+
+    def _guarded(self, stage: str, call: Callable[[], T], fallback: T) -> T:
         """Run one stage of the loop; an unexpected error is logged content-free (the type
         only: a message may quote a turn) and the loop goes on: the thread never dies, and
-        the journal stays authoritative, so the next pass retries."""
+        the journal stays authoritative, so the next pass retries. A run of failures is
+        logged at its 1st, 2nd, 4th, 8th... pass, not on every one."""
         try:
             return call()
         except Exception as e:
-            log.warning("memory_es worker %s failed: %s", stage, type(e).__name__)
+            self._failures += 1
+            if self._failures & (self._failures - 1) == 0:
+                problem = io_problem(e)
+                log.warning("memory_es worker %s failed: %s (code=%s; failing passes in a "
+                            "row: %d, backing off)", stage, problem or type(e).__name__,
+                            "io_error" if problem else "internal", self._failures)
             return fallback
 
     def stop(self, timeout: float) -> bool:

@@ -345,7 +345,10 @@ class IndexProjection:
 
     def rollback(self) -> None:
         if self._in_txn:
-            self.conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (SQLITE_FULL, I/O errors): a second
+            # ROLLBACK would raise "cannot rollback" and mask the real error (issue 13 item 6).
+            if not self.conn.getautocommit():
+                self.conn.execute("ROLLBACK")
             self._in_txn = False
             self.position = self._stored_position()
             self.touched = set()

@@ -146,7 +146,8 @@ class JournalRecorder(ApplicationRecorder):
                 crash_point("journal.before_commit")
                 conn.execute("COMMIT")
             except apsw.ConstraintError as e:
-                conn.execute("ROLLBACK")
+                if not conn.getautocommit():
+                    conn.execute("ROLLBACK")
                 raise RecordConflict(str(e)) from e
             except BaseException:
                 if not conn.getautocommit():

@@ -17,7 +17,7 @@ from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 
-from memory_es.errors import MemoryEsError
+from memory_es.errors import MemoryEsError, io_problem
 from memory_es.events import Intake
 from memory_es.ids import intake_uuid
 from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIntake
@@ -180,11 +180,13 @@ class GroupCommit:
             try:
                 self._write(to_write)
             except Exception as e:
-                log.error("memory_es journal write failed: %s", type(e).__name__)
+                problem = io_problem(e)  # disk full, read-only, I/O: one code (issue 13)
+                code = "io_error" if problem else "journal_write_failed"
+                log.error("memory_es journal write failed: %s", problem or type(e).__name__)
                 for i in rides_on_write:
                     results[i] = AdmissionResult(
                         status="rejected", intake_id=batch[i].prepared.run_hash,
-                        code="journal_write_failed", detail=type(e).__name__,
+                        code=code, detail=problem or type(e).__name__,
                     )
         for req, result in zip(batch, results, strict=True):
             req.result = result

@@ -1,0 +1,53 @@
+"""A full disk (issue 13 item 6): a real ENOSPC from a small tmpfs, mounted in a private mount
+namespace so nothing outlives the test. Admissions are refused with the one code ``io_error``
+("disk full"), the background worker backs off instead of spinning, ``close()`` never raises or
+leaks descriptors, ``memory-es admit`` fails with one line, and once space is back the store
+admits again with every earlier acknowledged turn kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HELPER = Path(__file__).with_name("helpers_disk_full.py")
+
+
+def namespace_prefix() -> list[str]:
+    """``unshare`` into a private mount namespace (a user namespace too when not root)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs util-linux unshare to mount a private tmpfs")
+    if os.geteuid() == 0:
+        return ["unshare", "--mount", "--propagation", "private"]
+    return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
+
+
+def test_a_full_disk_is_refused_cleanly_and_recovers(tmp_path: Path) -> None:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    script = (f"mount -t tmpfs -o size=3m tmpfs {mount} && "
+              f"head -c 1500000 /dev/zero > {mount}/filler && "
+              f"exec {sys.executable} {HELPER} {mount}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).parent), *[p for p in sys.path if p]])}
+    done = subprocess.run([*namespace_prefix(), "sh", "-c", script], capture_output=True,
+                          text=True, timeout=180, env=env)
+    if done.returncode != 0 and "mount" in done.stderr and "permission" in done.stderr.lower():
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["admitted"] > 0
+    assert set(seen["rejected"]) == {"io_error:disk full"}, seen["rejected"]
+    assert seen["worker_logs"] <= 4, seen  # backed off: 1st, 2nd, 4th... failures only
+    code, out, err = seen["cli"]
+    assert code != 0 and out == "" and len(err.strip().splitlines()) == 1, seen["cli"]
+    assert "Traceback" not in err
+    assert seen["after"] == "admitted"
+    assert seen["close_error"] is None and seen["fd_growth"] <= 0, seen
+    assert seen["all_admitted_kept"] is True
+    assert seen["resolved"] == seen["admitted"] + 1
