@@ -40,6 +40,7 @@ from memory_es.recall import (
     Recaller,
     RecallResult,
     check_limit,
+    check_query,
     embeddings_block,
     vector_backlog,
 )
@@ -181,6 +182,7 @@ class MemoryRoot:
     def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Raw FTS5 hits (bm25) of the active index, without vectors or scoring."""
         check_limit(limit)
+        check_query(query)
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
 
