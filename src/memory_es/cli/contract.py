@@ -102,13 +102,11 @@ def classify(exc: BaseException) -> Failure:
         return Failure(USAGE, exc.code, str(exc))
     if isinstance(exc, LockTimeoutError):
         return Failure(COULD_NOT_RUN, "lock_held", str(exc))
-    if isinstance(exc, IntegrityError | UnsafePathError):
-        return Failure(COULD_NOT_RUN, exc.code, str(exc))
-    if isinstance(exc, MemoryEsError):
-        if exc.code in REFUSED_CODES:
-            return Failure(REFUSED, exc.code, str(exc))
-        if exc.code in USAGE_CODES:
-            return Failure(USAGE, exc.code, str(exc))
+    if isinstance(exc, MemoryEsError) and exc.code in REFUSED_CODES:
+        return Failure(REFUSED, exc.code, str(exc))
+    if isinstance(exc, MemoryEsError) and exc.code in USAGE_CODES:  # e.g. replay of a file
+        return Failure(USAGE, exc.code, str(exc))  # that is no export (export_malformed)
+    if isinstance(exc, IntegrityError | UnsafePathError | MemoryEsError):
         return Failure(COULD_NOT_RUN, exc.code, str(exc))
     if isinstance(exc, apsw.Error):
         return _sqlite(exc)

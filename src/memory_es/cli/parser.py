@@ -72,7 +72,8 @@ def build_parser() -> Parser:
     parser.add_argument("--root", help=ROOT_HELP)
     parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="one of the commands below; COMMAND --help for its options")
     common = [_common(json=True)]
 
     def command(name: str, help: str, **kw: Any) -> argparse.ArgumentParser:
