@@ -76,6 +76,21 @@ def assert_one_error_line(err: str) -> None:
     assert "Traceback" not in err
 
 
+def assert_one_error(out: str, err: str, *, json_mode: bool) -> str:
+    """The contract's error: one line on stderr, or under --json one JSON error object on
+    stdout (stderr empty); returns the message."""
+    if not json_mode:
+        assert out == ""
+        assert_one_error_line(err)
+        return err
+    assert err == ""
+    assert len(out.splitlines()) == 1, out
+    error = json.loads(out)["error"]
+    assert set(error) == {"code", "message"} and "\n" not in error["message"]
+    assert isinstance(error["message"], str)
+    return error["message"]
+
+
 def cli_subprocess(*argv: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CLI, *argv], capture_output=True, text=True, timeout=60, **kw)
 
@@ -394,10 +409,9 @@ def test_c2_inspect_malformed_id_exits_2(
     for extra in ([], ["--json"]):
         code, out, err = run(capsys, "--root", str(root), "inspect", bad_id, *extra)
         assert code == 2
-        assert out == ""
-        assert_one_error_line(err)
-        assert "64" in err
-        assert bad_id in err
+        message = assert_one_error(out, err, json_mode=bool(extra))
+        assert "64" in message
+        assert bad_id in message
 
 
 def test_c2_inspect_unknown_id_exits_2(
@@ -407,9 +421,7 @@ def test_c2_inspect_unknown_id_exits_2(
     for extra in ([], ["--json"]):
         code, out, err = run(capsys, "--root", str(root), "inspect", unknown, *extra)
         assert code == 2
-        assert out == ""
-        assert_one_error_line(err)
-        assert unknown in err
+        assert unknown in assert_one_error(out, err, json_mode=bool(extra))
 
 
 def test_inspect_missing_root_subprocess(tmp_path: Path) -> None:
@@ -426,8 +438,7 @@ def test_inspect_missing_root_in_process(
 ) -> None:
     code, out, err = run(capsys, "--root", str(tmp_path / "none"), "inspect", "--json")
     assert code == 2
-    assert out == ""
-    assert_one_error_line(err)
+    assert "no memory root here" in assert_one_error(out, err, json_mode=True)
 
 
 # --------------------------------------------------------------------------------------------

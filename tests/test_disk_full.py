@@ -45,7 +45,7 @@ def test_a_full_disk_is_refused_cleanly_and_recovers(tmp_path: Path) -> None:
     assert set(seen["rejected"]) == {"io_error:disk full"}, seen["rejected"]
     assert seen["worker_logs"] <= 4, seen  # backed off: 1st, 2nd, 4th... failures only
     code, out, err = seen["cli"]
-    assert code != 0 and out == "" and len(err.strip().splitlines()) == 1, seen["cli"]
+    assert code == 3 and out == "" and len(err.strip().splitlines()) == 1, seen["cli"]
     assert "Traceback" not in err
     assert seen["after"] == "admitted"
     assert seen["close_error"] is None and seen["fd_growth"] <= 0, seen

@@ -537,7 +537,7 @@ def test_writer_lock_excludes_second_writer(
     assert [r.id for r in MemoryRoot.open(root).inspect().records] == HASHES
 
     out, errtext = cli.communicate(timeout=30)
-    assert cli.returncode == 2, (out, errtext)
+    assert cli.returncode == 3, (out, errtext)  # exit-code contract: 3 = lock held
     assert out == ""
     lines = errtext.splitlines()
     assert len(lines) == 1, errtext

@@ -35,8 +35,9 @@ def test_a_mistyped_root_is_refused_and_left_alone(
 def test_health_of_a_mistyped_root_cannot_audit_and_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     typo = tmp_path / "mmeory"
-    assert main(["--root", str(typo), "health"]) == 2  # N*: 2 = could not audit
-    assert "not_a_root" in capsys.readouterr().out
+    assert main(["--root", str(typo), "health"]) == 2  # N*: 2 = no root here, a usage error
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "not_a_root" in err
     assert not typo.exists()
 
 

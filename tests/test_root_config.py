@@ -155,7 +155,7 @@ def test_b26_leaving_capture_with_a_retained_plan_is_refused(
     lite = tmp_path / "lite.json"
     lite.write_text(json.dumps({"memory": {"mode": "lite"}}), "utf-8")
     capsys.readouterr()
-    assert main(["--root", str(root), "--config", str(lite), "drain"]) == 2
+    assert main(["--root", str(root), "--config", str(lite), "drain"]) == 1  # refused
     err_lines = capsys.readouterr().err.strip().splitlines()
     assert len(err_lines) == 1 and "reconfigure_refused" in err_lines[0]
     # the root's own config still opens it

@@ -749,12 +749,13 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_c16_retry_and_resolve_refuse_while_the_agent_runs(
     capsys: pytest.CaptureFixture[str], root: Path, holder: LockHolder
 ) -> None:
-    """C16/C3/C4: retry and resolve exit 2 with one line naming the holder pid while an agent
-    holds the root; once it stops they work (and resolve is then refused as already done)."""
+    """C16/C3/C4: retry and resolve exit 3 (could not run: lock held) with one line naming
+    the holder pid while an agent holds the root; once it stops they work (and resolve is then
+    refused as already done: exit 1)."""
     intake_id = rh("held")
     for argv in (("retry",), ("retry", intake_id), ("resolve", intake_id, "lost-it")):
         code, out, err = cli(capsys, "--root", str(root), *argv)
-        assert code == 2, (argv, out, err)
+        assert code == 3, (argv, out, err)
         lines = err.strip().splitlines()
         assert len(lines) == 1, err
         assert lines[0].startswith("memory-es: error:")
@@ -769,7 +770,7 @@ def test_c16_retry_and_resolve_refuse_while_the_agent_runs(
     assert (code, err) == (0, "")
     assert out.startswith(f"resolved {intake_id}: operator_resolved (lost-it)")
     code, _out, err = cli(capsys, "--root", str(root), "resolve", intake_id, "lost-it")
-    assert code == 2
+    assert code == 1
     assert "already resolved" in err
 
 

@@ -51,6 +51,14 @@ class ConfigError(MemoryEsError, ValueError):
         return "\n".join(self.errors)
 
 
+class InvalidArgumentError(MemoryEsError, ValueError):
+    """A caller passed a value outside its documented range (a NaN timeout, a malformed id);
+    refused before anything is read or written. The message names the argument and its range."""
+
+    def __init__(self, message: str, *, code: str = "invalid_argument") -> None:
+        super().__init__(message, code=code)
+
+
 # What "could not write or read the disk" looks like from SQLite and the OS.
 _IO_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
 

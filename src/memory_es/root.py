@@ -39,6 +39,7 @@ from memory_es.recall import (
     Recaller,
     RecallResult,
     check_limit,
+    check_query,
     embeddings_block,
     vector_backlog,
 )
@@ -179,6 +180,7 @@ class MemoryRoot:
     def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Raw FTS5 hits (bm25) of the active index, without vectors or scoring."""
         check_limit(limit)
+        check_query(query)
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
 
@@ -194,7 +196,7 @@ class MemoryRoot:
                                         reason="no_index")
                 return self._recaller().search(conn, query, now=utc_now(), limit=limit,
                                                explain=explain)
-        except IndexUnavailableError:
+        except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe (issue 13)
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 
     def _recaller(self) -> Recaller:

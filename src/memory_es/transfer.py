@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.bounds import check_seconds
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.errors import IntegrityError, MemoryEsError
@@ -89,6 +90,7 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
     Needs no working index: the journal alone decides. Refuses, naming the holder, while an
     agent holds the root.
     """
+    check_seconds("lock_timeout", lock_timeout)
     opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout, create=False)
     try:
         return _rebuild(Path(root), opened, config)

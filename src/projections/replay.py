@@ -117,7 +117,9 @@ def check_index_files(db: Path, *, writer: bool) -> None:
 
 def open_active_index(root: Path) -> apsw.Connection | None:
     """The active generation's index, opened read-only; None when none was ever activated.
-    A generation SQLite cannot read raises :class:`IndexUnavailableError`."""
+    A generation that is missing or not a regular file raises :class:`IndexUnavailableError`;
+    one SQLite cannot parse raises ``apsw.Error`` at its first query (opening reads nothing,
+    so a call refused after this leaves the root as it was)."""
     generation = read_current(root)
     if generation is None:
         return None
@@ -130,7 +132,6 @@ def open_active_index(root: Path) -> apsw.Connection | None:
         # checkpoint: a reader waits for it (as the writer's own connections do) instead of
         # raising BusyError into the host (found by tests/test_open_close_cycles.py).
         conn.setbusytimeout(5000)
-        conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchall()
     except (apsw.Error, OSError) as e:
         raise unreadable(db, e) from e
     return conn

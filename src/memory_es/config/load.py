@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,26 @@ def _duplicate_errors(value: object, path: str) -> list[str]:
     return errors
 
 
+MAX_DEPTH = 32  # the memory block nests 4 levels; deeper is never a config
+
+
+def _depth(document: object) -> int:
+    """How deeply arrays and objects nest (iterative: a hostile file cannot overflow it)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(document, 0)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _plain(value: object) -> object:
     """Copy decoded JSON into plain dicts so validation sees ordinary containers."""
     if isinstance(value, dict):
@@ -192,6 +213,13 @@ def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:
         raise ConfigError([f"{name}: invalid JSON: {exc} is not a JSON value"]) from None
     except RecursionError:
         raise ConfigError([f"{name}: invalid JSON: nested too deeply"]) from None
+    except ValueError as exc:  # an integer past Python's digit limit (4,300 digits)
+        raise ConfigError([f"{name}: invalid JSON: a number has more than "
+                           f"{sys.get_int_max_str_digits()} digits ({type(exc).__name__})"]) \
+            from None
+    if _depth(document) > MAX_DEPTH:
+        raise ConfigError([f"{name}: invalid JSON: nested more than {MAX_DEPTH} levels deep "
+                           "(a memory config nests 4)"])
 
     if isinstance(document, _JsonObject) and is_host_file(document):
         # The host's own sections are not ours to judge; only `memory` and what it holds are.

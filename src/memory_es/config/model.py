@@ -51,6 +51,8 @@ __all__ = [
     "LOADING",
     "LOCAL_EMBEDDINGS_DIM",
     "LOCAL_MODELS",
+    "MAX_EMBEDDINGS_DIM",
+    "MAX_TIMEOUT_MS",
     "CalibrationConfig",
     "CaptureConfig",
     "CaptureKind",
@@ -94,6 +96,8 @@ LOCAL_EMBEDDINGS_DIM: Final = 512
 LOCAL_MODELS: Final[Mapping[str, int]] = {"use-multilingual-v3": 512,
                                           "all-MiniLM-L6-v2-onnx-int8": 384}
 FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
+MAX_TIMEOUT_MS: Final = 3_600_000  # an hour per model call; anything longer is a typo
+MAX_EMBEDDINGS_DIM: Final = 65_536  # far above any embedding model's width
 
 LOADING: Final = "memory_es.config.loading"  # validation-context flag set by parse_config
 
@@ -188,7 +192,7 @@ class LlmConfig(_Block):
     provider: LlmProvider
     model: str
     endpoint: str = Field(default_factory=lambda data: _default_llm_endpoint(data))
-    timeout_ms: int = Field(default=DEFAULT_LLM_TIMEOUT_MS, gt=0)
+    timeout_ms: int = Field(default=DEFAULT_LLM_TIMEOUT_MS, gt=0, le=MAX_TIMEOUT_MS)
     api_key_env: str | None = None
     api_key: SecretStr | None = None
 
@@ -262,10 +266,10 @@ class EmbeddingsConfig(_Block):
 
     provider: EmbeddingsProvider = DEFAULT_EMBEDDINGS_PROVIDER
     model: str | None = Field(default_factory=_default_embeddings_model)
-    dim: int = Field(default_factory=_default_embeddings_dim, gt=0)
+    dim: int = Field(default_factory=_default_embeddings_dim, gt=0, le=MAX_EMBEDDINGS_DIM)
     calibration: CalibrationConfig | None = None
     endpoint: str | None = None  # None: the provider's own default server
-    timeout_ms: int = Field(default=DEFAULT_EMBEDDINGS_TIMEOUT_MS, gt=0)
+    timeout_ms: int = Field(default=DEFAULT_EMBEDDINGS_TIMEOUT_MS, gt=0, le=MAX_TIMEOUT_MS)
     api_key_env: str | None = None
     api_key: SecretStr | None = None
 

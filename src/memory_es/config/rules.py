@@ -237,6 +237,9 @@ def _translate(error: Mapping[str, Any]) -> list[str]:
         return [f"{path}: {quote(value)} is not one of {choices}"]
     if kind == "greater_than" and ctx.get("gt") == 0:
         return [f"{path}: must be a positive integer"]
+    if kind == "less_than_equal" and isinstance(value, int):
+        shown = str(value) if len(str(value)) <= 24 else f"a {len(str(value))}-digit number"
+        return [f"{path}: must be an integer from 1 to {ctx.get('le')} (got {shown})"]
     return [f"{path}: {error.get('msg', kind)}"]
 
 

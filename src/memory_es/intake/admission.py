@@ -187,7 +187,10 @@ def prepare_turn(
     problem = validate_turn(turn)
     if problem:
         return _invalid(problem)
-    rh = run_hash(turn.run_id)
+    try:
+        rh = run_hash(turn.run_id)
+    except UnicodeEncodeError:
+        return _invalid(_unencodable_field(turn))
     if turn.outcome != "success":  # A8: only the successful commit boundary qualifies
         return _rejected("turn_not_successful",
                          f"outcome {turn.outcome!r}: only successful turns are admitted", rh)

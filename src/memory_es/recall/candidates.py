@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 import numpy as np
 
+from memory_es.bounds import check_text
 from memory_es.errors import MemoryEsError
 from memory_es.recall.card import person_card
 from memory_es.recall.lexical import LexicalEvidence
@@ -220,6 +221,12 @@ def check_limit(limit: object) -> int:
     return limit
 
 
+def check_query(query: object) -> str:
+    """A query is text that encodes as UTF-8: an unpaired surrogate is refused (one line)
+    rather than failing deep in SQLite or the embedder."""
+    return check_text("query", query, code="recall_invalid_query")
+
+
 def recall(
     conn: apsw.Connection,
     query: str,
@@ -240,6 +247,7 @@ def recall(
     ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
     """
     check_limit(limit)
+    check_query(query)
     degraded = query_vector is None or matrix is None
     if not has_content(query):  # nothing to look for: never arbitrary memories scored 0
         return RecallResult(recall=Recall(hits=()), degraded=degraded)

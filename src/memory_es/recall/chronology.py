@@ -72,6 +72,8 @@ UNSAFE_ID_MARKER = "[unsafe id withheld]"
 UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
 
 RANGE_FIELDS = ("fromDate", "throughDate", "timeZone")
+MIN_DATE = date(1, 1, 2)
+MAX_DATE = date(9999, 12, 30)
 CURSOR_VERSION = 1
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -110,9 +112,13 @@ def parse_civil_date(value: object, name: str) -> date:
     if not isinstance(value, str) or not _DATE.fullmatch(value):
         raise _error("journal_invalid_date", f"{name} must be a YYYY-MM-DD date, got {value!r}")
     try:
-        return date.fromisoformat(value)
+        day = date.fromisoformat(value)
     except ValueError as e:
         raise _error("journal_invalid_date", f"{name} {value!r} is not a real date") from e
+    if not MIN_DATE <= day <= MAX_DATE:  # the UTC interval of any zone stays representable
+        raise _error("journal_invalid_date",
+                     f"{name} {value!r} is out of range: dates from {MIN_DATE} to {MAX_DATE}")
+    return day
 
 
 def check_limit(limit: object) -> int:

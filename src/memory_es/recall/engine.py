@@ -19,7 +19,7 @@ import numpy as np
 
 from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
-from memory_es.recall.candidates import auto_block, recall
+from memory_es.recall.candidates import auto_block, check_query, recall
 from memory_es.recall.result import AutoContext, RecallResult
 from memory_es.recall.score import NOMIC_V15, Calibration
 from memory_es.recall.vectors import VectorMatrix, vector_backlog
@@ -156,6 +156,7 @@ class Recaller:
                limit: int = 10, explain: bool = False) -> RecallResult:
         """A read-only caller's whole recall (``memory-es search``): embed the query, read the
         matrix only when that worked, then :meth:`recall`."""
+        check_query(query)
         query_vector = self.embed_query(query)
         matrix = self.load_matrix(conn) if query_vector is not None else None
         return self.recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from memory_es.bounds import check_intake_id, check_seconds
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
@@ -148,6 +149,8 @@ class MemoryStore:
         Lite never embeds, D2). ``chat_model`` and ``classifier`` override the chat models
         ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
         """
+        check_seconds("lock_timeout", lock_timeout)
+        check_seconds("shutdown_timeout", shutdown_timeout)
         opened = open_journal(resolve_root(root, config), writable=True,
                               lock_timeout=lock_timeout, create=create, derived=DERIVED_ENTRIES)
         try:
@@ -249,7 +252,8 @@ class MemoryStore:
         fails the drain before anything is resolved. ``timeout`` bounds the time spent; a
         provider outage leaves the vectors to the worker (recall finds them lexically, D9).
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else \
+            time.monotonic() + check_seconds("timeout", timeout)
         with self.journal_writer.exclusive():
             self.projections.get()
         attempts = 0
@@ -379,13 +383,13 @@ class MemoryStore:
 
     def retry(self, intake_id: str | None = None) -> list[str]:
         """Give dead or delayed intakes (one, or all) a fresh 16-attempt budget, due now."""
-        ids = self.attempts.retry(intake_id)
+        ids = self.attempts.retry(None if intake_id is None else check_intake_id(intake_id))
         self.kick()
         return ids
 
     def resolve(self, intake_id: str, reason_slug: str) -> None:
         """Record ``operator_resolved``: loss-accepting, duplicate protection kept (C4)."""
-        self.attempts.resolve(intake_id, reason_slug)
+        self.attempts.resolve(check_intake_id(intake_id), reason_slug)
         self.project()
 
     def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:

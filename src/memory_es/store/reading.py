@@ -20,6 +20,7 @@ from memory_es.recall import (
     Recaller,
     RecallResult,
     check_limit,
+    check_query,
     owner_text_gate,
 )
 from memory_es.store.admission import GroupCommit
@@ -91,5 +92,6 @@ class StoreReads:
 
     def lexical_search(self, query: str, limit: int) -> list[SearchHit]:
         check_limit(limit)
+        check_query(query)
         with self._journal.exclusive():
             return fts_search(self._projections.get().index.conn, query, limit)

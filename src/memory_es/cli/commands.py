@@ -1,0 +1,314 @@
+"""The ``memory-es`` commands: each one library call, its output, and its exit code (SPEC C).
+
+Arguments arrive checked (:mod:`memory_es.cli.checks`); failures raise and are mapped to the
+exit-code contract in :mod:`memory_es.cli.contract`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, UsageError
+from memory_es.config import MemoryConfig, load_config, validate_file
+from memory_es.errors import MemoryEsError
+from memory_es.intake import CompletedTurn, iso_ms
+from memory_es.recall.result import explanation_lines
+from memory_es.root import MemoryRoot
+from memory_es.store import MemoryStore, resolve_root
+from memory_es.transfer import rebuild_root, replay_export
+
+Command = Callable[[argparse.Namespace], int]
+JOURNAL_OPTIONS = {"fromDate": "--from", "throughDate": "--through", "timeZone": "--tz"}
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, sort_keys=True, ensure_ascii=False))
+
+
+def _config(args: argparse.Namespace) -> MemoryConfig | None:
+    """The ``--config`` file, or None: the root's own recorded configuration (defaults for a
+    new root)."""
+    return load_config(args.config) if args.config is not None else None
+
+
+def _root(args: argparse.Namespace, config: MemoryConfig | None = None) -> Path:
+    return resolve_root(args.root, config if config is not None else _config(args))
+
+
+def _reader(args: argparse.Namespace) -> MemoryRoot:
+    """The read-only handle for a reading command (no lock, nothing written)."""
+    config = _config(args)
+    return MemoryRoot.open(_root(args, config), config)
+
+
+def _vectors(backlog: int | None) -> str:
+    """The vector backlog as the operator commands print it; nothing for a root that never
+    embeds (Lite, no provider)."""
+    return "" if backlog is None else f"; vectors_pending={backlog}"
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    errors = validate_file(args.config) if args.config is not None else []
+    if args.json:
+        print_json({"valid": not errors, "errors": errors})
+    elif args.config is None:
+        print("OK (no config file: all defaults)")
+    else:
+        print("\n".join(errors) if errors else "OK")
+    return REFUSED if errors else OK
+
+
+def _read_text(path: str, option: str) -> str:
+    try:
+        if path == "-":  # bytes, so a non-UTF-8 stdin is an error rather than escaped
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else \
+                sys.stdin.read().encode("utf-8", "surrogateescape")
+            return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"argument {option}: {'stdin' if path == '-' else path} is not valid "
+                         f"UTF-8 (byte {e.start})") from e
+    except OSError as e:
+        raise UsageError(f"argument {option}: cannot read {path}: {e.strerror or e}") from e
+
+
+def cmd_admit(args: argparse.Namespace) -> int:
+    config = _config(args)
+    answer = _read_text("-", "--answer") if args.answer == "-" else args.answer
+    capture_text = (_read_text(args.capture_text_file, "--capture-text-file")
+                    if args.capture_text_file is not None else None)
+    turn = CompletedTurn(
+        run_id=args.run_id, outcome=args.outcome, answer=answer, capture_text=capture_text,
+        session=args.session, speaker_kind=args.speaker_kind, trigger=args.trigger,
+    )
+    with MemoryStore.open(_root(args, config), config, background=False) as store:
+        result = store.persist_completed_turn(turn)
+    print_json(result.to_json())
+    if result.ok:
+        return OK
+    return COULD_NOT_RUN if result.code in COULD_NOT_ADMIT else REFUSED
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    report = _reader(args).inspect(args.id)
+    if args.id is not None and not report.records:
+        raise UsageError(f"argument id: no intake with id {args.id}", code="not_found")
+    if args.json:
+        print_json(report.to_json() if args.id is None else report.records[0].to_json())
+        return OK
+    counts = report.counts.to_json()
+    print(" ".join(f"{k}={counts[k]}" for k in sorted(counts)))
+    print(f"worker={report.worker}" + _vectors(report.vectors_pending).replace(";", ""))
+    for r in report.records:
+        if r.state == "pending":
+            detail = f"{'due' if r.due else 'delayed':<7} next={iso_ms(r.next_due_at)}"
+        elif r.state == "dead":
+            detail = f"category={r.category}"
+        else:
+            detail = f"outcome={r.outcome}"
+        if r.retained and r.state != "resolved":
+            detail += f" retained={r.retained}"  # a capture resumes after this stage
+        print(f"{r.id}  {r.state:<8} attempts={r.attempts} "
+              f"admitted={iso_ms(r.admitted_at)} {detail}")
+    return OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    root = _reader(args)
+    if args.journal == "-":
+        count = root.export(sys.stdout.buffer)
+        sys.stdout.flush()
+        print(f"exported {count} events", file=sys.stderr)
+        return OK
+    try:
+        count = root.export_to(args.journal)
+    except OSError as e:
+        raise OSError(e.errno, f"argument --journal: cannot write {args.journal}: "
+                               f"{e.strerror or e}") from e
+    if args.json:
+        print_json({"exported": count, "journal": args.journal})
+    else:
+        print(f"exported {count} events", file=sys.stderr)
+    return OK
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    config = _config(args)
+    with MemoryStore.open(_root(args, config), config, background=False,
+                          create=False) as store:
+        count = store.drain(timeout=args.timeout, embed=not args.no_embed)
+        counts = store.inspect().counts
+        backlog = store.vector_backlog()
+    if args.json:
+        print_json({"attempts": count, "counts": counts.to_json(), "vectors_pending": backlog})
+        return OK
+    print(f"ran {count} attempts; pending={counts.pending} (due={counts.due}, "
+          f"delayed={counts.delayed}) dead={counts.dead} resolved={counts.resolved}"
+          + _vectors(backlog))
+    return OK
+
+
+def _operator_store(args: argparse.Namespace) -> MemoryStore:
+    """A store for a mutating operator command: refuses at once while an agent holds the
+    root (the liveness fence, C16), and never starts the background worker."""
+    config = _config(args)
+    return MemoryStore.open(_root(args, config), config, background=False,
+                            lock_timeout=args.lock_timeout, create=False)
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    with _operator_store(args) as store:
+        ids = store.retry(args.id)
+    if args.json:
+        print_json({"retried": ids})
+    elif not ids:
+        print("nothing to retry: no dead or delayed intake matched")
+    for intake in [] if args.json else ids:
+        print(f"retry {intake}: fresh budget of 16 attempts, due now")
+    return OK
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    with _operator_store(args) as store:
+        store.resolve(args.id, args.reason)
+    if args.json:
+        print_json({"resolved": args.id, "reason": args.reason})
+    else:
+        print(f"resolved {args.id}: operator_resolved ({args.reason}); the run id stays "
+              "admitted, so it can never be admitted again")
+    return OK
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    config = _config(args)
+    report = rebuild_root(_root(args, config), config, lock_timeout=args.lock_timeout)
+    if args.json:
+        print_json({"generation": report.generation, "position": report.position,
+                    "written": len(report.written), "removed": len(report.removed),
+                    "vectors_pending": report.vectors_pending})
+        return OK
+    print(f"activated index gen-{report.generation} at position {report.position}; "
+          f"rewrote {len(report.written)} files, removed {len(report.removed)}"
+          + _vectors(report.vectors_pending))
+    return OK
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.root is None:
+        raise UsageError("replay needs --root NEW (a new or empty directory)")
+    report = replay_export(args.journal, args.root, _config(args))
+    if args.json:
+        print_json({"position": report.position, "written": len(report.written),
+                    "vectors_pending": report.vectors_pending})
+        return OK
+    print(f"replayed {report.position} events into {args.root}; "
+          f"wrote {len(report.written)} files" + _vectors(report.vectors_pending))
+    return OK
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    report = _reader(args).health()
+    if report.status == "cannot_audit":  # no root at that path: a usage error (exit 2)
+        message = f"not_a_root: {_root(args)}: no memory root here; check --root"
+        if args.json:
+            print_json(report.to_json() | {"error": {"code": "not_a_root", "message": message}})
+        else:
+            print(f"memory-es: error: {message}", file=sys.stderr)
+        return report.exit_code
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print(f"{report.status}: journal at {report.journal_position}, projections at "
+              f"{report.projection_position}, {len(report.findings)} findings; "
+              f"worker={report.worker}" + _vectors(report.vectors_pending))
+        for f in sorted(report.findings):
+            print(f"{f.code}  {f.path}  {f.detail}")
+    return report.exit_code
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    result = _reader(args).recall(args.query, args.limit, explain=args.explain)
+    if args.json:
+        print_json(result.to_json())
+        return OK
+    print(result.text if result.recall.hits else "no matching memory")
+    if result.degraded:
+        print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
+              "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)
+    if args.explain:
+        print("\n" + "\n".join(explanation_lines(result)))
+    return OK
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from memory_es.recall.calibrate_report import render_text
+
+    report = _reader(args).calibrate(args.labelled)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print(render_text(report))
+    return OK
+
+
+def cmd_journal(args: argparse.Namespace) -> int:
+    """MemoryJournal over the active index generation, read-only (I*).
+
+    This process is its own store handle with its own cursor key, so a cursor printed by an
+    earlier ``memory-es journal`` cannot continue here (journal_invalid_cursor); ``--page N``
+    re-runs the query and follows the cursors within this process instead.
+    """
+    request: dict[str, Any] = {}
+    if args.cursor is not None:
+        if args.page != 1:
+            raise UsageError("--page and --cursor cannot be combined")
+        request["cursor"] = args.cursor
+    for name, value in (("fromDate", args.from_date), ("throughDate", args.through_date),
+                        ("timeZone", args.tz), ("limit", args.limit)):
+        if value is not None:
+            request[name] = value
+    root = _reader(args)
+    try:
+        result = root.journal(request)
+        for page in range(2, args.page + 1):
+            if result.cursor is None:
+                raise UsageError(f"argument --page: page {args.page} is past the end: the "
+                                 f"range has {page - 1} page(s)")
+            result = root.journal({"cursor": result.cursor})
+    except MemoryEsError as e:
+        if not e.code.startswith("journal_"):
+            raise
+        hint = (" (a cursor is private to the process that issued it; use --page N)"
+                if e.code == "journal_invalid_cursor" else "")
+        message = str(e)
+        for field, option in JOURNAL_OPTIONS.items():  # name the CLI's own options
+            message = message.replace(field, option)
+        raise MemoryEsError(f"{e.code}: {message}{hint}", code=e.code) from e
+    if args.json:
+        print_json(result.to_json())
+        return OK
+    r = result.range.to_json()
+    print(f"{r['fromDate']}..{r['throughDate']} {r['timeZone']} = "
+          f"[{r['fromUtc']}, {r['toUtc']})", file=sys.stderr)
+    if result.no_data:
+        print("no memories in this range")
+    for entry in result.entries:
+        print(f"{entry.day} {entry.time} {entry.text}")
+    if not result.coverage.complete:
+        print(f"snapshot stopped early: {result.coverage.stopped_by}", file=sys.stderr)
+    if result.cursor is not None:
+        print(f"more: --page {args.page + 1}", file=sys.stderr)
+    return OK
+
+
+COMMANDS: dict[str, Command] = {
+    "validate": cmd_validate, "admit": cmd_admit, "inspect": cmd_inspect,
+    "export": cmd_export, "drain": cmd_drain, "retry": cmd_retry, "resolve": cmd_resolve,
+    "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health,
+    "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
+}

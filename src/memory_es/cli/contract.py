@@ -1,0 +1,128 @@
+"""The exit-code contract of ``memory-es`` (SPEC C; issue 13 item 14), in one place.
+
+Every failure, whatever raised it, becomes one :class:`Failure`: an exit code, a stable
+content-free ``code`` and a one-line message. It is printed as ``memory-es: error: MESSAGE`` on
+stderr, or, under ``--json``, as ``{"error": {"code": ..., "message": ...}}`` on stdout; the exit
+code is the same either way. No traceback ever reaches the user.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Final
+
+import apsw
+
+from memory_es.errors import (
+    ConfigError,
+    IntegrityError,
+    InvalidArgumentError,
+    LockTimeoutError,
+    MemoryEsError,
+    NotARootError,
+    UnsafePathError,
+)
+
+OK: Final = 0
+REFUSED: Final = 1  # findings, an invalid config, a rejected turn, a refused operation
+USAGE: Final = 2  # a bad argument, option or config file; nothing was read or written
+COULD_NOT_RUN: Final = 3  # I/O, the writer lock held, a corrupt or unsafe root, a provider down
+INTERRUPTED: Final = 130  # Ctrl-C, the shell's convention
+
+EXIT_CODES_HELP: Final = """\
+exit codes (every command; under --json an error is {"error": {"code", "message"}} on stdout):
+  0  ok
+  1  findings or a refused operation (health findings, an invalid config for validate, a
+     rejected turn, resolve of a resolved intake or a retained plan, replay into a used root)
+  2  usage error: a bad argument or option, a config file that does not validate, no memory
+     root at --root; nothing was read or written
+  3  could not run: I/O error, the writer lock held by another process, a corrupt or unsafe
+     root, a model provider down
+  130 interrupted (Ctrl-C); a closed stdout (memory-es inspect | head -1) is quiet, exit 0"""
+
+# MemoryEsError codes that are a refusal of a well-formed request (exit 1).
+REFUSED_CODES: Final = frozenset({
+    "already_resolved", "plan_retained", "reconfigure_refused", "root_not_empty",
+})
+# MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
+USAGE_CODES: Final = frozenset({
+    "usage", "invalid_argument", "not_found", "invalid_slug", "export_malformed",
+    "recall_invalid_limit", "recall_invalid_query", "calibrate_invalid_file",
+    "calibrate_too_few", "calibrate_needs_embeddings", "journal_invalid_cursor",
+    "journal_cursor_expired", "journal_invalid_date", "journal_invalid_limit",
+    "journal_invalid_range", "journal_invalid_request", "journal_invalid_zone",
+    "journal_missing_range", "journal_range_too_long",
+})
+# Admission results that say the engine could not write, not that the turn was refused.
+COULD_NOT_ADMIT: Final = frozenset({"journal_write_failed", "store_closed", "internal_error"})
+
+
+class UsageError(MemoryEsError):
+    """A usage problem the user can fix (bad argument, unreadable input file): exit 2."""
+
+    def __init__(self, message: str, *, code: str = "usage") -> None:
+        super().__init__(message, code=code)
+
+
+@dataclass(frozen=True)
+class Failure:
+    exit_code: int
+    code: str
+    message: str
+
+
+def one_line(text: str) -> str:
+    """Printable on one line whatever it holds (newlines, unpaired surrogates)."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip()) or "(no detail)"
+
+
+def _sqlite(exc: apsw.Error) -> Failure:
+    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        code = "corrupt"
+    elif isinstance(exc, apsw.BusyError | apsw.LockedError):
+        code = "busy"
+    elif isinstance(exc, apsw.IOError | apsw.FullError | apsw.CantOpenError
+                    | apsw.ReadOnlyError | apsw.PermissionsError):
+        code = "io_error"
+    else:
+        code = "sqlite_error"
+    return Failure(COULD_NOT_RUN, code, f"{code}: SQLite {type(exc).__name__}: {exc}")
+
+
+def classify(exc: BaseException) -> Failure:
+    """The contract's answer for any exception a command raised."""
+    if isinstance(exc, ConfigError):
+        return Failure(USAGE, "config_invalid", "; ".join(exc.errors) or str(exc))
+    if isinstance(exc, NotARootError):
+        return Failure(USAGE, "not_a_root", str(exc))
+    if isinstance(exc, InvalidArgumentError | UsageError):
+        return Failure(USAGE, exc.code, str(exc))
+    if isinstance(exc, LockTimeoutError):
+        return Failure(COULD_NOT_RUN, "lock_held", str(exc))
+    if isinstance(exc, MemoryEsError) and exc.code in REFUSED_CODES:
+        return Failure(REFUSED, exc.code, str(exc))
+    if isinstance(exc, MemoryEsError) and exc.code in USAGE_CODES:  # e.g. replay of a file
+        return Failure(USAGE, exc.code, str(exc))  # that is no export (export_malformed)
+    if isinstance(exc, IntegrityError | UnsafePathError | MemoryEsError):
+        return Failure(COULD_NOT_RUN, exc.code, str(exc))
+    if isinstance(exc, apsw.Error):
+        return _sqlite(exc)
+    if isinstance(exc, OSError):
+        return Failure(COULD_NOT_RUN, "io_error", f"io_error: {exc}")
+    # a bug: still one line, never a traceback in the operator's face
+    return Failure(COULD_NOT_RUN, "internal_error",
+                   f"internal error: {type(exc).__name__}: {exc}")
+
+
+def emit(failure: Failure, *, as_json: bool) -> int:
+    """Print ``failure`` per the contract and return its exit code."""
+    message = one_line(failure.message)
+    if as_json:
+        print(json.dumps({"error": {"code": failure.code, "message": message}},
+                         sort_keys=True, ensure_ascii=False))
+    else:
+        print(f"memory-es: error: {message}", file=sys.stderr)
+    return failure.exit_code

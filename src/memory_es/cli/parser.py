@@ -1,0 +1,191 @@
+"""The ``memory-es`` argument parser: every command, option and help text (SPEC C).
+
+``--root``, ``--config`` and ``--json`` are accepted before or after the command. A parse error
+raises :class:`~memory_es.cli.contract.UsageError` (exit 2, one line) instead of printing usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NoReturn
+
+from memory_es.cli.contract import EXIT_CODES_HELP, UsageError
+
+ROOT_HELP = "memory root directory (default: the config's memory.path, else ./.memory)"
+CONFIG_HELP = "JSON config file holding the memory block (default: the root's own)"
+JSON_HELP = "print one JSON object on stdout, errors too ({\"error\": {\"code\", \"message\"}})"
+LOCK_HELP = "seconds to wait for the writer lock, 0 to 86400 (default: 0, refuse at once)"
+
+CALIBRATE_HELP = """\
+Fit the five recall calibration numbers (noEvidenceCosine, recallFloor, recallTail, autoFloor,
+autoWindow) on labelled questions about this root's memories, read-only, with the configured
+embedding provider (Journal or BuJo). Prints them, the recall / abstention trade-off of the
+reference, the current and the fitted calibration on those questions (in-sample), and a config
+snippet ({"memory": {"embeddings": {"calibration": {...}}}}) to merge into the config file.
+
+LABELLED.json (UTF-8):
+  {"questions": [
+    {"q": "When is my dentist appointment?", "gold": ["<memory id>"]},
+    {"q": "What is the capital of Mongolia?", "gold": [], "kind": "unrelated"},
+    {"q": "What is PR-1235 about?", "gold": [], "kind": "near-miss"}
+  ]}
+gold: ids of memories that answer the question (any one counts), the id= of the
+<!--mem id=... --> line under each bullet of daily/*.md; [] means nothing stored answers it.
+kind (optional, no-answer questions only): unrelated or near-miss, reported apart. An optional
+"note" string per question is ignored. At least 10 answerable and 5 no-answer questions.
+autoFloor / autoWindow stay at the reference's 0.62 / 0.04 (no automatic-block labels).
+"""
+
+
+def package_version() -> str:
+    try:
+        return version("memory-es")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "unknown"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises a one-line UsageError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def _common(*, json: bool) -> argparse.ArgumentParser:
+    """The global options, repeatable after the command (SUPPRESS: absent leaves the value
+    given before the command alone)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+    common.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+    if json:
+        common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                            help=JSON_HELP)
+    return common
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="memory-es", description="Durable, event-sourced memory for AI agents.",
+                    epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"memory-es {package_version()}",
+                        help="print the version and exit")
+    parser.add_argument("--root", help=ROOT_HELP)
+    parser.add_argument("--config", help=CONFIG_HELP)
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="one of the commands below; COMMAND --help for its options")
+    common = [_common(json=True)]
+
+    def command(name: str, help: str, **kw: Any) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(
+            name, help=help, description=kw.pop("description", help[:1].upper() + help[1:]),
+            epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=kw.pop("parents", common), **kw)
+        return p
+
+    p = command("validate", "check a config file against SPEC O (exit 1 when invalid)")
+    p.set_defaults(func="validate")
+
+    p = command("admit", "durably admit one completed turn (exit 1 when rejected)")
+    p.add_argument("--run-id", required=True, help="the host's unique id of this turn")
+    p.add_argument("--answer", required=True, help="the assistant answer; '-' reads stdin")
+    p.add_argument("--capture-text-file", metavar="FILE",
+                   help="host-approved capture text, UTF-8 (BuJo capture mode)")
+    p.add_argument("--session", help="the conversation or session id (optional)")
+    p.add_argument("--speaker-kind", default="unknown",
+                   choices=["human-turn", "trigger", "unknown"],
+                   help="who started the turn (default: unknown)")
+    p.add_argument("--trigger", default="human", choices=["human", "cron", "webhook"],
+                   help="what started the turn (default: human)")
+    p.add_argument("--outcome", default="success",
+                   help="the turn's outcome; only success is admitted (default: success)")
+    p.set_defaults(func="admit")
+
+    p = command("inspect", "content-free intake states and counts (C1, C2)")
+    p.add_argument("id", nargs="?", help="64-hex intake id (sha256 of the run id)")
+    p.set_defaults(func="inspect")
+
+    p = command("export", "read-only canonical export (safe while a writer runs, C5)")
+    p.add_argument("--journal", required=True, metavar="FILE",
+                   help="JSONL output file (written owner-only); '-' = stdout")
+    p.set_defaults(func="export")
+
+    p = command("drain", "run every due intake now, in the foreground")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="stop starting new attempts (and embedding) after S seconds, 0 to "
+                        "86400 (default: no limit)")
+    p.add_argument("--no-embed", action="store_true",
+                   help="leave memories without a vector to the worker (recall finds them "
+                        "lexically meanwhile)")
+    p.set_defaults(func="drain")
+
+    p = command("retry", "fresh 16-attempt budget for dead/delayed intakes (C3)")
+    p.add_argument("id", nargs="?", help="one 64-hex intake id (default: all dead/delayed)")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="retry")
+
+    p = command("resolve", "accept the loss of one intake: operator_resolved (C4)")
+    p.add_argument("id", help="64-hex intake id")
+    p.add_argument("reason", metavar="REASON-SLUG",
+                   help="why, as a slug: 1-64 of a-z, 0-9 and '-' (e.g. provider-retired)")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="resolve")
+
+    p = command("rebuild", "replay the journal into a new index generation + Markdown")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="rebuild")
+
+    p = command("replay", "build a new root (--root) from an exported journal")
+    p.add_argument("journal", metavar="JOURNAL.jsonl", help="a file written by export")
+    p.set_defaults(func="replay")
+
+    p = command("health", "replay into scratch and report any drift (exit 1 on findings)")
+    p.set_defaults(func="health")
+
+    p = command("search", "hybrid recall (FTS5 + vectors), read-only (C9)")
+    p.add_argument("query", help="what to recall (UTF-8 text)")
+    p.add_argument("--limit", type=int, default=5, help="hits at most, 1 to 50 (default 5)")
+    p.add_argument("--explain", action="store_true",
+                   help="each hit's score parts (cosine, lexical evidence, anchors, RRF hint, "
+                        "graph hop) and the cut it passed")
+    p.set_defaults(func="search")
+
+    p = command("calibrate", "fit the recall calibration on your own labelled questions",
+                description=CALIBRATE_HELP)
+    p.add_argument("labelled", metavar="LABELLED.json", help="the labelled questions (above)")
+    p.set_defaults(func="calibrate")
+
+    p = command("journal", "chronological memories over civil dates (I*)")
+    p.add_argument("--from", dest="from_date", metavar="YYYY-MM-DD",
+                   help="first civil date (0001-01-02 to 9999-12-30)")
+    p.add_argument("--through", dest="through_date", metavar="YYYY-MM-DD",
+                   help="last civil date (inclusive; at most 31 days after --from)")
+    p.add_argument("--tz", metavar="ZONE", help="explicit IANA zone, e.g. Europe/Berlin "
+                                                "(no default)")
+    p.add_argument("--limit", type=int, help="entries per page: 1 to 25 (default 10)")
+    p.add_argument("--cursor", help="continue a snapshot (only within the issuing process)")
+    p.add_argument("--page", type=int, default=1,
+                   help="page N of the query, 1 to 1000 (default 1)")
+    p.set_defaults(func="journal")
+
+    p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root",
+                parents=[_common(json=False)])
+    p.set_defaults(func="demo")
+    return parser
+
+
+def option_names(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+    """dest -> how the user wrote it (``--run-id``, ``query``), for the command and the
+    global options, so an error can name the argument."""
+    names: dict[str, str] = {}
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    chosen = [parser, *(s.choices[command] for s in subparsers if command in s.choices)]
+    for p in chosen:
+        for action in p._actions:
+            if action.option_strings:
+                names[action.dest] = max(action.option_strings, key=len)
+            elif isinstance(action.metavar, str):
+                names[action.dest] = action.metavar
+            else:
+                names[action.dest] = action.dest
+    return names
