@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test soak lint bench clean
 
 $(BIN)/memory-es: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ test: $(BIN)/memory-es
 	$(BIN)/ruff check src tests bench replay_fixtures
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+soak: $(BIN)/memory-es  # the attack suite at length: 1,000 random SIGKILLs per tier
+	MEMORY_ES_ATTACK_KILLS=1000 $(BIN)/python -m pytest -q -s tests/test_attacks.py
 
 bench: $(BIN)/memory-es
 	$(BIN)/python bench/admission.py
