@@ -412,22 +412,21 @@ def test_snapshot_capped_at_2_mib(tmp_path: Path) -> None:
 
 
 def test_fifth_snapshot_evicts_the_oldest(thirty: apsw.Connection) -> None:
+    """A handle holds 4 snapshots (I7); an evicted one's cursor reads the range again and is
+    served only because its content digest still matches (issue 13 item 16)."""
     journal = MemoryJournal()
-    firsts = [journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 5) for _ in range(4)]
+    firsts = [journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 5 + i)
+              for i in range(4)]
     assert journal.snapshot_count == 4
-    fifth = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 5)
+    fifth = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 9)
     assert journal.snapshot_count == 4
-    with pytest.raises(MemoryEsError) as e:
-        journal.continue_(thirty, firsts[0].cursor)
-    assert code_of(e) == "journal_cursor_expired"
-    for page in (*firsts[1:], fifth):
+    for i, page in enumerate((*firsts, fifth)):
         assert texts(journal.continue_(thirty, page.cursor)) == \
-            [f"entry {i:02d}" for i in range(5, 10)]
-    # A sixth evicts the second.
-    journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 5)
-    with pytest.raises(MemoryEsError) as e:
-        journal.continue_(thirty, firsts[1].cursor)
-    assert code_of(e) == "journal_cursor_expired"
+            [f"entry {n:02d}" for n in range(5 + i, 10 + 2 * i)]
+    assert journal.snapshot_count == 4
+    with pytest.raises(MemoryEsError) as e:  # an evicted snapshot needs the backend
+        MemoryJournal(journal._key(False)).continue_(None, firsts[0].cursor)
+    assert code_of(e) == "journal_unavailable"
 
 
 def test_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
@@ -440,33 +439,39 @@ def test_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
             tampered = cursor[:i] + flipped + cursor[i + 1:]
             with pytest.raises(MemoryEsError) as e:
                 journal.continue_(thirty, tampered)
-            assert code_of(e) == "journal_invalid_cursor", (i, tampered)
+            assert code_of(e) == "journal_cursor_invalid", (i, tampered)
     for junk in ("", ".", "abc", cursor + "A", cursor + ".x", None, 7):
         with pytest.raises(MemoryEsError) as e:
             journal.continue_(thirty, junk)
-        assert code_of(e) == "journal_invalid_cursor"
+        assert code_of(e) == "journal_cursor_invalid"
     assert len(journal.continue_(thirty, cursor).entries) == 10  # the original still works
 
 
-def test_cursor_from_another_handle_rejected(thirty: apsw.Connection) -> None:
+def test_cursor_from_another_key_rejected(thirty: apsw.Connection) -> None:
+    """Handles share cursors only through their root's key; two random keys never agree."""
     one, other = MemoryJournal(), MemoryJournal()
     cursor = one.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
     other.query(thirty, "2026-04-10", "2026-04-10", BERLIN)
     with pytest.raises(MemoryEsError) as e:
         other.continue_(thirty, cursor)
-    assert code_of(e) == "journal_invalid_cursor"
-    # Two handles never share a key by default.
-    assert one._key != other._key and len(one._key) == 32
+    assert code_of(e) == "journal_cursor_invalid"
+    key = one._key(False)
+    assert key is not None and key != other._key(False) and len(key) == 32
+    # The same key (the root's, in production) continues it in a fresh handle.
+    assert texts(MemoryJournal(key).continue_(thirty, cursor)) == \
+        [f"entry {i:02d}" for i in range(10, 20)]
 
 
 def test_cursor_accepts_only_its_exact_issued_offset(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     first = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN)
-    snapshot_id = next(iter(journal._snapshots))
-    for offset in (0, 5, 11, 20, 30, -1):  # correctly signed, never issued
+    snapshot = next(iter(journal._snapshots.values()))
+    for offset in (0, 5, 11, 30, 31, -1):  # correctly signed, not where a page starts
+        forged = chronology.Cursor("2026-04-10", "2026-04-10", BERLIN, 10, offset,
+                                   snapshot.position, snapshot.digest)
         with pytest.raises(MemoryEsError) as e:
-            journal.continue_(thirty, journal._sign(snapshot_id, offset))
-        assert code_of(e) == "journal_invalid_cursor"
+            journal.continue_(thirty, journal._sign(forged))
+        assert code_of(e) == "journal_cursor_invalid"
     second = journal.continue_(thirty, first.cursor)
     assert second.offset == 10
     assert journal.continue_(thirty, first.cursor) == second  # the same offset, same page
@@ -617,10 +622,12 @@ def test_cli_json_and_pages(thirty_root: Path, capsys: pytest.CaptureFixture[str
     assert third["cursor"] is None
     assert run_cli(thirty_root, *base, "--page", "4") == 2
     assert "past the end" in capsys.readouterr().err
-    # A cursor printed by an earlier process cannot continue here: different key.
-    assert run_cli(thirty_root, "--cursor", first["cursor"]) == 2
-    err = capsys.readouterr().err
-    assert "journal_invalid_cursor" in err and "--page" in err
+    # A cursor printed by an earlier call continues here: the root's key signed it.
+    assert run_cli(thirty_root, "--cursor", first["cursor"], "--json") == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["offset"] == 12 and second["cursor"]
+    assert run_cli(thirty_root, "--cursor", first["cursor"][:-2] + "AA") == 2
+    assert "journal_cursor_invalid" in capsys.readouterr().err
 
 
 def test_cli_no_data_and_errors(small_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -645,7 +652,7 @@ def test_cli_no_data_and_errors(small_root: Path, capsys: pytest.CaptureFixture[
 
 
 def test_store_journal_pages_through_one_handle(tmp_path: Path) -> None:
-    """I*: the store exposes MemoryJournal; its cursor continues only on the same handle."""
+    """I*: the store exposes MemoryJournal; its cursor continues on any later handle."""
     from datetime import UTC, datetime
 
     from memory_es import CompletedTurn, MemoryStore
@@ -667,6 +674,7 @@ def test_store_journal_pages_through_one_handle(tmp_path: Path) -> None:
         second = store.journal_continue(first.cursor)
         assert [e.text for e in second.entries] == [f"entry number {i}" for i in range(5, 10)]
     with MemoryStore.open(tmp_path / "root", background=False, clock=clock) as other:
+        assert other.journal_continue(first.cursor) == second
         with pytest.raises(MemoryEsError) as e:
-            other.journal_continue(first.cursor)
-        assert code_of(e) == "journal_invalid_cursor"
+            other.journal_continue(first.cursor + "A")
+        assert code_of(e) == "journal_cursor_invalid"

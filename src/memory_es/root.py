@@ -3,8 +3,9 @@
 
 Every call opens the journal read-only and verifies its chain first (a tampered root is never
 served), then reads one consistent snapshot: the journal in one SQLite read transaction, the
-active index generation opened read-only. MemoryJournal snapshots and cursors (I*) live as long
-as the handle.
+active index generation opened read-only. MemoryJournal snapshots (I*) live as long as the
+handle; its cursors work on any handle of the same root (signed with the root's cursor key,
+the one file a reader may create: ``.runtime/journal-cursor.key``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from memory_es.recall import (
     vector_backlog,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
+from memory_es.recall.journal_key import RootCursorKey
 from memory_es.rootconfig import effective
 from memory_es.worker import worker_status
 from projections.health import Finding, HealthReport, audit
@@ -58,7 +60,7 @@ class MemoryRoot:
     def __init__(self, root: Path, config: MemoryConfig | None) -> None:
         self.root = root
         self._config = config
-        self._chronology = MemoryJournal()
+        self._chronology = MemoryJournal(RootCursorKey(root))
         self._bound: Recaller | None = None
 
     @classmethod
@@ -85,8 +87,9 @@ class MemoryRoot:
         self.close()
 
     def close(self) -> None:
-        """Forget the journal snapshots (their cursors stop working)."""
-        self._chronology = MemoryJournal()
+        """Forget the journal snapshots (their cursors still work while the range is
+        unchanged: any handle reads it again)."""
+        self._chronology = MemoryJournal(RootCursorKey(self.root))
 
     # -- the journal ----------------------------------------------------------------------------
 
@@ -210,7 +213,8 @@ class MemoryRoot:
 
     def journal(self, request: Mapping[str, Any]) -> JournalPage:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and
-        ``limit``, or exactly ``{"cursor": ...}`` from an earlier page of this handle."""
+        ``limit``, or exactly ``{"cursor": ...}`` from an earlier page of any handle on this root
+        (``journal_cursor_stale`` when the range's memories changed since its first page)."""
         with self.index() as conn:
             if conn is None:
                 raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",

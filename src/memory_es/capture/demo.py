@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from memory_es.capture.models import Message, ModelError, check_call
+from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
 
 DEMO_CONFIG = {"mode": "bujo", "writeMode": "capture",
@@ -61,7 +62,9 @@ class DemoChat:
 
     name = "demo"
 
-    def __init__(self, run_ids: Callable[[str], str]) -> None:
+    def __init__(self, run_ids: Callable[[str], str] = run_hash) -> None:
+        """``run_ids`` maps a run id to the intake id the capture prompt names (the
+        engine's ``run_hash``)."""
         self._plans = {run_ids(run_id): plan for run_id, plan in _EXTRACTIONS.items()}
         self.calls: list[str] = []
 

@@ -259,9 +259,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_journal(args: argparse.Namespace) -> int:
     """MemoryJournal over the active index generation, read-only (I*).
 
-    This process is its own store handle with its own cursor key, so a cursor printed by an
-    earlier ``memory-es journal`` cannot continue here (journal_invalid_cursor); ``--page N``
-    re-runs the query and follows the cursors within this process instead.
+    A cursor carries its query and is signed with the root's cursor key, so ``--cursor`` takes
+    one printed by any earlier ``memory-es journal`` (or the API) on this root: it fails
+    ``journal_cursor_stale`` (exit 1) when the range's memories changed since the first page,
+    ``journal_cursor_invalid`` (exit 2) when altered or from another root. ``--page N`` re-runs
+    the query and follows the cursors within this process.
     """
     request: dict[str, Any] = {}
     if args.cursor is not None:
@@ -283,12 +285,10 @@ def cmd_journal(args: argparse.Namespace) -> int:
     except MemoryEsError as e:
         if not e.code.startswith("journal_"):
             raise
-        hint = (" (a cursor is private to the process that issued it; use --page N)"
-                if e.code == "journal_invalid_cursor" else "")
         message = str(e)
         for field, option in JOURNAL_OPTIONS.items():  # name the CLI's own options
             message = message.replace(field, option)
-        raise MemoryEsError(f"{e.code}: {message}{hint}", code=e.code) from e
+        raise MemoryEsError(f"{e.code}: {message}", code=e.code) from e
     if args.json:
         print_json(result.to_json())
         return OK
@@ -302,7 +302,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
     if not result.coverage.complete:
         print(f"snapshot stopped early: {result.coverage.stopped_by}", file=sys.stderr)
     if result.cursor is not None:
-        print(f"more: --page {args.page + 1}", file=sys.stderr)
+        more = "" if args.cursor is not None else f" (or --page {args.page + 1})"
+        print(f"more: --cursor {result.cursor}{more}", file=sys.stderr)
     return OK
 
 

@@ -35,7 +35,8 @@ EXIT_CODES_HELP: Final = """\
 exit codes (every command; under --json an error is {"error": {"code", "message"}} on stdout):
   0  ok
   1  findings or a refused operation (health findings, an invalid config for validate, a
-     rejected turn, resolve of a resolved intake or a retained plan, replay into a used root)
+     rejected turn, resolve of a resolved intake or a retained plan, replay into a used root,
+     a journal --cursor whose range changed since its first page)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root; nothing was read or written
   3  could not run: I/O error, the writer lock held by another process, a corrupt or unsafe
@@ -45,13 +46,14 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
 # MemoryEsError codes that are a refusal of a well-formed request (exit 1).
 REFUSED_CODES: Final = frozenset({
     "already_resolved", "plan_retained", "reconfigure_refused", "root_not_empty",
+    "journal_cursor_stale",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
     "usage", "invalid_argument", "not_found", "invalid_slug", "export_malformed",
     "recall_invalid_limit", "recall_invalid_query", "calibrate_invalid_file",
-    "calibrate_too_few", "calibrate_needs_embeddings", "journal_invalid_cursor",
-    "journal_cursor_expired", "journal_invalid_date", "journal_invalid_limit",
+    "calibrate_too_few", "calibrate_needs_embeddings", "journal_cursor_invalid",
+    "journal_invalid_date", "journal_invalid_limit",
     "journal_invalid_range", "journal_invalid_request", "journal_invalid_zone",
     "journal_missing_range", "journal_range_too_long",
 })

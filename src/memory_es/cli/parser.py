@@ -163,7 +163,9 @@ def build_parser() -> Parser:
     p.add_argument("--tz", metavar="ZONE", help="explicit IANA zone, e.g. Europe/Berlin "
                                                 "(no default)")
     p.add_argument("--limit", type=int, help="entries per page: 1 to 25 (default 10)")
-    p.add_argument("--cursor", help="continue a snapshot (only within the issuing process)")
+    p.add_argument("--cursor", help="continue where an earlier page stopped: the cursor it "
+                                    "printed (any process, this root only; exit 1 "
+                                    "journal_cursor_stale when the range changed since)")
     p.add_argument("--page", type=int, default=1,
                    help="page N of the query, 1 to 1000 (default 1)")
     p.set_defaults(func="journal")

@@ -1,13 +1,25 @@
 """MemoryJournal (I*): bounded chronology over explicit civil dates, from the curated index.
 
-One ``MemoryJournal`` belongs to one store handle. A first request names an inclusive civil
-date range in an explicit IANA zone (``query``); the resolver echoes the half-open UTC
-interval ``[fromUtc, toUtc)`` between the local midnights (DST-correct), reads the
-``memories`` rows of that interval in chronological order (recorded_at, then id) into a
-frozen snapshot, and returns the first page. Later pages come only from ``continue_`` with
-the cursor the previous page issued: it is HMAC-signed with the handle's key, names one
-snapshot and its exact next offset, and carries no range or limit that could be overridden.
-Writes after the snapshot never shift its pages.
+One ``MemoryJournal`` belongs to one handle. A first request names an inclusive civil date
+range in an explicit IANA zone (``query``); the resolver echoes the half-open UTC interval
+``[fromUtc, toUtc)`` between the local midnights (DST-correct), reads the ``memories`` rows of
+that interval in chronological order (recorded_at, then id) into a frozen snapshot, and
+returns the first page. Later pages come only from ``continue_`` with the cursor the previous
+page issued.
+
+A cursor carries what it needs, so it works in any handle and any process on the same root
+(issue 13 item 16): its query (the three range fields and the limit), the exact offset of the
+next page, the index position the snapshot was read at and the snapshot's content digest
+(SHA-256 over the range echo, the limit, every entry and the coverage). It is HMAC-SHA-256
+signed with the root's cursor key (:mod:`memory_es.recall.journal_key`; a handle without a
+root, in tests, uses a random key of its own), so a changed byte or a cursor of another root
+fails ``journal_cursor_invalid``, and carries no field a caller could override. The handle that
+froze the snapshot serves its pages from memory: writes after the snapshot never shift them.
+Any other handle (another process, or this one after the snapshot was evicted) reads the range
+again and serves the page only when the content digest matches the cursor's; otherwise the
+memories of the range changed since the first page and the cursor fails
+``journal_cursor_stale`` (repeat the first request). A continuation never returns pages of a
+different snapshot.
 
 Bounds (I5, I7-I9, DESIGN 9.12):
 
@@ -17,8 +29,8 @@ Bounds (I5, I7-I9, DESIGN 9.12):
   ``coverage`` says whether the range scan completed and why it stopped;
 - a page holds at most ``limit`` entries, 25 entries and 8 KiB; each text at most 2 KiB of
   UTF-8, cut on a character boundary and ending in ``TRUNCATION_MARKER``;
-- a handle keeps at most 4 snapshots; a fifth evicts the oldest, whose cursors then fail with
-  ``journal_cursor_expired``.
+- a handle keeps at most 4 snapshots; a fifth evicts the oldest, whose cursors are then served
+  by reading the range again (or fail ``journal_cursor_stale`` when it changed).
 
 Excluded (I14): dropped and invalidated rows; raw BuJo audit observations (the ``audit``
 table is never read); session ids, run hashes, memory-root paths, embeddings, salience and
@@ -36,7 +48,7 @@ import json
 import re
 import secrets
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -74,7 +86,8 @@ UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
 RANGE_FIELDS = ("fromDate", "throughDate", "timeZone")
 MIN_DATE = date(1, 1, 2)
 MAX_DATE = date(9999, 12, 30)
-CURSOR_VERSION = 1
+CURSOR_VERSION = 2
+MAX_CURSOR = 1024  # characters
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -211,22 +224,83 @@ def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> JournalEntry:
 
 @dataclass
 class Snapshot:
-    """The frozen entries of one first request, with the offsets its cursors may name."""
+    """The frozen entries of one first request, with its content digest and page starts."""
 
-    snapshot_id: str
     range: Range
     limit: int
     entries: list[JournalEntry]
     sizes: list[int]
     coverage: JournalCoverage
-    issued: set[int] = field(default_factory=set)
+    position: int
+    digest: str = ""
+    starts: frozenset[int] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        content = {"coverage": self.coverage.to_json(), "entries": [
+            e.to_json() for e in self.entries], "limit": self.limit,
+            "range": self.range.to_json()}
+        self.digest = hashlib.sha256(json.dumps(
+            content, ensure_ascii=False, separators=(",", ":"), sort_keys=True,
+        ).encode("utf-8")).hexdigest()
+        starts, offset = set(), 0
+        while offset < len(self.entries):
+            offset = page_end(self, offset)
+            starts.add(offset)
+        self.starts = frozenset(starts - {len(self.entries)})
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """What a cursor carries (all of it under the HMAC)."""
+
+    from_date: str
+    through_date: str
+    time_zone: str
+    limit: int
+    offset: int
+    position: int
+    digest: str
+
+    def payload(self) -> bytes:
+        return json.dumps({"d": self.digest, "f": self.from_date, "l": self.limit,
+                           "o": self.offset, "p": self.position, "t": self.through_date,
+                           "v": CURSOR_VERSION, "z": self.time_zone},
+                          separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def page_end(snapshot: Snapshot, offset: int) -> int:
+    """Where the page starting at ``offset`` ends: ``limit`` entries, 25 and 8 KiB (I9)."""
+    end = offset
+    used = 0
+    cap = min(snapshot.limit, PAGE_MAX_ENTRIES)
+    while end < len(snapshot.entries) and end - offset < cap:
+        size = snapshot.sizes[end]
+        if end > offset and used + size > PAGE_MAX_BYTES:
+            break
+        used += size
+        end += 1
+    return end
+
+
+KeySource = Callable[[bool], bytes | None]
 
 
 class MemoryJournal:
-    """The chronological tool for one store handle: its HMAC key and its 4 snapshots."""
+    """The chronological tool for one handle: its cursor key and its 4 frozen snapshots.
 
-    def __init__(self, key: bytes | None = None) -> None:
-        self._key = key if key is not None else secrets.token_bytes(32)
+    ``key`` is the root's key source (:class:`~memory_es.recall.journal_key.RootCursorKey`:
+    called with ``create=True`` to sign, ``False`` to verify), raw key bytes, or None for a
+    random key of this handle alone.
+    """
+
+    def __init__(self, key: bytes | KeySource | None = None) -> None:
+        if key is None:
+            key = secrets.token_bytes(32)
+        if isinstance(key, bytes):
+            fixed = key
+            self._key: KeySource = lambda create: fixed
+        else:
+            self._key = key
         self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
 
     # -- entry points --------------------------------------------------------------------------
@@ -254,29 +328,46 @@ class MemoryJournal:
         """A first request: validate, freeze a snapshot, return its first page."""
         resolved = resolve_range(from_date, through_date, time_zone)
         page_limit = check_limit(limit)
-        snapshot = self._freeze(conn, resolved, page_limit)
-        self._snapshots[snapshot.snapshot_id] = snapshot
-        while len(self._snapshots) > MAX_SNAPSHOTS:
-            self._snapshots.popitem(last=False)  # the fifth evicts the oldest (I7)
+        snapshot = self._remember(self._freeze(conn, resolved, page_limit))
         return self._page(snapshot, 0)
 
     def continue_(self, conn: apsw.Connection | None, cursor: Any) -> JournalPage:
-        """The next page of a frozen snapshot. ``conn`` is unused: pages never re-read."""
-        del conn
-        snapshot_id, offset = self._verify(cursor)
-        snapshot = self._snapshots.get(snapshot_id)
+        """The page a cursor names: from this handle's frozen snapshot when it still holds
+        it, else from the range read again through ``conn``, only if its content digest is
+        the cursor's (``journal_cursor_stale`` otherwise)."""
+        c = self._verify(cursor)
+        snapshot = self._snapshots.get(c.digest)
         if snapshot is None:
-            raise _error("journal_cursor_expired",
-                         "this cursor's snapshot has expired; repeat the first request")
-        if offset not in snapshot.issued:
-            raise _error("journal_invalid_cursor", "cursor offset was not issued")
-        return self._page(snapshot, offset)
+            if conn is None:
+                raise _error("journal_unavailable", "the journal backend is unavailable")
+            try:
+                resolved = resolve_range(c.from_date, c.through_date, c.time_zone)
+                page_limit = check_limit(c.limit)
+            except MemoryEsError as e:  # signed by us, so the zone data itself changed
+                raise _stale(c, None) from e
+            fresh = self._freeze(conn, resolved, page_limit)
+            if fresh.digest != c.digest:
+                raise _stale(c, fresh.position)
+            fresh.position = c.position  # the same content: the snapshot read back then
+            snapshot = self._remember(fresh)
+        else:
+            self._snapshots.move_to_end(c.digest)
+        if c.offset not in snapshot.starts:
+            raise _error("journal_cursor_invalid", "cursor offset is not a page of its snapshot")
+        return self._page(snapshot, c.offset)
 
     @property
     def snapshot_count(self) -> int:
         return len(self._snapshots)
 
     # -- snapshot and pages --------------------------------------------------------------------
+
+    def _remember(self, snapshot: Snapshot) -> Snapshot:
+        self._snapshots[snapshot.digest] = snapshot
+        self._snapshots.move_to_end(snapshot.digest)
+        while len(self._snapshots) > MAX_SNAPSHOTS:
+            self._snapshots.popitem(last=False)  # the fifth evicts the oldest (I7)
+        return snapshot
 
     def _freeze(self, conn: apsw.Connection, r: Range, limit: int) -> Snapshot:
         placeholders = ", ".join("?" for _ in TERMINAL_STATUSES)
@@ -288,6 +379,7 @@ class MemoryJournal:
         stopped: StoppedBy = "range_end"
         try:
             with conn:  # one read transaction: a consistent view of the index
+                position = _index_position(conn)
                 rows = conn.execute(sql, (iso_ms(r.from_utc), iso_ms(r.to_utc),
                                           *TERMINAL_STATUSES, SNAPSHOT_MAX_ENTRIES + 1))
                 for row in rows:
@@ -307,22 +399,16 @@ class MemoryJournal:
             raise _error("journal_unavailable", "the journal backend is unavailable") from e
         coverage = JournalCoverage(complete=stopped == "range_end", stopped_by=stopped,
                                    entries=len(entries), bytes=total)
-        return Snapshot(secrets.token_hex(16), r, limit, entries, sizes, coverage)
+        return Snapshot(r, limit, entries, sizes, coverage, position)
 
     def _page(self, snapshot: Snapshot, offset: int) -> JournalPage:
-        end = offset
-        used = 0
-        cap = min(snapshot.limit, PAGE_MAX_ENTRIES)
-        while end < len(snapshot.entries) and end - offset < cap:
-            size = snapshot.sizes[end]
-            if end > offset and used + size > PAGE_MAX_BYTES:
-                break
-            used += size
-            end += 1
+        end = page_end(snapshot, offset)
         cursor = None
         if end < len(snapshot.entries):
-            snapshot.issued.add(end)
-            cursor = self._sign(snapshot.snapshot_id, end)
+            r = snapshot.range
+            cursor = self._sign(Cursor(
+                r.from_date.isoformat(), r.through_date.isoformat(), r.zone_name,
+                snapshot.limit, end, snapshot.position, snapshot.digest))
         return JournalPage(range=snapshot.range, limit=snapshot.limit, offset=offset,
                            entries=tuple(snapshot.entries[offset:end]),
                            no_data=not snapshot.entries and snapshot.coverage.complete,
@@ -330,34 +416,54 @@ class MemoryJournal:
 
     # -- cursors -------------------------------------------------------------------------------
 
-    def _mac(self, payload: bytes) -> bytes:
-        return hmac.new(self._key, payload, hashlib.sha256).digest()
+    def _sign(self, cursor: Cursor) -> str:
+        key = self._key(True)
+        assert key is not None
+        payload = cursor.payload()
+        return f"{_b64(payload)}.{_b64(hmac.new(key, payload, hashlib.sha256).digest())}"
 
-    def _sign(self, snapshot_id: str, offset: int) -> str:
-        payload = json.dumps({"o": offset, "s": snapshot_id, "v": CURSOR_VERSION},
-                             separators=(",", ":"), sort_keys=True).encode()
-        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
-
-    def _verify(self, cursor: Any) -> tuple[str, int]:
-        invalid = _error("journal_invalid_cursor", "cursor is malformed or not from this handle")
-        if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > 512:
+    def _verify(self, cursor: Any) -> Cursor:
+        invalid = _error("journal_cursor_invalid",
+                         "cursor is malformed, altered, or not from this memory root")
+        if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > MAX_CURSOR:
             raise invalid
         body, tag = cursor.split(".")
         try:
             payload, mac = _unb64(body), _unb64(tag)
         except ValueError as e:
             raise invalid from e
-        if not hmac.compare_digest(mac, self._mac(payload)):
+        key = self._key(False)
+        if key is None or not hmac.compare_digest(
+                mac, hmac.new(key, payload, hashlib.sha256).digest()):
             raise invalid
         try:
             data = json.loads(payload)
         except ValueError as e:
             raise invalid from e
-        if (not isinstance(data, dict) or data.get("v") != CURSOR_VERSION
-                or not isinstance(data.get("s"), str) or not isinstance(data.get("o"), int)
-                or isinstance(data.get("o"), bool)):
+        fields = {"d": str, "f": str, "l": int, "o": int, "p": int, "t": str, "v": int,
+                  "z": str}
+        if (not isinstance(data, dict) or set(data) != set(fields)
+                or data["v"] != CURSOR_VERSION
+                or any(type(data[k]) is not t for k, t in fields.items())):
             raise invalid
-        return data["s"], data["o"]
+        return Cursor(data["f"], data["t"], data["z"], data["l"], data["o"], data["p"],
+                      data["d"])
+
+
+def _index_position(conn: apsw.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+    try:
+        return int(row[0]) if row is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _stale(cursor: Cursor, position: int | None) -> MemoryEsError:
+    now = "" if position is None else f", the index is now at {position}"
+    return _error("journal_cursor_stale",
+                  f"the memories of {cursor.from_date}..{cursor.through_date} "
+                  f"{cursor.time_zone} changed since this cursor's first page (read at index "
+                  f"position {cursor.position}{now}); repeat the first request")
 
 
 def _b64(data: bytes) -> str:

@@ -115,7 +115,7 @@ class MemoryStore:
                                  processor, clock)
         self.attempts.prune_payloads()
         self.reads = StoreReads(config, self.journal_writer, self.projections, self.vectors,
-                                clock)
+                                clock, self.root)
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -340,7 +340,10 @@ class MemoryStore:
         return self.reads.journal(from_date, through_date, time_zone, limit)
 
     def journal_continue(self, cursor: str) -> JournalPage:
-        """The next page of a MemoryJournal snapshot (HMAC cursor bound to this handle)."""
+        """The page a MemoryJournal cursor names. The cursor is signed with the root's key,
+        so one from any handle or process on this root works; from the frozen snapshot on the
+        handle that issued it, else only while the range is unchanged
+        (``journal_cursor_stale``); an altered or foreign cursor is ``journal_cursor_invalid``."""
         return self.reads.journal_continue(cursor)
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:

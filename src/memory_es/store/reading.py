@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from memory_es.config import MemoryConfig
 from memory_es.errors import IndexUnavailableError
@@ -23,6 +24,7 @@ from memory_es.recall import (
     check_query,
     owner_text_gate,
 )
+from memory_es.recall.journal_key import RootCursorKey
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
@@ -34,14 +36,16 @@ class StoreReads:
 
     def __init__(self, config: MemoryConfig, journal: GroupCommit,
                  projections: LiveProjections, vectors: Vectors,
-                 clock: Callable[[], datetime]) -> None:
+                 clock: Callable[[], datetime], root: Path) -> None:
         self._config = config
         self._journal = journal
         self._projections = projections
         self._vectors = vectors
         self._clock = clock
         self._bound: Recaller | None = None
-        self._chronology = MemoryJournal()  # snapshots and cursor key live per handle (I*)
+        # Snapshots live per handle; cursors are signed with the root's key, so any handle
+        # (another process, the CLI, MemoryRoot) continues them (I*, issue 13 item 16).
+        self._chronology = MemoryJournal(RootCursorKey(root))
 
     def recaller(self) -> Recaller:
         """Recall bound to this store's config and embedder (calibration decided once)."""
@@ -88,7 +92,8 @@ class StoreReads:
                                           through_date, time_zone, limit)
 
     def journal_continue(self, cursor: str) -> JournalPage:
-        return self._chronology.continue_(None, cursor)
+        with self._journal.exclusive():
+            return self._chronology.continue_(self._projections.get().index.conn, cursor)
 
     def lexical_search(self, query: str, limit: int) -> list[SearchHit]:
         check_limit(limit)
