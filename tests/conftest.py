@@ -2,11 +2,15 @@
 (embeddings, chat models) script through ``local_http.FakeServer`` (``tls_server``: the same
 over HTTPS); ``no_network``: every
 outbound connection fails the test; ``local_embedder``: the offline ``local`` embedding model
-(loaded once; skipped without the ``[local]`` extra)."""
+(loaded once; skipped without the ``[local]`` extra).
+
+Every test gets its own owner-only key store (``MEMORY_ES_KEY_STORE``, set automatically): no
+test writes a chain key to the real home directory, and subprocesses inherit the variable."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -21,6 +25,18 @@ import pytest
 from local_http import Drip, FakeServer, Recorded
 from memory_es import transport
 from memory_es.embeddings import LocalEmbedder
+from memory_es.keystore import KEY_STORE_ENV
+
+
+@pytest.fixture(autouse=True)
+def key_store(tmp_path_factory: pytest.TempPathFactory,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A private key store per test, outside every ``tmp_path`` root (issue 13 item 11).
+    Yields its path; a subprocess started with ``os.environ`` (or a copy) uses it too."""
+    store = tmp_path_factory.mktemp("keystore") / "keys"
+    os.chmod(store.parent, 0o700)
+    monkeypatch.setenv(KEY_STORE_ENV, str(store))
+    yield store
 
 
 @pytest.fixture

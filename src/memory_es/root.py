@@ -32,6 +32,7 @@ from memory_es.history import (
 )
 from memory_es.intake import IntakeReport, payload_problem, utc_now
 from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
+from memory_es.keystore import KeyStore
 from memory_es.recall import (
     JournalPage,
     MemoryJournal,
@@ -55,19 +56,24 @@ log = logging.getLogger("memory_es")
 class MemoryRoot:
     """A read-only handle on ``root`` configured by ``config`` (defaults when None)."""
 
-    def __init__(self, root: Path, config: MemoryConfig | None) -> None:
+    def __init__(self, root: Path, config: MemoryConfig | None,
+                 key_store: KeyStore | None = None) -> None:
         self.root = root
         self._config = config
+        self._keys = KeyStore.resolve(key_store)
         self._chronology = MemoryJournal()
         self._bound: Recaller | None = None
 
     @classmethod
     def open(cls, root: str | Path | None = None,
-             config: MemoryConfig | None = None) -> MemoryRoot:
+             config: MemoryConfig | None = None, *,
+             key_store: str | Path | KeyStore | None = None) -> MemoryRoot:
         """A handle on ``root`` (default: ``memory.path`` of ``config``). Nothing is held open
-        between calls; a root that is missing or not a memory root fails at the first call."""
+        between calls; a root that is missing or not a memory root fails at the first call.
+        ``key_store``: where the root's chain key is (default: ``$MEMORY_ES_KEY_STORE``, read
+        now, else ``~/.local/state/memory-es/keys``)."""
         path = Path(root) if root is not None else Path((config or MemoryConfig()).path)
-        return cls(path, config)
+        return cls(path, config, KeyStore.resolve(key_store))
 
     @property
     def config(self) -> MemoryConfig:
@@ -93,7 +99,7 @@ class MemoryRoot:
     @contextlib.contextmanager
     def reader(self) -> Iterator[OpenedJournal]:
         """The verified, read-only journal for the span of one read."""
-        with open_reader(self.root) as opened:
+        with open_reader(self.root, self._keys) as opened:
             yield opened
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
@@ -151,7 +157,7 @@ class MemoryRoot:
         vector backlog and whether a worker looks after the root (neither is drift)."""
         report = audit(
             self.root,
-            open_journal=lambda r: open_journal(r, writable=False),
+            open_journal=lambda r: open_journal(r, writable=False, key_store=self._keys),
             events_upto=lambda opened, position: iter_events(opened, upto=position),
             journal_checks=_payload_findings,
         )
@@ -170,7 +176,7 @@ class MemoryRoot:
     def index(self) -> Iterator[apsw.Connection | None]:
         """The active index generation, read-only, after the journal is verified; None when
         no generation was ever activated."""
-        with verified_index(self.root) as conn:
+        with verified_index(self.root, self._keys) as conn:
             yield conn
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
@@ -220,7 +226,8 @@ class MemoryRoot:
     def calibrate(self, labelled: str | Path, *,
                   embedder: Embedder | None = None) -> CalibrationReport:
         """Fit a recall calibration on a user's own labelled questions (see ``calibrate``)."""
-        return calibrate_root(self.root, labelled, self.config, embedder=embedder)
+        return calibrate_root(self.root, labelled, self.config, embedder=embedder,
+                              key_store=self._keys)
 
 
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:
