@@ -4,8 +4,10 @@ over HTTPS); ``no_network``: every
 outbound connection fails the test; ``local_embedder``: the offline ``local`` embedding model
 (loaded once; skipped without the ``[local]`` extra).
 
-Every test gets its own owner-only key store (``MEMORY_ES_KEY_STORE``, set automatically): no
-test writes a chain key to the real home directory, and subprocesses inherit the variable."""
+Every test runs with a private owner-only key store (``MEMORY_ES_KEY_STORE``, set for the
+whole session before any fixture of any scope): no test writes a chain key to the real home
+directory, and subprocesses inherit the variable. Tests that damage a key store use their own
+(``monkeypatch.setenv`` or ``key_store=``)."""
 
 from __future__ import annotations
 
@@ -28,15 +30,16 @@ from memory_es.embeddings import LocalEmbedder
 from memory_es.keystore import KEY_STORE_ENV
 
 
-@pytest.fixture(autouse=True)
-def key_store(tmp_path_factory: pytest.TempPathFactory,
-              monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A private key store per test, outside every ``tmp_path`` root (issue 13 item 11).
-    Yields its path; a subprocess started with ``os.environ`` (or a copy) uses it too."""
+@pytest.fixture(scope="session", autouse=True)
+def key_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session's private key store, outside every ``tmp_path`` root (issue 13 item 11).
+    Session-scoped so that module-scoped fixtures building roots use it too. Yields its
+    path; a subprocess started with ``os.environ`` (or a copy of it) uses it as well."""
     store = tmp_path_factory.mktemp("keystore") / "keys"
     os.chmod(store.parent, 0o700)
-    monkeypatch.setenv(KEY_STORE_ENV, str(store))
-    yield store
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_STORE_ENV, str(store))
+        yield store
 
 
 @pytest.fixture

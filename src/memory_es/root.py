@@ -31,7 +31,15 @@ from memory_es.history import (
     verified_index,
 )
 from memory_es.intake import IntakeReport, payload_problem, utc_now
-from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
+from memory_es.journal import (
+    JOURNAL_FILE,
+    MARKER_FILE,
+    Anchor,
+    OpenedJournal,
+    anchor_problems,
+    make_anchor,
+    open_journal,
+)
 from memory_es.keystore import KeyStore
 from memory_es.recall import (
     JournalPage,
@@ -152,14 +160,35 @@ class MemoryRoot:
         fsync_dir(target.parent.resolve())
         return count
 
-    def health(self) -> HealthReport:
+    def anchor(self) -> Anchor:
+        """``memory-es anchor``: the signed head of the journal (root id, position, chain,
+        MAC under the root's chain key). Keep it outside the root; ``health(expect_anchor=)``
+        then detects a rollback to an older copy and a swap with another root."""
+        with self.reader() as opened:
+            return make_anchor(opened)
+
+    def health(self, expect_anchor: Anchor | None = None) -> HealthReport:
         """Replay the journal into scratch and compare with the live root (N*); with the
-        vector backlog and whether a worker looks after the root (neither is drift)."""
+        vector backlog and whether a worker looks after the root (neither is drift). With
+        ``expect_anchor``, a journal that does not extend the anchored head is a finding
+        (``anchor_root_mismatch``, ``anchor_mac_invalid``, ``anchor_rollback``,
+        ``anchor_fork``)."""
+
+        def journal_checks(opened: OpenedJournal) -> Iterator[Finding]:
+            yield from _payload_findings(opened)
+            if not opened.chain.keyed:
+                yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 chain, "
+                              "edits with a recomputed chain go undetected; a writer open "
+                              "keys it")
+            if expect_anchor is not None:
+                for code, path, detail in anchor_problems(opened, expect_anchor):
+                    yield Finding(code, path, detail)
+
         report = audit(
             self.root,
             open_journal=lambda r: open_journal(r, writable=False, key_store=self._keys),
             events_upto=lambda opened, position: iter_events(opened, upto=position),
-            journal_checks=_payload_findings,
+            journal_checks=journal_checks,
         )
         if report.status == "cannot_audit":
             return report
