@@ -2,11 +2,17 @@
 (embeddings, chat models) script through ``local_http.FakeServer`` (``tls_server``: the same
 over HTTPS); ``no_network``: every
 outbound connection fails the test; ``local_embedder``: the offline ``local`` embedding model
-(loaded once; skipped without the ``[local]`` extra)."""
+(loaded once; skipped without the ``[local]`` extra).
+
+Every test runs with a private owner-only key store (``MEMORY_ES_KEY_STORE``, set for the
+whole session before any fixture of any scope): no test writes a chain key to the real home
+directory, and subprocesses inherit the variable. Tests that damage a key store use their own
+(``monkeypatch.setenv`` or ``key_store=``)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import ssl
@@ -21,6 +27,19 @@ import pytest
 from local_http import Drip, FakeServer, Recorded
 from memory_es import transport
 from memory_es.embeddings import LocalEmbedder
+from memory_es.keystore import KEY_STORE_ENV
+
+
+@pytest.fixture(scope="session", autouse=True)
+def key_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session's private key store, outside every ``tmp_path`` root (issue 13 item 11).
+    Session-scoped so that module-scoped fixtures building roots use it too. Yields its
+    path; a subprocess started with ``os.environ`` (or a copy of it) uses it as well."""
+    store = tmp_path_factory.mktemp("keystore") / "keys"
+    os.chmod(store.parent, 0o700)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_STORE_ENV, str(store))
+        yield store
 
 
 @pytest.fixture

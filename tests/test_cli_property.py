@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memory_es import CompletedTurn, MemoryStore
+from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.cli import main
 
 VALID_ID = hashlib.sha256(b"run-1").hexdigest()
@@ -55,7 +55,8 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "resolve": [(None, True), (None, True), ("--lock-timeout", True)],
     "rebuild": [("--lock-timeout", True)],
     "replay": [(None, True)],
-    "health": [],
+    "health": [("--expect-anchor", True)],
+    "anchor": [],
     "search": [(None, True), ("--limit", True), ("--explain", False)],
     "calibrate": [(None, True)],
     "journal": [("--from", True), ("--through", True), ("--tz", True), ("--limit", True),
@@ -74,14 +75,18 @@ GOOD: dict[str, list[str]] = {
     "--tz": ["UTC", "Europe/Berlin"], "--page": ["1", "2"], "--cursor": ["x.y"],
     "inspect": [VALID_ID], "retry": [VALID_ID], "resolve": [VALID_ID, "provider-retired"],
     "search": ["dentist", "café", "nothing here"],
+    "--expect-anchor": ["files/anchor.json"],
 }
 
 
 def stored(base: Path) -> dict[str, str]:
-    """Every stored byte under ``base`` but SQLite's shared-memory index files."""
+    """Every stored byte under ``base`` but SQLite's shared-memory index files and empty
+    write-ahead logs (a read-only index open may leave an empty ``-wal`` that the next writer
+    open removes: no stored byte changes either way)."""
     return {str(p.relative_to(base)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(base.rglob("*"))
-            if p.is_file() and not p.name.endswith("-shm")}
+            if p.is_file() and not p.name.endswith("-shm")
+            and not (p.name.endswith("-wal") and p.stat().st_size == 0)}
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +115,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (files / "capture.txt").write_text("User: hi\nAssistant: hello\n")
     (files / "notutf8.txt").write_bytes(b"\xff\xfe")
     (files / "labelled.json").write_text('{"questions": []}')
+    (files / "anchor.json").write_text(MemoryRoot.open(root).anchor().line())
     return base
 
 

@@ -148,7 +148,9 @@ def test_missing_event_in_the_middle_fails_closed(root: Path) -> None:
 
 
 def test_replaced_journal_fails_closed(root: Path, tmp_path: Path) -> None:
-    """B13: a valid-looking journal from another root (valid chain, other events) -> 'replaced'."""
+    """B13: a valid-looking journal from another root (valid chain, other events) fails closed.
+    Its rows are keyed with the other root's chain key, so the chain already breaks at position
+    1 (issue 13 item 11; a same-key fork reaching 'replaced' is in test_chain_keys.py)."""
     other = tmp_path / "other"
     admit(other, [*RUNS, "run-f"], prefix="other ")  # same ids, other bytes, one more event
     snap = snapshot(root)
@@ -156,7 +158,7 @@ def test_replaced_journal_fails_closed(root: Path, tmp_path: Path) -> None:
     assert len(ids_in(other)) == 6  # the donor is itself a perfectly valid root
     checkpoint(other)
     (root / JOURNAL_FILE).write_bytes((other / JOURNAL_FILE).read_bytes())
-    refuse(root, IntegrityError, "replaced", "position 6", "does not match")
+    refuse(root, IntegrityError, "does not verify at position 1", "chain key")
     restore(root, snap)
     assert ids_in(root) == HASHES
 
@@ -172,7 +174,9 @@ def test_edited_event_breaks_the_hash_chain(root: Path) -> None:
 
 
 def test_edited_event_with_recomputed_chain_column_still_fails(root: Path) -> None:
-    """B13: forging the stored chain of the edited row moves the mismatch to the next row."""
+    """B13: forging the stored chain of the edited row with the plain SHA-256 link fails at the
+    edited row itself: the root's chain is keyed (issue 13 item 11; before, the mismatch moved
+    to the next row, and recomputing every later row as well went undetected)."""
     from memory_es.journal import chain_link
 
     snap = snapshot(root)
@@ -186,7 +190,7 @@ def test_edited_event_with_recomputed_chain_column_still_fails(root: Path) -> No
     conn.execute("UPDATE events SET state = ?, chain = ? WHERE position = 4",
                  (forged_state, forged))
     conn.close()
-    refuse(root, IntegrityError, "hash chain does not verify at position 5")
+    refuse(root, IntegrityError, "hash chain does not verify at position 4")
     restore(root, snap)
     assert ids_in(root) == HASHES
 

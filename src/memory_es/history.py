@@ -14,16 +14,19 @@ import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.intake import IntakeView
-from memory_es.journal import OpenedJournal, open_journal
+from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
+from memory_es.keystore import KeyStore
 from projections.replay import open_active_index
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
 
 @contextlib.contextmanager
-def open_reader(root: str | Path) -> Iterator[OpenedJournal]:
-    """The verified, read-only journal of ``root`` for the span of one read."""
-    opened = open_journal(Path(root), writable=False)
+def open_reader(root: str | Path,
+                key_store: KeyStore | None = None) -> Iterator[OpenedJournal]:
+    """The verified, read-only journal of ``root`` for the span of one read (its chain key
+    from ``key_store``, default: :meth:`KeyStore.resolve`)."""
+    opened = open_journal(Path(root), writable=False, key_store=key_store)
     try:
         yield opened
     finally:
@@ -31,10 +34,11 @@ def open_reader(root: str | Path) -> Iterator[OpenedJournal]:
 
 
 @contextlib.contextmanager
-def verified_index(root: Path) -> Iterator[apsw.Connection | None]:
+def verified_index(root: Path,
+                   key_store: KeyStore | None = None) -> Iterator[apsw.Connection | None]:
     """The active index generation, read-only, once the journal's chain is verified (a
     tampered root is never served); None when no generation was ever activated."""
-    with open_reader(root):
+    with open_reader(root, key_store):
         conn = open_active_index(root)
         try:
             yield conn
@@ -70,11 +74,19 @@ def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> Inta
 
 
 def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
-    """Canonical JSONL of every event in journal order: the stored state bytes verbatim."""
-    for position, oid, version, topic, state, chain in opened.recorder.rows():
+    """Canonical JSONL of every event in journal order: the stored state bytes verbatim.
+
+    ``chain`` is the plain SHA-256 chain (what a schema-1 root stores), recomputed here for a
+    keyed root: an export is a portable document that any root can verify and replay without
+    the origin's key (which never leaves its key store), and it is byte-identical whichever
+    key the exporting root had. Its chain detects damage, not a forger (issue 13 item 11).
+    """
+    plain = GENESIS
+    for position, oid, version, topic, state, _stored in opened.recorder.rows():
+        plain = chain_link(plain, position, oid, version, topic, state)
         yield msgspec.json.encode(
             {
-                "chain": chain.hex(),
+                "chain": plain.hex(),
                 "originator_id": oid,
                 "originator_version": version,
                 "position": position,

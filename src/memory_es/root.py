@@ -32,7 +32,16 @@ from memory_es.history import (
     verified_index,
 )
 from memory_es.intake import IntakeReport, payload_problem, utc_now
-from memory_es.journal import JOURNAL_FILE, OpenedJournal, open_journal
+from memory_es.journal import (
+    JOURNAL_FILE,
+    MARKER_FILE,
+    Anchor,
+    OpenedJournal,
+    anchor_problems,
+    make_anchor,
+    open_journal,
+)
+from memory_es.keystore import KeyStore
 from memory_es.recall import (
     JournalPage,
     MemoryJournal,
@@ -57,19 +66,24 @@ log = logging.getLogger("memory_es")
 class MemoryRoot:
     """A read-only handle on ``root`` configured by ``config`` (defaults when None)."""
 
-    def __init__(self, root: Path, config: MemoryConfig | None) -> None:
+    def __init__(self, root: Path, config: MemoryConfig | None,
+                 key_store: KeyStore | None = None) -> None:
         self.root = root
         self._config = config
+        self._keys = KeyStore.resolve(key_store)
         self._chronology = MemoryJournal(RootCursorKey(root))
         self._bound: Recaller | None = None
 
     @classmethod
     def open(cls, root: str | Path | None = None,
-             config: MemoryConfig | None = None) -> MemoryRoot:
+             config: MemoryConfig | None = None, *,
+             key_store: str | Path | KeyStore | None = None) -> MemoryRoot:
         """A handle on ``root`` (default: ``memory.path`` of ``config``). Nothing is held open
-        between calls; a root that is missing or not a memory root fails at the first call."""
+        between calls; a root that is missing or not a memory root fails at the first call.
+        ``key_store``: where the root's chain key is (default: ``$MEMORY_ES_KEY_STORE``, read
+        now, else ``~/.local/state/memory-es/keys``)."""
         path = Path(root) if root is not None else Path((config or MemoryConfig()).path)
-        return cls(path, config)
+        return cls(path, config, KeyStore.resolve(key_store))
 
     @property
     def config(self) -> MemoryConfig:
@@ -96,7 +110,7 @@ class MemoryRoot:
     @contextlib.contextmanager
     def reader(self) -> Iterator[OpenedJournal]:
         """The verified, read-only journal for the span of one read."""
-        with open_reader(self.root) as opened:
+        with open_reader(self.root, self._keys) as opened:
             yield opened
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
@@ -149,14 +163,35 @@ class MemoryRoot:
         fsync_dir(target.parent.resolve())
         return count
 
-    def health(self) -> HealthReport:
+    def anchor(self) -> Anchor:
+        """``memory-es anchor``: the signed head of the journal (root id, position, chain,
+        MAC under the root's chain key). Keep it outside the root; ``health(expect_anchor=)``
+        then detects a rollback to an older copy and a swap with another root."""
+        with self.reader() as opened:
+            return make_anchor(opened)
+
+    def health(self, expect_anchor: Anchor | None = None) -> HealthReport:
         """Replay the journal into scratch and compare with the live root (N*); with the
-        vector backlog and whether a worker looks after the root (neither is drift)."""
+        vector backlog and whether a worker looks after the root (neither is drift). With
+        ``expect_anchor``, a journal that does not extend the anchored head is a finding
+        (``anchor_root_mismatch``, ``anchor_mac_invalid``, ``anchor_rollback``,
+        ``anchor_fork``)."""
+
+        def journal_checks(opened: OpenedJournal) -> Iterator[Finding]:
+            yield from _payload_findings(opened)
+            if not opened.chain.keyed:
+                yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 chain, "
+                              "edits with a recomputed chain go undetected; a writer open "
+                              "keys it")
+            if expect_anchor is not None:
+                for code, path, detail in anchor_problems(opened, expect_anchor):
+                    yield Finding(code, path, detail)
+
         report = audit(
             self.root,
-            open_journal=lambda r: open_journal(r, writable=False),
+            open_journal=lambda r: open_journal(r, writable=False, key_store=self._keys),
             events_upto=lambda opened, position: iter_events(opened, upto=position),
-            journal_checks=_payload_findings,
+            journal_checks=journal_checks,
         )
         if report.status == "cannot_audit":
             return report
@@ -173,7 +208,7 @@ class MemoryRoot:
     def index(self) -> Iterator[apsw.Connection | None]:
         """The active index generation, read-only, after the journal is verified; None when
         no generation was ever activated."""
-        with verified_index(self.root) as conn:
+        with verified_index(self.root, self._keys) as conn:
             yield conn
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
@@ -224,7 +259,8 @@ class MemoryRoot:
     def calibrate(self, labelled: str | Path, *,
                   embedder: Embedder | None = None) -> CalibrationReport:
         """Fit a recall calibration on a user's own labelled questions (see ``calibrate``)."""
-        return calibrate_root(self.root, labelled, self.config, embedder=embedder)
+        return calibrate_root(self.root, labelled, self.config, embedder=embedder,
+                              key_store=self._keys)
 
 
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:

@@ -22,6 +22,7 @@ from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.errors import IntegrityError, MemoryEsError
 from memory_es.history import iter_events
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
+from memory_es.keystore import KeyStore
 from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
 from memory_es.rootconfig import effective
 from projections.replay import RebuildReport, rebuild
@@ -65,14 +66,18 @@ def read_export(path: str | Path) -> Iterator[StoredEvent]:
 
 
 def replay_export(path: str | Path, root: str | Path,
-                  config: MemoryConfig | None = None) -> RebuildReport:
+                  config: MemoryConfig | None = None, *,
+                  key_store: str | Path | KeyStore | None = None) -> RebuildReport:
     """Create ``root`` (absent or empty) from the export at ``path``; with ``config`` naming
-    an embedding provider, the new generation is embedded before it is activated (D10)."""
+    an embedding provider, the new generation is embedded before it is activated (D10).
+
+    The export's plain SHA-256 chain is verified line by line; the new root gets its own root
+    id and chain key (in ``key_store``) and keys every row it appends (issue 13 item 11)."""
     root = Path(root)
     if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
         raise MemoryEsError(f"{root}: replay needs a new or empty directory", code="root_not_empty")
     events = list(read_export(path))  # verify the whole chain before creating anything
-    opened = open_journal(root, writable=True)
+    opened = open_journal(root, writable=True, key_store=key_store)
     try:
         for start in range(0, len(events), BATCH):
             opened.recorder.insert_events(events[start:start + BATCH])
@@ -82,7 +87,8 @@ def replay_export(path: str | Path, root: str | Path,
 
 
 def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
-                 lock_timeout: float = 0.0) -> RebuildReport:
+                 lock_timeout: float = 0.0,
+                 key_store: str | Path | KeyStore | None = None) -> RebuildReport:
     """``memory-es rebuild``: rebuild projections with the writer lock (C15, C16), embedding
     the new generation before it is activated when ``config`` names a provider (D10, B25:
     the vector cache first, so unchanged text is never sent again).
@@ -91,7 +97,8 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
     agent holds the root.
     """
     check_seconds("lock_timeout", lock_timeout)
-    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout, create=False)
+    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout, create=False,
+                          key_store=key_store)
     try:
         return _rebuild(Path(root), opened, config)
     finally:

@@ -273,6 +273,17 @@ def audit(
         return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     try:
         head = opened.recorder.max_notification_id() or 0
+        # Journal ahead of the catalog (its suffix verified with the chain key): a writer
+        # between its commit and its catalog write is in progress; with no writer it is the
+        # residue of a crash the next writer open recovers, or rows appended outside
+        # memory-es; either way its own finding, not projection_behind (issue 13 item 11).
+        catalog_at = getattr(opened, "recovered_from", None)
+        writing = catalog_at is not None and writer_alive(root)
+        if catalog_at is not None and not writing:
+            findings.append(Finding("journal_ahead_of_catalog", "journal.catalog",
+                                    f"journal at {head}, catalog at {catalog_at}, no writer "
+                                    "holds the lock; the next writer open verifies and "
+                                    "adopts the suffix"))
         findings += list(journal_checks(opened))
         try:
             generation = read_current(root)
@@ -320,6 +331,9 @@ def audit(
         if position > head:
             findings.append(Finding("projection_ahead", INDEX_DIR,
                                     f"index at {position}, journal at {head}"))
+        elif writing and not findings:
+            return HealthReport(status="in_progress", journal_position=head,
+                                projection_position=position)
         elif position < head and not findings:
             if writer_alive(root):
                 return HealthReport(status="in_progress", journal_position=head,

@@ -15,7 +15,7 @@ from memory_es.recall.chronology import check_limit as check_journal_limit
 
 MAX_PAGE = 1000  # a journal snapshot holds at most 1,000 entries
 # Arguments that name files: any bytes the filesystem allows (a non-UTF-8 name is legal).
-PATH_DESTS = frozenset({"root", "config", "capture_text_file", "labelled"})
+PATH_DESTS = frozenset({"root", "config", "capture_text_file", "labelled", "expect_anchor"})
 
 
 def _utf8_problem(value: str) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,8 @@ from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, 
 from memory_es.config import MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn, iso_ms
+from memory_es.journal import Anchor, parse_anchor
+from memory_es.journal.anchor import MAX_ANCHOR_BYTES
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
@@ -211,8 +214,30 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return OK
 
 
+def _read_anchor(path: str) -> Anchor:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.read(fd, MAX_ANCHOR_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise UsageError(f"argument --expect-anchor: cannot read {path}: {e.strerror or e}",
+                         code="anchor_invalid") from e
+    try:
+        return parse_anchor(data)
+    except MemoryEsError as e:
+        raise UsageError(f"argument --expect-anchor: {path}: {e}", code=e.code) from e
+
+
+def cmd_anchor(args: argparse.Namespace) -> int:
+    print(_reader(args).anchor().line())  # the same one JSON line with or without --json
+    return OK
+
+
 def cmd_health(args: argparse.Namespace) -> int:
-    report = _reader(args).health()
+    anchor = _read_anchor(args.expect_anchor) if args.expect_anchor is not None else None
+    report = _reader(args).health(expect_anchor=anchor)
     if report.status == "cannot_audit":  # no root at that path: a usage error (exit 2)
         message = f"not_a_root: {_root(args)}: no memory root here; check --root"
         if args.json:
@@ -310,6 +335,6 @@ def cmd_journal(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Command] = {
     "validate": cmd_validate, "admit": cmd_admit, "inspect": cmd_inspect,
     "export": cmd_export, "drain": cmd_drain, "retry": cmd_retry, "resolve": cmd_resolve,
-    "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health,
+    "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
 }

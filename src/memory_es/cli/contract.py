@@ -36,21 +36,24 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
   0  ok
   1  findings or a refused operation (health findings, an invalid config for validate, a
      rejected turn, resolve of a resolved intake or a retained plan, replay into a used root,
-     a journal --cursor whose range changed since its first page)
+     a journal --cursor whose range changed since its first page, anchor of a root whose
+     chain is not keyed yet)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
-     root at --root; nothing was read or written
+     root at --root, a file given to --expect-anchor that is no anchor; nothing was read or
+     written
   3  could not run: I/O error, the writer lock held by another process, a corrupt or unsafe
-     root, a model provider down
+     root, a missing chain key or an unsafe key store, a model provider down
   130 interrupted (Ctrl-C); a closed stdout (memory-es inspect | head -1) is quiet, exit 0"""
 
 # MemoryEsError codes that are a refusal of a well-formed request (exit 1).
 REFUSED_CODES: Final = frozenset({
     "already_resolved", "plan_retained", "reconfigure_refused", "root_not_empty",
-    "journal_cursor_stale",
+    "journal_cursor_stale", "chain_unkeyed",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
     "usage", "invalid_argument", "not_found", "invalid_slug", "export_malformed",
+    "anchor_invalid",
     "recall_invalid_limit", "recall_invalid_query", "calibrate_invalid_file",
     "calibrate_too_few", "calibrate_needs_embeddings", "journal_cursor_invalid",
     "journal_invalid_date", "journal_invalid_limit",

@@ -140,7 +140,20 @@ def build_parser() -> Parser:
     p.set_defaults(func="replay")
 
     p = command("health", "replay into scratch and report any drift (exit 1 on findings)")
+    p.add_argument("--expect-anchor", metavar="FILE",
+                   help="an anchor written earlier by memory-es anchor: a finding (exit 1) "
+                        "unless this root is the anchored one and its journal extends the "
+                        "anchored head (detects a rollback to an older copy of the root and "
+                        "a swap with another root)")
     p.set_defaults(func="health")
+
+    p = command("anchor", "print the signed head of the journal, to keep outside the root",
+                description="Print one line of JSON: this root's id, its journal head "
+                            "(position and chain) and a MAC under the root's chain key. Keep "
+                            "it outside the root (another machine, a log, a ticket); "
+                            "health --expect-anchor FILE then fails on any root that does "
+                            "not extend it.")
+    p.set_defaults(func="anchor")
 
     p = command("search", "hybrid recall (FTS5 + vectors), read-only (C9)")
     p.add_argument("query", help="what to recall (UTF-8 text)")

@@ -1,51 +1,106 @@
-"""The journal's hash chain (DESIGN 3).
+"""The journal's hash chain (DESIGN 3; issue 13 item 11).
 
-Every event row carries ``chain_n = sha256(chain_{n-1} || position || originator_id || version
-|| topic || state)``, starting from GENESIS, so any edit, deletion or replacement of a committed
-row breaks every later link.
+Every event row carries a running chain value over ``(chain_{n-1}, position, originator_id,
+version, topic, state)``, starting from GENESIS, so any edit, deletion or replacement of a
+committed row breaks every later link. Two link functions, one encoding:
+
+- plain (schema 1, and every export): ``sha256(chain_{n-1} || fields)``. Anyone can recompute
+  it, so it detects accidents, not an editor who recomputes the chain.
+- keyed (schema 2): ``HMAC-SHA256(key, chain_{n-1} || fields)`` with the root's 32-byte chain
+  key, held outside the root (:mod:`memory_es.keystore`). Rewriting or appending rows needs
+  the key.
+
+A root upgraded from schema 1 keeps its plain links below ``keyed_from`` (rewriting them would
+be a risky in-place migration) and links keyed from there on: the first keyed link covers the
+last plain chain value, so the plain prefix cannot change without breaking it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import struct
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 from memory_es.errors import IntegrityError
 
 GENESIS = bytes(32)
+NEVER = 2**63 - 1  # keyed_from of a plain (schema 1) chain
 
 
-def chain_link(
-    prev: bytes, position: int, originator_id: UUID | str, version: int, topic: str, state: bytes
-) -> bytes:
-    """chain_n = sha256(chain_{n-1} || position || originator_id || version || topic || state).
-
-    Fixed-width integers and length prefixes make the encoding unambiguous.
-    """
+def _feed(h: Any, position: int, originator_id: UUID | str, version: int, topic: str,
+          state: bytes) -> None:
+    """Fixed-width integers and length prefixes make the encoding unambiguous."""
     oid = str(originator_id).encode()
     t = topic.encode()
-    h = hashlib.sha256(prev)
     h.update(struct.pack(">QqI", position, version, len(oid)))
     h.update(oid)
     h.update(struct.pack(">I", len(t)))
     h.update(t)
     h.update(struct.pack(">Q", len(state)))
     h.update(state)
+
+
+def chain_link(
+    prev: bytes, position: int, originator_id: UUID | str, version: int, topic: str, state: bytes
+) -> bytes:
+    """The plain link: chain_n = sha256(chain_{n-1} || position || originator_id || version
+    || topic || state)."""
+    h = hashlib.sha256(prev)
+    _feed(h, position, originator_id, version, topic, state)
     return h.digest()
 
 
+class Chain:
+    """The link function of one root: plain below ``keyed_from``, HMAC-SHA256 with ``key``
+    from there on. ``Chain.plain()`` is a schema-1 root (no key)."""
+
+    def __init__(self, key: bytes | None, keyed_from: int, root_id: str | None = None) -> None:
+        if key is None and keyed_from != NEVER:
+            raise ValueError("a keyed chain needs its key")
+        self.keyed_from = keyed_from
+        self.root_id = root_id
+        self._key = key
+        self._base = hmac.new(key, digestmod=hashlib.sha256) if key is not None else None
+
+    @classmethod
+    def plain(cls) -> Chain:
+        return cls(None, NEVER)
+
+    @property
+    def keyed(self) -> bool:
+        return self._base is not None
+
+    def link(self, prev: bytes, position: int, originator_id: UUID | str, version: int,
+             topic: str, state: bytes) -> bytes:
+        if self._base is None or position < self.keyed_from:
+            return chain_link(prev, position, originator_id, version, topic, state)
+        h = self._base.copy()  # one key schedule per open, not per row
+        h.update(prev)
+        _feed(h, position, originator_id, version, topic, state)
+        return h.digest()
+
+    def mac(self, label: bytes, data: bytes) -> bytes:
+        """HMAC-SHA256 of ``label || 0 || data`` under the chain key (anchors, the marker);
+        the label keeps these apart from chain links, which start with 32 bytes of chain."""
+        if self._key is None:
+            raise IntegrityError("chain_unkeyed: this root's chain has no key",
+                                 code="chain_unkeyed")
+        return hmac.new(self._key, label + b"\0" + data, hashlib.sha256).digest()
+
+
 def verify_chain(
-    path: Path, rows: Iterable[tuple[int, str, int, str, bytes, bytes]]
+    path: Path, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain
 ) -> tuple[int, bytes]:
     """Recompute the chain over ``rows`` (position order, from GENESIS).
 
     Returns the verified tail ``(position, chain)``, or fails closed naming the first row whose
     position skips or whose stored chain does not match.
     """
-    expected_position, chain = 0, GENESIS
+    expected_position, value = 0, GENESIS
     for position, oid, version, topic, state, stored_chain in rows:
         expected_position += 1
         if position != expected_position:
@@ -54,11 +109,13 @@ def verify_chain(
                 f"(found {position}); events were deleted",
                 code="chain_broken",
             )
-        chain = chain_link(chain, position, oid, version, topic, state)
-        if chain != stored_chain:
+        value = chain.link(value, position, oid, version, topic, state)
+        if not hmac.compare_digest(value, stored_chain):
             raise IntegrityError(
                 f"{path}: hash chain does not verify at position {position}; "
-                "the journal was edited or replaced",
+                "the journal was edited or replaced"
+                + (" (or rows were written without this root's chain key)"
+                   if chain.keyed and position >= chain.keyed_from else ""),
                 code="chain_broken",
             )
-    return expected_position, chain
+    return expected_position, value

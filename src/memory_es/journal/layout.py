@@ -7,29 +7,81 @@ All owner-only, never followed through symlinks:
 - ``journal.catalog``: the last ``(position, chain)`` known to be committed, written after each
   commit. Catalog ahead of journal = truncation; chain mismatch = replacement; both fail closed.
 - ``.memory-es-schema``: proves a journal existed, so deleting journal and catalog cannot pass as
-  a fresh root (B15).
+  a fresh root (B15). It says which chain the journal uses: schema 1 = plain SHA-256 (roots
+  made before issue 13 item 11, readable and verifiable as they are), schema 2 = HMAC-SHA256
+  keyed by the root's chain key, found in the key store under the marker's random ``root_id``;
+  ``keyed_from`` is the first keyed position (1, or the position after the head when a writer
+  upgraded a schema-1 root); ``mac`` authenticates the marker under the same key, so neither
+  the root id nor ``keyed_from`` can be changed without it.
 - ``.writer.lock``: the pid of the one writer process, whose ``flock`` is on the root
   directory itself (B23, C16; :mod:`memory_es.journal.lock`).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from memory_es.errors import IntegrityError
 from memory_es.fsutil import check_private, create_private_file, open_private_file
 from memory_es.journal.catalog import Catalog
+from memory_es.journal.chain import NEVER, Chain
 from memory_es.journal.recorder import ensure_schema
+from memory_es.keystore import KeyStore, new_root_id, valid_root_id
 
 JOURNAL_FILE = "journal.db"
 CATALOG_FILE = "journal.catalog"
 MARKER_FILE = ".memory-es-schema"
 LOCK_FILE = ".writer.lock"
-SCHEMA_VERSION = 1
+PLAIN_SCHEMA = 1  # plain SHA-256 chain, no key
+SCHEMA_VERSION = 2  # HMAC-SHA256 chain keyed per root (issue 13 item 11)
+CHAIN_ALGORITHM = "hmac-sha256"
+_MARKER_LABEL = b"memory-es marker"
 
-_MARKER = {"format": "memory-es", "journal": JOURNAL_FILE, "schema": SCHEMA_VERSION}
+
+@dataclass(frozen=True)
+class Marker:
+    """What the schema marker says: the schema, and for schema 2 the root id and the first
+    keyed position."""
+
+    schema: int
+    root_id: str | None = None
+    keyed_from: int = NEVER
+    mac: str = ""
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"format": "memory-es", "journal": JOURNAL_FILE,
+                                "schema": self.schema}
+        if self.schema >= SCHEMA_VERSION:
+            body |= {"chain": CHAIN_ALGORITHM, "keyed_from": self.keyed_from,
+                     "root_id": self.root_id}
+        return body
+
+    def signed_bytes(self) -> bytes:
+        return _canonical(self.body())
+
+    def chain(self, keys: KeyStore) -> Chain:
+        """The root's link function: plain for schema 1; for schema 2 the key from ``keys``
+        (``chain_key_missing`` when absent), after checking the marker's MAC with it."""
+        if self.schema == PLAIN_SCHEMA:
+            return Chain.plain()
+        assert self.root_id is not None
+        chain = Chain(keys.load_chain_key(self.root_id), self.keyed_from, self.root_id)
+        if not hmac.compare_digest(chain.mac(_MARKER_LABEL, self.signed_bytes()).hex(),
+                                   self.mac):
+            raise IntegrityError(
+                f"{MARKER_FILE}: schema marker does not verify with the chain key of root "
+                f"{self.root_id}; it was edited, or the key belongs to another root",
+                code="marker_invalid")
+        return chain
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
 def exists(path: Path) -> bool:
@@ -37,8 +89,8 @@ def exists(path: Path) -> bool:
     return os.path.lexists(path)
 
 
-def read_marker(path: Path) -> None:
-    """Check the schema marker names a memory-es root of a supported schema, or fail closed."""
+def read_marker(path: Path) -> Marker:
+    """The schema marker of a memory-es root of a supported schema, or fail closed."""
     fd = open_private_file(path, os.O_RDONLY)
     try:
         raw = os.read(fd, 4096)
@@ -52,18 +104,36 @@ def read_marker(path: Path) -> None:
         ) from None
     if not isinstance(marker, dict) or marker.get("format") != "memory-es":
         raise IntegrityError(f"{path}: not a memory-es schema marker", code="marker_invalid")
-    if marker.get("schema") != SCHEMA_VERSION:
+    schema = marker.get("schema")
+    if schema == PLAIN_SCHEMA:
+        return Marker(PLAIN_SCHEMA)
+    if schema != SCHEMA_VERSION:
         raise IntegrityError(
-            f"{path}: schema {marker.get('schema')!r} is not supported (expected {SCHEMA_VERSION})",
+            f"{path}: schema {schema!r} is not supported (expected {PLAIN_SCHEMA} or "
+            f"{SCHEMA_VERSION})",
             code="marker_invalid",
         )
+    root_id, keyed_from, mac = marker.get("root_id"), marker.get("keyed_from"), marker.get("mac")
+    if marker.get("chain") != CHAIN_ALGORITHM or not valid_root_id(root_id) \
+            or type(keyed_from) is not int or not 1 <= keyed_from < NEVER \
+            or not isinstance(mac, str):
+        raise IntegrityError(f"{path}: schema marker fields are malformed", code="marker_invalid")
+    assert isinstance(root_id, str)
+    return Marker(SCHEMA_VERSION, root_id, keyed_from, mac)
 
 
-def _write_marker(root: Path) -> None:
+def write_keyed_marker(root: Path, keys: KeyStore, keyed_from: int) -> Chain:
+    """Mint a root id and its chain key, then write a schema-2 marker keyed from
+    ``keyed_from``: a new root (1) or the upgrade of a schema-1 root (head + 1). The key is
+    durable before the marker names it; a crash in between leaves an unused key behind."""
     from memory_es.fsutil import atomic_write  # looked up per call: crash harnesses wrap it
 
-    data = json.dumps(_MARKER, sort_keys=True, separators=(",", ":")).encode() + b"\n"
-    atomic_write(root / MARKER_FILE, data)
+    root_id = new_root_id()
+    chain = Chain(keys.create_chain_key(root_id), keyed_from, root_id)
+    marker = Marker(SCHEMA_VERSION, root_id, keyed_from)
+    mac = chain.mac(_MARKER_LABEL, marker.signed_bytes()).hex()
+    atomic_write(root / MARKER_FILE, _canonical(marker.body() | {"mac": mac}) + b"\n")
+    return chain
 
 
 def check_managed(root: Path) -> None:
@@ -82,8 +152,9 @@ def check_managed(root: Path) -> None:
             check_private(path, is_dir=False)
 
 
-def initialise(root: Path) -> None:
-    """Create journal, catalog, then marker; finish an initialisation a crash interrupted."""
+def initialise(root: Path, keys: KeyStore) -> Chain:
+    """Create journal, catalog, chain key, then marker; finish an initialisation a crash
+    interrupted. Returns the new root's keyed chain."""
     journal_path, catalog_path = root / JOURNAL_FILE, root / CATALOG_FILE
     if exists(journal_path):
         count = ensure_schema(journal_path)
@@ -110,4 +181,4 @@ def initialise(root: Path) -> None:
             )
     else:
         Catalog.create(catalog_path).close()
-    _write_marker(root)
+    return write_keyed_marker(root, keys, 1)

@@ -1,8 +1,10 @@
 """Opening a root's journal: the eventsourcing application and the checks that guard it.
 
-``open_journal`` fails closed on any hygiene or integrity problem: it verifies the whole hash
-chain against the integrity catalog, recovers a catalog left behind by a crash (journal ahead,
-suffix verified), and for writers takes the writer lock and creates a fresh root if none exists.
+``open_journal`` fails closed on any hygiene or integrity problem: it loads the root's chain key
+from the key store (once per open), verifies the whole hash chain against the integrity
+catalog, recovers a catalog left behind by a crash (journal ahead, suffix verified with the
+key), and for writers takes the writer lock, creates a fresh root if none exists and keys a
+schema-1 (plain SHA-256) root from its next position on.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from eventsourcing.utils import Environment
 from memory_es.errors import IntegrityError, NotARootError
 from memory_es.fsutil import check_private, make_private_dir, remove_stale_temps
 from memory_es.journal.catalog import Catalog
+from memory_es.journal.chain import Chain
 from memory_es.journal.codec import MsgspecMapper
 from memory_es.journal.layout import (
     CATALOG_FILE,
@@ -30,9 +33,11 @@ from memory_es.journal.layout import (
     exists,
     initialise,
     read_marker,
+    write_keyed_marker,
 )
 from memory_es.journal.lock import WriterLock
 from memory_es.journal.recorder import JournalRecorder
+from memory_es.keystore import KeyStore
 
 DEFAULT_LOCK_TIMEOUT = 5.0
 
@@ -73,11 +78,16 @@ class OpenedJournal:
 
     app: Journal
     lock: WriterLock | None
-    recovered_from: int | None  # catalog position before a journal-ahead recovery, else None
+    recovered_from: int | None  # catalog position when the journal was ahead of it, else None
 
     @property
     def recorder(self) -> JournalRecorder:
         return self.app.journal_recorder
+
+    @property
+    def chain(self) -> Chain:
+        """The root's link function (``chain.keyed``: False for a schema-1 root)."""
+        return self.app.journal_recorder.chain
 
     def close(self) -> None:
         try:
@@ -90,6 +100,7 @@ class OpenedJournal:
 def open_journal(
     root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     create: bool = True, derived: Sequence[str] = (),
+    key_store: str | Path | KeyStore | None = None,
 ) -> OpenedJournal:
     """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
 
@@ -99,8 +110,13 @@ def open_journal(
     change nothing. A writer never initialises where any of the root-relative ``derived``
     entries exist: projections without a journal mean the journal was lost, and a fresh one
     beside them would admit old run ids again (issue 13 item 3).
+
+    ``key_store`` is where the root's chain key lives (default: ``$MEMORY_ES_KEY_STORE``,
+    read now, else ``~/.local/state/memory-es/keys``); it must lie outside the root.
     """
     root = Path(root)
+    keys = KeyStore.resolve(key_store)
+    keys.check_outside(root)
     if writable and not create and not exists(root / MARKER_FILE) \
             and not exists(root / JOURNAL_FILE):
         raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE}); check --root")
@@ -119,7 +135,7 @@ def open_journal(
     try:
         if writable:
             remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
-        return _open_locked(root, writable=writable, lock=lock, derived=derived)
+        return _open_locked(root, writable=writable, lock=lock, derived=derived, keys=keys)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -127,7 +143,7 @@ def open_journal(
 
 
 def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
-                 derived: Sequence[str] = ()) -> OpenedJournal:
+                 keys: KeyStore, derived: Sequence[str] = ()) -> OpenedJournal:
     check_managed(root)
     journal_path, catalog_path, marker_path = (
         root / JOURNAL_FILE,
@@ -135,7 +151,7 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
         root / MARKER_FILE,
     )
     if exists(marker_path):
-        read_marker(marker_path)
+        marker = read_marker(marker_path)
         for path, what, code in (
             (journal_path, "journal", "journal_missing"),
             (catalog_path, "integrity catalog", "catalog_missing"),
@@ -145,6 +161,7 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
                     f"{path}: {what} is missing but the schema marker says this root has one",
                     code=code,
                 )
+        chain = marker.chain(keys)  # chain_key_missing, key_store_unsafe, marker_invalid
     elif not writable:
         if exists(journal_path):
             raise IntegrityError(
@@ -161,21 +178,26 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
                 f"({', '.join(left)}); refusing to start a new journal beside them: restore "
                 f"{JOURNAL_FILE}, {CATALOG_FILE} and {MARKER_FILE}, or move the projections away",
                 code="journal_missing")
-        initialise(root)
+        chain = initialise(root, keys)
 
     catalog = Catalog.open(catalog_path, writable=writable)
-    recorder = JournalRecorder(journal_path, catalog if writable else None, readonly=not writable)
+    recorder = JournalRecorder(journal_path, catalog if writable else None,
+                               readonly=not writable, chain=chain)
     try:
         cat_position, cat_chain = catalog.read()
         if not writable:
             catalog.close()
-        position, chain = _verify_against_catalog(recorder, cat_position, cat_chain)
+        position, tail = _verify_against_catalog(recorder, cat_position, cat_chain)
         recovered_from = cat_position if position > cat_position else None
         if recovered_from is not None and writable:
             # DESIGN 3 / B14: the suffix chain verified; fsync the journal again, then advance.
             recorder.fsync_files()
-            catalog.write(position, chain)
+            catalog.write(position, tail)
             catalog.sync()
+        if writable and not recorder.chain.keyed:
+            # A schema-1 root: key it from the next position on (issue 13 item 11). The
+            # verified plain prefix stays as it is; the first keyed link covers its tail.
+            recorder.chain = write_keyed_marker(root, keys, position + 1)
     except BaseException:
         recorder.close()
         if not writable:

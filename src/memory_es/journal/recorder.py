@@ -30,7 +30,7 @@ from eventsourcing.persistence import IntegrityError as RecordConflict
 from memory_es.errors import IntegrityError
 from memory_es.fsutil import crash_point
 from memory_es.journal.catalog import Catalog
-from memory_es.journal.chain import GENESIS, chain_link, verify_chain
+from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
 
 _SCHEMA = (
@@ -91,9 +91,11 @@ class JournalRecorder(ApplicationRecorder):
     threads never see a transaction in flight.
     """
 
-    def __init__(self, path: Path, catalog: Catalog | None, *, readonly: bool = False) -> None:
+    def __init__(self, path: Path, catalog: Catalog | None, *, readonly: bool = False,
+                 chain: Chain | None = None) -> None:
         self.path = path
         self.catalog = catalog
+        self.chain = chain if chain is not None else Chain.plain()  # the root's link function
         self.readonly = readonly
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
@@ -119,9 +121,10 @@ class JournalRecorder(ApplicationRecorder):
             try:
                 position, chain = self._tail(conn)
                 rows = []
+                link = self.chain.link
                 for ev in stored_events:
                     position += 1
-                    chain = chain_link(
+                    chain = link(
                         chain, position, ev.originator_id, ev.originator_version, ev.topic, ev.state
                     )
                     rows.append(
@@ -299,7 +302,7 @@ class JournalRecorder(ApplicationRecorder):
         The read snapshot ends here, on failure too, not whenever the traceback is released.
         """
         with contextlib.closing(self.rows()) as rows:
-            return verify_chain(self.path, rows)
+            return verify_chain(self.path, rows, self.chain)
 
     def fsync_files(self) -> None:
         """fsync the journal database and its WAL again (recovery of a journal-ahead crash)."""

@@ -24,6 +24,7 @@ from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError, make_embe
 from memory_es.errors import MemoryEsError
 from memory_es.history import verified_index
 from memory_es.intake import utc_now
+from memory_es.keystore import KeyStore
 from memory_es.recall.calibrate import (
     NEC_STEP,
     RANKING_SLACK,
@@ -187,7 +188,8 @@ def _held_out(questions: Sequence[LabelledQuestion],
 
 
 def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryConfig,
-                   *, embedder: Embedder | None = None) -> CalibrationReport:
+                   *, embedder: Embedder | None = None,
+                   key_store: KeyStore | None = None) -> CalibrationReport:
     """Fit a calibration on ``labelled_path``'s questions over ``root``, read-only.
 
     The root's journal is verified and the active index generation opened read-only (like
@@ -206,7 +208,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     labelled = Path(labelled_path)
     questions = load_labelled(labelled)
     root = Path(root)
-    with verified_index(root) as conn:  # never calibrate on a tampered root
+    with verified_index(root, key_store) as conn:  # never calibrate on a tampered root
         if conn is None:
             raise MemoryEsError(f"{NEEDS_EMBEDDINGS}: {root} has no index generation yet "
                                 "(run drain)", code=NEEDS_EMBEDDINGS)

@@ -35,6 +35,7 @@ from memory_es.intake import (
     utc_now,
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
+from memory_es.keystore import KeyStore
 from memory_es.observe import ObserveProcessor
 from memory_es.recall import (
     AutoContext,
@@ -133,6 +134,7 @@ class MemoryStore:
         chat_model: ChatModel | None = None,
         classifier: ChatModel | None = None,
         create: bool = True,
+        key_store: str | Path | KeyStore | None = None,
     ) -> MemoryStore:
         """Open (creating if absent, unless ``create`` is false) the root, take its writer
         lock and verify its journal.
@@ -148,11 +150,14 @@ class MemoryStore:
         ``embedder`` overrides the provider ``memory.embeddings`` names (Journal and BuJo only:
         Lite never embeds, D2). ``chat_model`` and ``classifier`` override the chat models
         ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
+        ``key_store`` is where the root's chain key is kept (default: ``$MEMORY_ES_KEY_STORE``,
+        read now, else ``~/.local/state/memory-es/keys``; issue 13 item 11).
         """
         check_seconds("lock_timeout", lock_timeout)
         check_seconds("shutdown_timeout", shutdown_timeout)
         opened = open_journal(resolve_root(root, config), writable=True,
-                              lock_timeout=lock_timeout, create=create, derived=DERIVED_ENTRIES)
+                              lock_timeout=lock_timeout, create=create, derived=DERIVED_ENTRIES,
+                              key_store=key_store)
         try:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
