@@ -21,12 +21,18 @@ import msgspec
 
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, configured_identity, make_embedder
-from memory_es.errors import IndexUnavailableError, MemoryEsError
+from memory_es.errors import (
+    IndexUnavailableError,
+    MemoryEsError,
+    storage_error,
+    storage_kind,
+)
 from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
     export_lines,
     fold_intakes,
     iter_events,
+    journal_guard,
     open_reader,
     verified_index,
 )
@@ -47,6 +53,7 @@ from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from memory_es.rootconfig import effective
 from memory_es.worker import worker_status
 from projections.health import Finding, HealthReport, audit
+from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
 
 log = logging.getLogger("memory_es")
@@ -149,12 +156,21 @@ class MemoryRoot:
     def health(self) -> HealthReport:
         """Replay the journal into scratch and compare with the live root (N*); with the
         vector backlog and whether a worker looks after the root (neither is drift)."""
-        report = audit(
-            self.root,
-            open_journal=lambda r: open_journal(r, writable=False),
-            events_upto=lambda opened, position: iter_events(opened, upto=position),
-            journal_checks=_payload_findings,
-        )
+        root = self.root
+
+        def opener(path: Path) -> OpenedJournal:
+            with journal_guard(path):
+                return open_journal(path, writable=False)
+
+        def events(opened: OpenedJournal, position: int) -> Iterator[tuple[int, Any]]:
+            with journal_guard(root):
+                yield from iter_events(opened, upto=position)
+
+        def checks(opened: OpenedJournal) -> Iterator[Finding]:
+            with journal_guard(root):
+                yield from _payload_findings(opened)
+
+        report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
         try:
@@ -215,7 +231,19 @@ class MemoryRoot:
             if conn is None:
                 raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
                                     code="journal_unavailable")
-            return self._chronology.call(conn, request)
+            try:
+                return self._chronology.call(conn, request)
+            except MemoryEsError as e:
+                # The tool's generic journal_unavailable hides SQLite's error (I14); here a
+                # generation SQLite cannot read is index_unreadable, as everywhere else
+                # (issue 13 item 10).
+                cause = e.__cause__
+                if e.code != "journal_unavailable" or not isinstance(cause, apsw.Error):
+                    raise
+                if storage_kind(cause) == "corrupt":
+                    raise unreadable(Path(conn.filename), cause) from cause
+                raise storage_error(cause, conn.filename, what="index",
+                                    corrupt_code="index_unreadable") or e from cause
 
     def calibrate(self, labelled: str | Path, *,
                   embedder: Embedder | None = None) -> CalibrationReport:

@@ -19,7 +19,13 @@ from typing import Any, Literal
 import apsw
 import msgspec
 
-from memory_es.errors import MemoryEsError, NotARootError
+from memory_es.errors import (
+    STORAGE_CODES,
+    MemoryEsError,
+    NotARootError,
+    StorageError,
+    storage_kind,
+)
 from memory_es.journal.lock import writer_alive
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
@@ -35,7 +41,7 @@ from projections.replay import (
 )
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
 # Files the engine owns at the root; anything else (outside the managed dirs) is a stray.
 _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
@@ -70,8 +76,12 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def exit_code(self) -> int:
+        """0 clean or in progress, 1 findings, 2 no memory root there, 3 could not run (the
+        journal could not be read: I/O, permissions, a lock; see ``findings``)."""
         if self.status == "cannot_audit":
-            return EXIT_CANNOT_AUDIT
+            if any(f.code == "not_a_root" for f in self.findings):
+                return EXIT_CANNOT_AUDIT
+            return EXIT_COULD_NOT_RUN
         return EXIT_FINDINGS if self.findings else EXIT_CLEAN
 
     def to_json(self) -> dict[str, Any]:
@@ -258,85 +268,142 @@ def audit(
     """Audit ``root``. The journal side is injected so projections stay store-agnostic:
     ``open_journal(root)`` opens it read-only (raising MemoryEsError with a ``code``),
     ``events_upto(opened, position)`` yields decoded events up to a position, and
-    ``journal_checks(opened)`` adds intake findings (payloads)."""
+    ``journal_checks(opened)`` adds intake findings (payloads).
+
+    A storage failure never escapes (issue 13 item 10): a damaged journal is the finding
+    ``journal_corrupt``, a damaged index ``index_unreadable``; when the journal cannot be read
+    at all (I/O, permissions, a lock: :class:`StorageError` of another kind) the status is
+    ``cannot_audit`` with that one finding (exit 3)."""
     root = Path(root)
     if not os.path.lexists(root):
         return HealthReport(status="cannot_audit", findings=(Finding("not_a_root", ".", "absent"),))
-    findings = list(hygiene(root))
+    try:
+        findings = list(hygiene(root))
+    except OSError as e:  # a directory we may not list
+        return _could_not_run(root, e)
     try:
         opened = open_journal(root)
     except NotARootError:
         return HealthReport(status="cannot_audit",
                             findings=(Finding("not_a_root", ".", "no journal"),))
+    except StorageError as e:
+        if e.kind != "corrupt":
+            return _could_not_run(root, e)
+        findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
+        return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     except MemoryEsError as e:
         findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
         return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     try:
-        head = opened.recorder.max_notification_id() or 0
-        findings += list(journal_checks(opened))
-        try:
-            generation = read_current(root)
-        except MemoryEsError as e:  # nothing in index/ can be judged without the pointer
-            findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
-            findings += [f for f in _unexpected_files(root, None)
-                         if not f.path.startswith(INDEX_DIR + "/")]
-            return HealthReport(status="findings", journal_position=head,
-                                findings=tuple(sorted(set(findings))))
-        findings += list(_unexpected_files(root, generation))
-        live_db = generation_path(root, generation) if generation is not None else None
-        if live_db is None or not live_db.is_file():
-            if head:
-                findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
-            return HealthReport(status="findings" if findings else "clean",
-                                journal_position=head, findings=tuple(findings))
-        live: apsw.Connection | None = None
-        try:
-            live = open_active_index(root)
-            assert live is not None
-            row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
-            position = int(row[0])
-        except (MemoryEsError, apsw.Error, TypeError, ValueError) as e:
-            # Truncated, corrupt, unsafe: nothing in it can be compared (issue 13 item 2).
-            if live is not None:
-                live.close()
-            findings.append(Finding("index_unreadable", str(live_db.relative_to(root)),
-                                    f"{type(e).__name__}; run memory-es rebuild"))
-            return HealthReport(status="findings", journal_position=head,
-                                findings=tuple(sorted(set(findings))))
+        return _audit_opened(root, opened, findings, events_upto, journal_checks)
+    except StorageError as e:  # the journal, read after it verified
+        if e.kind != "corrupt":
+            return _could_not_run(root, e)
+        return HealthReport(status="findings", findings=tuple(sorted(
+            {*findings, Finding(e.code, _rel(root, e), "journal failed closed")})))
+    except (apsw.Error, OSError) as e:  # the live index read mid-audit, or the scratch
+        if storage_kind(e) == "corrupt":
+            return HealthReport(status="findings", findings=tuple(sorted(
+                {*findings, Finding("index_unreadable", INDEX_DIR,
+                                    f"{type(e).__name__}; run memory-es rebuild")})))
+        if storage_kind(e) is None:
+            raise
+        return _could_not_run(root, e)
+    finally:
+        opened.close()
+
+
+def _could_not_run(root: Path, error: BaseException) -> HealthReport:
+    """Health could not read what it audits: ``cannot_audit``, one content-free finding."""
+    if isinstance(error, StorageError):
+        return HealthReport(status="cannot_audit", findings=(
+            Finding(error.code, _rel(root, error), "health could not read it"),))
+    kind = storage_kind(error)
+    code = {"io": "io_error", "busy": "busy"}.get(kind or "", "sqlite_error")
+    path = getattr(error, "filename", None)
+    rel = _relpath(root, path) if path else "."
+    return HealthReport(status="cannot_audit", findings=(
+        Finding(code, rel, f"health could not read it ({type(error).__name__})"),))
+
+
+def _audit_opened(root: Path, opened: Any, findings: list[Finding],
+                  events_upto: Callable[[Any, int], Iterable[tuple[int, object]]],
+                  journal_checks: Callable[[Any], Iterable[Finding]]) -> HealthReport:
+    head = opened.recorder.max_notification_id() or 0
+    findings += list(journal_checks(opened))
+    try:
+        generation = read_current(root)
+    except MemoryEsError as e:  # nothing in index/ can be judged without the pointer
+        findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
+        findings += [f for f in _unexpected_files(root, None)
+                     if not f.path.startswith(INDEX_DIR + "/")]
+        return HealthReport(status="findings", journal_position=head,
+                            findings=tuple(sorted(set(findings))))
+    findings += list(_unexpected_files(root, generation))
+    live_db = generation_path(root, generation) if generation is not None else None
+    if live_db is None or not live_db.is_file():
+        if head:
+            findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
+        return HealthReport(status="findings" if findings else "clean",
+                            journal_position=head, findings=tuple(findings))
+    live: apsw.Connection | None = None
+    try:
+        live = open_active_index(root)
+        assert live is not None
+        row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+        position = int(row[0])
+    except (MemoryEsError, apsw.Error, TypeError, ValueError) as e:
+        # Truncated, corrupt, unsafe: nothing in it can be compared (issue 13 item 2).
+        if live is not None:
+            live.close()
+        if storage_kind(e) in ("io", "busy"):  # a read-only disk is no damage to rebuild
+            return _could_not_run(root, StorageError(
+                f"{live_db}: cannot read the index ({type(e).__name__})",
+                code=STORAGE_CODES[storage_kind(e) or "io"], kind="io", path=str(live_db)))
+        findings.append(Finding("index_unreadable", str(live_db.relative_to(root)),
+                                f"{type(e).__name__}; run memory-es rebuild"))
+        return HealthReport(status="findings", journal_position=head,
+                            findings=tuple(sorted(set(findings))))
+    try:
+        rel = str(live_db.relative_to(root))
         try:
             with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
                 expected = build_generation(Path(scratch) / "memory.db",
                                             events_upto(opened, position))
                 try:
                     findings += list(_compare_files(root, render_all(expected)))
-                    findings += list(_compare_index(
-                        live, expected.conn, str(live_db.relative_to(root))))
+                    findings += list(_compare_index(live, expected.conn, rel))
                 finally:
                     expected.close()
             findings += list(_compare_provenance(root, live))
             findings += list(_compare_sidecar(root, live))
-        finally:
-            live.close()
-        if position > head:
-            findings.append(Finding("projection_ahead", INDEX_DIR,
-                                    f"index at {position}, journal at {head}"))
-        elif position < head and not findings:
-            if writer_alive(root):
-                return HealthReport(status="in_progress", journal_position=head,
-                                    projection_position=position)
-            findings.append(Finding("projection_behind", INDEX_DIR,
-                                    f"index at {position}, journal at {head}"))
+        except apsw.Error as e:
+            if storage_kind(e) != "corrupt":
+                raise
+            findings.append(Finding("index_unreadable", rel,
+                                    f"{type(e).__name__}; run memory-es rebuild"))
     finally:
-        opened.close()
+        live.close()
+    if position > head:
+        findings.append(Finding("projection_ahead", INDEX_DIR,
+                                f"index at {position}, journal at {head}"))
+    elif position < head and not findings:
+        if writer_alive(root):
+            return HealthReport(status="in_progress", journal_position=head,
+                                projection_position=position)
+        findings.append(Finding("projection_behind", INDEX_DIR,
+                                f"index at {position}, journal at {head}"))
     return HealthReport(status="findings" if findings else "clean", journal_position=head,
                         projection_position=position, findings=tuple(sorted(set(findings))))
 
 
 def _rel(root: Path, error: Exception) -> str:
     """The root-relative path an error message starts with ('.' when it names none)."""
-    text = str(error)
-    head = text.split(": ", 1)[0]
+    return _relpath(root, str(error).split(": ", 1)[0])
+
+
+def _relpath(root: Path, path: object) -> str:
     try:
-        return str(Path(head).resolve().relative_to(root.resolve())) or "."
-    except ValueError:
+        return str(Path(str(path)).resolve().relative_to(root.resolve())) or "."
+    except (ValueError, OSError):
         return "."
