@@ -162,9 +162,9 @@ class MemoryRoot:
             with journal_guard(path):
                 return open_journal(path, writable=False)
 
-        def events(opened: OpenedJournal, position: int) -> Iterator[tuple[int, Any]]:
+        def events(opened: OpenedJournal, upto: int, after: int) -> Iterator[tuple[int, Any]]:
             with journal_guard(root):
-                yield from iter_events(opened, upto=position)
+                yield from iter_events(opened, after=after, upto=upto)
 
         def checks(opened: OpenedJournal) -> Iterator[Finding]:
             with journal_guard(root):

@@ -10,6 +10,7 @@ content-free detail; memory text never appears (N12).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -30,16 +31,22 @@ from memory_es.journal.lock import writer_alive
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
 from projections.replay import (
+    CURRENT_FILE,
+    INDEX_DB,
     INDEX_DIR,
+    MARKDOWN_DIRS,
+    ROOT_FILES,
     RUNTIME_DIR,
     build_generation,
+    generation_dirs,
     generation_path,
     managed_files,
     open_active_index,
     read_current,
     render_all,
+    render_one,
 )
-from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
+from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED, IndexProjection
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
@@ -49,7 +56,14 @@ _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalo
 _SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
-HealthStatus = Literal["clean", "in_progress", "findings", "cannot_audit"]
+HealthStatus = Literal["clean", "in_progress", "recoverable", "findings", "cannot_audit"]
+# Findings the next writer open repairs by itself: what a killed writer left (issue 13 item 9)
+# and projections behind the journal. A report holding only these is ``recoverable`` (exit 0),
+# or ``in_progress`` while a writer holds the root; anything else is drift (``findings``).
+RECOVERABLE = frozenset({"crash_residue", "projection_behind"})
+RESIDUE_DETAIL = "left by a writer killed mid-write; the next writer open repairs it"
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.tmp-\d+-[a-z0-9_]{8}$")
+_GEN_FILES = {INDEX_DB + s for s in ("", "-wal", "-shm", "-journal")}
 
 
 class Finding(msgspec.Struct, frozen=True, order=True):
@@ -76,13 +90,16 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def exit_code(self) -> int:
-        """0 clean or in progress, 1 findings, 2 no memory root there, 3 could not run (the
-        journal could not be read: I/O, permissions, a lock; see ``findings``)."""
+        """0 clean, in progress or recoverable (only crash residue and projections behind,
+        which the next writer open repairs), 1 findings (drift), 2 no memory root there, 3
+        could not run (the root could not be read: I/O, permissions, a lock)."""
         if self.status == "cannot_audit":
             if any(f.code == "not_a_root" for f in self.findings):
                 return EXIT_CANNOT_AUDIT
             return EXIT_COULD_NOT_RUN
-        return EXIT_FINDINGS if self.findings else EXIT_CLEAN
+        if self.status in ("clean", "in_progress", "recoverable"):
+            return EXIT_CLEAN
+        return EXIT_FINDINGS
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "journal_position": self.journal_position,
@@ -258,16 +275,149 @@ def _compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
                               f"memory {memory_id[:12]}: Markdown and index disagree")
 
 
+class Residue:
+    """What a writer killed at a known boundary can leave, judged against replay (issue 13
+    item 9). ``expected`` is the scratch replay at the live index position; ``future`` then
+    extends it event by event to the journal head, rendering each file an event touches, so
+    a file written ahead of the index commit (the Markdown, graph or sidecar of a flush the
+    kill cut short) is one of those renderings, byte for byte."""
+
+    def __init__(self, root: Path, expected: IndexProjection, want: dict[str, bytes],
+                 active: int | None, head: int,
+                 events: Callable[[int, int], Iterable[tuple[int, object]]]) -> None:
+        self.root, self.expected, self.want = root, expected, want
+        self.active, self.head, self._events = active, head, events
+        self._future: dict[str, set[bytes | None]] | None = None
+
+    def states(self, rel: str) -> set[bytes | None]:
+        """Every content replay gives ``rel`` from the index position to the journal head
+        (None: the file does not exist)."""
+        if self._future is None:
+            self._future = {}
+            index = self.expected
+            for position, event in self._events(index.position, self.head):
+                index.touched = set()
+                index.apply(position, event)
+                for kind, day in sorted(index.touched):
+                    path, data = render_one(index, kind, day)
+                    self._future.setdefault(path, set()).add(data)
+            index.touched = set()
+        return {self.want.get(rel), *self._future.get(rel, ())}
+
+    def holds_a_state(self, rel: str) -> bool:
+        """Is the live ``rel`` (or its absence) a state replay passes through?"""
+        try:
+            data: bytes | None = (self.root / rel).read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError:
+            return False
+        return data in self.states(rel)
+
+    def is_temp(self, rel: str) -> bool:
+        """``.NAME.tmp-PID-XXXXXXXX`` beside a file the engine writes atomically, holding
+        exactly what that write would have put there."""
+        parent, _, name = rel.rpartition("/")
+        match = _TEMP_NAME.match(name)
+        if match is None:
+            return False
+        target = f"{parent}/{match['target']}" if parent else match["target"]
+        try:
+            data = (self.root / rel).read_bytes()
+        except OSError:
+            return False
+        if (parent in MARKDOWN_DIRS and target.endswith(".md")) or target in ROOT_FILES:
+            return data in self.states(target) - {None}
+        if target == f"{INDEX_DIR}/{CURRENT_FILE}":  # the pointer to a generation built
+            text = data.decode("ascii", "replace")  # but not yet activated
+            number = text[4:-1] if text.startswith("gen-") and text.endswith("\n") else ""
+            return number.isdigit() and int(number) != self.active and \
+                generation_path(self.root, int(number)).is_file()
+        return False
+
+    def inactive_generations(self) -> set[str]:
+        """Files of generations beside the active one that are exactly a replay of the
+        journal up to their own position: a rebuild killed before it activated its new
+        generation or removed the old one, or a first open killed before it pointed
+        ``index/CURRENT`` at gen-1."""
+        residue: set[str] = set()
+        for number, directory in generation_dirs(self.root).items():
+            if number == self.active:
+                continue
+            try:
+                names = set(os.listdir(directory))
+            except OSError:
+                continue
+            if INDEX_DB not in names or not names <= _GEN_FILES:
+                continue
+            if self._is_replay(directory / INDEX_DB):
+                residue |= {f"{INDEX_DIR}/{directory.name}/{n}" for n in names}
+        return residue
+
+    def _is_replay(self, db: Path) -> bool:
+        try:
+            conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY
+                                   | apsw.SQLITE_OPEN_NOFOLLOW)
+        except apsw.Error:
+            return False
+        try:
+            row: Any = conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+            position = int(row[0]) if row is not None else 0
+            if not 0 <= position <= self.head:
+                return False
+            with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
+                replay = build_generation(Path(scratch) / INDEX_DB, self._events(0, position))
+                try:
+                    return not any(_compare_index(conn, replay.conn, str(db)))
+                finally:
+                    replay.close()
+        except (apsw.Error, TypeError, ValueError):
+            return False
+        finally:
+            conn.close()
+
+
+def _residue(root: Path, findings: list[Finding], residue: Residue) -> list[Finding]:
+    """Findings on files a killed writer left (and the next writer open repairs) become
+    ``crash_residue``; everything else, hand edits that look alike included, stays drift.
+    Only a private file (no hygiene finding) can be residue."""
+    unsafe = {f.path for f in findings if f.code in _HYGIENE}
+    generations: set[str] | None = None
+    out: list[Finding] = []
+    for f in findings:
+        rel = f.path
+        is_residue = False
+        if rel not in unsafe:
+            if f.code in ("file_mismatch", "file_missing") or (
+                    f.code == "canonical_mismatch" and rel == SIDECAR_FILE):
+                is_residue = residue.holds_a_state(rel)
+            elif f.code == "file_extra":
+                if rel.startswith(f"{INDEX_DIR}/gen-"):
+                    if generations is None:
+                        generations = residue.inactive_generations()
+                    is_residue = rel in generations
+                elif ("/" not in rel and rel in ROOT_FILES) or \
+                        (rel.split("/", 1)[0] in MARKDOWN_DIRS and "/." not in rel):
+                    is_residue = residue.holds_a_state(rel)  # a new file, ahead
+                else:
+                    is_residue = residue.is_temp(rel)
+        out.append(Finding("crash_residue", rel, RESIDUE_DETAIL) if is_residue else f)
+    return out
+
+
+_HYGIENE = frozenset({"symlink", "foreign_owner", "unsafe_mode", "hard_link"})
+
+
 def audit(
     root: Path,
     *,
     open_journal: Callable[[Path], Any],
-    events_upto: Callable[[Any, int], Iterable[tuple[int, object]]],
+    events_upto: Callable[[Any, int, int], Iterable[tuple[int, object]]],
     journal_checks: Callable[[Any], Iterable[Finding]] = lambda opened: (),
 ) -> HealthReport:
     """Audit ``root``. The journal side is injected so projections stay store-agnostic:
     ``open_journal(root)`` opens it read-only (raising MemoryEsError with a ``code``),
-    ``events_upto(opened, position)`` yields decoded events up to a position, and
+    ``events_upto(opened, upto, after)`` yields decoded events in (after, upto], and
     ``journal_checks(opened)`` adds intake findings (payloads).
 
     A storage failure never escapes (issue 13 item 10): a damaged journal is the finding
@@ -327,7 +477,7 @@ def _could_not_run(root: Path, error: BaseException) -> HealthReport:
 
 
 def _audit_opened(root: Path, opened: Any, findings: list[Finding],
-                  events_upto: Callable[[Any, int], Iterable[tuple[int, object]]],
+                  events_upto: Callable[[Any, int, int], Iterable[tuple[int, object]]],
                   journal_checks: Callable[[Any], Iterable[Finding]]) -> HealthReport:
     head = opened.recorder.max_notification_id() or 0
     findings += list(journal_checks(opened))
@@ -344,8 +494,16 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
     if live_db is None or not live_db.is_file():
         if head:
             findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
-        return HealthReport(status="findings" if findings else "clean",
-                            journal_position=head, findings=tuple(findings))
+        if findings:  # e.g. a first open killed before it pointed index/CURRENT at gen-1
+            with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
+                nothing = build_generation(Path(scratch) / INDEX_DB, ())
+                try:
+                    findings = _residue(root, findings, Residue(
+                        root, nothing, {}, generation, head,
+                        lambda after, upto: events_upto(opened, upto, after)))
+                finally:
+                    nothing.close()
+        return _report(root, head, 0, findings)
     live: apsw.Connection | None = None
     try:
         live = open_active_index(root)
@@ -369,14 +527,18 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
         try:
             with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
                 expected = build_generation(Path(scratch) / "memory.db",
-                                            events_upto(opened, position))
+                                            events_upto(opened, position, 0))
                 try:
-                    findings += list(_compare_files(root, render_all(expected)))
+                    want = render_all(expected)
+                    findings += list(_compare_files(root, want))
                     findings += list(_compare_index(live, expected.conn, rel))
+                    findings += list(_compare_provenance(root, live))
+                    findings += list(_compare_sidecar(root, live))
+                    findings = _residue(root, findings, Residue(
+                        root, expected, want, generation, head,
+                        lambda after, upto: events_upto(opened, upto, after)))
                 finally:
                     expected.close()
-            findings += list(_compare_provenance(root, live))
-            findings += list(_compare_sidecar(root, live))
         except apsw.Error as e:
             if storage_kind(e) != "corrupt":
                 raise
@@ -384,15 +546,26 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
                                     f"{type(e).__name__}; run memory-es rebuild"))
     finally:
         live.close()
+    drift = [f for f in findings if f.code not in RECOVERABLE]
     if position > head:
         findings.append(Finding("projection_ahead", INDEX_DIR,
                                 f"index at {position}, journal at {head}"))
-    elif position < head and not findings:
+    elif position < head and not drift:
+        findings.append(Finding("projection_behind", INDEX_DIR,
+                                f"index at {position}, journal at {head}"))
+    return _report(root, head, position, findings)
+
+
+def _report(root: Path, head: int, position: int, findings: list[Finding]) -> HealthReport:
+    """The status: drift is ``findings``; only what the next writer open repairs is
+    ``in_progress`` while a writer holds the root (no findings shown, as for work in flight)
+    and ``recoverable`` when none does; nothing is ``clean``."""
+    if findings and all(f.code in RECOVERABLE for f in findings):
         if writer_alive(root):
             return HealthReport(status="in_progress", journal_position=head,
                                 projection_position=position)
-        findings.append(Finding("projection_behind", INDEX_DIR,
-                                f"index at {position}, journal at {head}"))
+        return HealthReport(status="recoverable", journal_position=head,
+                            projection_position=position, findings=tuple(sorted(set(findings))))
     return HealthReport(status="findings" if findings else "clean", journal_position=head,
                         projection_position=position, findings=tuple(sorted(set(findings))))
 
