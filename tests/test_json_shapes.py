@@ -125,7 +125,8 @@ def test_health_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0  # projections behind, no writer: recoverable (issue 13 item 9)
     assert shape(obj) == {"findings": [{"code": "str", "detail": "str", "path": "str"}],
                           "journal_position": "int", "projection_position": "int",
-                          "status": "str", "vectors_pending": "null", "worker": "str"}
+                          "runtime": "str", "status": "str", "vectors_pending": "null",
+                          "worker": "str"}
     assert obj["status"] == "recoverable"
     assert obj["findings"][0]["code"] == "projection_behind"
     report = MemoryRoot.open(root).health()

@@ -51,7 +51,7 @@ from memory_es.recall import (
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from memory_es.rootconfig import effective
-from memory_es.worker import worker_status
+from memory_es.worker import snapshot_state, worker_status
 from projections.health import Finding, HealthReport, audit
 from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
@@ -178,7 +178,8 @@ class MemoryRoot:
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
             backlog = None
         return msgspec.structs.replace(report, vectors_pending=backlog,
-                                       worker=worker_status(self.root))
+                                       worker=worker_status(self.root),
+                                       runtime=snapshot_state(self.root))
 
     # -- the index --------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ content-free detail; memory text never appears (N12).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 import apsw
 import msgspec
+import numpy as np
 
 from memory_es.errors import (
     STORAGE_CODES,
@@ -28,6 +30,7 @@ from memory_es.errors import (
     storage_kind,
 )
 from memory_es.journal.lock import writer_alive
+from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
 from projections.replay import (
@@ -87,6 +90,7 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...] = ()
     vectors_pending: int | None = None  # live memories without a vector; None: not embedded
     worker: str | None = None  # "running", "stalled", "not_running"; None: not asked
+    runtime: str | None = None  # the snapshot: "absent", "current", "stale", "invalid"
 
     @property
     def exit_code(self) -> int:
@@ -105,7 +109,8 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
         return {"status": self.status, "journal_position": self.journal_position,
                 "projection_position": self.projection_position,
                 "findings": [f.to_json() for f in sorted(self.findings)],
-                "vectors_pending": self.vectors_pending, "worker": self.worker}
+                "vectors_pending": self.vectors_pending, "worker": self.worker,
+                "runtime": self.runtime}
 
 
 def hygiene(root: Path) -> Iterator[Finding]:
@@ -259,6 +264,67 @@ def _compare_sidecar(root: Path, live: apsw.Connection) -> Iterator[Finding]:
                       "sidecar and index lifecycle/edges differ")
 
 
+def _audit_vectors(live: apsw.Connection, rel: str) -> Iterator[Finding]:
+    """Stored vectors against the generation's live records (issue 13 item 12; D4, D9, N14).
+    Vectors are not events (health never compares them with replay) but what is stored must
+    be usable: of the generation's one identity (``provider/model/dim``, meta
+    ``vector_identity``), of that dimension, finite, for records that exist; and every live
+    record without one must wait in the queue, or it would never be embedded. Counts only."""
+    try:
+        row: Any = live.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
+        count: Any = live.execute("SELECT count(*) FROM vectors").fetchone()
+        stored = int(count[0])
+    except apsw.SQLError:  # a generation from before vectors
+        return
+    if row is None:
+        if stored:
+            yield Finding("vector_identity_mismatch", rel,
+                          f"{stored} vectors, the generation names no embedding identity")
+        return
+    identity = str(row[0])
+    try:
+        dim = int(msgspec.json.decode(identity)[2])
+    except (msgspec.DecodeError, IndexError, KeyError, TypeError, ValueError):
+        yield Finding("vector_identity_mismatch", rel, "unreadable embedding identity")
+        return
+    counts = {"orphan": 0, "identity": 0, "dimension": 0, "non_finite": 0}
+    for rowid, ident, blob, exists in live.execute(
+            "SELECT v.rowid, v.identity, v.vector, m.rowid IS NOT NULL FROM vectors v "
+            "LEFT JOIN memories m ON m.rowid = v.rowid ORDER BY v.rowid"):
+        del rowid
+        if not exists:
+            counts["orphan"] += 1
+        if ident != identity:
+            counts["identity"] += 1
+            continue
+        data = bytes(blob)
+        if len(data) != 4 * dim:
+            counts["dimension"] += 1
+        elif not math.isfinite(float(np.frombuffer(data, dtype=np.float32).sum(
+                dtype=np.float64))):
+            counts["non_finite"] += 1
+    said = {"orphan": ("vector_orphan", "vectors for records that do not exist"),
+            "identity": ("vector_identity_mismatch", "vectors of another embedding identity"),
+            "dimension": ("vector_dimension", f"vectors not of dimension {dim}"),
+            "non_finite": ("vector_non_finite", "vectors holding NaN or infinity")}
+    for key, n in counts.items():
+        if n:
+            code, what = said[key]
+            yield Finding(code, rel, f"{n} {what}")
+    try:
+        waiting: Any = live.execute(
+            f"SELECT count(*) FROM memories m WHERE m.status NOT IN {_TERMINAL} "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid "
+            "AND v.identity = ?) AND NOT EXISTS (SELECT 1 FROM vector_pending p "
+            "WHERE p.rowid = m.rowid)", (identity,)).fetchone()
+        unqueued = int(waiting[0])
+    except apsw.SQLError:
+        return
+    if unqueued:
+        yield Finding("vector_unqueued", rel,
+                      f"{unqueued} live records with no vector and not queued for one")
+
+
 def _compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
     """N4: each daily line's source_session must be what the index holds for that id."""
     indexed = dict(live.execute("SELECT id, source_session FROM memories"))
@@ -405,6 +471,7 @@ def _residue(root: Path, findings: list[Finding], residue: Residue) -> list[Find
     return out
 
 
+_TERMINAL = sql_list(TERMINAL_STATUSES)
 _HYGIENE = frozenset({"symlink", "foreign_owner", "unsafe_mode", "hard_link"})
 
 
@@ -534,6 +601,7 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
                     findings += list(_compare_index(live, expected.conn, rel))
                     findings += list(_compare_provenance(root, live))
                     findings += list(_compare_sidecar(root, live))
+                    findings += list(_audit_vectors(live, rel))
                     findings = _residue(root, findings, Residue(
                         root, expected, want, generation, head,
                         lambda after, upto: events_upto(opened, upto, after)))
