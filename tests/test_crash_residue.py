@@ -196,3 +196,20 @@ def test_a_stray_generation_that_is_no_replay_is_drift(tmp_path: Path) -> None:
     assert ("file_extra", "index/gen-7/memory.db") in got, got
     assert not any(code == "crash_residue" for code, _ in got), got
     assert MemoryRoot.open(root).health().exit_code == 1
+
+
+def test_a_sidecar_that_matches_replay_beside_an_edited_index_is_drift(
+        tmp_path: Path) -> None:
+    """The sidecar disagrees with an index whose lifecycle was edited by hand: the sidecar
+    is replay's own, so nothing ran ahead; both findings stay drift."""
+    script = tmp_path / "script.jsonl"
+    write_script(script)
+    root = tmp_path / "root"
+    assert run_child(root, script, tmp_path / "calls.jsonl").proc.returncode == 0
+    conn = apsw.Connection(str(active_index_path(root)))
+    with conn:
+        conn.execute("DELETE FROM lifecycle")
+    conn.close()
+    got = findings(root)
+    assert ("canonical_mismatch", SIDECAR_FILE) in got, got
+    assert not any(code == "crash_residue" for code, _ in got), got

@@ -370,13 +370,17 @@ class Residue:
             index.touched = set()
         return {self.want.get(rel), *self._future.get(rel, ())}
 
-    def holds_a_state(self, rel: str) -> bool:
-        """Is the live ``rel`` (or its absence) a state replay passes through?"""
+    def holds_a_state(self, rel: str, *, ahead: bool = False) -> bool:
+        """Is the live ``rel`` (or its absence) a state replay passes through? ``ahead``:
+        one past the index position, never the state at it (a sidecar that equals replay
+        but not the live index means the index was edited, not that a write ran ahead)."""
         try:
             data: bytes | None = (self.root / rel).read_bytes()
         except FileNotFoundError:
             data = None
         except OSError:
+            return False
+        if ahead and data == self.want.get(rel):
             return False
         return data in self.states(rel)
 
@@ -454,9 +458,10 @@ def _residue(root: Path, findings: list[Finding], residue: Residue) -> list[Find
         rel = f.path
         is_residue = False
         if rel not in unsafe:
-            if f.code in ("file_mismatch", "file_missing") or (
-                    f.code == "canonical_mismatch" and rel == SIDECAR_FILE):
+            if f.code in ("file_mismatch", "file_missing"):
                 is_residue = residue.holds_a_state(rel)
+            elif f.code == "canonical_mismatch" and rel == SIDECAR_FILE:
+                is_residue = residue.holds_a_state(rel, ahead=True)
             elif f.code == "file_extra":
                 if rel.startswith(f"{INDEX_DIR}/gen-"):
                     if generations is None:
