@@ -5,6 +5,8 @@ Usage: ``python helpers_crash.py ROOT MODE [RUN_ID ...]``
 - ``single``: open a MemoryStore on ROOT and admit each RUN_ID in turn.
 - ``threads``: admit every RUN_ID concurrently, one thread each (group commit).
 - ``recorder``: append one Admitted event per RUN_ID in ONE recorder transaction.
+- ``rebuild``: ``memory-es rebuild`` of ROOT (``rebuild.before_activate`` /
+  ``rebuild.after_activate`` kill it around the generation switch).
 
 The answer of a run id is always :func:`answer_for` so the test process can re-admit the very
 same bytes. With ``MEMORY_ES_CRASH_AT`` set the process is expected to die by SIGKILL at that
@@ -28,6 +30,12 @@ def main(argv: list[str]) -> int:
     from memory_es.store import MemoryStore
 
     root, mode, run_ids = argv[0], argv[1], argv[2:]
+    if mode == "rebuild":
+        from memory_es.transfer import rebuild_root
+
+        rebuild_root(root)
+        print("survived", flush=True)
+        return 0
     store = MemoryStore.open(root, background=False)
     turns = [CompletedTurn(run_id=r, outcome="success", answer=answer_for(r)) for r in run_ids]
     if mode == "single":

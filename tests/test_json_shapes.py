@@ -122,11 +122,12 @@ def test_journal_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 def test_health_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, obj = cli_json(capsys, root, "health")
-    assert code == 1
+    assert code == 0  # projections behind, no writer: recoverable (issue 13 item 9)
     assert shape(obj) == {"findings": [{"code": "str", "detail": "str", "path": "str"}],
                           "journal_position": "int", "projection_position": "int",
-                          "status": "str", "vectors_pending": "null", "worker": "str"}
-    assert obj["status"] == "findings"
+                          "runtime": "str", "status": "str", "vectors_pending": "null",
+                          "worker": "str"}
+    assert obj["status"] == "recoverable"
     assert obj["findings"][0]["code"] == "projection_behind"
     report = MemoryRoot.open(root).health()
     assert obj == report.to_json()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Literal
 
 import apsw
 
@@ -62,6 +64,74 @@ class InvalidArgumentError(MemoryEsError, ValueError):
 # What "could not write or read the disk" looks like from SQLite and the OS.
 _IO_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
 
+# SQLite errors by what they say about a file (issue 13 item 10). Our SQL is fixed, so an
+# SQLError on a file we made means its schema is gone: damage, like a malformed page.
+_CORRUPT = (apsw.CorruptError, apsw.NotADBError, apsw.SQLError, apsw.FormatError,
+            apsw.MismatchError, apsw.EmptyError, apsw.TooBigError, apsw.RangeError,
+            apsw.SchemaChangeError)
+_UNREADABLE = (*_IO_ERRORS, apsw.PermissionsError, apsw.AuthError, apsw.NoLFSError,
+               apsw.NotFoundError, apsw.ProtocolError)
+_BUSY = (apsw.BusyError, apsw.LockedError)
+# OS errors that are the disk or its permissions, not a path the caller got wrong.
+_IO_ERRNOS = frozenset({errno.EIO, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC,
+                        errno.EDQUOT, errno.EFBIG, errno.ENXIO, errno.ESTALE})
+
+StorageKind = Literal["corrupt", "io", "busy", "sqlite"]
+
+
+def storage_kind(error: BaseException) -> StorageKind | None:
+    """What a SQLite or OS error says about the file it came from: ``corrupt`` (the bytes
+    are not what we wrote), ``io`` (the disk or its permissions: read-only, full, EIO,
+    EACCES), ``busy`` (another connection holds it), ``sqlite`` (anything else SQLite
+    raised: a bug, still one code); None when ``error`` is neither."""
+    if isinstance(error, _CORRUPT):
+        return "corrupt"
+    if isinstance(error, _UNREADABLE):
+        return "io"
+    if isinstance(error, _BUSY):
+        return "busy"
+    if isinstance(error, apsw.Error):
+        return "sqlite"
+    if isinstance(error, OSError) and error.errno in _IO_ERRNOS:
+        return "io"
+    return None
+
+
+class StorageError(MemoryEsError):
+    """A file of the root could not be read or written: ``kind`` is :func:`storage_kind`,
+    ``path`` the file, ``code`` the stable name (``journal_corrupt``, ``index_unreadable``,
+    ``io_error``, ``busy``, ``sqlite_error``). Carries no content."""
+
+    def __init__(self, message: str, *, code: str, kind: StorageKind, path: str) -> None:
+        super().__init__(message, code=code)
+        self.kind = kind
+        self.path = path
+
+
+STORAGE_CODES: dict[StorageKind, str] = {"io": "io_error", "busy": "busy",
+                                         "sqlite": "sqlite_error"}
+
+
+def storage_error(error: BaseException, path: object, *, what: str,
+                  corrupt_code: str) -> StorageError | None:
+    """``error`` as a :class:`StorageError` naming ``path`` (``what`` it is, e.g. "journal"),
+    or None when it is no storage failure. Damage gets ``corrupt_code``; the disk failing gets
+    ``io_error``, whichever file it is (the one code of issue 13 item 6)."""
+    kind = storage_kind(error)
+    if kind is None:
+        return None
+    code = corrupt_code if kind == "corrupt" else STORAGE_CODES[kind]
+    cause = type(error).__name__
+    if isinstance(error, OSError):
+        if error.strerror:
+            cause += f": {error.strerror}"
+        if error.filename:  # the file the OS named (the writer lock, say)
+            path = error.filename
+    said = {"corrupt": f"{what} is corrupt or not a memory_es {what}",
+            "io": "cannot read or write it", "busy": f"the {what} is locked",
+            "sqlite": f"SQLite failed on the {what}"}[kind]
+    return StorageError(f"{path}: {said} ({cause})", code=code, kind=kind, path=str(path))
+
 
 def io_problem(error: BaseException) -> str | None:
     """A content-free description when ``error`` is the disk failing (full, read-only, I/O),
@@ -73,3 +143,15 @@ def io_problem(error: BaseException) -> str | None:
             errno.EIO, errno.EROFS, errno.EFBIG)):
         return f"I/O error ({type(error).__name__})"
     return None
+
+
+@contextlib.contextmanager
+def storage_guard(path: object, *, what: str, corrupt_code: str) -> Iterator[None]:
+    """Raise a SQLite or OS storage failure inside the block as :func:`storage_error`."""
+    try:
+        yield
+    except (apsw.Error, OSError) as e:
+        mapped = storage_error(e, path, what=what, corrupt_code=corrupt_code)
+        if mapped is None:
+            raise
+        raise mapped from e

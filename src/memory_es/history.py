@@ -13,22 +13,35 @@ import apsw
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.errors import storage_guard, storage_kind
 from memory_es.intake import IntakeView
-from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
+from memory_es.journal import GENESIS, JOURNAL_FILE, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
-from projections.replay import open_active_index
+from projections.replay import INDEX_DIR, open_active_index, unreadable
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
+
+
+def journal_guard(root: str | Path) -> contextlib.AbstractContextManager[None]:
+    """SQLite and OS failures of the journal as one stable code each (issue 13 item 10):
+    ``journal_corrupt`` (a damaged or emptied file), ``io_error`` (read-only, full, EIO,
+    EACCES), ``busy``; the message names journal.db, never content."""
+    return storage_guard(Path(root) / JOURNAL_FILE, what="journal",
+                         corrupt_code="journal_corrupt")
 
 
 @contextlib.contextmanager
 def open_reader(root: str | Path,
                 key_store: KeyStore | None = None) -> Iterator[OpenedJournal]:
     """The verified, read-only journal of ``root`` for the span of one read (its chain key
-    from ``key_store``, default: :meth:`KeyStore.resolve`)."""
-    opened = open_journal(Path(root), writable=False, key_store=key_store)
+    from ``key_store``, default: :meth:`KeyStore.resolve`). A storage failure of the journal,
+    opening it or reading it in the block, raises :class:`StorageError`
+    (:func:`journal_guard`)."""
+    with journal_guard(root):
+        opened = open_journal(Path(root), writable=False, key_store=key_store)
     try:
-        yield opened
+        with journal_guard(root):
+            yield opened
     finally:
         opened.close()
 
@@ -37,11 +50,22 @@ def open_reader(root: str | Path,
 def verified_index(root: Path,
                    key_store: KeyStore | None = None) -> Iterator[apsw.Connection | None]:
     """The active index generation, read-only, once the journal's chain is verified (a
-    tampered root is never served); None when no generation was ever activated."""
+    tampered root is never served); None when no generation was ever activated. A damaged
+    generation, at open or at any query in the block, raises :class:`IndexUnavailableError`
+    (``index_unreadable``: recall degrades on it); the disk failing raises ``io_error``."""
     with open_reader(root, key_store):
-        conn = open_active_index(root)
+        with storage_guard(Path(root) / INDEX_DIR, what="index",
+                           corrupt_code="index_unreadable"):
+            conn = open_active_index(root)
         try:
-            yield conn
+            try:
+                yield conn
+            except (apsw.Error, OSError) as e:
+                if conn is None or storage_kind(e) != "corrupt":
+                    with storage_guard(conn.filename if conn is not None else root,
+                                       what="index", corrupt_code="index_unreadable"):
+                        raise
+                raise unreadable(Path(conn.filename), e) from e
         finally:
             if conn is not None:
                 conn.close()

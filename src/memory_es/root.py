@@ -22,12 +22,18 @@ import msgspec
 
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, configured_identity, make_embedder
-from memory_es.errors import IndexUnavailableError, MemoryEsError
+from memory_es.errors import (
+    IndexUnavailableError,
+    MemoryEsError,
+    storage_error,
+    storage_kind,
+)
 from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
     export_lines,
     fold_intakes,
     iter_events,
+    journal_guard,
     open_reader,
     verified_index,
 )
@@ -56,8 +62,9 @@ from memory_es.recall import (
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.rootconfig import effective
-from memory_es.worker import worker_status
+from memory_es.worker import snapshot_state, worker_status
 from projections.health import Finding, HealthReport, audit
+from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
 
 log = logging.getLogger("memory_es")
@@ -176,23 +183,28 @@ class MemoryRoot:
         ``expect_anchor``, a journal that does not extend the anchored head is a finding
         (``anchor_root_mismatch``, ``anchor_mac_invalid``, ``anchor_rollback``,
         ``anchor_fork``)."""
+        root = self.root
 
-        def journal_checks(opened: OpenedJournal) -> Iterator[Finding]:
-            yield from _payload_findings(opened)
-            if not opened.chain.keyed:
-                yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 chain, "
-                              "edits with a recomputed chain go undetected; a writer open "
-                              "keys it")
-            if expect_anchor is not None:
-                for code, path, detail in anchor_problems(opened, expect_anchor):
-                    yield Finding(code, path, detail)
+        def opener(path: Path) -> OpenedJournal:
+            with journal_guard(path):
+                return open_journal(path, writable=False, key_store=self._keys)
 
-        report = audit(
-            self.root,
-            open_journal=lambda r: open_journal(r, writable=False, key_store=self._keys),
-            events_upto=lambda opened, position: iter_events(opened, upto=position),
-            journal_checks=journal_checks,
-        )
+        def events(opened: OpenedJournal, upto: int, after: int) -> Iterator[tuple[int, Any]]:
+            with journal_guard(root):
+                yield from iter_events(opened, after=after, upto=upto)
+
+        def checks(opened: OpenedJournal) -> Iterator[Finding]:
+            with journal_guard(root):
+                yield from _payload_findings(opened)
+                if not opened.chain.keyed:
+                    yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 "
+                                  "chain, edits with a recomputed chain go undetected; a "
+                                  "writer open keys it")
+                if expect_anchor is not None:
+                    for code, path, detail in anchor_problems(opened, expect_anchor):
+                        yield Finding(code, path, detail)
+
+        report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
         try:
@@ -200,7 +212,8 @@ class MemoryRoot:
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
             backlog = None
         return msgspec.structs.replace(report, vectors_pending=backlog,
-                                       worker=worker_status(self.root))
+                                       worker=worker_status(self.root),
+                                       runtime=snapshot_state(self.root))
 
     # -- the index --------------------------------------------------------------------------------
 
@@ -254,7 +267,19 @@ class MemoryRoot:
             if conn is None:
                 raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
                                     code="journal_unavailable")
-            return self._chronology.call(conn, request)
+            try:
+                return self._chronology.call(conn, request)
+            except MemoryEsError as e:
+                # The tool's generic journal_unavailable hides SQLite's error (I14); here a
+                # generation SQLite cannot read is index_unreadable, as everywhere else
+                # (issue 13 item 10).
+                cause = e.__cause__
+                if e.code != "journal_unavailable" or not isinstance(cause, apsw.Error):
+                    raise
+                if storage_kind(cause) == "corrupt":
+                    raise unreadable(Path(conn.filename), cause) from cause
+                raise storage_error(cause, conn.filename, what="index",
+                                    corrupt_code="index_unreadable") or e from cause
 
     def calibrate(self, labelled: str | Path, *,
                   embedder: Embedder | None = None) -> CalibrationReport:

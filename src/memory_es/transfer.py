@@ -20,7 +20,7 @@ from memory_es.bounds import check_seconds
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.errors import IntegrityError, MemoryEsError
-from memory_es.history import iter_events
+from memory_es.history import iter_events, journal_guard
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
 from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
@@ -77,7 +77,8 @@ def replay_export(path: str | Path, root: str | Path,
     if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
         raise MemoryEsError(f"{root}: replay needs a new or empty directory", code="root_not_empty")
     events = list(read_export(path))  # verify the whole chain before creating anything
-    opened = open_journal(root, writable=True, key_store=key_store)
+    with journal_guard(root):
+        opened = open_journal(root, writable=True, key_store=key_store)
     try:
         for start in range(0, len(events), BATCH):
             opened.recorder.insert_events(events[start:start + BATCH])
@@ -97,8 +98,9 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
     agent holds the root.
     """
     check_seconds("lock_timeout", lock_timeout)
-    opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout, create=False,
-                          key_store=key_store)
+    with journal_guard(root):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
+        opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout,
+                              create=False, key_store=key_store)
     try:
         return _rebuild(Path(root), opened, config)
     finally:

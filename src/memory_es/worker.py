@@ -52,6 +52,29 @@ def read_snapshot(root: Path) -> dict[str, Any] | None:
     return None
 
 
+SnapshotState = Literal["absent", "current", "stale", "invalid"]
+_SHUTDOWN_STATES = frozenset({"running", "draining", "cancelled", "stopped", "dead"})
+
+
+def snapshot_state(root: Path) -> SnapshotState:
+    """What ``.runtime/snapshot.json`` says about the worker, content-free (issue 13 item 12):
+    ``absent`` (no background worker ever ran here), ``invalid`` (not the JSON object a
+    worker publishes: pid, heartbeat, counts, a known shutdown state), ``stale`` (it says a
+    worker runs or drains, but no process holds the root: that worker was killed; the next
+    background worker republishes it), ``current`` otherwise."""
+    if not (root / RUNTIME_DIR / SNAPSHOT_FILE).exists():
+        return "absent"
+    data = read_snapshot(root)
+    if data is None or not isinstance(data.get("pid"), int) \
+            or not isinstance(data.get("heartbeat"), str) \
+            or not isinstance(data.get("counts"), dict) \
+            or data.get("shutdown") not in _SHUTDOWN_STATES:
+        return "invalid"
+    if data["shutdown"] != "stopped" and not writer_alive(root):
+        return "stale"
+    return "current"
+
+
 WorkerStatus = Literal["running", "stalled", "not_running"]
 STALE_AFTER_SECONDS = 3 * HEARTBEAT_SECONDS
 

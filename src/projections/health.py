@@ -9,7 +9,9 @@ content-free detail; memory text never appears (N12).
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -18,24 +20,38 @@ from typing import Any, Literal
 
 import apsw
 import msgspec
+import numpy as np
 
-from memory_es.errors import MemoryEsError, NotARootError
+from memory_es.errors import (
+    STORAGE_CODES,
+    MemoryEsError,
+    NotARootError,
+    StorageError,
+    storage_kind,
+)
 from memory_es.journal.lock import writer_alive
+from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
 from projections.replay import (
+    CURRENT_FILE,
+    INDEX_DB,
     INDEX_DIR,
+    MARKDOWN_DIRS,
+    ROOT_FILES,
     RUNTIME_DIR,
     build_generation,
+    generation_dirs,
     generation_path,
     managed_files,
     open_active_index,
     read_current,
     render_all,
+    render_one,
 )
-from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
+from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED, IndexProjection
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
 # Files the engine owns at the root; anything else (outside the managed dirs) is a stray.
 _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
@@ -43,7 +59,14 @@ _ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalo
 _SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
-HealthStatus = Literal["clean", "in_progress", "findings", "cannot_audit"]
+HealthStatus = Literal["clean", "in_progress", "recoverable", "findings", "cannot_audit"]
+# Findings the next writer open repairs by itself: what a killed writer left (issue 13 item 9)
+# and projections behind the journal. A report holding only these is ``recoverable`` (exit 0),
+# or ``in_progress`` while a writer holds the root; anything else is drift (``findings``).
+RECOVERABLE = frozenset({"crash_residue", "projection_behind"})
+RESIDUE_DETAIL = "left by a writer killed mid-write; the next writer open repairs it"
+_TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.tmp-\d+-[a-z0-9_]{8}$")
+_GEN_FILES = {INDEX_DB + s for s in ("", "-wal", "-shm", "-journal")}
 
 
 class Finding(msgspec.Struct, frozen=True, order=True):
@@ -67,18 +90,27 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     findings: tuple[Finding, ...] = ()
     vectors_pending: int | None = None  # live memories without a vector; None: not embedded
     worker: str | None = None  # "running", "stalled", "not_running"; None: not asked
+    runtime: str | None = None  # the snapshot: "absent", "current", "stale", "invalid"
 
     @property
     def exit_code(self) -> int:
+        """0 clean, in progress or recoverable (only crash residue and projections behind,
+        which the next writer open repairs), 1 findings (drift), 2 no memory root there, 3
+        could not run (the root could not be read: I/O, permissions, a lock)."""
         if self.status == "cannot_audit":
-            return EXIT_CANNOT_AUDIT
-        return EXIT_FINDINGS if self.findings else EXIT_CLEAN
+            if any(f.code == "not_a_root" for f in self.findings):
+                return EXIT_CANNOT_AUDIT
+            return EXIT_COULD_NOT_RUN
+        if self.status in ("clean", "in_progress", "recoverable"):
+            return EXIT_CLEAN
+        return EXIT_FINDINGS
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "journal_position": self.journal_position,
                 "projection_position": self.projection_position,
                 "findings": [f.to_json() for f in sorted(self.findings)],
-                "vectors_pending": self.vectors_pending, "worker": self.worker}
+                "vectors_pending": self.vectors_pending, "worker": self.worker,
+                "runtime": self.runtime}
 
 
 def hygiene(root: Path) -> Iterator[Finding]:
@@ -232,6 +264,67 @@ def _compare_sidecar(root: Path, live: apsw.Connection) -> Iterator[Finding]:
                       "sidecar and index lifecycle/edges differ")
 
 
+def _audit_vectors(live: apsw.Connection, rel: str) -> Iterator[Finding]:
+    """Stored vectors against the generation's live records (issue 13 item 12; D4, D9, N14).
+    Vectors are not events (health never compares them with replay) but what is stored must
+    be usable: of the generation's one identity (``provider/model/dim``, meta
+    ``vector_identity``), of that dimension, finite, for records that exist; and every live
+    record without one must wait in the queue, or it would never be embedded. Counts only."""
+    try:
+        row: Any = live.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
+        count: Any = live.execute("SELECT count(*) FROM vectors").fetchone()
+        stored = int(count[0])
+    except apsw.SQLError:  # a generation from before vectors
+        return
+    if row is None:
+        if stored:
+            yield Finding("vector_identity_mismatch", rel,
+                          f"{stored} vectors, the generation names no embedding identity")
+        return
+    identity = str(row[0])
+    try:
+        dim = int(msgspec.json.decode(identity)[2])
+    except (msgspec.DecodeError, IndexError, KeyError, TypeError, ValueError):
+        yield Finding("vector_identity_mismatch", rel, "unreadable embedding identity")
+        return
+    counts = {"orphan": 0, "identity": 0, "dimension": 0, "non_finite": 0}
+    for rowid, ident, blob, exists in live.execute(
+            "SELECT v.rowid, v.identity, v.vector, m.rowid IS NOT NULL FROM vectors v "
+            "LEFT JOIN memories m ON m.rowid = v.rowid ORDER BY v.rowid"):
+        del rowid
+        if not exists:
+            counts["orphan"] += 1
+        if ident != identity:
+            counts["identity"] += 1
+            continue
+        data = bytes(blob)
+        if len(data) != 4 * dim:
+            counts["dimension"] += 1
+        elif not math.isfinite(float(np.frombuffer(data, dtype=np.float32).sum(
+                dtype=np.float64))):
+            counts["non_finite"] += 1
+    said = {"orphan": ("vector_orphan", "vectors for records that do not exist"),
+            "identity": ("vector_identity_mismatch", "vectors of another embedding identity"),
+            "dimension": ("vector_dimension", f"vectors not of dimension {dim}"),
+            "non_finite": ("vector_non_finite", "vectors holding NaN or infinity")}
+    for key, n in counts.items():
+        if n:
+            code, what = said[key]
+            yield Finding(code, rel, f"{n} {what}")
+    try:
+        waiting: Any = live.execute(
+            f"SELECT count(*) FROM memories m WHERE m.status NOT IN {_TERMINAL} "
+            "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid "
+            "AND v.identity = ?) AND NOT EXISTS (SELECT 1 FROM vector_pending p "
+            "WHERE p.rowid = m.rowid)", (identity,)).fetchone()
+        unqueued = int(waiting[0])
+    except apsw.SQLError:
+        return
+    if unqueued:
+        yield Finding("vector_unqueued", rel,
+                      f"{unqueued} live records with no vector and not queued for one")
+
+
 def _compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
     """N4: each daily line's source_session must be what the index holds for that id."""
     indexed = dict(live.execute("SELECT id, source_session FROM memories"))
@@ -248,109 +341,327 @@ def _compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
                               f"memory {memory_id[:12]}: Markdown and index disagree")
 
 
+class Residue:
+    """What a writer killed at a known boundary can leave, judged against replay (issue 13
+    item 9). ``expected`` is the scratch replay at the live index position; ``future`` then
+    extends it event by event to the journal head, rendering each file an event touches, so
+    a file written ahead of the index commit (the Markdown, graph or sidecar of a flush the
+    kill cut short) is one of those renderings, byte for byte."""
+
+    def __init__(self, root: Path, expected: IndexProjection, want: dict[str, bytes],
+                 active: int | None, head: int,
+                 events: Callable[[int, int], Iterable[tuple[int, object]]]) -> None:
+        self.root, self.expected, self.want = root, expected, want
+        self.active, self.head, self._events = active, head, events
+        self._future: dict[str, set[bytes | None]] | None = None
+
+    def states(self, rel: str) -> set[bytes | None]:
+        """Every content replay gives ``rel`` from the index position to the journal head
+        (None: the file does not exist)."""
+        if self._future is None:
+            self._future = {}
+            index = self.expected
+            for position, event in self._events(index.position, self.head):
+                index.touched = set()
+                index.apply(position, event)
+                for kind, day in sorted(index.touched):
+                    path, data = render_one(index, kind, day)
+                    self._future.setdefault(path, set()).add(data)
+            index.touched = set()
+        return {self.want.get(rel), *self._future.get(rel, ())}
+
+    def holds_a_state(self, rel: str, *, ahead: bool = False) -> bool:
+        """Is the live ``rel`` (or its absence) a state replay passes through? ``ahead``:
+        one past the index position, never the state at it (a sidecar that equals replay
+        but not the live index means the index was edited, not that a write ran ahead)."""
+        try:
+            data: bytes | None = (self.root / rel).read_bytes()
+        except FileNotFoundError:
+            data = None
+        except OSError:
+            return False
+        if ahead and data == self.want.get(rel):
+            return False
+        return data in self.states(rel)
+
+    def is_temp(self, rel: str) -> bool:
+        """``.NAME.tmp-PID-XXXXXXXX`` beside a file the engine writes atomically, holding
+        exactly what that write would have put there."""
+        parent, _, name = rel.rpartition("/")
+        match = _TEMP_NAME.match(name)
+        if match is None:
+            return False
+        target = f"{parent}/{match['target']}" if parent else match["target"]
+        try:
+            data = (self.root / rel).read_bytes()
+        except OSError:
+            return False
+        if (parent in MARKDOWN_DIRS and target.endswith(".md")) or target in ROOT_FILES:
+            return data in self.states(target) - {None}
+        if target == f"{INDEX_DIR}/{CURRENT_FILE}":  # the pointer to a generation built
+            text = data.decode("ascii", "replace")  # but not yet activated
+            number = text[4:-1] if text.startswith("gen-") and text.endswith("\n") else ""
+            return number.isdigit() and int(number) != self.active and \
+                generation_path(self.root, int(number)).is_file()
+        return False
+
+    def inactive_generations(self) -> set[str]:
+        """Files of generations beside the active one that are exactly a replay of the
+        journal up to their own position: a rebuild killed before it activated its new
+        generation or removed the old one, or a first open killed before it pointed
+        ``index/CURRENT`` at gen-1."""
+        residue: set[str] = set()
+        for number, directory in generation_dirs(self.root).items():
+            if number == self.active:
+                continue
+            try:
+                names = set(os.listdir(directory))
+            except OSError:
+                continue
+            if INDEX_DB not in names or not names <= _GEN_FILES:
+                continue
+            if self._is_replay(directory / INDEX_DB):
+                residue |= {f"{INDEX_DIR}/{directory.name}/{n}" for n in names}
+        return residue
+
+    def _is_replay(self, db: Path) -> bool:
+        try:
+            conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY
+                                   | apsw.SQLITE_OPEN_NOFOLLOW)
+        except apsw.Error:
+            return False
+        try:
+            row: Any = conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+            position = int(row[0]) if row is not None else 0
+            if not 0 <= position <= self.head:
+                return False
+            with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
+                replay = build_generation(Path(scratch) / INDEX_DB, self._events(0, position))
+                try:
+                    return not any(_compare_index(conn, replay.conn, str(db)))
+                finally:
+                    replay.close()
+        except (apsw.Error, TypeError, ValueError):
+            return False
+        finally:
+            conn.close()
+
+
+def _residue(root: Path, findings: list[Finding], residue: Residue) -> list[Finding]:
+    """Findings on files a killed writer left (and the next writer open repairs) become
+    ``crash_residue``; everything else, hand edits that look alike included, stays drift.
+    Only a private file (no hygiene finding) can be residue."""
+    unsafe = {f.path for f in findings if f.code in _HYGIENE}
+    generations: set[str] | None = None
+    out: list[Finding] = []
+    for f in findings:
+        rel = f.path
+        is_residue = False
+        if rel not in unsafe:
+            if f.code in ("file_mismatch", "file_missing"):
+                is_residue = residue.holds_a_state(rel)
+            elif f.code == "canonical_mismatch" and rel == SIDECAR_FILE:
+                is_residue = residue.holds_a_state(rel, ahead=True)
+            elif f.code == "file_extra":
+                if rel.startswith(f"{INDEX_DIR}/gen-"):
+                    if generations is None:
+                        generations = residue.inactive_generations()
+                    is_residue = rel in generations
+                elif ("/" not in rel and rel in ROOT_FILES) or \
+                        (rel.split("/", 1)[0] in MARKDOWN_DIRS and "/." not in rel):
+                    is_residue = residue.holds_a_state(rel)  # a new file, ahead
+                else:
+                    is_residue = residue.is_temp(rel)
+        out.append(Finding("crash_residue", rel, RESIDUE_DETAIL) if is_residue else f)
+    return out
+
+
+_TERMINAL = sql_list(TERMINAL_STATUSES)
+_HYGIENE = frozenset({"symlink", "foreign_owner", "unsafe_mode", "hard_link"})
+
+
 def audit(
     root: Path,
     *,
     open_journal: Callable[[Path], Any],
-    events_upto: Callable[[Any, int], Iterable[tuple[int, object]]],
+    events_upto: Callable[[Any, int, int], Iterable[tuple[int, object]]],
     journal_checks: Callable[[Any], Iterable[Finding]] = lambda opened: (),
 ) -> HealthReport:
     """Audit ``root``. The journal side is injected so projections stay store-agnostic:
     ``open_journal(root)`` opens it read-only (raising MemoryEsError with a ``code``),
-    ``events_upto(opened, position)`` yields decoded events up to a position, and
-    ``journal_checks(opened)`` adds intake findings (payloads)."""
+    ``events_upto(opened, upto, after)`` yields decoded events in (after, upto], and
+    ``journal_checks(opened)`` adds intake findings (payloads).
+
+    A storage failure never escapes (issue 13 item 10): a damaged journal is the finding
+    ``journal_corrupt``, a damaged index ``index_unreadable``; when the journal cannot be read
+    at all (I/O, permissions, a lock: :class:`StorageError` of another kind) the status is
+    ``cannot_audit`` with that one finding (exit 3)."""
     root = Path(root)
     if not os.path.lexists(root):
         return HealthReport(status="cannot_audit", findings=(Finding("not_a_root", ".", "absent"),))
-    findings = list(hygiene(root))
+    try:
+        findings = list(hygiene(root))
+    except OSError as e:  # a directory we may not list
+        return _could_not_run(root, e)
     try:
         opened = open_journal(root)
     except NotARootError:
         return HealthReport(status="cannot_audit",
                             findings=(Finding("not_a_root", ".", "no journal"),))
+    except StorageError as e:
+        if e.kind != "corrupt":
+            return _could_not_run(root, e)
+        findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
+        return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     except MemoryEsError as e:
         findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
         return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     try:
-        head = opened.recorder.max_notification_id() or 0
-        # Journal ahead of the catalog (its suffix verified with the chain key): a writer
-        # between its commit and its catalog write is in progress; with no writer it is the
-        # residue of a crash the next writer open recovers, or rows appended outside
-        # memory-es; either way its own finding, not projection_behind (issue 13 item 11).
-        catalog_at = getattr(opened, "recovered_from", None)
-        writing = catalog_at is not None and writer_alive(root)
-        if catalog_at is not None and not writing:
-            findings.append(Finding("journal_ahead_of_catalog", "journal.catalog",
-                                    f"journal at {head}, catalog at {catalog_at}, no writer "
-                                    "holds the lock; the next writer open verifies and "
-                                    "adopts the suffix"))
-        findings += list(journal_checks(opened))
-        try:
-            generation = read_current(root)
-        except MemoryEsError as e:  # nothing in index/ can be judged without the pointer
-            findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
-            findings += [f for f in _unexpected_files(root, None)
-                         if not f.path.startswith(INDEX_DIR + "/")]
-            return HealthReport(status="findings", journal_position=head,
-                                findings=tuple(sorted(set(findings))))
-        findings += list(_unexpected_files(root, generation))
-        live_db = generation_path(root, generation) if generation is not None else None
-        if live_db is None or not live_db.is_file():
-            if head:
-                findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
-            return HealthReport(status="findings" if findings else "clean",
-                                journal_position=head, findings=tuple(findings))
-        live: apsw.Connection | None = None
-        try:
-            live = open_active_index(root)
-            assert live is not None
-            row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
-            position = int(row[0])
-        except (MemoryEsError, apsw.Error, TypeError, ValueError) as e:
-            # Truncated, corrupt, unsafe: nothing in it can be compared (issue 13 item 2).
-            if live is not None:
-                live.close()
-            findings.append(Finding("index_unreadable", str(live_db.relative_to(root)),
-                                    f"{type(e).__name__}; run memory-es rebuild"))
-            return HealthReport(status="findings", journal_position=head,
-                                findings=tuple(sorted(set(findings))))
+        return _audit_opened(root, opened, findings, events_upto, journal_checks)
+    except StorageError as e:  # the journal, read after it verified
+        if e.kind != "corrupt":
+            return _could_not_run(root, e)
+        return HealthReport(status="findings", findings=tuple(sorted(
+            {*findings, Finding(e.code, _rel(root, e), "journal failed closed")})))
+    except (apsw.Error, OSError) as e:  # the live index read mid-audit, or the scratch
+        if storage_kind(e) == "corrupt":
+            return HealthReport(status="findings", findings=tuple(sorted(
+                {*findings, Finding("index_unreadable", INDEX_DIR,
+                                    f"{type(e).__name__}; run memory-es rebuild")})))
+        if storage_kind(e) is None:
+            raise
+        return _could_not_run(root, e)
+    finally:
+        opened.close()
+
+
+def _could_not_run(root: Path, error: BaseException) -> HealthReport:
+    """Health could not read what it audits: ``cannot_audit``, one content-free finding."""
+    if isinstance(error, StorageError):
+        return HealthReport(status="cannot_audit", findings=(
+            Finding(error.code, _rel(root, error), "health could not read it"),))
+    kind = storage_kind(error)
+    code = {"io": "io_error", "busy": "busy"}.get(kind or "", "sqlite_error")
+    path = getattr(error, "filename", None)
+    rel = _relpath(root, path) if path else "."
+    return HealthReport(status="cannot_audit", findings=(
+        Finding(code, rel, f"health could not read it ({type(error).__name__})"),))
+
+
+def _audit_opened(root: Path, opened: Any, findings: list[Finding],
+                  events_upto: Callable[[Any, int, int], Iterable[tuple[int, object]]],
+                  journal_checks: Callable[[Any], Iterable[Finding]]) -> HealthReport:
+    head = opened.recorder.max_notification_id() or 0
+    # Journal ahead of the catalog (its suffix verified with the chain key): with a writer
+    # holding the root it is a commit whose catalog write is in flight; with none, its own
+    # finding (a crash the next writer open recovers, or rows appended outside memory-es),
+    # never projection_behind (issue 13 item 11).
+    catalog_at = getattr(opened, "recovered_from", None)
+    ahead = catalog_at is not None and not writer_alive(root)
+    if ahead:
+        findings.append(Finding("journal_ahead_of_catalog", "journal.catalog",
+                                f"journal at {head}, catalog at {catalog_at}, no writer holds "
+                                "the lock; the next writer open verifies and adopts the suffix"))
+    findings += list(journal_checks(opened))
+    try:
+        generation = read_current(root)
+    except MemoryEsError as e:  # nothing in index/ can be judged without the pointer
+        findings.append(Finding(e.code, "index/CURRENT", "unreadable"))
+        findings += [f for f in _unexpected_files(root, None)
+                     if not f.path.startswith(INDEX_DIR + "/")]
+        return HealthReport(status="findings", journal_position=head,
+                            findings=tuple(sorted(set(findings))))
+    findings += list(_unexpected_files(root, generation))
+    live_db = generation_path(root, generation) if generation is not None else None
+    if live_db is None or not live_db.is_file():
+        if head:
+            findings.append(Finding("index_missing", INDEX_DIR, "no active generation"))
+        if findings:  # e.g. a first open killed before it pointed index/CURRENT at gen-1
+            with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
+                nothing = build_generation(Path(scratch) / INDEX_DB, ())
+                try:
+                    findings = _residue(root, findings, Residue(
+                        root, nothing, {}, generation, head,
+                        lambda after, upto: events_upto(opened, upto, after)))
+                finally:
+                    nothing.close()
+        return _report(root, head, 0, findings)
+    live: apsw.Connection | None = None
+    try:
+        live = open_active_index(root)
+        assert live is not None
+        row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+        position = int(row[0])
+    except (MemoryEsError, apsw.Error, TypeError, ValueError) as e:
+        # Truncated, corrupt, unsafe: nothing in it can be compared (issue 13 item 2).
+        if live is not None:
+            live.close()
+        if storage_kind(e) in ("io", "busy"):  # a read-only disk is no damage to rebuild
+            return _could_not_run(root, StorageError(
+                f"{live_db}: cannot read the index ({type(e).__name__})",
+                code=STORAGE_CODES[storage_kind(e) or "io"], kind="io", path=str(live_db)))
+        findings.append(Finding("index_unreadable", str(live_db.relative_to(root)),
+                                f"{type(e).__name__}; run memory-es rebuild"))
+        return HealthReport(status="findings", journal_position=head,
+                            findings=tuple(sorted(set(findings))))
+    try:
+        rel = str(live_db.relative_to(root))
         try:
             with tempfile.TemporaryDirectory(prefix="memory-es-health-") as scratch:
                 expected = build_generation(Path(scratch) / "memory.db",
-                                            events_upto(opened, position))
+                                            events_upto(opened, position, 0))
                 try:
-                    findings += list(_compare_files(root, render_all(expected)))
-                    findings += list(_compare_index(
-                        live, expected.conn, str(live_db.relative_to(root))))
+                    want = render_all(expected)
+                    findings += list(_compare_files(root, want))
+                    findings += list(_compare_index(live, expected.conn, rel))
+                    findings += list(_compare_provenance(root, live))
+                    findings += list(_compare_sidecar(root, live))
+                    findings += list(_audit_vectors(live, rel))
+                    findings = _residue(root, findings, Residue(
+                        root, expected, want, generation, head,
+                        lambda after, upto: events_upto(opened, upto, after)))
                 finally:
                     expected.close()
-            findings += list(_compare_provenance(root, live))
-            findings += list(_compare_sidecar(root, live))
-        finally:
-            live.close()
-        if position > head:
-            findings.append(Finding("projection_ahead", INDEX_DIR,
-                                    f"index at {position}, journal at {head}"))
-        elif writing and not findings:
+        except apsw.Error as e:
+            if storage_kind(e) != "corrupt":
+                raise
+            findings.append(Finding("index_unreadable", rel,
+                                    f"{type(e).__name__}; run memory-es rebuild"))
+    finally:
+        live.close()
+    drift = [f for f in findings if f.code not in RECOVERABLE]
+    if position > head:
+        findings.append(Finding("projection_ahead", INDEX_DIR,
+                                f"index at {position}, journal at {head}"))
+    elif position < head and not drift:
+        findings.append(Finding("projection_behind", INDEX_DIR,
+                                f"index at {position}, journal at {head}"))
+    if ahead:  # the index lags the uncatalogued suffix: that is the one finding to show
+        findings = [f for f in findings if f.code != "projection_behind"]
+    return _report(root, head, position, findings)
+
+
+def _report(root: Path, head: int, position: int, findings: list[Finding]) -> HealthReport:
+    """The status: drift is ``findings``; only what the next writer open repairs is
+    ``in_progress`` while a writer holds the root (no findings shown, as for work in flight)
+    and ``recoverable`` when none does; nothing is ``clean``."""
+    if findings and all(f.code in RECOVERABLE for f in findings):
+        if writer_alive(root):
             return HealthReport(status="in_progress", journal_position=head,
                                 projection_position=position)
-        elif position < head and not findings:
-            if writer_alive(root):
-                return HealthReport(status="in_progress", journal_position=head,
-                                    projection_position=position)
-            findings.append(Finding("projection_behind", INDEX_DIR,
-                                    f"index at {position}, journal at {head}"))
-    finally:
-        opened.close()
+        return HealthReport(status="recoverable", journal_position=head,
+                            projection_position=position, findings=tuple(sorted(set(findings))))
     return HealthReport(status="findings" if findings else "clean", journal_position=head,
                         projection_position=position, findings=tuple(sorted(set(findings))))
 
 
 def _rel(root: Path, error: Exception) -> str:
     """The root-relative path an error message starts with ('.' when it names none)."""
-    text = str(error)
-    head = text.split(": ", 1)[0]
+    return _relpath(root, str(error).split(": ", 1)[0])
+
+
+def _relpath(root: Path, path: object) -> str:
     try:
-        return str(Path(head).resolve().relative_to(root.resolve())) or "."
-    except ValueError:
+        return str(Path(str(path)).resolve().relative_to(root.resolve())) or "."
+    except (ValueError, OSError):
         return "."

@@ -196,13 +196,12 @@ class Projector:
     def _open(cls, root: Path) -> Projector:
         clean_stale_temps(root)
         generation = read_current(root)
+        remove_inactive_generations(root, generation)
         if generation is None:
             make_private_dir(root / INDEX_DIR)
             generation = 1
             make_private_dir(generation_path(root, 1).parent)
             db = generation_path(root, 1)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(db)
             index = IndexProjection(db, create=True)
             _activate(root, 1)
             return cls(root, index)
@@ -302,6 +301,25 @@ class Projector:
 
     def close(self) -> None:
         self.index.close()
+
+
+def generation_dirs(root: Path) -> dict[int, Path]:
+    """Every ``index/gen-N`` directory present, by N."""
+    found: dict[int, Path] = {}
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for name in os.listdir(root / INDEX_DIR):
+            if name.startswith("gen-") and name[4:].isdigit():
+                found[int(name[4:])] = root / INDEX_DIR / name
+    return found
+
+
+def remove_inactive_generations(root: Path, active: int | None) -> None:
+    """Remove the generations a killed rebuild (or a killed first open) left beside the
+    active one: built but never activated, or replaced but not yet removed (issue 13 item
+    9). Only the writer-lock holder calls this; no writer can be using them."""
+    for number, path in generation_dirs(root).items():
+        if number != active:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def clean_stale_temps(root: Path) -> None:
@@ -409,7 +427,9 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
         shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
         raise
     index.close()
+    crash_point("rebuild.before_activate")
     _activate(root, generation)
+    crash_point("rebuild.after_activate")
     for old in [*existing, current]:
         if old != generation:
             shutil.rmtree(root / INDEX_DIR / f"gen-{old}", ignore_errors=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, UsageError
 from memory_es.config import MemoryConfig, load_config, validate_file
-from memory_es.errors import MemoryEsError
+from memory_es.errors import MemoryEsError, StorageError
 from memory_es.intake import CompletedTurn, iso_ms
 from memory_es.journal import Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
@@ -238,10 +238,15 @@ def cmd_anchor(args: argparse.Namespace) -> int:
 def cmd_health(args: argparse.Namespace) -> int:
     anchor = _read_anchor(args.expect_anchor) if args.expect_anchor is not None else None
     report = _reader(args).health(expect_anchor=anchor)
-    if report.status == "cannot_audit":  # no root at that path: a usage error (exit 2)
-        message = f"not_a_root: {_root(args)}: no memory root here; check --root"
+    if report.status == "cannot_audit":  # no root there (exit 2), or unreadable (exit 3)
+        code = report.findings[0].code if report.findings else "not_a_root"
+        if code == "not_a_root":
+            message = f"not_a_root: {_root(args)}: no memory root here; check --root"
+        else:
+            f = report.findings[0]
+            message = f"{code}: {f.path}: {f.detail}"
         if args.json:
-            print_json(report.to_json() | {"error": {"code": "not_a_root", "message": message}})
+            print_json(report.to_json() | {"error": {"code": code, "message": message}})
         else:
             print(f"memory-es: error: {message}", file=sys.stderr)
         return report.exit_code
@@ -308,8 +313,8 @@ def cmd_journal(args: argparse.Namespace) -> int:
                                  f"range has {page - 1} page(s)")
             result = root.journal({"cursor": result.cursor})
     except MemoryEsError as e:
-        if not e.code.startswith("journal_"):
-            raise
+        if not e.code.startswith("journal_") or isinstance(e, StorageError):
+            raise  # journal_corrupt is the journal.db file, not the MemoryJournal tool
         message = str(e)
         for field, option in JOURNAL_OPTIONS.items():  # name the CLI's own options
             message = message.replace(field, option)

@@ -16,6 +16,7 @@ from typing import Final
 import apsw
 
 from memory_es.errors import (
+    STORAGE_CODES,
     ConfigError,
     IntegrityError,
     InvalidArgumentError,
@@ -23,6 +24,7 @@ from memory_es.errors import (
     MemoryEsError,
     NotARootError,
     UnsafePathError,
+    storage_kind,
 )
 
 OK: Final = 0
@@ -85,15 +87,10 @@ def one_line(text: str) -> str:
 
 
 def _sqlite(exc: apsw.Error) -> Failure:
-    if isinstance(exc, apsw.CorruptError | apsw.NotADBError):
-        code = "corrupt"
-    elif isinstance(exc, apsw.BusyError | apsw.LockedError):
-        code = "busy"
-    elif isinstance(exc, apsw.IOError | apsw.FullError | apsw.CantOpenError
-                    | apsw.ReadOnlyError | apsw.PermissionsError):
-        code = "io_error"
-    else:
-        code = "sqlite_error"
+    """An SQLite error no door mapped to its file (they raise ``journal_corrupt``,
+    ``index_unreadable``...): still one stable code per kind (:func:`storage_kind`)."""
+    kind = storage_kind(exc) or "sqlite"
+    code = "corrupt" if kind == "corrupt" else STORAGE_CODES[kind]
     return Failure(COULD_NOT_RUN, code, f"{code}: SQLite {type(exc).__name__}: {exc}")
 
 

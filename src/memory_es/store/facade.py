@@ -26,7 +26,7 @@ from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
 from memory_es.events import Root
-from memory_es.history import fold_intakes
+from memory_es.history import fold_intakes, journal_guard
 from memory_es.intake import (
     AdmissionResult,
     CompletedTurn,
@@ -155,9 +155,10 @@ class MemoryStore:
         """
         check_seconds("lock_timeout", lock_timeout)
         check_seconds("shutdown_timeout", shutdown_timeout)
-        opened = open_journal(resolve_root(root, config), writable=True,
-                              lock_timeout=lock_timeout, create=create, derived=DERIVED_ENTRIES,
-                              key_store=key_store)
+        path = resolve_root(root, config)
+        with journal_guard(path):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
+            opened = open_journal(path, writable=True, lock_timeout=lock_timeout,
+                                  create=create, derived=DERIVED_ENTRIES, key_store=key_store)
         try:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
