@@ -53,13 +53,23 @@ def verified_index(root: Path,
     tampered root is never served); None when no generation was ever activated. A damaged
     generation, at open or at any query in the block, raises :class:`IndexUnavailableError`
     (``index_unreadable``: recall degrades on it); the disk failing raises ``io_error``."""
-    with open_reader(root, key_store):
+    with verified_journal_and_index(root, key_store) as (_opened, conn):
+        yield conn
+
+
+@contextlib.contextmanager
+def verified_journal_and_index(
+        root: Path, key_store: KeyStore | None = None,
+) -> Iterator[tuple[OpenedJournal, apsw.Connection | None]]:
+    """:func:`verified_index` with the verified read-only journal it checked, for a read that
+    needs both (``memory-es show``: the index row and the journal events behind it)."""
+    with open_reader(root, key_store) as opened:
         with storage_guard(Path(root) / INDEX_DIR, what="index",
                            corrupt_code="index_unreadable"):
             conn = open_active_index(root)
         try:
             try:
-                yield conn
+                yield opened, conn
             except (apsw.Error, OSError) as e:
                 if conn is None or storage_kind(e) != "corrupt":
                     with storage_guard(conn.filename if conn is not None else root,

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
+from datetime import date, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +37,7 @@ from memory_es.history import (
     journal_guard,
     open_reader,
     verified_index,
+    verified_journal_and_index,
 )
 from memory_es.intake import IntakeReport, payload_problem, utc_now
 from memory_es.journal import (
@@ -60,6 +62,13 @@ from memory_es.recall import (
     vector_backlog,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
+from memory_es.recall.inventory import (
+    LIST_DEFAULT_LIMIT,
+    MemoryDetail,
+    MemoryList,
+    list_memories,
+    show_memory,
+)
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.rootconfig import effective
 from memory_es.worker import snapshot_state, worker_status
@@ -258,6 +267,25 @@ class MemoryRoot:
             self._bound = Recaller(self.config,
                                    make_embedder(block) if block is not None else None)
         return self._bound
+
+    def list_memories(self, *, status: str | None = None,
+                      since: str | date | datetime | None = None,
+                      limit: int = LIST_DEFAULT_LIMIT, cursor: str | None = None) -> MemoryList:
+        """``memory-es list``: stored memories, newest first (recording instant, then id);
+        ``status`` one of open, superseded, invalidated; ``since`` an ISO date (UTC midnight)
+        or instant (UTC unless it has an offset), inclusive; ``limit`` 1 to 1000; ``cursor``
+        the ``cursor`` of an earlier page. Content-bearing, read-only."""
+        with self.index() as conn:
+            return list_memories(conn, status=status, since=since, limit=limit,
+                                 cursor=cursor, now=utc_now())
+
+    def show(self, memory_id: str) -> MemoryDetail:
+        """``memory-es show``: everything stored about one memory (a full 64-hex id or a
+        unique prefix of at least 8): text, status, currentness, capture metadata,
+        entities, provenance, the supersession links both ways and the journal events of
+        its aggregate. ``memory_not_found`` / ``memory_id_ambiguous`` otherwise."""
+        with verified_journal_and_index(self.root, self._keys) as (opened, conn):
+            return show_memory(conn, opened, memory_id, now=utc_now())
 
     def journal(self, request: Mapping[str, Any]) -> JournalPage:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and

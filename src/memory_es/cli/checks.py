@@ -12,6 +12,12 @@ from memory_es.cli.parser import option_names
 from memory_es.errors import MemoryEsError
 from memory_es.recall import check_limit as check_recall_limit
 from memory_es.recall.chronology import check_limit as check_journal_limit
+from memory_es.recall.inventory import (
+    check_cursor,
+    check_list_limit,
+    check_memory_id,
+    check_since,
+)
 
 MAX_PAGE = 1000  # a journal snapshot holds at most 1,000 entries
 # Arguments that name files: any bytes the filesystem allows (a non-UTF-8 name is legal).
@@ -63,6 +69,12 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         if not 1 <= args.page <= MAX_PAGE:
             raise UsageError(f"argument --page: must be a page number from 1 to {MAX_PAGE}, "
                              f"got {describe(args.page)}")
+    if command == "list":
+        _named("--limit", lambda: check_list_limit(args.limit))
+        _named("--since", lambda: check_since(args.since))
+        _named("--cursor", lambda: check_cursor(args.cursor))
+    if command == "show":
+        _named("id", lambda: check_memory_id(args.id))
     if command == "export" and args.journal != "-" and (
             not args.journal or args.journal.endswith("/") or args.journal in (".", "..")):
         raise UsageError(f"argument --journal: must be a file path or '-' (stdout), "

@@ -20,6 +20,8 @@ from memory_es.errors import MemoryEsError, StorageError
 from memory_es.intake import CompletedTurn, iso_ms
 from memory_es.journal import Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
+from memory_es.recall.inventory import truncate
+from memory_es.recall.render import format_instant
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
@@ -337,9 +339,65 @@ def cmd_journal(args: argparse.Namespace) -> int:
     return OK
 
 
+LIST_TEXT_WIDTH = 100  # characters of text per line of ``list`` (the JSON has it whole)
+LIST_ID_WIDTH = 12  # hex characters of an id in ``list``: unique far past 100k memories
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Stored memories, newest first (issue 14 item 6): one line per memory, or ``--json``."""
+    page = _reader(args).list_memories(status=args.status, since=args.since,
+                                       limit=args.limit, cursor=args.cursor)
+    if args.json:
+        print_json(page.to_json())
+        return OK
+    if not page.memories:
+        print("no memories" + (" match" if args.status or args.since or args.cursor else ""))
+    for m in page.memories:
+        print(f"{m.id[:LIST_ID_WIDTH]}  {format_instant(m.created_at)[:10]}  "
+              f"{m.status:<11}  {truncate(m.text, LIST_TEXT_WIDTH)}")
+    if page.cursor is not None:
+        again = "".join(f" {option} {value}" for option, value in (
+            ("--status", args.status), ("--since", args.since)) if value is not None)
+        print(f"more:{again} --cursor {page.cursor}", file=sys.stderr)
+    return OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """Everything stored about one memory (issue 14 item 6), as text or ``--json``."""
+    detail = _reader(args).show(args.id)
+    if args.json:
+        print_json(detail.to_json())
+        return OK
+    m = detail.memory
+    print(m.text)
+    print(f"id          {m.id}")
+    print(f"type        {m.type}")
+    print(f"status      {m.status} ({m.currentness})")
+    print(f"recorded    {format_instant(m.created_at)}")
+    if detail.labels is not None:
+        print(f"labels      {', '.join(detail.labels) or '-'}")
+        print(f"scope       {detail.scope}")
+        print(f"salience    {detail.salience}")
+    for entity_id, name, kind in detail.entities:
+        print(f"entity      {name} ({kind}) {entity_id[:LIST_ID_WIDTH]}")
+    print(f"intake      {m.source.intake_id or '-'}")
+    print(f"session     {m.source.session or '-'}"
+          + (f" ({m.attribution})" if m.attribution else ""))
+    print(f"origin      {detail.origin}, tier {detail.tier}, daily/{detail.day}.md")
+    for label, links in (("supersedes", detail.supersedes),
+                         ("superseded by", detail.superseded_by)):
+        for link in links:
+            print(f"{label:<11} {link.id[:LIST_ID_WIDTH]} {link.status} {link.at}  "
+                  f"{truncate(link.text, LIST_TEXT_WIDTH)}")
+    for e in detail.events:
+        print(f"event       {e.position} {e.timestamp} {e.topic}")
+    return OK
+
+
 COMMANDS: dict[str, Command] = {
     "validate": cmd_validate, "admit": cmd_admit, "inspect": cmd_inspect,
     "export": cmd_export, "drain": cmd_drain, "retry": cmd_retry, "resolve": cmd_resolve,
     "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
+    "list": cmd_list, "show": cmd_show,
 }

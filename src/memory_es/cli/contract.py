@@ -39,7 +39,8 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
   1  findings or a refused operation (health findings, an invalid config for validate, a
      rejected turn, resolve of a resolved intake or a retained plan, replay into a used root,
      a journal --cursor whose range changed since its first page, anchor of a root whose
-     chain is not keyed yet)
+     chain is not keyed yet, show of an id no stored memory has or a prefix that names more
+     than one)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root, a file given to --expect-anchor that is no anchor; nothing was read or
      written
@@ -50,7 +51,7 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
 # MemoryEsError codes that are a refusal of a well-formed request (exit 1).
 REFUSED_CODES: Final = frozenset({
     "already_resolved", "plan_retained", "reconfigure_refused", "root_not_empty",
-    "journal_cursor_stale", "chain_unkeyed",
+    "journal_cursor_stale", "chain_unkeyed", "memory_not_found", "memory_id_ambiguous",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({

@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
 from memory_es.cli.contract import EXIT_CODES_HELP, UsageError
+from memory_es.recall.inventory import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
 
 ROOT_HELP = "memory root directory (default: the config's memory.path, else ./.memory)"
 CONFIG_HELP = "JSON config file holding the memory block (default: the root's own)"
@@ -182,6 +183,35 @@ def build_parser() -> Parser:
     p.add_argument("--page", type=int, default=1,
                    help="page N of the query, 1 to 1000 (default 1)")
     p.set_defaults(func="journal")
+
+    p = command("list", "the stored memories, newest first (content-bearing; read-only)",
+                description="List stored memories, newest first (recording instant, then "
+                            "id): one line each (id prefix, recorded date, status, text), or "
+                            "with --json full ids and recall's fields. Read-only, no lock. "
+                            "inspect and health stay content-free; list and show are the "
+                            "commands that print what is stored.")
+    p.add_argument("--status", choices=list(LIST_STATUSES),
+                   help="only memories with this status")
+    p.add_argument("--since", metavar="DATE|INSTANT",
+                   help="only memories recorded at or after this ISO date (UTC midnight) or "
+                        "instant (UTC unless it has an offset), e.g. 2026-12-02 or "
+                        "2026-12-02T09:00+01:00")
+    p.add_argument("--limit", type=int, default=LIST_DEFAULT_LIMIT,
+                   help=f"memories per page, 1 to {LIST_MAX_LIMIT} (default "
+                        f"{LIST_DEFAULT_LIMIT})")
+    p.add_argument("--cursor", help="continue after an earlier page: the cursor it printed "
+                                    "(give the same --status and --since again)")
+    p.set_defaults(func="list")
+
+    p = command("show", "everything stored about one memory (content-bearing; read-only)",
+                description="Show one memory: text, type, status, currentness, labels, scope "
+                            "and salience (BuJo capture), entities, provenance (intake id, "
+                            "session, origin, tier, daily file), the supersession chain both "
+                            "ways and the journal events of its aggregate (position, topic, "
+                            "time). Read-only, no lock.")
+    p.add_argument("id", metavar="ID", help="a 64-hex memory id, or a unique prefix of at "
+                                            "least 8 hex characters (list shows 12)")
+    p.set_defaults(func="show")
 
     p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root",
                 parents=[_common(json=False)])

@@ -240,6 +240,16 @@ class JournalRecorder(ApplicationRecorder):
     ) -> Subscription[ApplicationRecorder]:
         return PollingSubscription(self, gt=gt, topics=topics)
 
+    def aggregate_rows(self, originator_id: UUID) -> list[tuple[int, int, str, bytes]]:
+        """(position, version, topic, state) of every event of one aggregate, in journal
+        order (one index range: ``UNIQUE (originator_id, originator_version)``)."""
+        with self._read_lock:
+            rows: list[Any] = self._reader.execute(
+                "SELECT position, originator_version, topic, state FROM events "
+                "WHERE originator_id = ? ORDER BY originator_version", (str(originator_id),)
+            ).fetchall()
+        return [(r[0], r[1], r[2], bytes(r[3])) for r in rows]
+
     def has_events(self, originator_id: UUID) -> bool:
         """Does any event of this aggregate exist? (one index lookup)"""
         with self._read_lock:

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import msgspec
@@ -42,6 +42,7 @@ from memory_es.recall import (
     JournalPage,
     RecallResult,
 )
+from memory_es.recall.inventory import LIST_DEFAULT_LIMIT, MemoryDetail, MemoryList
 from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
@@ -361,6 +362,18 @@ class MemoryStore:
         """Raw FTS5 hits of the active index ranked by bm25, without vectors or scoring
         (diagnostics)."""
         return self.reads.lexical_search(query, limit)
+
+    def list_memories(self, *, status: str | None = None,
+                      since: str | date | datetime | None = None,
+                      limit: int = LIST_DEFAULT_LIMIT, cursor: str | None = None) -> MemoryList:
+        """Stored memories, newest first (``memory-es list``; :meth:`MemoryRoot.list_memories`
+        documents the arguments). Content-bearing: ``inspect`` stays content-free."""
+        return self.reads.list_memories(status=status, since=since, limit=limit,
+                                        cursor=cursor)
+
+    def show(self, memory_id: str) -> MemoryDetail:
+        """Everything stored about one memory (``memory-es show``; :meth:`MemoryRoot.show`)."""
+        return self.reads.show(memory_id, self._opened)
 
     # -- operators (C1-C4, C8) ------------------------------------------------------------------
 

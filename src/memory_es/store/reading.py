@@ -8,11 +8,12 @@ embedded before, with no lock held.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 from memory_es.config import MemoryConfig
 from memory_es.errors import IndexUnavailableError
+from memory_es.journal import OpenedJournal
 from memory_es.recall import (
     AutoContext,
     JournalPage,
@@ -24,6 +25,7 @@ from memory_es.recall import (
     check_query,
     owner_text_gate,
 )
+from memory_es.recall.inventory import MemoryDetail, MemoryList, list_memories, show_memory
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
@@ -100,3 +102,14 @@ class StoreReads:
         check_query(query)
         with self._journal.exclusive():
             return fts_search(self._projections.get().index.conn, query, limit)
+
+    def list_memories(self, *, status: str | None, since: str | date | datetime | None,
+                      limit: int, cursor: str | None) -> MemoryList:
+        with self._journal.exclusive():
+            return list_memories(self._projections.get().index.conn, status=status,
+                                 since=since, limit=limit, cursor=cursor, now=self._clock())
+
+    def show(self, memory_id: str, opened: OpenedJournal) -> MemoryDetail:
+        with self._journal.exclusive():
+            return show_memory(self._projections.get().index.conn, opened, memory_id,
+                               now=self._clock())
