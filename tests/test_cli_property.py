@@ -26,6 +26,8 @@ from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.cli import main
 
 VALID_ID = hashlib.sha256(b"run-1").hexdigest()
+# The Lite memory of run-0 (sha256 of its run hash and index 0), for show.
+MEMORY_ID = hashlib.sha256(f"{hashlib.sha256(b'run-0').hexdigest()}:0".encode()).hexdigest()
 EXIT_CODES = {0, 1, 2, 3}
 
 # Values that sit on the edges of every range the CLI takes.
@@ -61,6 +63,8 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "calibrate": [(None, True)],
     "journal": [("--from", True), ("--through", True), ("--tz", True), ("--limit", True),
                 ("--cursor", True), ("--page", True)],
+    "list": [("--status", True), ("--since", True), ("--limit", True), ("--cursor", True)],
+    "show": [(None, True)],
 }
 
 
@@ -76,6 +80,9 @@ GOOD: dict[str, list[str]] = {
     "inspect": [VALID_ID], "retry": [VALID_ID], "resolve": [VALID_ID, "provider-retired"],
     "search": ["dentist", "café", "nothing here"],
     "--expect-anchor": ["files/anchor.json"],
+    "--status": ["open", "superseded", "invalidated"],
+    "--since": ["2026-12-02", "2000-01-01T00:00:00Z", "2026-12-02T10:00+01:00"],
+    "show": [MEMORY_ID, MEMORY_ID[:8], MEMORY_ID[:12], "0" * 64],
 }
 
 

@@ -153,3 +153,34 @@ def test_search_hits_and_rebuild_report_are_typed(tmp_path: Path) -> None:
     assert (report.generation, report.position) == (2, 4)  # configuration + 3 events
     assert report.to_json() == {"generation": 2, "position": 4, "written": list(report.written),
                                 "removed": list(report.removed), "vectors_pending": None}
+
+
+ITEM = {"attribution": "str", "createdAt": "str", "currentness": "str", "id": "str",
+        "source": {"intakeId": "str", "session": "null"}, "status": "str", "text": "str",
+        "type": "str"}
+
+
+def test_list_and_show_json_shapes(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 14 item 6: ``list`` and ``show`` are the to_json() of MemoryRoot's typed
+    results, with recall's field names (G25)."""
+    code, obj = cli_json(capsys, root, "list", "--limit", "1")
+    assert code == 0
+    assert shape(obj) == {"cursor": "str", "limit": "int", "memories": [ITEM]}
+    (first,) = obj["memories"]
+    assert (first["text"], first["status"], first["currentness"], first["createdAt"]) == (
+        "Booked the dentist for Tuesday", "open", "current", "2026-03-02T09:30:00.000Z")
+    assert first["source"]["intakeId"] == rh("s1")
+    assert obj["cursor"] == f"2026-03-02T09:30:00.000Z~{first['id']}"
+    assert obj == MemoryRoot.open(root).list_memories(limit=1).to_json()
+    code, one = cli_json(capsys, root, "show", first["id"][:8])
+    assert code == 0
+    assert shape(one) == {**ITEM, "day": "str", "entities": [], "events": [
+        {"position": "int", "timestamp": "str", "topic": "str", "version": "int"}],
+        "labels": "null", "provenance": {"file": "str", "intakeId": "str", "origin": "str",
+                                         "session": "null", "tier": "str"},
+        "salience": "null", "scope": "null", "supersededBy": [], "supersedes": []}
+    assert {k: one[k] for k in ITEM} == first
+    assert one["provenance"] == {"file": f"daily/{DAY}.md", "intakeId": rh("s1"),
+                                 "origin": "host-summary", "session": None, "tier": "lite"}
+    assert one["events"][0]["topic"] == "memory_es/Memory.Recorded"
+    assert one == MemoryRoot.open(root).show(first["id"]).to_json()
