@@ -2,16 +2,18 @@
 
 - :func:`tier_config` / :class:`EchoModel`: a root of each tier, BuJo capture with an instant
   offline chat model that extracts one memory per turn, reviews "keep" and ADDs everything.
-- :func:`admit_forever`: the body of a child process that admits turns as fast as it can and
-  sends the run id of each *acknowledged* one (``persist_completed_turn`` returned
-  ``admitted``) to the parent before admitting the next; the parent SIGKILLs it at a random
-  moment. Sent synchronously over a pipe, so an ack the parent holds is one the host saw.
+- :func:`admit_forever`: the body of a child process that admits a few turns as fast as it can
+  (then only its worker runs) and sends the run id of each *acknowledged* one
+  (``persist_completed_turn`` returned ``admitted``) to the parent before admitting the next;
+  the parent SIGKILLs it at a random moment. Sent synchronously over a pipe, so an ack the
+  parent holds is one the host saw.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -82,11 +84,16 @@ def turn(run_id: str, tier: str) -> CompletedTurn:
                          capture_text=capture, session="web:attack", speaker_kind="human-turn")
 
 
+ADMIT_PER_CHILD = 12  # then the child only runs its worker: kills land in capture work too
+
+
 def admit_forever(root: str, tier: str, prefix: str, acks: Connection) -> None:
-    """Child body: open (with the worker on) and admit until killed."""
+    """Child body: open (with the worker on), admit a few turns, then let the worker run
+    until killed. Bounded, so the backlog a final drain must capture stays small."""
     store = open_store(Path(root), tier, background=True)
     acks.send("ready")
-    for i in range(100_000):
+    for i in range(ADMIT_PER_CHILD):
         run_id = f"{prefix}-{i}"
         if store.persist_completed_turn(turn(run_id, tier)).status == "admitted":
             acks.send(run_id)
+    time.sleep(60)

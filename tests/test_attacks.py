@@ -1,11 +1,12 @@
 """The attack classes of issue 13, kept as regression suites. Each prints one summary line,
 ``attack <class>: tried N, ... silent S, lost L``, and fails unless silent and lost are 0.
 
-- **Random-point SIGKILL** (B1, B3, B14, B22): a child process admits turns as fast as it can
-  (the background worker on: Lite projects, BuJo capture runs the capture pipeline with an
-  instant model) and is killed at a random moment, ``MEMORY_ES_ATTACK_KILLS`` times per tier
-  (default 50: 100 in CI; ``make soak`` runs more). Every acknowledged turn must be in the
-  journal exactly once afterwards, no run id twice, and after one final drain health is clean.
+- **Random-point SIGKILL** (B1, B3, B14, B22): a child process admits a dozen turns as fast as
+  it can, then lets its background worker run (Lite projects, BuJo capture runs the capture
+  pipeline with an instant model), and is killed at a random moment,
+  ``MEMORY_ES_ATTACK_KILLS`` times per tier (default 50: 100 in CI; ``make soak`` runs more).
+  Every acknowledged turn must be in the journal exactly once afterwards, no run id twice, and
+  after one final drain health is clean.
   Children fork from a preloaded server (``multiprocessing`` ``forkserver``), so a kill costs
   milliseconds, not an interpreter start.
 - **Tamper** (B13-B17, N*): every file of a populated, closed root of each tier x every
