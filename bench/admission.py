@@ -26,6 +26,7 @@ from pathlib import Path
 import apsw
 
 from memory_es import CompletedTurn, MemoryStore
+from memory_es.keystore import throwaway_key_store
 
 ANSWER = ("The quarterly report is due on 2026-12-09; Dana owns the summary. " * 16)[:1024]
 
@@ -135,4 +136,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+        main()

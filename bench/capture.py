@@ -77,6 +77,7 @@ from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
+from memory_es.keystore import throwaway_key_store
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 from rebuild import mark, peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script
@@ -785,4 +786,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+        main()

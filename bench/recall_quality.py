@@ -47,6 +47,7 @@ from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
 from memory_es.embeddings import Embedder, LocalEmbedder, UseEmbedder
 from memory_es.ids import sha256_hex
+from memory_es.keystore import throwaway_key_store
 from memory_es.recall import Calibration, calibration_for, candidate_pool, recall
 from memory_es.recall.calibrate import (
     RANK_DEPTH,
@@ -297,4 +298,5 @@ def round4(value: Any) -> Any:
 
 
 if __name__ == "__main__":
-    main()
+    with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+        main()

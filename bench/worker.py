@@ -376,4 +376,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from memory_es.keystore import throwaway_key_store
+
+    with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+        main()

@@ -40,6 +40,7 @@ from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+from memory_es.keystore import throwaway_key_store
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
@@ -700,4 +701,6 @@ def main(argv: list[str] | None = None, *, out: Callable[[str], None] = print) -
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with throwaway_key_store():  # the fixture roots are thrown away (exports keep no key)
+        code = main()
+    sys.exit(code)

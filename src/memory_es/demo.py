@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
-from memory_es.keystore import KEY_STORE_ENV
+from memory_es.keystore import throwaway_key_store
 from memory_es.store import MemoryStore
 
 Cli = Callable[[list[str]], int]
@@ -50,17 +49,10 @@ def run_demo(cli: Cli) -> int:
     level = logger.level
     logger.setLevel(logging.ERROR)  # the demo prints each result itself
     try:
-        with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp:
-            # the demo's roots are thrown away: so are their chain keys (issue 13 item 11)
-            saved = os.environ.get(KEY_STORE_ENV)
-            os.environ[KEY_STORE_ENV] = str(Path(tmp) / "keys")
-            try:
-                return _demo(Path(tmp) / "memory", cli)
-            finally:
-                if saved is None:
-                    os.environ.pop(KEY_STORE_ENV, None)
-                else:
-                    os.environ[KEY_STORE_ENV] = saved
+        # the demo's roots are thrown away: so are their chain keys (issue 13 item 11)
+        with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp, \
+                throwaway_key_store():
+            return _demo(Path(tmp) / "memory", cli)
     finally:
         logger.setLevel(level)
 

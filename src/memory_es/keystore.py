@@ -27,6 +27,8 @@ import os
 import re
 import secrets
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from memory_es.errors import MemoryEsError
@@ -213,3 +215,20 @@ class KeyStore:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(directory, 0o700)
         os.close(_open_dir(self.path))
+
+
+@contextlib.contextmanager
+def throwaway_key_store() -> Iterator[Path]:
+    """For the block, chain keys go to a temporary key store that is removed afterwards, never
+    to the user's own: for roots that are themselves thrown away (the demo, benchmarks,
+    fixture regeneration). Subprocesses started in the block inherit it."""
+    saved = os.environ.get(KEY_STORE_ENV)
+    with tempfile.TemporaryDirectory(prefix="memory-es-keys-") as tmp:
+        os.environ[KEY_STORE_ENV] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if saved is None:
+                os.environ.pop(KEY_STORE_ENV, None)
+            else:
+                os.environ[KEY_STORE_ENV] = saved
