@@ -21,7 +21,7 @@ from memory_es.intake import CompletedTurn, IntakeRecord
 from memory_es.recall import JournalEntry
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
-from projections.health import Finding
+from projections.findings import Finding
 from projections.search import SearchHit
 
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)

@@ -72,7 +72,8 @@ from memory_es.recall.inventory import (
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.rootconfig import effective
 from memory_es.worker import snapshot_state, worker_status
-from projections.health import Finding, HealthReport, audit
+from projections.findings import Finding, HealthReport
+from projections.health import audit
 from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
 
