@@ -50,6 +50,7 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "admit": [("--run-id", True), ("--answer", True), ("--session", True),
               ("--speaker-kind", True), ("--trigger", True), ("--outcome", True),
               ("--capture-text-file", True)],
+    "remember": [(None, True), ("--session", True)],
     "inspect": [(None, True)],
     "export": [("--journal", True)],
     "drain": [("--timeout", True), ("--no-embed", False)],

@@ -99,6 +99,15 @@ def cmd_admit(args: argparse.Namespace) -> int:
     return COULD_NOT_RUN if result.code in COULD_NOT_ADMIT else REFUSED
 
 
+def cmd_remember(args: argparse.Namespace) -> int:
+    config = _config(args)
+    text = _read_text("-", "text") if args.text == "-" else args.text
+    with MemoryStore.open(_root(args, config), config, background=False) as store:
+        result = store.remember(text, session=args.session)
+    print_json(result.to_json())
+    return OK
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     report = _reader(args).inspect(args.id)
     if args.id is not None and not report.records:
@@ -395,7 +404,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Command] = {
-    "validate": cmd_validate, "admit": cmd_admit, "inspect": cmd_inspect,
+    "validate": cmd_validate, "admit": cmd_admit, "remember": cmd_remember, "inspect": cmd_inspect,
     "export": cmd_export, "drain": cmd_drain, "retry": cmd_retry, "resolve": cmd_resolve,
     "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,

@@ -52,11 +52,12 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
 REFUSED_CODES: Final = frozenset({
     "already_resolved", "plan_retained", "reconfigure_refused", "root_not_empty",
     "journal_cursor_stale", "chain_unkeyed", "memory_not_found", "memory_id_ambiguous",
+    "remember_credential", "remember_disabled",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
     "usage", "invalid_argument", "not_found", "invalid_slug", "export_malformed",
-    "anchor_invalid",
+    "anchor_invalid", "remember_invalid_text",
     "recall_invalid_limit", "recall_invalid_query", "calibrate_invalid_file",
     "calibrate_too_few", "calibrate_needs_embeddings", "journal_cursor_invalid",
     "journal_invalid_date", "journal_invalid_limit",

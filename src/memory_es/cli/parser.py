@@ -87,6 +87,12 @@ def build_parser() -> Parser:
     p = command("validate", "check a config file against SPEC O (exit 1 when invalid)")
     p.set_defaults(func="validate")
 
+    p = command("remember", "store one explicitly stated fact now, recallable at once "
+                "(exit 1 when refused)")
+    p.add_argument("text", help="the fact, one self-contained sentence; '-' reads stdin")
+    p.add_argument("--session", help="the conversation or session id (optional)")
+    p.set_defaults(func="remember")
+
     p = command("admit", "durably admit one completed turn (exit 1 when rejected)")
     p.add_argument("--run-id", required=True, help="the host's unique id of this turn")
     p.add_argument("--answer", required=True, help="the assistant answer; '-' reads stdin")

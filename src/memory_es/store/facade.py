@@ -49,6 +49,7 @@ from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.reading import StoreReads
+from memory_es.store.remembering import RememberResult, remember
 from memory_es.store.vectors import Vectors
 from memory_es.worker import Worker, publish_snapshot
 from projections.replay import DERIVED_ENTRIES, RebuildReport
@@ -310,6 +311,20 @@ class MemoryStore:
             "pid": os.getpid(), "heartbeat": now.isoformat(timespec="milliseconds"),
             "counts": counts.to_json(), "shutdown": state, "queue": {"due": counts.due},
         })
+
+    # -- Remember (J*) ------------------------------------------------------------------------
+
+    def remember(self, text: str, *, session: str | None = None) -> RememberResult:
+        """Store one explicitly stated fact now, recallable when this returns (J1); an exact
+        repeat is a ``duplicate`` (J4, J11); a credential is refused with nothing written
+        (J5, ``remember_credential``); off with ``memory.rememberTool.enabled: false`` (J2)."""
+        if not self.config.remember_tool.enabled:
+            raise MemoryEsError("remember_disabled: memory.rememberTool.enabled is false",
+                                code="remember_disabled")
+        result = remember(self._opened, self.journal_writer, self.projections, text,
+                          session=session, tier=self.config.mode, now=self._clock())
+        self.kick()  # the worker embeds the new line
+        return result
 
     # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------
 

@@ -1,0 +1,125 @@
+"""Remember, the text-only write every tier accepts (SPEC J1, J2, J4-J6, J11, J12, J14, N11;
+issue 14 item 1, first slice)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers_attack import TIERS, open_store
+from helpers_index import index_rows
+from memory_es import MemoryRoot, MemoryStore
+from memory_es.cli import main
+from memory_es.config import parse_config
+from memory_es.errors import InvalidArgumentError, MemoryEsError
+from memory_es.testing import WordBagEmbedder
+
+CLI = Path(sys.executable).with_name("memory-es")
+FACT = "The garage door code changes every March."
+
+
+def daily_text(root: Path) -> str:
+    return "".join(p.read_text("utf-8") for p in sorted((root / "daily").glob("*.md")))
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_j1_j4_recallable_at_once_on_every_tier_and_idempotent(tmp_path: Path,
+                                                                 tier: str) -> None:
+    """J1: written to daily/ and the index before remember returns (no drain); J4/J11: the id
+    is the content hash, an exact repeat (whitespace aside) is a duplicate that writes
+    nothing; health is clean and a rebuild reproduces it."""
+    root = tmp_path / "root"
+    with open_store(root, tier, background=False) as store:
+        first = store.remember(FACT, session="web:a")
+        assert first.status == "remembered"
+        assert FACT in daily_text(root)
+        assert index_rows(root, "SELECT id, text FROM memories") == [(first.memory_id, FACT)]
+        assert [h.text for h in store.recall("garage door code").recall.hits] == [FACT]
+        events = len(list(store.events()))
+        again = store.remember("The garage door  code changes every March. ", session="web:b")
+        assert (again.status, again.memory_id) == ("duplicate", first.memory_id)
+        assert len(list(store.events())) == events
+        assert daily_text(root).count(FACT) == 1
+    assert "source_session=web:a" in daily_text(root)  # J12: the first write's session
+    assert MemoryRoot.open(root).health().status == "clean"
+    before = daily_text(root)
+    with open_store(root, tier, background=False) as store:
+        store.rebuild()
+    assert daily_text(root) == before
+
+
+def test_j5_a_credential_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with MemoryStore.open(root, background=False) as store:
+        store.remember("A first fact to make the root.")
+        events = len(list(store.events()))
+        for secret in ("my api_key=sk-live-abcdef0123456789", "password: hunter2"):
+            with pytest.raises(MemoryEsError) as err:
+                store.remember(secret)
+            assert err.value.code == "remember_credential"
+        for bad in ("", "   ", "x" * 5000, "a <!-- comment -->"):
+            with pytest.raises(InvalidArgumentError) as bad_err:
+                store.remember(bad)
+            assert bad_err.value.code == "remember_invalid_text"
+        assert len(list(store.events())) == events
+    assert "hunter2" not in daily_text(root)
+
+
+def test_j2_the_tool_can_be_switched_off(tmp_path: Path) -> None:
+    config = parse_config({"mode": "lite", "rememberTool": {"enabled": False}})
+    with MemoryStore.open(tmp_path / "root", config, background=False) as store:
+        with pytest.raises(MemoryEsError) as err:
+            store.remember(FACT)
+        assert err.value.code == "remember_disabled"
+
+
+def test_j14_capture_switches_do_not_apply(tmp_path: Path) -> None:
+    """capture.only = [] suppresses all automatic capture, never an explicit Remember."""
+    config = parse_config({"mode": "bujo", "writeMode": "capture",
+                           "embeddings": {"provider": "local"},
+                           "llm": {"provider": "ollama", "model": "echo"},
+                           "capture": {"only": [], "cron": False, "webhook": False}})
+    with MemoryStore.open(tmp_path / "root", config, background=False,
+                          embedder=WordBagEmbedder()) as store:
+        assert store.remember(FACT).status == "remembered"
+        assert [h.text for h in store.recall("garage").recall.hits] == [FACT]
+
+
+def test_cli_remember_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(tmp_path / "root")
+    assert main(["--root", root, "remember", FACT, "--session", "web:cli"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "remembered"
+    assert main(["--root", root, "remember", FACT]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "duplicate"
+    assert main(["--root", root, "remember", "password=hunter2"]) == 1
+    assert "remember_credential" in capsys.readouterr().err
+    assert main(["--root", root, "remember", "  "]) == 2
+    assert main(["--root", root, "--json", "remember", "password=hunter2"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "remember_credential"
+
+
+def test_n11_j12_a_write_killed_after_its_commit_is_completed_not_duplicated(
+        tmp_path: Path) -> None:
+    """Killed between the journal commit and the projection: the next open completes the
+    line; a retry from another conversation is a duplicate that keeps the first session."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, background=False) as store:
+        store.remember("A first fact to make the root.")
+    env = dict(os.environ, MEMORY_ES_CRASH_AT="journal.after_commit")
+    done = subprocess.run([str(CLI), "--root", str(root), "remember", FACT, "--session",
+                           "web:first"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == -9, done
+    assert FACT not in daily_text(root)
+    with MemoryStore.open(root, background=False) as store:
+        retry = store.remember(FACT, session="web:second")
+        assert retry.status == "duplicate"
+        assert [h.text for h in store.recall("garage door").recall.hits] == [FACT]
+    text = daily_text(root)
+    assert text.count(FACT) == 1 and "source_session=web:first" in text
+    assert "web:second" not in text
+    assert MemoryRoot.open(root).health().status == "clean"
