@@ -547,3 +547,9 @@ def test_make_embedder_local(local: LocalEmbedder) -> None:
 def test_module_exports() -> None:
     for name in emb.__all__:
         assert hasattr(emb, name), name
+
+
+def test_the_config_names_exactly_the_shipped_local_models() -> None:
+    """What a config may name for ``local`` is what runs, at the embedders' own sizes."""
+    assert dict(emb.LOCAL_DIMS) == {emb.USE_MODEL: emb.USE_DIM, emb.LOCAL_MODEL: emb.LOCAL_DIM}
+    assert emb.LOCAL_DEFAULT == emb.USE_MODEL

@@ -134,15 +134,15 @@ def storage_error(error: BaseException, path: object, *, what: str,
 
 
 def io_problem(error: BaseException) -> str | None:
-    """A content-free description when ``error`` is the disk failing (full, read-only, I/O),
-    else None: callers report such failures under the one code ``io_error``."""
+    """A content-free description when ``error`` is the disk failing (:func:`storage_kind`
+    ``io``: full, read-only, I/O), else None: admission and the worker report such failures
+    under the one code ``io_error`` (issue 13 item 6)."""
+    if storage_kind(error) != "io":
+        return None
     if isinstance(error, apsw.FullError) or (isinstance(error, OSError)
                                               and error.errno in (errno.ENOSPC, errno.EDQUOT)):
         return "disk full"
-    if isinstance(error, _IO_ERRORS) or (isinstance(error, OSError) and error.errno in (
-            errno.EIO, errno.EROFS, errno.EFBIG)):
-        return f"I/O error ({type(error).__name__})"
-    return None
+    return f"I/O error ({type(error).__name__})"
 
 
 @contextlib.contextmanager

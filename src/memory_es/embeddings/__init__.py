@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+from memory_es.config.model import DEFAULT_EMBEDDINGS_MODELS, LOCAL_MODELS
 from memory_es.embeddings.base import (
     BATCH_SIZE,
     CONFIG_INVALID,
@@ -37,8 +38,10 @@ from memory_es.embeddings.use import USE_DIM, USE_MODEL, UseEmbedder
 from memory_es.providers import configured_key
 from memory_es.transport import RetryPolicy, one_line
 
-# The offline models the ``local`` provider runs, with their dimensions; the first is its default.
-LOCAL_DIMS: Final = {USE_MODEL: USE_DIM, LOCAL_MODEL: LOCAL_DIM}
+# The models the ``local`` provider runs and its default: the config's own tables (what a
+# config may name is what runs; tests/test_embeddings.py pins them to the embedders' sizes).
+LOCAL_DIMS: Final = LOCAL_MODELS
+LOCAL_DEFAULT: Final = str(DEFAULT_EMBEDDINGS_MODELS["local"])
 
 if TYPE_CHECKING:
     from memory_es.config import EmbeddingsConfig
@@ -72,7 +75,8 @@ def configured_identity(config: EmbeddingsConfig) -> EmbeddingIdentity | None:
     model or touching a provider (counting a backlog must not); None when the block cannot
     make an embedder (no model)."""
     if config.provider == "local":
-        model = config.model if config.model in LOCAL_DIMS else USE_MODEL
+        model = config.model if config.model is not None and config.model in LOCAL_DIMS \
+            else LOCAL_DEFAULT
         return EmbeddingIdentity("local", model, LOCAL_DIMS[model])
     if config.model is None:
         return None
@@ -110,7 +114,7 @@ def make_embedder(
         if endpoint is not None:
             raise EmbeddingError("the local embedding provider takes no endpoint",
                                  code=CONFIG_INVALID)
-        model = model or USE_MODEL
+        model = model or LOCAL_DEFAULT
         if model not in LOCAL_DIMS:
             raise EmbeddingError(f"the local embedding provider runs {USE_MODEL} or "
                                  f"{LOCAL_MODEL}, not {one_line(str(model))}",

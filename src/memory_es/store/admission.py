@@ -126,13 +126,18 @@ class GroupCommit:
         """Append domain events in one transaction and fold them into the view."""
         if not events:
             return
-        app = self._opened.app
         with self.exclusive():
-            events = [*self.preface, *events]
-            positions = self._opened.recorder.insert_events(
-                [app.mapper.to_stored_event(e) for e in events])
-            self.preface = []
-            self.apply(positions, events)
+            self.commit_held(events)
+
+    def commit_held(self, events: Sequence[Any]) -> None:
+        """:meth:`commit_events` for a caller that already holds :meth:`exclusive` (a write
+        that must project before anyone else commits, Remember J1)."""
+        app = self._opened.app
+        events = [*self.preface, *events]
+        positions = self._opened.recorder.insert_events(
+            [app.mapper.to_stored_event(e) for e in events])
+        self.preface = []
+        self.apply(positions, events)
 
     def apply(self, positions: Sequence[int] | None, events: Sequence[Any]) -> None:
         """Fold committed events into the view."""

@@ -66,18 +66,12 @@ def remember(opened: OpenedJournal, journal: GroupCommit, projections: LiveProje
     """Write one fact and project it before returning (J1, J4, N11, J12)."""
     clean = checked_text(text)
     memory_id = text_key(clean)
-    app = opened.app
     with journal.exclusive():
         known = opened.recorder.has_events(memory_uuid(memory_id))
         if not known:
-            event = Memory.recorded(
+            journal.commit_held([Memory.recorded(
                 at=now, memory_id=memory_id, kind="note", text=clean,
                 day=now.date().isoformat(), status="open", source=REMEMBER_SOURCE,
-                session=session, run_hash=None, tier=tier)
-            events = [*journal.preface, event]
-            positions = opened.recorder.insert_events(
-                [app.mapper.to_stored_event(e) for e in events])
-            journal.preface = []
-            journal.apply(positions, events)
+                session=session, run_hash=None, tier=tier)])
         projections.catch_up()  # the daily line and the index row, in the same hold (J1)
     return RememberResult("duplicate" if known else "remembered", memory_id)
