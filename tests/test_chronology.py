@@ -556,8 +556,8 @@ def test_no_session_run_hash_paths_or_audit_rows(small_root: Path) -> None:
     assert "secret-thread" not in dumped
     assert str(small_root) not in dumped and "memory.db" not in dumped
     assert not any(h in dumped for h in run_hashes)
-    assert all(set(e) == {"id", "recordedAt", "day", "time", "type", "status", "source",
-                          "text", "truncated"} for e in page.to_json()["entries"])
+    assert all(set(e) == {"id", "recordedAt", "day", "time", "type", "status", "currentness",
+                          "source", "text", "truncated"} for e in page.to_json()["entries"])
     assert len(page.entries) == 10 and page.to_json()["untrusted"] is True
 
 

@@ -50,7 +50,10 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "admit": [("--run-id", True), ("--answer", True), ("--session", True),
               ("--speaker-kind", True), ("--trigger", True), ("--outcome", True),
               ("--capture-text-file", True)],
-    "remember": [(None, True), ("--session", True)],
+    "remember": [(None, True), ("--session", True), ("--about", True), ("--supersedes", True),
+                 ("--replaceable", False), ("--valid-from", True), ("--valid-to", True),
+                 ("--due", True)],
+    "set-status": [(None, True), (None, True), ("--reason", True)],
     "inspect": [(None, True)],
     "export": [("--journal", True)],
     "drain": [("--timeout", True), ("--no-embed", False)],
@@ -81,9 +84,14 @@ GOOD: dict[str, list[str]] = {
     "inspect": [VALID_ID], "retry": [VALID_ID], "resolve": [VALID_ID, "provider-retired"],
     "search": ["dentist", "café", "nothing here"],
     "--expect-anchor": ["files/anchor.json"],
-    "--status": ["open", "superseded", "invalidated"],
+    "--status": ["open", "done", "superseded", "invalidated"],
     "--since": ["2026-12-02", "2000-01-01T00:00:00Z", "2026-12-02T10:00+01:00"],
     "show": [MEMORY_ID, MEMORY_ID[:8], MEMORY_ID[:12], "0" * 64],
+    "set-status": [MEMORY_ID[:8], "done", "dropped", "open", "finished"],
+    "--reason": ["by-hand", "Not A Slug"], "--about": [MEMORY_ID[:8]],
+    "--supersedes": [MEMORY_ID[:8]],
+    "--valid-from": ["2026-12-02"], "--valid-to": ["2026-12-31T18:00:00+01:00", "soon"],
+    "--due": ["2026-12-09"],
 }
 
 

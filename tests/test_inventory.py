@@ -107,7 +107,7 @@ def test_list_filters_and_keyset_cursor(root: Path) -> None:
         if cursor is None:
             break
     assert seen == [m.id for m in reader.list_memories().memories]
-    for bad in ({"status": "done"}, {"limit": 0}, {"limit": 1001}, {"limit": True},
+    for bad in ({"status": "finished"}, {"limit": 0}, {"limit": 1001}, {"limit": True},
                 {"since": "2026-02-30"}, {"since": "yesterday"}, {"cursor": "x~y"}):
         with pytest.raises(InvalidArgumentError):
             reader.list_memories(**bad)
@@ -178,7 +178,7 @@ def test_cli_list_and_show(root: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0 and len(json.loads(out)["memories"]) == 2
     code, out, _ = run(capsys, "--root", r, "show", ids(root)[MADRID][:12])
     assert code == 0 and out.splitlines()[0] == MADRID and "superseded by" in out
-    for argv, want in ((["list", "--status", "done"], 2), (["list", "--limit", "0"], 2),
+    for argv, want in ((["list", "--status", "finished"], 2), (["list", "--limit", "0"], 2),
                        (["list", "--since", "2026-13-01"], 2), (["show", "xyz"], 2),
                        (["show", "0" * 63 + "g"], 2), (["show", "f" * 64], 1)):
         code, out, err = run(capsys, "--root", r, *argv, "--json")

@@ -294,7 +294,7 @@ class Memory(Aggregate):
         memory_id: str
         by: str
         status: str
-        run_hash: str
+        run_hash: str | None  # None: a Remember's ``supersedes`` (J8), not a capture
 
     class Threaded(Event):
         """A thread edge from this note to ``to`` (A20, E42), weight kept in the sidecar (F3)."""
@@ -304,6 +304,54 @@ class Memory(Aggregate):
         to: str
         weight: float
         run_hash: str
+
+    class Remembered(Created):
+        """An enhanced Remember (J6-J10, BuJo only): one assistant-noted fact (J9), optionally
+        ``about`` an existing person, ``replaceable`` by a later scan, and stated with its
+        validity (G13-G15): ``valid_from`` / ``valid_to`` / ``due_at`` are ISO dates
+        (``YYYY-MM-DD``: inclusive civil days in the host's zone) or ISO instants with their
+        offset, kept as written. A ``supersedes`` is a ``Superseded`` in the same commit."""
+
+        TOPIC = "memory_es/Memory.Remembered"
+        memory_id: str
+        text: str
+        day: str
+        session: str | None
+        tier: str
+        about: str | None
+        replaceable: bool
+        valid_from: str | None
+        valid_to: str | None
+        due_at: str | None
+
+    class StatusChanged(Event):
+        """A lifecycle transition of a live line (K14, DESIGN 9.8): open, done, scheduled,
+        migrated, or the terminal dropped; only the transitions in
+        ``vocabulary.STATUS_TRANSITIONS`` are ever written."""
+
+        TOPIC = "memory_es/Memory.StatusChanged"
+        memory_id: str
+        status: str
+        reason: str | None
+
+    @classmethod
+    def remembered(
+        cls, *, at: datetime, memory_id: str, text: str, day: str, session: str | None,
+        tier: str, about: str | None, replaceable: bool, valid_from: str | None,
+        valid_to: str | None, due_at: str | None,
+    ) -> Memory.Remembered:
+        """The Remembered event (version 1) stamped with the write's instant."""
+        return _created(
+            cls, cls.Remembered, memory_uuid(memory_id), at, memory_id=memory_id, text=text,
+            day=day, session=session, tier=tier, about=about, replaceable=replaceable,
+            valid_from=valid_from, valid_to=valid_to, due_at=due_at)
+
+    @classmethod
+    def status_changed(cls, *, version: int, at: datetime, memory_id: str, status: str,
+                       reason: str | None) -> Memory.StatusChanged:
+        """The StatusChanged event following ``version``."""
+        return _next(cls.StatusChanged, memory_uuid(memory_id), version, at,
+                     memory_id=memory_id, status=status, reason=reason)
 
     @classmethod
     def text_updated(cls, *, version: int, at: datetime, memory_id: str, text: str,
@@ -315,7 +363,7 @@ class Memory(Aggregate):
 
     @classmethod
     def superseded(cls, *, version: int, at: datetime, memory_id: str, by: str, status: str,
-                   run_hash: str) -> Memory.Superseded:
+                   run_hash: str | None) -> Memory.Superseded:
         """The Superseded event following ``version``: ``by`` replaces the line."""
         return _next(cls.Superseded, memory_uuid(memory_id), version, at, memory_id=memory_id,
                      by=by, status=status, run_hash=run_hash)

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,6 +71,7 @@ from memory_es.recall.inventory import (
 )
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.rootconfig import effective
+from memory_es.validity import host_time_zone
 from memory_es.worker import snapshot_state, worker_status
 from projections.findings import Finding, HealthReport
 from projections.health import audit
@@ -84,8 +85,9 @@ class MemoryRoot:
     """A read-only handle on ``root`` configured by ``config`` (defaults when None)."""
 
     def __init__(self, root: Path, config: MemoryConfig | None,
-                 key_store: KeyStore | None = None) -> None:
+                 key_store: KeyStore | None = None, time_zone: tzinfo | None = None) -> None:
         self.root = root
+        self.time_zone = time_zone
         self._config = config
         self._keys = KeyStore.resolve(key_store)
         self._chronology = MemoryJournal(RootCursorKey(root))
@@ -94,13 +96,16 @@ class MemoryRoot:
     @classmethod
     def open(cls, root: str | Path | None = None,
              config: MemoryConfig | None = None, *,
-             key_store: str | Path | KeyStore | None = None) -> MemoryRoot:
+             key_store: str | Path | KeyStore | None = None,
+             time_zone: str | tzinfo | None = None) -> MemoryRoot:
         """A handle on ``root`` (default: ``memory.path`` of ``config``). Nothing is held open
         between calls; a root that is missing or not a memory root fails at the first call.
         ``key_store``: where the root's chain key is (default: ``$MEMORY_ES_KEY_STORE``, read
-        now, else ``~/.local/state/memory-es/keys``)."""
+        now, else ``~/.local/state/memory-es/keys``). ``time_zone``: the host's zone that
+        validity is read in (G15; default the process's)."""
+        zone = host_time_zone(time_zone)
         path = Path(root) if root is not None else Path((config or MemoryConfig()).path)
-        return cls(path, config, KeyStore.resolve(key_store))
+        return cls(path, config, KeyStore.resolve(key_store), zone)
 
     @property
     def config(self) -> MemoryConfig:
@@ -266,7 +271,8 @@ class MemoryRoot:
         if self._bound is None:
             block = embeddings_block(self.config)
             self._bound = Recaller(self.config,
-                                   make_embedder(block) if block is not None else None)
+                                   make_embedder(block) if block is not None else None,
+                                   self.time_zone)
         return self._bound
 
     def list_memories(self, *, status: str | None = None,
@@ -278,7 +284,7 @@ class MemoryRoot:
         the ``cursor`` of an earlier page. Content-bearing, read-only."""
         with self.index() as conn:
             return list_memories(conn, status=status, since=since, limit=limit,
-                                 cursor=cursor, now=utc_now())
+                                 cursor=cursor, now=utc_now(), tz=self.time_zone)
 
     def show(self, memory_id: str) -> MemoryDetail:
         """``memory-es show``: everything stored about one memory (a full 64-hex id or a
@@ -286,7 +292,7 @@ class MemoryRoot:
         entities, provenance, the supersession links both ways and the journal events of
         its aggregate. ``memory_not_found`` / ``memory_id_ambiguous`` otherwise."""
         with verified_journal_and_index(self.root, self._keys) as (opened, conn):
-            return show_memory(conn, opened, memory_id, now=utc_now())
+            return show_memory(conn, opened, memory_id, now=utc_now(), tz=self.time_zone)
 
     def journal(self, request: Mapping[str, Any]) -> JournalPage:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and

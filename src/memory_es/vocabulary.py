@@ -13,6 +13,22 @@ from typing import Final
 TERMINAL_STATUSES: Final = frozenset({"dropped", "invalidated"})
 # History: terminal, or superseded. Never a duplicate, a reconcile target or a card fact.
 HISTORY_STATUSES: Final = TERMINAL_STATUSES | {"superseded"}
+# Live statuses (K14): recall returns them all, a status other than open as a prefix (G23).
+LIVE_STATUSES: Final = frozenset({"open", "done", "scheduled", "migrated"})
+# The transitions an operator or host may write as ``Memory.StatusChanged`` (K14): between the
+# live statuses, and from any of them to the terminal ``dropped``. ``superseded`` and
+# ``invalidated`` come only from a supersession (a capture's SUPERSEDE, a Remember's
+# ``supersedes``) and ``forgotten`` only from a forget; terminal lines never come back.
+STATUS_TRANSITIONS: Final = {
+    "open": frozenset({"done", "scheduled", "migrated", "dropped"}),
+    "scheduled": frozenset({"open", "done", "migrated", "dropped"}),
+    "migrated": frozenset({"open", "done", "scheduled", "dropped"}),
+    "done": frozenset({"open", "dropped"}),
+}
+
+# The ``source`` of a Remember line (J*): capture never supersedes one unless it was written
+# ``replaceable`` (J10).
+REMEMBER_SOURCE: Final = "remember"
 
 # The replay sidecar's bounds (F8).
 SIDECAR_MAX_BYTES: Final = 32 * 1024 * 1024

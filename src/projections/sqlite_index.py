@@ -95,6 +95,11 @@ CAPTURE_DDL = (
     """CREATE TABLE IF NOT EXISTS threads (
         rowid INTEGER PRIMARY KEY, src TEXT NOT NULL, dst TEXT NOT NULL,
         weight REAL NOT NULL, at TEXT NOT NULL, authority TEXT NOT NULL)""",
+    # The terms an enhanced Remember was stated under (J7, J10, G13-G15): the person it is
+    # about, whether a later scan may replace it, its validity as written (ISO date or instant).
+    """CREATE TABLE IF NOT EXISTS memory_terms (
+        rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, about TEXT,
+        replaceable INTEGER NOT NULL, valid_from TEXT, valid_to TEXT, due_at TEXT)""",
 )
 REPLAY_OWNED = ("lifecycle", "threads")
 
@@ -112,6 +117,7 @@ DUMP_TABLES = {
     "relations": ("rowid", "src", "relation", "dst", "memory"),
     "lifecycle": ("rowid", "memory_id", "status", "by", "at", "authority"),
     "threads": ("rowid", "src", "dst", "weight", "at", "authority"),
+    "memory_terms": ("rowid", "id", "about", "replaceable", "valid_from", "valid_to", "due_at"),
 }
 # Tables without a rowid are dumped in key order.
 DUMP_ORDER = {"memory_entities": "memory_id, entity_id"}
@@ -129,9 +135,10 @@ def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
     return conn
 
 
-def authority_digest(run_hash: str) -> str:
-    """The content-free authority of replay-owned state (F3): the capture that decided it."""
-    return sha256_hex(f"capture:{run_hash}")
+def authority_digest(run_hash: str | None, by: str = "") -> str:
+    """The content-free authority of replay-owned state (F3): the capture that decided it, or
+    (``run_hash`` None) the Remember that superseded the line with ``by`` (J8)."""
+    return sha256_hex(f"capture:{run_hash}" if run_hash is not None else f"remember:{by}")
 
 
 def iso_ms(ts: datetime) -> str:
@@ -226,6 +233,10 @@ class IndexProjection:
             self._superseded(position, event)
         elif isinstance(event, Memory.Threaded):
             self._threaded(position, event)
+        elif isinstance(event, Memory.Remembered):
+            self._remembered(position, event)
+        elif isinstance(event, Memory.StatusChanged):
+            self._status_changed(event)
         elif isinstance(event, Entity.Named):
             self.conn.execute("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)",
                               (position, event.entity_id, event.name, event.type))
@@ -299,7 +310,7 @@ class IndexProjection:
                           (e.by, rowid))
         self.conn.execute("INSERT OR IGNORE INTO lifecycle VALUES (?, ?, ?, ?, ?, ?)",
                           (position, memory_id, e.status, e.by, iso_ms(e.timestamp),
-                           authority_digest(e.run_hash)))
+                           authority_digest(e.run_hash, e.by)))
         self.touched.add(("daily", day))
         self.touched.add(("sidecar", ""))
 
@@ -323,6 +334,41 @@ class IndexProjection:
                               (position, e.text))
             self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
             self.touched.add(("daily", e.day))
+
+    def _remembered(self, position: int, e: Memory.Remembered) -> None:
+        """An enhanced Remember: a curated note (memory_meta, so it can be superseded and
+        rendered with its source), linked to the person it is about, with its terms."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO memories VALUES (?, ?, 'note', ?, ?, ?, 'open', 'remember', "
+            "?, NULL, ?)", (position, e.memory_id, e.text, e.day, iso_ms(e.timestamp),
+                            stored_session(e.session), e.tier))
+        if not self.conn.changes():
+            return
+        self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
+                          (position, e.text))
+        self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
+        self.conn.execute(
+            "INSERT INTO memory_meta VALUES (?, ?, '', 'agent', 0.0, 0, ?, NULL, NULL, NULL, "
+            "NULL)", (position, e.memory_id, text_key(e.text)))
+        self.conn.execute("INSERT INTO memory_terms VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          (position, e.memory_id, e.about, int(e.replaceable), e.valid_from,
+                           e.valid_to, e.due_at))
+        if e.about is not None:
+            self.conn.execute("INSERT OR IGNORE INTO memory_entities VALUES (?, ?, 0)",
+                              (e.memory_id, e.about))
+            self.touched.add(("graph", ""))
+        self.touched.add(("daily", e.day))
+
+    def _status_changed(self, e: Memory.StatusChanged) -> None:
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        rowid, _memory_id, day = found
+        self.conn.execute("UPDATE memories SET status = ? WHERE rowid = ?", (e.status, rowid))
+        if e.status == "dropped":  # terminal: it leaves the vector matrix (G22)
+            self.rewritten.append(rowid)
+            self.conn.execute("DELETE FROM vector_pending WHERE rowid = ?", (rowid,))
+        self.touched.add(("daily", day))
 
     def _audit(self, position: int, e: Intake.Admitted) -> None:
         day = e.timestamp.date().isoformat()
@@ -365,7 +411,9 @@ class IndexProjection:
         if kind == "daily":
             sql = ("SELECT m.id, m.kind, m.text, m.recorded_at, m.status, m.source_session, "
                    "mm.labels, mm.scope, CASE WHEN mm.id IS NULL THEN NULL ELSE m.source END, "
-                   "mm.superseded_by FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id "
+                   "mm.superseded_by, mt.about, mt.replaceable, mt.valid_from, mt.valid_to, "
+                   "mt.due_at FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id "
+                   "LEFT JOIN memory_terms mt ON mt.id = m.id "
                    "WHERE m.day = ? ORDER BY m.recorded_at, m.id")
         else:
             sql = ("SELECT run_hash, summary, recorded_at, trigger, speaker_kind, source_label, "

@@ -23,7 +23,7 @@ from memory_es.capture.models import Message, ModelError
 from memory_es.capture.prompts import Offered, ReconcileCandidate, reconcile_messages
 from memory_es.capture.rules import LESSON, PREFERENCE, Line, Turn
 from memory_es.step import StepFailure
-from memory_es.vocabulary import HISTORY_STATUSES
+from memory_es.vocabulary import HISTORY_STATUSES, REMEMBER_SOURCE
 
 if TYPE_CHECKING:
     from memory_es.capture.reads import CaptureReads, StoredLine
@@ -61,6 +61,8 @@ def guard(decision: Decision, line: Line, target: StoredLine | None, turn: Turn)
             action = "SUPERSEDE"  # E28: a dated update supersedes the undated / older line
     if LESSON in target.labels:
         return Decision(decision.line, "ADD")  # E15
+    if target.source == REMEMBER_SOURCE and not target.replaceable:
+        return Decision(decision.line, "ADD")  # J10: a Remember line is protected from scans
     if PREFERENCE in target.labels:
         owners = target.scope == "agent" and turn.owner and line.source == "user"
         if not owners:

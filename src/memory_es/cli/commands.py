@@ -103,7 +103,18 @@ def cmd_remember(args: argparse.Namespace) -> int:
     config = _config(args)
     text = _read_text("-", "text") if args.text == "-" else args.text
     with MemoryStore.open(_root(args, config), config, background=False) as store:
-        result = store.remember(text, session=args.session)
+        result = store.remember(text, session=args.session, about=args.about,
+                                supersedes=args.supersedes, replaceable=args.replaceable,
+                                valid_from=args.valid_from, valid_to=args.valid_to,
+                                due_at=args.due)
+    print_json(result.to_json())
+    return OK
+
+
+def cmd_set_status(args: argparse.Namespace) -> int:
+    config = _config(args)
+    with MemoryStore.open(_root(args, config), config, background=False) as store:
+        result = store.set_status(args.id, args.status, reason=args.reason)
     print_json(result.to_json())
     return OK
 
@@ -408,5 +419,5 @@ COMMANDS: dict[str, Command] = {
     "export": cmd_export, "drain": cmd_drain, "retry": cmd_retry, "resolve": cmd_resolve,
     "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
-    "list": cmd_list, "show": cmd_show,
+    "list": cmd_list, "show": cmd_show, "set_status": cmd_set_status,
 }

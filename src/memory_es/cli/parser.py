@@ -91,7 +91,26 @@ def build_parser() -> Parser:
                 "(exit 1 when refused)")
     p.add_argument("text", help="the fact, one self-contained sentence; '-' reads stdin")
     p.add_argument("--session", help="the conversation or session id (optional)")
+    p.add_argument("--about", metavar="ID",
+                   help="BuJo: the entity id (or unique prefix) of an existing person (J7)")
+    p.add_argument("--supersedes", metavar="ID",
+                   help="BuJo: the id of a current captured note or event, or of an enhanced "
+                        "Remember line, that this fact replaces; it stays as history (J8)")
+    p.add_argument("--replaceable", action="store_true",
+                   help="BuJo: a later capture may supersede this line (J10)")
+    for flag, what in (("--valid-from", "holds from"), ("--valid-to", "holds through"),
+                       ("--due", "is due")):
+        p.add_argument(flag, metavar="WHEN",
+                       help=f"BuJo: when the fact {what}: an ISO date (inclusive, the host's "
+                            "local day) or an instant with its offset (G13-G15)")
     p.set_defaults(func="remember")
+
+    p = command("set-status", "move a stored line through its lifecycle: open, done, "
+                "scheduled, migrated or the terminal dropped (exit 1 when refused)")
+    p.add_argument("id", help="a memory id, or a unique prefix of at least 8 hex characters")
+    p.add_argument("status", help="open, done, scheduled, migrated or dropped")
+    p.add_argument("--reason", metavar="SLUG", help="why, as a slug (optional)")
+    p.set_defaults(func="set_status")
 
     p = command("admit", "durably admit one completed turn (exit 1 when rejected)")
     p.add_argument("--run-id", required=True, help="the host's unique id of this turn")

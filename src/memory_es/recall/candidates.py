@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 import apsw
@@ -34,8 +34,15 @@ from memory_es.recall.score import (
     Source,
     score_all,
 )
-from memory_es.recall.select import SelectMode, auto_select, background_select, select
+from memory_es.recall.select import (
+    SelectMode,
+    auto_select,
+    background_select,
+    host_zone,
+    select,
+)
 from memory_es.recall.vectors import VectorMatrix, optional_rows
+from memory_es.validity import parse_validity
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import fts_query
 
@@ -43,6 +50,7 @@ RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
 CONTEXT_BUDGET_BYTES = 2_500  # H12: the whole automatic context stays under about 2.5 KB
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
 _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
+ASSISTANT_NOTED = "assistant noted"  # J9: an enhanced Remember, never verified-owner
 
 
 def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
@@ -154,10 +162,24 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
              for row in optional_rows(
                  conn, "SELECT id, fact_subject, fact_key, scope, fact_value FROM memory_meta "
                        f"WHERE id IN ({','.join('?' * len(ids))}) AND fact_key IS NOT NULL", ids)}
-    if not names and not facts:
+    terms = stated_terms(conn, ids)
+    if not names and not facts and not terms:
         return candidates
-    return [replace(c, entity_names=tuple(names.get(c.id, ())), fact=facts.get(c.id))
-            if c.id in names or c.id in facts else c for c in candidates]
+    return [replace(c, entity_names=tuple(names.get(c.id, ())), fact=facts.get(c.id),
+                    **terms.get(c.id, {}))
+            if c.id in names or c.id in facts or c.id in terms else c for c in candidates]
+
+
+def stated_terms(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """id -> the Candidate fields an enhanced Remember adds: its stored validity (G13-G15)
+    and its ``assistant noted`` attribution (J9)."""
+    if not ids:
+        return {}
+    return {row[0]: {"valid_from": parse_validity(row[1]), "valid_to": parse_validity(row[2]),
+                     "due_at": parse_validity(row[3]), "attribution": ASSISTANT_NOTED}
+            for row in optional_rows(
+                conn, "SELECT id, valid_from, valid_to, due_at FROM memory_terms "
+                      f"WHERE id IN ({','.join('?' * len(ids))})", list(ids))}
 
 
 def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: str,
@@ -239,6 +261,7 @@ def recall(
     expand: bool = False,
     scoring: Scoring = "hybrid",
     explain: bool = False,
+    tz: tzinfo | None = None,
 ) -> RecallResult:
     """Hybrid recall over one index connection (G*).
 
@@ -256,7 +279,7 @@ def recall(
                                 evidence=evidence)
     scored = score_all(query, candidates, calibration, scoring)
     mode: SelectMode = "degraded" if degraded else "explicit"
-    result = select(scored, calibration, now=now, mode=mode)
+    result = select(scored, calibration, now=now, tz=tz, mode=mode)
     if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
         kept = {h.id for h in result.hits}
         direct = [s for s in scored if s.candidate.id in kept]
@@ -267,7 +290,7 @@ def recall(
         if neighbours:
             scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
-            result = select(scored, calibration, now=now, mode=mode)
+            result = select(scored, calibration, now=now, tz=tz, mode=mode)
     trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
     if not explain:
         return RecallResult(recall=trimmed, degraded=degraded)
@@ -285,6 +308,7 @@ def auto_block(
     calibration: Calibration = NOMIC_V15,
     lines: bool = True,
     scoring: Scoring = "hybrid",
+    tz: tzinfo | None = None,
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
@@ -293,13 +317,14 @@ def auto_block(
     candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
                                 exclude_session=session)
     scored = score_all(text, candidates, calibration, scoring)
-    hits = auto_select(scored, calibration, now=now, tz=UTC) if lines else ()
+    zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
+    hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
     background = background_select(scored, labelled_background(conn, candidates), calibration,
-                                   now=now, tz=UTC, exclude=[h.id for h in hits])
-    parts = [part for part in (render_auto_block(hits, UTC),
-                               render_background(background, UTC)) if part]
+                                   now=now, tz=zone, exclude=[h.id for h in hits])
+    parts = [part for part in (render_auto_block(hits, zone),
+                               render_background(background, zone)) if part]
     used = sum(len(part.encode("utf-8")) + 2 for part in parts)
-    card = person_card(conn, text, now=now, tz=UTC, budget_bytes=CONTEXT_BUDGET_BYTES - used)
+    card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used)
     return "\n\n".join([*parts, card] if card else parts)
 
 

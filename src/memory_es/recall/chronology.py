@@ -66,6 +66,9 @@ from memory_es.recall.journal_page import (
     StoppedBy,
     iso_ms,
 )
+from memory_es.recall.score import Candidate
+from memory_es.recall.select import currentness
+from memory_es.validity import parse_validity
 from memory_es.vocabulary import TERMINAL_STATUSES  # G22 / I14: never returned
 
 MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
@@ -98,7 +101,8 @@ _UNSAFE_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u206
 # silently guess the host zone (I4).
 _HOST_ZONE_NAMES = frozenset({"localtime", "posixrules"})
 
-_COLUMNS = "rowid, id, kind, text, recorded_at, status, day"
+_COLUMNS = "m.rowid, m.id, m.kind, m.text, m.recorded_at, m.status, m.day"
+_TERM_COLUMNS = _COLUMNS + ", mt.valid_from, mt.valid_to, mt.due_at"
 
 
 def _error(code: str, message: str) -> MemoryEsError:
@@ -205,10 +209,14 @@ def entry_bytes(entry: JournalEntry) -> int:
                           sort_keys=True).encode("utf-8"))
 
 
-def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> JournalEntry:
-    _rowid, memory_id, kind, text, recorded_at, status, source_day = row
+def _entry(row: tuple[Any, ...], zone: ZoneInfo, now: datetime) -> JournalEntry:
+    _rowid, memory_id, kind, text, recorded_at, status, source_day, *validity = row
+    valid_from, valid_to, due_at = validity or (None, None, None)
     try:
         instant = datetime.fromisoformat(str(recorded_at).replace("Z", "+00:00"))
+        cur = currentness(Candidate(id="", text="", status=status,
+                                    valid_to=parse_validity(valid_to),
+                                    due_at=parse_validity(due_at)), now, zone)
     except ValueError as e:
         raise _error("journal_unavailable", "the journal backend is unavailable") from e
     local = instant.astimezone(zone)
@@ -219,7 +227,8 @@ def _entry(row: tuple[Any, ...], zone: ZoneInfo) -> JournalEntry:
     return JournalEntry(id=safe_id(memory_id), recorded_at=iso_ms(instant),
                         day=local.date().isoformat(), time=local.strftime("%H:%M"),
                         type=safe_word(kind), status=safe_word(status), source=source,
-                        text=shown, truncated=truncated)
+                        text=shown, truncated=truncated, currentness=cur,
+                        valid_from=valid_from, valid_to=valid_to, due_at=due_at)
 
 
 @dataclass
@@ -293,7 +302,9 @@ class MemoryJournal:
     random key of this handle alone.
     """
 
-    def __init__(self, key: bytes | KeySource | None = None) -> None:
+    def __init__(self, key: bytes | KeySource | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._clock = clock  # the snapshot instant currentness is judged at (I13)
         if key is None:
             key = secrets.token_bytes(32)
         if isinstance(key, bytes):
@@ -371,8 +382,13 @@ class MemoryJournal:
 
     def _freeze(self, conn: apsw.Connection, r: Range, limit: int) -> Snapshot:
         placeholders = ", ".join("?" for _ in TERMINAL_STATUSES)
-        sql = (f"SELECT {_COLUMNS} FROM memories WHERE recorded_at >= ? AND recorded_at < ? "
-               f"AND status NOT IN ({placeholders}) ORDER BY recorded_at, id LIMIT ?")
+        terms = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_terms'"
+                             ).fetchone() is not None  # a generation from before validity
+        sql = (f"SELECT {_TERM_COLUMNS if terms else _COLUMNS} FROM memories m "
+               + ("LEFT JOIN memory_terms mt ON mt.id = m.id " if terms else "")
+               + "WHERE m.recorded_at >= ? AND m.recorded_at < ? "
+               f"AND m.status NOT IN ({placeholders}) ORDER BY m.recorded_at, m.id LIMIT ?")
+        now = self._clock()
         entries: list[JournalEntry] = []
         sizes: list[int] = []
         total = 0
@@ -386,7 +402,7 @@ class MemoryJournal:
                     if len(entries) == SNAPSHOT_MAX_ENTRIES:
                         stopped = "entry_cap"
                         break
-                    entry = _entry(tuple(row), r.zone)
+                    entry = _entry(tuple(row), r.zone, now)
                     size = entry_bytes(entry)
                     if total + size > SNAPSHOT_MAX_BYTES:
                         stopped = "byte_cap"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 import apsw
 import numpy as np
@@ -79,9 +79,11 @@ class Recaller:
     caller's: a store passes its own live matrix, a read-only caller uses :meth:`search`.
     """
 
-    def __init__(self, config: MemoryConfig, embedder: Embedder | None) -> None:
+    def __init__(self, config: MemoryConfig, embedder: Embedder | None,
+                 tz: tzinfo | None = None) -> None:
         self.config = config
         self.embedder = embedder
+        self.tz = tz  # the host's zone (G15); None: the process's zone
         self.calibration = calibration_for(embedder.identity if embedder is not None else None,
                                            configured_calibration(config))
         self.expand = config.mode == "bujo"
@@ -121,7 +123,7 @@ class Recaller:
         None; flagged ``degraded`` with its reason whenever the semantic side is not whole."""
         result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
                         limit=limit, expand=self.expand, calibration=self.calibration,
-                        scoring=self.config.recall.scoring, explain=explain)
+                        scoring=self.config.recall.scoring, explain=explain, tz=self.tz)
         if self.embedder is None:
             return replace(result, degraded=True, reason="lexical_only")
         pending = vector_backlog(conn, self.embedder.identity.key)
@@ -146,7 +148,7 @@ class Recaller:
                                vectors_pending=pending)
         block = auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
                            session=session, lines=lines, calibration=self.calibration,
-                           scoring=self.config.recall.scoring)
+                           scoring=self.config.recall.scoring, tz=self.tz)
         if pending:
             return AutoContext(block, degraded=True, reason="vectors_pending",
                                vectors_pending=pending)

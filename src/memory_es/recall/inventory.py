@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any, Final
 
 import apsw
@@ -28,13 +28,15 @@ from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.ids import memory_uuid
 from memory_es.journal import OpenedJournal
+from memory_es.recall.candidates import stated_terms
 from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import Candidate, Source
 from memory_es.recall.select import currentness
 from memory_es.recall.vectors import optional_rows
 
-# The statuses the index holds today (DESIGN 9.8); the note lifecycle will add more.
-LIST_STATUSES: Final = ("open", "superseded", "invalidated")
+# Every status a stored line can have (K14, DESIGN 9.8); forgotten lines are not stored.
+LIST_STATUSES: Final = ("open", "done", "scheduled", "migrated", "dropped", "superseded",
+                        "invalidated")
 LIST_DEFAULT_LIMIT: Final = 50
 LIST_MAX_LIMIT: Final = 1000
 MIN_PREFIX: Final = 8  # hex characters of a memory id prefix ``show`` accepts
@@ -66,12 +68,20 @@ class MemoryItem:
     currentness: Currentness
     attribution: str | None
     source: Source
+    valid_from: date | datetime | None = None
+    valid_to: date | datetime | None = None
+    due_at: date | datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "type": self.type, "status": self.status,
+        item = {"id": self.id, "text": self.text, "type": self.type, "status": self.status,
                 "createdAt": format_instant(self.created_at),
                 "currentness": self.currentness, "attribution": self.attribution,
                 "source": self.source.to_json()}
+        for key, value in (("validFrom", self.valid_from), ("validTo", self.valid_to),
+                           ("dueAt", self.due_at)):
+            if value is not None:  # G13: only the validity a line was stated with
+                item[key] = value.isoformat()
+        return item
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,19 +224,29 @@ def check_memory_id(value: object) -> str:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def _item(row: Any, now: datetime) -> MemoryItem:
-    created = datetime.fromisoformat(row[4].replace("Z", "+00:00"))
-    status = row[3]
-    cur = currentness(Candidate(id=row[0], text=row[1], status=status, created_at=created), now)
-    return MemoryItem(id=row[0], text=row[1], type=row[2], status=status, created_at=created,
-                      currentness=cur, attribution=attribution(row[5]),
-                      source=Source(session=row[5], intake_id=row[6]))
+def _items(conn: apsw.Connection, rows: Sequence[Any], now: datetime,
+           tz: tzinfo | None) -> tuple[MemoryItem, ...]:
+    """Rows of ``_COLUMNS`` as items, with the validity and attribution an enhanced Remember
+    was stated with (G13-G15, J9) and currentness judged in the host's zone ``tz``."""
+    terms = stated_terms(conn, [row[0] for row in rows])
+    items = []
+    for row in rows:
+        created = datetime.fromisoformat(row[4].replace("Z", "+00:00"))
+        candidate = replace(Candidate(id=row[0], text=row[1], status=row[3],
+                                      created_at=created,
+                                      attribution=attribution(row[5])), **terms.get(row[0], {}))
+        items.append(MemoryItem(
+            id=row[0], text=row[1], type=row[2], status=row[3], created_at=created,
+            currentness=currentness(candidate, now, tz), attribution=candidate.attribution,
+            source=Source(session=row[5], intake_id=row[6]), valid_from=candidate.valid_from,
+            valid_to=candidate.valid_to, due_at=candidate.due_at))
+    return tuple(items)
 
 
 def list_memories(conn: apsw.Connection | None, *, status: str | None = None,
                   since: str | date | datetime | None = None,
                   limit: int = LIST_DEFAULT_LIMIT, cursor: str | None = None,
-                  now: datetime | None = None) -> MemoryList:
+                  now: datetime | None = None, tz: tzinfo | None = None) -> MemoryList:
     """Stored memories, newest first (recording instant, then id), optionally only one
     ``status`` and those recorded at or after ``since``; ``cursor`` continues a page."""
     status = check_status(status)
@@ -250,7 +270,7 @@ def list_memories(conn: apsw.Connection | None, *, status: str | None = None,
     rows = list(conn.execute(f"SELECT {_COLUMNS} FROM memories m{where} "
                              "ORDER BY m.recorded_at DESC, m.id LIMIT ?", [*params, limit + 1]))
     moment = now or datetime.now(UTC)
-    items = tuple(_item(row, moment) for row in rows[:limit])
+    items = _items(conn, rows[:limit], moment, tz)
     more = len(rows) > limit
     last = rows[limit - 1] if more else None
     return MemoryList(items, limit, f"{last[4]}~{last[0]}" if last is not None else None)
@@ -295,7 +315,7 @@ def _chain(conn: apsw.Connection, start: str,
 
 
 def show_memory(conn: apsw.Connection | None, opened: OpenedJournal | None, memory_id: str,
-                *, now: datetime | None = None) -> MemoryDetail:
+                *, now: datetime | None = None, tz: tzinfo | None = None) -> MemoryDetail:
     """Everything stored about the memory ``memory_id`` (a full id or unique prefix) names:
     its row, capture metadata, entities, supersession links both ways, and (with ``opened``)
     the journal events of its aggregate."""
@@ -303,7 +323,7 @@ def show_memory(conn: apsw.Connection | None, opened: OpenedJournal | None, memo
     assert conn is not None  # resolve_id found a row
     row: Any = conn.execute(f"SELECT {_COLUMNS}, m.day, m.tier, m.source FROM memories m "
                             "WHERE m.id = ?", (full,)).fetchone()
-    item = _item(row, now or datetime.now(UTC))
+    item = _items(conn, [row], now or datetime.now(UTC), tz)[0]
     meta = optional_rows(conn, "SELECT labels, scope, salience FROM memory_meta WHERE id = ?",
                          (full,))
     entities = tuple((r[0], r[1], r[2]) for r in optional_rows(

@@ -67,19 +67,29 @@ class JournalEntry(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     text: str
     truncated: bool
+    currentness: str = "current"  # G14 at snapshot time, in the request's zone (I13)
+    valid_from: str | None = None  # the stored validity, as written (G13)
+    valid_to: str | None = None
+    due_at: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        item: dict[str, Any] = {
             "id": self.id,
             "recordedAt": self.recorded_at,
             "day": self.day,
             "time": self.time,
             "type": self.type,
             "status": self.status,
+            "currentness": self.currentness,
             "source": self.source,
             "text": self.text,
             "truncated": self.truncated,
         }
+        for key, value in (("validFrom", self.valid_from), ("validTo", self.valid_to),
+                           ("dueAt", self.due_at)):
+            if value is not None:
+                item[key] = value
+        return item
 
 
 class JournalCoverage(msgspec.Struct, frozen=True, kw_only=True):

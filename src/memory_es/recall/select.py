@@ -44,7 +44,8 @@ BACKGROUND_BUDGET_BYTES = 900  # block 1,500 + background 900 keeps the context 
 # Currentness (G14, G15, H7)
 
 
-def _local_tz(now: datetime, tz: tzinfo | None) -> tzinfo:
+def host_zone(now: datetime, tz: tzinfo | None) -> tzinfo:
+    """``tz``, or the host process's zone (G15: a daemon running in UTC uses UTC)."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     if tz is not None:
@@ -65,7 +66,7 @@ def ended_on(
     candidate: Candidate, now: datetime, tz: tzinfo | None = None
 ) -> date | datetime | None:
     """The earliest past structured end (``valid_to`` or ``due_at``), or None (G14)."""
-    zone = _local_tz(now, tz)
+    zone = host_zone(now, tz)
     past = [e for e in (candidate.valid_to, candidate.due_at)
             if e is not None and _has_ended(e, now, zone)]
     if not past:
@@ -214,7 +215,7 @@ def auto_select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, 
     if not ranked or ranked[0].score < calibration.auto_floor - EPSILON:
         return ()
     best = ranked[0].score
-    zone = _local_tz(now, tz)
+    zone = host_zone(now, tz)
     eligible = [_hit(s, now, zone) for s in ranked
                 if s.score >= best - calibration.auto_window - EPSILON]
     ordered = ([h for h in eligible if h.currentness == "current"]
@@ -262,7 +263,7 @@ def background_select(scored: Iterable[Scored], labelled: dict[str, str],
     values = sorted(s.score for s in ranked)
     middle = len(values) // 2
     median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
-    zone = _local_tz(now, tz)
+    zone = host_zone(now, tz)
     skip = set(exclude)
     chosen: list[tuple[str, Hit]] = []
     used = 0

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 
 import msgspec
@@ -47,10 +47,12 @@ from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
+from memory_es.store.lifecycle import StatusResult, set_status
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.reading import StoreReads
-from memory_es.store.remembering import RememberResult, remember
+from memory_es.store.remembering import RememberResult, RememberTerms, remember
 from memory_es.store.vectors import Vectors
+from memory_es.validity import host_time_zone
 from memory_es.worker import Worker, publish_snapshot
 from projections.replay import DERIVED_ENTRIES, RebuildReport
 from projections.search import SearchHit
@@ -92,9 +94,10 @@ class MemoryStore:
         self, opened: OpenedJournal, config: MemoryConfig, clock: Clock, *,
         background: bool, processor: Processor | None, shutdown_timeout: float,
         embedder: Embedder | None = None, chat_model: ChatModel | None = None,
-        classifier: ChatModel | None = None,
+        classifier: ChatModel | None = None, time_zone: tzinfo | None = None,
     ) -> None:
         self.config = config
+        self.time_zone = time_zone
         self.root = opened.recorder.path.parent
         self._opened = opened
         self._clock = clock
@@ -118,7 +121,7 @@ class MemoryStore:
                                  processor, clock)
         self.attempts.prune_payloads()
         self.reads = StoreReads(config, self.journal_writer, self.projections, self.vectors,
-                                clock, self.root)
+                                clock, self.root, time_zone)
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -137,6 +140,7 @@ class MemoryStore:
         classifier: ChatModel | None = None,
         create: bool = True,
         key_store: str | Path | KeyStore | None = None,
+        time_zone: str | tzinfo | None = None,
     ) -> MemoryStore:
         """Open (creating if absent, unless ``create`` is false) the root, take its writer
         lock and verify its journal.
@@ -154,8 +158,12 @@ class MemoryStore:
         ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
         ``key_store`` is where the root's chain key is kept (default: ``$MEMORY_ES_KEY_STORE``,
         read now, else ``~/.local/state/memory-es/keys``; issue 13 item 11).
+        ``time_zone`` is the host's zone (an IANA name or a ``tzinfo``) that date-only
+        validity ends and the automatic block's dates are read in (G15); default: the
+        process's own zone.
         """
         check_seconds("lock_timeout", lock_timeout)
+        zone = host_time_zone(time_zone)
         check_seconds("shutdown_timeout", shutdown_timeout)
         path = resolve_root(root, config)
         with journal_guard(path):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
@@ -165,7 +173,7 @@ class MemoryStore:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
                        shutdown_timeout=shutdown_timeout, embedder=embedder,
-                       chat_model=chat_model, classifier=classifier)
+                       chat_model=chat_model, classifier=classifier, time_zone=zone)
         except BaseException:
             opened.close()
             raise
@@ -314,16 +322,42 @@ class MemoryStore:
 
     # -- Remember (J*) ------------------------------------------------------------------------
 
-    def remember(self, text: str, *, session: str | None = None) -> RememberResult:
+    def remember(self, text: str, *, about: str | None = None, supersedes: str | None = None,
+                 replaceable: bool = False, valid_from: str | date | datetime | None = None,
+                 valid_to: str | date | datetime | None = None,
+                 due_at: str | date | datetime | None = None,
+                 session: str | None = None) -> RememberResult:
         """Store one explicitly stated fact now, recallable when this returns (J1); an exact
         repeat is a ``duplicate`` (J4, J11); a credential is refused with nothing written
-        (J5, ``remember_credential``); off with ``memory.rememberTool.enabled: false`` (J2)."""
+        (J5, ``remember_credential``); off with ``memory.rememberTool.enabled: false`` (J2).
+
+        BuJo also takes the enhanced options (J6): ``about`` an existing person's entity id
+        (J7), ``supersedes`` the id of a current captured note or event, or of an enhanced
+        Remember line, which becomes history (J8), ``replaceable`` (a later scan may
+        supersede it, J10), and its validity: ``valid_from`` / ``valid_to`` / ``due_at`` as
+        ISO dates (inclusive civil days) or instants with their offset (G13-G15). Lite and
+        Journal take text only (``remember_text_only``)."""
         if not self.config.remember_tool.enabled:
             raise MemoryEsError("remember_disabled: memory.rememberTool.enabled is false",
                                 code="remember_disabled")
+        terms = RememberTerms.checked(about=about, supersedes=supersedes,
+                                      replaceable=replaceable, valid_from=valid_from,
+                                      valid_to=valid_to, due_at=due_at)
         result = remember(self._opened, self.journal_writer, self.projections, text,
-                          session=session, tier=self.config.mode, now=self._clock())
+                          session=session, tier=self.config.mode, now=self._clock(),
+                          terms=terms)
         self.kick()  # the worker embeds the new line
+        return result
+
+    def set_status(self, memory_id: str, status: str, *,
+                   reason: str | None = None) -> StatusResult:
+        """Move a live line through the lifecycle (K14): open, done, scheduled, migrated, or
+        the terminal dropped, as a ``Memory.StatusChanged`` event projected before this
+        returns. ``memory_id`` is a full id or a unique prefix of at least 8; ``reason`` an
+        optional slug. ``status_transition_refused`` for a move the lifecycle forbids."""
+        result = set_status(self._opened, self.journal_writer, self.projections, memory_id,
+                            status, reason=reason, now=self._clock())
+        self.kick()
         return result
 
     # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------

@@ -8,7 +8,7 @@ embedded before, with no lock held.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 
 from memory_es.config import MemoryConfig
@@ -38,8 +38,9 @@ class StoreReads:
 
     def __init__(self, config: MemoryConfig, journal: GroupCommit,
                  projections: LiveProjections, vectors: Vectors,
-                 clock: Callable[[], datetime], root: Path) -> None:
+                 clock: Callable[[], datetime], root: Path, tz: tzinfo | None = None) -> None:
         self._config = config
+        self._tz = tz  # the host's zone (G15); None: the process's
         self._journal = journal
         self._projections = projections
         self._vectors = vectors
@@ -47,12 +48,12 @@ class StoreReads:
         self._bound: Recaller | None = None
         # Snapshots live per handle; cursors are signed with the root's key, so any handle
         # (another process, the CLI, MemoryRoot) continues them (I*, issue 13 item 16).
-        self._chronology = MemoryJournal(RootCursorKey(root))
+        self._chronology = MemoryJournal(RootCursorKey(root), clock)
 
     def recaller(self) -> Recaller:
         """Recall bound to this store's config and embedder (calibration decided once)."""
         if self._bound is None:
-            self._bound = Recaller(self._config, self._vectors.embedder())
+            self._bound = Recaller(self._config, self._vectors.embedder(), self._tz)
         return self._bound
 
     def recall(self, query: str, limit: int, explain: bool = False) -> RecallResult:
@@ -107,9 +108,10 @@ class StoreReads:
                       limit: int, cursor: str | None) -> MemoryList:
         with self._journal.exclusive():
             return list_memories(self._projections.get().index.conn, status=status,
-                                 since=since, limit=limit, cursor=cursor, now=self._clock())
+                                 since=since, limit=limit, cursor=cursor, now=self._clock(),
+                                 tz=self._tz)
 
     def show(self, memory_id: str, opened: OpenedJournal) -> MemoryDetail:
         with self._journal.exclusive():
             return show_memory(self._projections.get().index.conn, opened, memory_id,
-                               now=self._clock())
+                               now=self._clock(), tz=self._tz)
