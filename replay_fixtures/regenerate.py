@@ -38,7 +38,7 @@ from typing import Any
 
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.ids import run_hash
+from memory_es.ids import entity_key, run_hash, run_memory_id, text_key
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
 from memory_es.keystore import throwaway_key_store
 from memory_es.root import MemoryRoot
@@ -178,7 +178,32 @@ class Drain:
     expect: int
 
 
-Step = Admit | Drain
+@dataclass(frozen=True)
+class Remember:
+    """``store.remember``; ``about`` names a person, ``supersedes`` the text of a Remember line
+    (its id is the content hash) or a captured line as (run id, plan index)."""
+
+    text: str
+    expect: str = "remembered"
+    session: str | None = None
+    about: str | None = None
+    supersedes: str | tuple[str, int] | None = None
+    replaceable: bool = False
+    valid_from: str | None = None
+    valid_to: str | None = None
+    due_at: str | None = None
+
+
+@dataclass(frozen=True)
+class SetStatus:
+    """``store.set_status`` of the line with ``text``."""
+
+    text: str
+    status: str
+    reason: str | None = None
+
+
+Step = Admit | Drain | Remember | SetStatus
 
 
 @dataclass(frozen=True)
@@ -527,6 +552,64 @@ SPECS: tuple[Spec, ...] = (
              "a | b * [x](y) `z`", "note", "open", ""),
         ),
     ),
+    Spec(
+        name="lifecycle",
+        description="The note lifecycle and Remember on BuJo (issue 14): a capture that names "
+                    "a person and stores a document's note; text-only and enhanced Remember "
+                    "writes (about an existing person, replaceable, validity as a date and as "
+                    "an offset instant, a due date); a Remember that supersedes the captured "
+                    "note and a second that supersedes the first (sidecar lifecycle with a "
+                    "Remember authority); a duplicate; and a status change to each of done, "
+                    "scheduled, migrated and dropped, one back to open.",
+        config=BUJO_CAPTURE,
+        step=timedelta(hours=5, minutes=7, seconds=11, milliseconds=13),
+        steps=(
+            Admit("lc-morgan", "Noted, green tea for Morgan.", session="web:lc-1",
+                  capture_text="The cafe menu says Morgan orders green tea."),
+            Drain(expect=1),
+            Remember("Morgan is allergic to peanuts.", about="Morgan", session="web:lc-1"),
+            Remember("Morgan switched to black tea.", supersedes=("lc-morgan", 0),
+                     about="Morgan", session="web:lc-2"),
+            Remember("Morgan now drinks only water.",
+                     supersedes="Morgan switched to black tea.", session="web:lc-2"),
+            Remember("The inbox holds 3 unread messages.", replaceable=True),
+            Remember("The inbox holds 3 unread messages.", expect="duplicate",
+                     session="web:lc-3"),
+            Remember("The office is closed for renovation.", valid_from="2026-07-06",
+                     valid_to="2026-08-01T17:00:00+02:00"),
+            Remember("Renew the passport.", due_at="2026-09-30"),
+            Remember("Water the ferns."),
+            Remember("Book the venue."),
+            Remember("Send the invitations."),
+            Remember("Order the cake."),
+            SetStatus("Water the ferns.", "done", reason="watered"),
+            SetStatus("Book the venue.", "scheduled"),
+            SetStatus("Send the invitations.", "migrated"),
+            SetStatus("Order the cake.", "dropped", reason="no-party"),
+            SetStatus("Water the ferns.", "open"),
+            Drain(expect=0),
+        ),
+        script=(
+            extract("lc-morgan", [
+                memory("Morgan orders green tea", source="document", salience=0.7,
+                       entities=["m"]),
+            ], [entity("m", "Morgan", "person")]),
+        ),
+        calls=(("extract", "lc-morgan"),),
+        memories=(
+            ("Morgan orders green tea", "note", "superseded", ""),
+            ("Morgan is allergic to peanuts.", "note", "open", ""),
+            ("Morgan switched to black tea.", "note", "superseded", ""),
+            ("Morgan now drinks only water.", "note", "open", ""),
+            ("The inbox holds 3 unread messages.", "note", "open", ""),
+            ("The office is closed for renovation.", "note", "open", ""),
+            ("Renew the passport.", "note", "open", ""),
+            ("Water the ferns.", "note", "open", ""),
+            ("Book the venue.", "note", "scheduled", ""),
+            ("Send the invitations.", "note", "migrated", ""),
+            ("Order the cake.", "note", "dropped", ""),
+        ),
+    ),
 )
 
 
@@ -551,6 +634,13 @@ def memory_lines(root: Path) -> list[tuple[str, str, str, str]]:
         conn.close()
 
 
+def line_id(ref: str | tuple[str, int] | None) -> str | None:
+    """The memory id a Remember step names: a content hash, or a captured line's run id."""
+    if ref is None or isinstance(ref, str):
+        return None if ref is None else text_key(ref)
+    return run_memory_id(run_hash(ref[0]), ref[1])
+
+
 def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
     """Build ``root`` live from the spec's steps, checking every expected status and count.
 
@@ -569,6 +659,17 @@ def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
             if isinstance(step, Drain):
                 got: int | str = store.drain()
                 want: int | str = step.expect
+            elif isinstance(step, Remember):
+                got, want = store.remember(
+                    step.text, session=step.session,
+                    about=None if step.about is None else entity_key(step.about, "person"),
+                    supersedes=line_id(step.supersedes),
+                    replaceable=step.replaceable, valid_from=step.valid_from,
+                    valid_to=step.valid_to, due_at=step.due_at).status, step.expect
+            elif isinstance(step, SetStatus):
+                got = store.set_status(text_key(step.text), step.status,
+                                       reason=step.reason).outcome
+                want = "changed"
             else:
                 result: AdmissionResult = store.persist_completed_turn(step.turn())
                 got, want = result.status, step.expect

@@ -19,6 +19,7 @@ import apsw
 
 from memory_es.errors import MemoryEsError
 from memory_es.vocabulary import SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
+from projections.sqlite_index import authority_digest
 
 GRAPH_FILE = "graph.jsonl"
 SIDECAR_FILE = ".replay-projection-v1.json"
@@ -65,8 +66,11 @@ def sidecar_entries(conn: apsw.Connection, after: int = 0) -> list[dict[str, Any
     for rowid, memory_id, status, by, at, digest in conn.execute(
             "SELECT rowid, memory_id, status, by, at, authority FROM lifecycle "
             "WHERE rowid > ?", (after,)):
+        # F3: the authority's kind, read back from its digest (a Remember's ``supersedes``
+        # digests its new line, a capture its intake), so no extra column is stored
+        kind = "remember" if digest == authority_digest(None, by) else "capture"
         entries.append((rowid, {"kind": "lifecycle", "memory": memory_id, "status": status,
-                                "by": by, "at": at, "authority": "capture", "digest": digest}))
+                                "by": by, "at": at, "authority": kind, "digest": digest}))
     for rowid, src, dst, weight, at, digest in conn.execute(
             "SELECT rowid, src, dst, weight, at, authority FROM threads WHERE rowid > ?",
             (after,)):
