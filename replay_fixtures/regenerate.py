@@ -203,7 +203,15 @@ class SetStatus:
     reason: str | None = None
 
 
-Step = Admit | Drain | Remember | SetStatus
+@dataclass(frozen=True)
+class Mark:
+    """``store.mark`` of the line with ``text`` (or a captured line's (run id, index))."""
+
+    line: str | tuple[str, int]
+    insight: bool = True
+
+
+Step = Admit | Drain | Remember | SetStatus | Mark
 
 
 @dataclass(frozen=True)
@@ -560,7 +568,8 @@ SPECS: tuple[Spec, ...] = (
                     "an offset instant, a due date); a Remember that supersedes the captured "
                     "note and a second that supersedes the first (sidecar lifecycle with a "
                     "Remember authority); a duplicate; and a status change to each of done, "
-                    "scheduled, migrated and dropped, one back to open.",
+                    "scheduled, migrated and dropped, one back to open; the insight marker on "
+                    "a dropped and a superseded line.",
         config=BUJO_CAPTURE,
         step=timedelta(hours=5, minutes=7, seconds=11, milliseconds=13),
         steps=(
@@ -587,6 +596,8 @@ SPECS: tuple[Spec, ...] = (
             SetStatus("Send the invitations.", "migrated"),
             SetStatus("Order the cake.", "dropped", reason="no-party"),
             SetStatus("Water the ferns.", "open"),
+            Mark("Order the cake."),  # H6: a closed line keeps its insight marker
+            Mark(("lc-morgan", 0)),
             Drain(expect=0),
         ),
         script=(
@@ -666,6 +677,10 @@ def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
                     supersedes=line_id(step.supersedes),
                     replaceable=step.replaceable, valid_from=step.valid_from,
                     valid_to=step.valid_to, due_at=step.due_at).status, step.expect
+            elif isinstance(step, Mark):
+                memory_id = line_id(step.line)
+                assert memory_id is not None
+                got, want = store.mark(memory_id, insight=step.insight).outcome, "changed"
             elif isinstance(step, SetStatus):
                 got = store.set_status(text_key(step.text), step.status,
                                        reason=step.reason).outcome

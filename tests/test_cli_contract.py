@@ -317,3 +317,17 @@ def test_broken_pipe_is_quiet(root: Path) -> None:
                               capture_output=True, timeout=60)
         assert done.stderr == b"", (argv, done.stderr)
         assert done.returncode == 0, argv
+
+
+@pytest.mark.parametrize("command", ["drain", "remember", "inspect"])
+def test_a_root_path_that_is_not_utf8_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        command: str) -> None:
+    """A root named by undecodable bytes (surrogate-escaped in argv) cannot hold an SQLite
+    journal: exit 2 with one line naming it, nothing created (found by the CLI fuzzer)."""
+    monkeypatch.chdir(tmp_path)
+    argv = [command, "--root", "root-\udcff"] + (["A fact."] if command == "remember" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a UTF-8 path" in err
+    assert list(tmp_path.iterdir()) == []

@@ -216,3 +216,40 @@ def test_g15_time_zone_is_validated(tmp_path: Path) -> None:
     assert bad.value.code == "invalid_time_zone"
     with pytest.raises(InvalidArgumentError):
         MemoryRoot.open(tmp_path / "root", time_zone="")
+
+
+# --------------------------------------------------------------------------------------------
+# K14, H6, G8: the insight marker
+
+
+def test_k14_h6_the_insight_marker_is_shown_kept_when_closed_and_breaks_ties(
+        tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with open_bujo(root) as store:
+        plain = store.remember("The kiln fires best at 1200 degrees.").memory_id
+        marked = store.remember("The kiln fires best at 1200 degrees, glazed.").memory_id
+        store.embed_pending()
+        before = {h.id: h.score for h in store.recall("kiln fires 1200 degrees").recall.hits}
+        result = store.mark(marked[:8], insight=True)
+        assert (result.outcome, result.insight) == ("changed", True)
+        assert store.mark(marked, insight=True).outcome == "unchanged"
+        after = store.recall("kiln fires 1200 degrees")
+        scores = {h.id: h.score for h in after.recall.hits}
+        assert scores[marked] == pytest.approx(before[marked] + 0.005)  # G8: a tie-breaker
+        assert scores[plain] == pytest.approx(before[plain])
+        assert "[insight]" in after.text.splitlines()[[h.id for h in after.recall.hits]
+                                                     .index(marked)]
+        assert next(h for h in after.recall.hits if h.id == marked).structured()["insight"]
+        store.set_status(marked, "done")  # H6: a closed line keeps its marker
+        block = store.auto_context("Does the kiln fire best at 1200 degrees, glazed?").text
+        line = [x for x in block.splitlines() if "glazed" in x]
+        assert line and line[0].endswith("; insight)")
+        assert "insight=true" in daily(root)
+        assert [m.insight for m in store.list_memories().memories if m.id == marked] == [True]
+        assert store.mark(marked, insight=False).outcome == "changed"
+        assert "insight=true" not in daily(root)
+        store.rebuild()
+    assert MemoryRoot.open(root).health().status == "clean"
+    with pytest.raises(MemoryEsError) as missing, open_bujo(root) as store:
+        store.mark("ab" * 32, insight=True)
+    assert missing.value.code == "memory_not_found"

@@ -334,6 +334,21 @@ class Memory(Aggregate):
         status: str
         reason: str | None
 
+    class Marked(Event):
+        """A line's insight marker set or cleared (K14, H6): BuJo's signifier for a realised
+        idea or lesson, shown on the line, kept when it closes, a small tie-breaker (G8)."""
+
+        TOPIC = "memory_es/Memory.Marked"
+        memory_id: str
+        insight: bool
+
+    @classmethod
+    def marked(cls, *, version: int, at: datetime, memory_id: str,
+               insight: bool) -> Memory.Marked:
+        """The Marked event following ``version``."""
+        return _next(cls.Marked, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     insight=insight)
+
     @classmethod
     def remembered(
         cls, *, at: datetime, memory_id: str, text: str, day: str, session: str | None,

@@ -48,17 +48,19 @@ def _comment(tag: str, pairs: Sequence[tuple[str, str | None]]) -> str:
 
 def render_daily(day: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
     """``daily/DAY.md`` from rows (id, kind, text, recorded_at, status, source_session, labels,
-    scope, source, superseded_by, about, replaceable, valid_from, valid_to, due_at); the curated
-    and the Remember terms are None for uncurated observations, whose bullets therefore keep
-    their bytes. ``source_session`` stays last (K2); ``due=`` is the reference's key (K14)."""
+    scope, source, superseded_by, about, replaceable, valid_from, valid_to, due_at, insight);
+    the curated fields, the terms and the marker are None for uncurated observations, whose
+    bullets therefore keep their bytes. ``source_session`` stays last (K2); ``due=`` is the
+    reference's key (K14)."""
     out = [f"# {day}\n"]
     for (memory_id, kind, text, recorded_at, status, source_session, labels, scope, source,
-         superseded_by, about, replaceable, valid_from, valid_to, due_at) in rows:
+         superseded_by, about, replaceable, valid_from, valid_to, due_at, insight) in rows:
         out.append(f"\n-{_bullet_text(text)}\n  " + _comment("mem", (
             ("id", memory_id), ("type", kind), ("status", status), ("recorded", recorded_at),
             ("labels", labels or None), ("scope", scope), ("source", source),
             ("about", about), ("replaceable", "true" if replaceable else None),
             ("valid_from", valid_from), ("valid_to", valid_to), ("due", due_at),
+            ("insight", "true" if insight else None),
             ("superseded_by", superseded_by), ("source_session", source_session),
         )) + "\n")
     return "".join(out).encode("utf-8")

@@ -95,11 +95,13 @@ CAPTURE_DDL = (
     """CREATE TABLE IF NOT EXISTS threads (
         rowid INTEGER PRIMARY KEY, src TEXT NOT NULL, dst TEXT NOT NULL,
         weight REAL NOT NULL, at TEXT NOT NULL, authority TEXT NOT NULL)""",
-    # The terms an enhanced Remember was stated under (J7, J10, G13-G15): the person it is
-    # about, whether a later scan may replace it, its validity as written (ISO date or instant).
+    # A line's stated terms and markers: the person an enhanced Remember is about, whether a
+    # later scan may replace it, its validity as written (ISO date or instant) (J7, J10,
+    # G13-G15), and the insight marker any line may carry (K14, H6).
     """CREATE TABLE IF NOT EXISTS memory_terms (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, about TEXT,
-        replaceable INTEGER NOT NULL, valid_from TEXT, valid_to TEXT, due_at TEXT)""",
+        replaceable INTEGER NOT NULL, valid_from TEXT, valid_to TEXT, due_at TEXT,
+        insight INTEGER NOT NULL)""",
 )
 REPLAY_OWNED = ("lifecycle", "threads")
 
@@ -117,7 +119,8 @@ DUMP_TABLES = {
     "relations": ("rowid", "src", "relation", "dst", "memory"),
     "lifecycle": ("rowid", "memory_id", "status", "by", "at", "authority"),
     "threads": ("rowid", "src", "dst", "weight", "at", "authority"),
-    "memory_terms": ("rowid", "id", "about", "replaceable", "valid_from", "valid_to", "due_at"),
+    "memory_terms": ("rowid", "id", "about", "replaceable", "valid_from", "valid_to", "due_at",
+                     "insight"),
 }
 # Tables without a rowid are dumped in key order.
 DUMP_ORDER = {"memory_entities": "memory_id, entity_id"}
@@ -237,6 +240,8 @@ class IndexProjection:
             self._remembered(position, event)
         elif isinstance(event, Memory.StatusChanged):
             self._status_changed(event)
+        elif isinstance(event, Memory.Marked):
+            self._marked(event)
         elif isinstance(event, Entity.Named):
             self.conn.execute("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)",
                               (position, event.entity_id, event.name, event.type))
@@ -350,7 +355,7 @@ class IndexProjection:
         self.conn.execute(
             "INSERT INTO memory_meta VALUES (?, ?, '', 'agent', 0.0, 0, ?, NULL, NULL, NULL, "
             "NULL)", (position, e.memory_id, text_key(e.text)))
-        self.conn.execute("INSERT INTO memory_terms VALUES (?, ?, ?, ?, ?, ?, ?)",
+        self.conn.execute("INSERT INTO memory_terms VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                           (position, e.memory_id, e.about, int(e.replaceable), e.valid_from,
                            e.valid_to, e.due_at))
         if e.about is not None:
@@ -368,6 +373,17 @@ class IndexProjection:
         if e.status == "dropped":  # terminal: it leaves the vector matrix (G22)
             self.rewritten.append(rowid)
             self.conn.execute("DELETE FROM vector_pending WHERE rowid = ?", (rowid,))
+        self.touched.add(("daily", day))
+
+    def _marked(self, e: Memory.Marked) -> None:
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        rowid, memory_id, day = found
+        self.conn.execute("INSERT OR IGNORE INTO memory_terms VALUES (?, ?, NULL, 0, NULL, "
+                          "NULL, NULL, 0)", (rowid, memory_id))
+        self.conn.execute("UPDATE memory_terms SET insight = ? WHERE rowid = ?",
+                          (int(e.insight), rowid))
         self.touched.add(("daily", day))
 
     def _audit(self, position: int, e: Intake.Admitted) -> None:
@@ -412,7 +428,7 @@ class IndexProjection:
             sql = ("SELECT m.id, m.kind, m.text, m.recorded_at, m.status, m.source_session, "
                    "mm.labels, mm.scope, CASE WHEN mm.id IS NULL THEN NULL ELSE m.source END, "
                    "mm.superseded_by, mt.about, mt.replaceable, mt.valid_from, mt.valid_to, "
-                   "mt.due_at FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id "
+                   "mt.due_at, mt.insight FROM memories m LEFT JOIN memory_meta mm ON mm.id = m.id "
                    "LEFT JOIN memory_terms mt ON mt.id = m.id "
                    "WHERE m.day = ? ORDER BY m.recorded_at, m.id")
         else:

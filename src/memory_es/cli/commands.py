@@ -119,6 +119,14 @@ def cmd_set_status(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_mark(args: argparse.Namespace) -> int:
+    config = _config(args)
+    with MemoryStore.open(_root(args, config), config, background=False) as store:
+        result = store.mark(args.id, insight=args.insight)
+    print_json(result.to_json())
+    return OK
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     report = _reader(args).inspect(args.id)
     if args.id is not None and not report.records:
@@ -420,4 +428,5 @@ COMMANDS: dict[str, Command] = {
     "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
     "list": cmd_list, "show": cmd_show, "set_status": cmd_set_status,
+    "mark": cmd_mark,
 }

@@ -112,6 +112,15 @@ def build_parser() -> Parser:
     p.add_argument("--reason", metavar="SLUG", help="why, as a slug (optional)")
     p.set_defaults(func="set_status")
 
+    p = command("mark", "set or clear a stored line's insight marker (K14)")
+    p.add_argument("id", help="a memory id, or a unique prefix of at least 8 hex characters")
+    marker = p.add_mutually_exclusive_group(required=True)
+    marker.add_argument("--insight", dest="insight", action="store_true", default=None,
+                        help="mark the line as an insight")
+    marker.add_argument("--no-insight", dest="insight", action="store_false",
+                        help="clear the marker")
+    p.set_defaults(func="mark")
+
     p = command("admit", "durably admit one completed turn (exit 1 when rejected)")
     p.add_argument("--run-id", required=True, help="the host's unique id of this turn")
     p.add_argument("--answer", required=True, help="the assistant answer; '-' reads stdin")

@@ -19,7 +19,7 @@ from eventsourcing.application import Application
 from eventsourcing.persistence import ApplicationRecorder, Mapper
 from eventsourcing.utils import Environment
 
-from memory_es.errors import IntegrityError, NotARootError
+from memory_es.errors import IntegrityError, InvalidArgumentError, NotARootError
 from memory_es.fsutil import check_private, make_private_dir, remove_stale_temps
 from memory_es.journal.catalog import Catalog
 from memory_es.journal.chain import Chain
@@ -115,6 +115,11 @@ def open_journal(
     read now, else ``~/.local/state/memory-es/keys``); it must lie outside the root.
     """
     root = Path(root)
+    try:
+        str(root).encode("utf-8")  # SQLite takes UTF-8 names; refuse before creating anything
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(f"root {str(root)!r} is not a UTF-8 path; SQLite cannot "
+                                   "open a journal there") from None
     keys = KeyStore.resolve(key_store)
     keys.check_outside(root)
     if writable and not create and not exists(root / MARKER_FILE) \

@@ -43,7 +43,7 @@ from memory_es.recall.select import (
 )
 from memory_es.recall.vectors import VectorMatrix, optional_rows
 from memory_es.validity import parse_validity
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import REMEMBER_SOURCE, TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import fts_query
 
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
@@ -158,28 +158,40 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
                   f"ON e.id = me.entity_id WHERE me.memory_id IN ({','.join('?' * len(ids))}) "
                   "ORDER BY me.memory_id, me.ord", ids):
         names.setdefault(memory_id, []).append(name)
-    facts = {row[0]: Fact(subject=row[1], property=row[2], scope=row[3], value=row[4])
-             for row in optional_rows(
-                 conn, "SELECT id, fact_subject, fact_key, scope, fact_value FROM memory_meta "
-                       f"WHERE id IN ({','.join('?' * len(ids))}) AND fact_key IS NOT NULL", ids)}
+    facts: dict[str, Fact] = {}
+    salience: dict[str, float] = {}
+    for row in optional_rows(
+            conn, "SELECT id, fact_subject, fact_key, scope, fact_value, salience "
+                  f"FROM memory_meta WHERE id IN ({','.join('?' * len(ids))})", ids):
+        salience[row[0]] = float(row[5])  # G8: a small tie-breaker
+        if row[2] is not None:
+            facts[row[0]] = Fact(subject=row[1], property=row[2], scope=row[3], value=row[4])
     terms = stated_terms(conn, ids)
-    if not names and not facts and not terms:
+    if not names and not salience and not terms:
         return candidates
     return [replace(c, entity_names=tuple(names.get(c.id, ())), fact=facts.get(c.id),
-                    **terms.get(c.id, {}))
-            if c.id in names or c.id in facts or c.id in terms else c for c in candidates]
+                    salience=salience.get(c.id, c.salience), **terms.get(c.id, {}))
+            if c.id in names or c.id in salience or c.id in terms else c for c in candidates]
 
 
 def stated_terms(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """id -> the Candidate fields an enhanced Remember adds: its stored validity (G13-G15)
-    and its ``assistant noted`` attribution (J9)."""
+    """id -> the Candidate fields a line's terms and markers add: its stored validity
+    (G13-G15), its insight marker (K14, G8) and, for an enhanced Remember, ``assistant
+    noted`` (J9)."""
     if not ids:
         return {}
-    return {row[0]: {"valid_from": parse_validity(row[1]), "valid_to": parse_validity(row[2]),
-                     "due_at": parse_validity(row[3]), "attribution": ASSISTANT_NOTED}
-            for row in optional_rows(
-                conn, "SELECT id, valid_from, valid_to, due_at FROM memory_terms "
-                      f"WHERE id IN ({','.join('?' * len(ids))})", list(ids))}
+    out: dict[str, dict[str, Any]] = {}
+    for memory_id, valid_from, valid_to, due_at, insight, source in optional_rows(
+            conn, "SELECT mt.id, mt.valid_from, mt.valid_to, mt.due_at, mt.insight, m.source "
+                  "FROM memory_terms mt JOIN memories m ON m.id = mt.id "
+                  f"WHERE mt.id IN ({','.join('?' * len(ids))})", list(ids)):
+        fields: dict[str, Any] = {"valid_from": parse_validity(valid_from),
+                                  "valid_to": parse_validity(valid_to),
+                                  "due_at": parse_validity(due_at), "insight": bool(insight)}
+        if source == REMEMBER_SOURCE:
+            fields["attribution"] = ASSISTANT_NOTED
+        out[memory_id] = fields
+    return out
 
 
 def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: str,

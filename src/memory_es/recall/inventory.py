@@ -71,16 +71,19 @@ class MemoryItem:
     valid_from: date | datetime | None = None
     valid_to: date | datetime | None = None
     due_at: date | datetime | None = None
+    insight: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        item = {"id": self.id, "text": self.text, "type": self.type, "status": self.status,
-                "createdAt": format_instant(self.created_at),
-                "currentness": self.currentness, "attribution": self.attribution,
-                "source": self.source.to_json()}
+        item: dict[str, Any] = {
+            "id": self.id, "text": self.text, "type": self.type, "status": self.status,
+            "createdAt": format_instant(self.created_at), "currentness": self.currentness,
+            "attribution": self.attribution, "source": self.source.to_json()}
         for key, value in (("validFrom", self.valid_from), ("validTo", self.valid_to),
                            ("dueAt", self.due_at)):
             if value is not None:  # G13: only the validity a line was stated with
                 item[key] = value.isoformat()
+        if self.insight:
+            item["insight"] = True
         return item
 
 
@@ -239,7 +242,7 @@ def _items(conn: apsw.Connection, rows: Sequence[Any], now: datetime,
             id=row[0], text=row[1], type=row[2], status=row[3], created_at=created,
             currentness=currentness(candidate, now, tz), attribution=candidate.attribution,
             source=Source(session=row[5], intake_id=row[6]), valid_from=candidate.valid_from,
-            valid_to=candidate.valid_to, due_at=candidate.due_at))
+            valid_to=candidate.valid_to, due_at=candidate.due_at, insight=candidate.insight))
     return tuple(items)
 
 

@@ -42,6 +42,7 @@ class Hit:
     ended_on: date | datetime | None = None  # the past end behind ``ended`` (G14)
     attribution: str | None = None
     source: Source | None = None  # for the host only: never in the text form (H23)
+    insight: bool = False  # K14, H6: the insight marker, shown open or closed
     explanation: dict[str, Any] | None = None  # the score's parts, when asked (explain=True)
 
     def structured(self, evidence: Evidence | None = None) -> dict[str, Any]:
@@ -56,6 +57,8 @@ class Hit:
             "dueAt": _fmt_when(self.due_at),
         }
         item.update({k: v for k, v in optional.items() if v is not None})
+        if self.insight:
+            item["insight"] = True
         item["currentness"] = self.currentness
         if evidence is not None:
             item["evidence"] = evidence
@@ -95,7 +98,8 @@ def format_line(hit: Hit) -> str:
     """G23 text form: ``0.800 [recorded 2026-07-06T12:00:00.000Z] [done] Ship the 0.9 release.``
 
     Parts, each only when it applies: score (3 decimals), ``[recorded <instant>]`` (G23),
-    ``[<status>]`` for a status other than ``open`` (G23), ``[valid <from>..<to>]`` (G13),
+    ``[<status>]`` for a status other than ``open`` (G23), ``[insight]`` (K14),
+    ``[valid <from>..<to>]`` (G13),
     ``[superseded]`` / ``[ended <date>]`` (G14; current stays unmarked, and a ``[superseded]``
     status tag is not repeated), then the text.
     """
@@ -104,6 +108,8 @@ def format_line(hit: Hit) -> str:
         parts.append(f"[recorded {format_instant(hit.created_at)}]")
     if hit.status is not None and hit.status != "open":
         parts.append(f"[{hit.status}]")
+    if hit.insight:
+        parts.append("[insight]")
     if hit.valid_from is not None or hit.valid_to is not None:
         parts.append(f"[valid {_fmt_when(hit.valid_from) or ''}..{_fmt_when(hit.valid_to) or ''}]")
     if hit.currentness == "superseded" and hit.status != "superseded":
@@ -143,6 +149,8 @@ def format_auto_line(hit: Hit, tz: tzinfo = UTC) -> str:
         labels.append(hit.currentness)
     if hit.attribution:
         labels.append(hit.attribution)
+    if hit.insight:  # H6: kept when the line is closed too
+        labels.append("insight")
     return f"- – {hit.text} ({'; '.join(labels)})"
 
 

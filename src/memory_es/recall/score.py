@@ -27,7 +27,8 @@ dev split, see ``bench/recall_quality.py``).
   (an exact textual restatement scores like a perfect cosine) and not thresholded.
 * ``anchor_bonus``: see :func:`anchor_bonus` (DESIGN 9.5).
 * ``rrf``: ``0.01 / (60 + rank)`` per retriever the candidate appears in; ranks are 1-based.
-* ``salience`` (clamped to 0..1) times 0.005, so at most 0.005.
+* ``salience`` (clamped to 0..1) times 0.005, so at most 0.005, plus 0.005 for a line that
+  carries the insight marker (G8: both are small tie-breakers).
 
 Threshold comparisons tolerate float noise of ``EPSILON`` (1e-9).
 """
@@ -52,6 +53,7 @@ NAME_BUDGET = 0.08  # G5: names share up to 0.08
 RRF_WEIGHT = 0.01  # DESIGN 9.5: 0.01 / (60 + rank)
 RRF_K = 60
 SALIENCE_WEIGHT = 0.005  # DESIGN 9.5: salience adds at most 0.005
+INSIGHT_WEIGHT = 0.005  # G8: the insight marker, the same size of tie-breaker (our number)
 MAX_CANDIDATES = 50  # G31: the deliberate pool is a bounded fifty-hit superset
 EPSILON = 1e-9
 DEFAULT_LEXICAL_WEIGHT = 0.5
@@ -118,6 +120,7 @@ class Candidate:
     superseded: bool = False
     entity_names: tuple[str, ...] = ()
     salience: float = 0.0
+    insight: bool = False  # K14: the line carries the insight marker (a G8 tie-breaker)
     cosine: float | None = None
     lexical_rank: int | None = None
     vector_rank: int | None = None
@@ -208,7 +211,8 @@ def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOM
         semantic = 0.0
     bonus = anchor_bonus(anchors, candidate)
     hint = rrf_hint(candidate)
-    sal = min(1.0, max(0.0, candidate.salience)) * SALIENCE_WEIGHT
+    sal = min(1.0, max(0.0, candidate.salience)) * SALIENCE_WEIGHT \
+        + (INSIGHT_WEIGHT if candidate.insight else 0.0)
     base = semantic
     if scoring == "hybrid":
         base = 1.0 - (1.0 - min(1.0, max(0.0, semantic))) \

@@ -47,7 +47,7 @@ from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
-from memory_es.store.lifecycle import StatusResult, set_status
+from memory_es.store.lifecycle import MarkResult, StatusResult, set_insight, set_status
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.reading import StoreReads
 from memory_es.store.remembering import RememberResult, RememberTerms, remember
@@ -359,6 +359,13 @@ class MemoryStore:
                             status, reason=reason, now=self._clock())
         self.kick()
         return result
+
+    def mark(self, memory_id: str, *, insight: bool) -> MarkResult:
+        """Set or clear a stored line's insight marker (K14): shown on the line in recall, the
+        automatic block and the daily Markdown, kept when the line closes (H6), a small
+        ranking tie-breaker (G8)."""
+        return set_insight(self._opened, self.journal_writer, self.projections, memory_id,
+                           insight, now=self._clock())
 
     # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The note lifecycle (K14, DESIGN 9.8): a live line's status changes as a journal event.
+"""The note lifecycle (K14, DESIGN 9.8): a line's status and its insight marker change as
+journal events.
 
 ``set_status`` writes one ``Memory.StatusChanged`` for a transition that
 ``vocabulary.STATUS_TRANSITIONS`` allows (open, done, scheduled and migrated between
@@ -81,3 +82,36 @@ def set_status(opened: OpenedJournal, journal: GroupCommit, projections: LivePro
                                                    status=status, reason=reason)])
         projections.catch_up()
     return StatusResult("changed", full, previous, status)
+
+
+@dataclass(frozen=True)
+class MarkResult:
+    """``changed`` (a Marked was written) or ``unchanged`` (the line already had it)."""
+
+    outcome: Literal["changed", "unchanged"]
+    memory_id: str
+    insight: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "id": self.memory_id, "insight": self.insight}
+
+
+def set_insight(opened: OpenedJournal, journal: GroupCommit, projections: LiveProjections,
+                memory_id: str, insight: bool, *, now: datetime) -> MarkResult:
+    """Set or clear a stored line's insight marker (K14, H6), as a ``Memory.Marked`` event
+    projected before returning; any stored line, open or closed, may carry it."""
+    if not isinstance(insight, bool):
+        raise InvalidArgumentError(f"insight must be true or false, got {describe(insight)}")
+    with journal.exclusive():
+        projections.catch_up()
+        conn = projections.get().index.conn
+        full = resolve_id(conn, memory_id)
+        row: Any = conn.execute("SELECT insight FROM memory_terms WHERE id = ?",
+                                (full,)).fetchone()
+        if bool(row[0] if row is not None else 0) == insight:
+            return MarkResult("unchanged", full, insight)
+        version = len(opened.recorder.aggregate_rows(memory_uuid(full)))
+        journal.commit_held([Memory.marked(version=version, at=now, memory_id=full,
+                                           insight=insight)])
+        projections.catch_up()
+    return MarkResult("changed", full, insight)
