@@ -60,7 +60,7 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "replay": [(None, True)],
     "health": [("--expect-anchor", True)],
     "anchor": [],
-    "search": [(None, True), ("--limit", True), ("--explain", False)],
+    "search": [(None, True), ("--limit", True), ("--explain", False), ("--as-of", True)],
     "calibrate": [(None, True)],
     "journal": [("--from", True), ("--through", True), ("--tz", True), ("--limit", True),
                 ("--cursor", True), ("--page", True)],
@@ -83,6 +83,7 @@ GOOD: dict[str, list[str]] = {
     "--expect-anchor": ["files/anchor.json"],
     "--status": ["open", "superseded", "invalidated"],
     "--since": ["2026-12-02", "2000-01-01T00:00:00Z", "2026-12-02T10:00+01:00"],
+    "--as-of": ["2026-12-02T10:00+01:00", "2000-01-01T00:00:00Z", "2999-01-01T00:00Z"],
     "show": [MEMORY_ID, MEMORY_ID[:8], MEMORY_ID[:12], "0" * 64],
 }
 

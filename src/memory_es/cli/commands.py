@@ -273,11 +273,14 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    result = _reader(args).recall(args.query, args.limit, explain=args.explain)
+    result = _reader(args).recall(args.query, args.limit, explain=args.explain,
+                                  as_of=args.as_of)
     if args.json:
         print_json(result.to_json())
         return OK
     print(result.text if result.recall.hits else "no matching memory")
+    if result.as_of is not None:
+        print(f"(as of {result.as_of}: journal position {result.position})", file=sys.stderr)
     if result.degraded:
         print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
               "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)
