@@ -35,6 +35,7 @@ from helpers_capture import (
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import InvalidArgumentError
+from memory_es.events import Intake, Memory
 from memory_es.intake import CompletedTurn
 from memory_es.recall import RecallResult
 from memory_es.recall.as_of import check_as_of
@@ -232,3 +233,22 @@ def test_the_cut_never_splits_a_commit(written: tuple[Path, Clock]) -> None:
         "Recorded", "Resolved"]
     assert as_of_cut(events, at(-1)) == 0
     assert as_of_cut(events, at(9)) == events[-1][0]
+
+
+def test_the_cut_holds_back_only_a_commit_whose_resolution_comes_later() -> None:
+    """Synthetic journals: an observation stamped before T whose intake is resolved after T is
+    held back; one whose intake is resolved before T, or never (nothing to wait for), is not."""
+    def recorded(run: str | None, hour: float) -> Any:
+        return Memory.recorded(at=at(hour), memory_id=run or "r", kind="note", text="x",
+                               day="2026-05-04", status="open", source="remember",
+                               session=None, run_hash=run, tier="journal")
+
+    def resolved(run: str, hour: float) -> Any:
+        return Intake.resolved(run_hash=run, version=1, at=at(hour), outcome="projected")
+
+    a, b = "a" * 64, "b" * 64
+    assert as_of_cut([(1, recorded(a, 0)), (2, resolved(a, 2))], at(1)) == 0
+    assert as_of_cut([(1, recorded(a, 0)), (2, resolved(a, 1))], at(1)) == 2
+    assert as_of_cut([(1, recorded(a, 0)), (2, recorded(b, 2))], at(1)) == 1
+    assert as_of_cut([(1, recorded(None, 0)), (2, recorded(a, 0.5)), (3, resolved(a, 2))],
+                     at(1)) == 1

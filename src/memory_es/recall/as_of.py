@@ -85,18 +85,24 @@ class AsOfStates:
         self._keep = keep
         self._states: OrderedDict[tuple[int, int], AsOfState] = OrderedDict()
         self._cuts: dict[tuple[int, datetime], int] = {}  # (head, instant) -> cut
+        self._lock = threading.Lock()  # a store's host threads may ask at once
 
     def cached(self, head: int, instant: datetime) -> AsOfState | None:
         """The fold already made for this question, without reading the journal again."""
-        cut = self._cuts.get((head, instant))
-        if cut is None or (head, cut) not in self._states:
-            return None
-        self._states.move_to_end((head, cut))
-        return self._states[(head, cut)]
+        with self._lock:
+            cut = self._cuts.get((head, instant))
+            if cut is None or (head, cut) not in self._states:
+                return None
+            self._states.move_to_end((head, cut))
+            return self._states[(head, cut)]
 
     def state(self, events: Events, head: int, instant: datetime) -> AsOfState:
         """The fold of the prefix recorded at ``instant`` of a journal whose last position is
         ``head`` (its vectors come from :meth:`AsOfState.fill`)."""
+        with self._lock:
+            return self._state(events, head, instant)
+
+    def _state(self, events: Events, head: int, instant: datetime) -> AsOfState:
         cut = as_of_cut(events(head), instant)
         if len(self._cuts) >= KEEP_CUTS:
             self._cuts.clear()
@@ -113,10 +119,11 @@ class AsOfStates:
         return state
 
     def close(self) -> None:
-        for state in self._states.values():
-            state.close()
-        self._states.clear()
-        self._cuts.clear()
+        with self._lock:
+            for state in self._states.values():
+                state.close()
+            self._states.clear()
+            self._cuts.clear()
 
 
 def recall_as_of(recaller: Recaller, state: AsOfState, query: str, *, instant: datetime,
