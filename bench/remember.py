@@ -184,6 +184,9 @@ def measure(size: int, directory: Path, rounds: int, per_round: int) -> dict[str
     floor_s: list[float] = []
     with MemoryStore.open(root, parse_config(JOURNAL), clock=clock, background=False) as store:
         fill_s = fill(store, clock, texts)
+        stored = store.vector_backlog()  # every live memory, none embedded: exactly the fill
+        if stored != size:
+            raise RuntimeError(f"{stored} memories stored for {size} turns")
         (directory / f"floor-{size}").mkdir()
         floor = Floor(directory / f"floor-{size}", texts)
         for text in extra[:10]:  # warm caches on both sides
