@@ -282,8 +282,8 @@ class MemoryRoot:
             head = opened.recorder.max_notification_id() or 0
             state = self._as_of.cached(head, instant) or self._as_of.state(
                 lambda upto: iter_events(opened, upto=upto), head, instant)
-        if query_vector is not None:  # a lexical answer needs no vectors
-            state.fill(self._fill)
+        if query_vector is not None and recaller.embedder is not None:  # lexical: none
+            state.fill(self._fill, recaller.embedder.identity.key)
         return recall_as_of(recaller, state, query, instant=instant,
                             query_vector=query_vector, limit=limit, explain=explain)
 

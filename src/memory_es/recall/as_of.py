@@ -24,7 +24,7 @@ from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError
 from memory_es.recall.engine import Recaller
 from memory_es.recall.result import RecallResult
-from memory_es.recall.vectors import VectorMatrix
+from memory_es.recall.vectors import VectorMatrix, vector_backlog
 from projections.asof import as_of_cut, fold_in_memory
 from projections.sqlite_index import IndexProjection, iso_ms
 
@@ -66,13 +66,14 @@ class AsOfState:
     _filled: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def fill(self, fill: Callable[[IndexProjection], None]) -> None:
-        """Give the fold its vectors once (``fill``: cache first, then the provider; the door
-        calls this with no lock of its own held)."""
+    def fill(self, fill: Callable[[IndexProjection], None], identity: str) -> None:
+        """Give the fold its vectors of ``identity`` (``fill``: cache first, then the provider;
+        the door calls this with no lock of its own held); after an outage left some out, the
+        next call tries again."""
         with self._lock:
             if not self._filled:
                 fill(self.index)
-                self._filled = True
+                self._filled = vector_backlog(self.index.conn, identity) == 0
 
     def close(self) -> None:
         self.index.close()
@@ -138,6 +139,8 @@ def recall_as_of(recaller: Recaller, state: AsOfState, query: str, *, instant: d
         matrix = state.matrices.get(identity)
         if matrix is None:
             matrix = state.matrices[identity] = recaller.load_matrix(conn)
+        else:
+            matrix.refresh(conn, identity)  # vectors a later fill added (incremental)
     result = recaller.recall(conn, query, now=instant, query_vector=query_vector,
                              matrix=matrix, limit=limit, explain=explain)
     return replace(result, as_of=iso_ms(instant), position=state.position)

@@ -90,8 +90,8 @@ class StoreReads:
         if state is None:
             state = self._as_of.state(lambda upto: (e for e in events if e[0] <= upto),
                                       head, instant)
-        if query_vector is not None:  # a lexical answer needs no vectors
-            state.fill(self._vectors.fill)
+        if query_vector is not None and recaller.embedder is not None:  # lexical: none
+            state.fill(self._vectors.fill, recaller.embedder.identity.key)
         return recall_as_of(recaller, state, query, instant=instant,
                             query_vector=query_vector, limit=limit, explain=explain)
 
