@@ -29,6 +29,7 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/recall_quality.py
 	$(BIN)/python bench/recall_latency.py
 	$(BIN)/python bench/capture.py
+	$(BIN)/python bench/remember.py --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -253,3 +253,19 @@ def test_k14_h6_the_insight_marker_is_shown_kept_when_closed_and_breaks_ties(
     with pytest.raises(MemoryEsError) as missing, open_bujo(root) as store:
         store.mark("ab" * 32, insight=True)
     assert missing.value.code == "memory_not_found"
+
+
+def test_g15_as_of_judges_validity_at_the_instant_asked(tmp_path: Path) -> None:
+    """Recall as of T reads currentness at T (issue 14 item 5): a line whose validity ended
+    after T but before now is current in the as-of answer and ended in today's."""
+    root = tmp_path / "root"
+    clock = Clock(datetime(2026, 1, 2, 9, 0, tzinfo=UTC))
+    with open_bujo(root, clock, time_zone="UTC") as store:
+        memory_id = store.remember("The lobby is closed for painting.",
+                                   valid_to="2026-01-10").memory_id
+        store.embed_pending()
+        clock.now = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
+        now = {h.id: h.currentness for h in store.recall("lobby painting").recall.hits}
+        then = {h.id: h.currentness for h in store.recall(
+            "lobby painting", as_of="2026-01-05T12:00:00Z").recall.hits}
+        assert (now[memory_id], then[memory_id]) == ("ended", "current")

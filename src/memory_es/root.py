@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +22,7 @@ import apsw
 import msgspec
 
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, configured_identity, make_embedder
+from memory_es.embeddings import Embedder, EmbeddingError, configured_identity, make_embedder
 from memory_es.errors import (
     IndexUnavailableError,
     MemoryEsError,
@@ -59,8 +59,10 @@ from memory_es.recall import (
     check_limit,
     check_query,
     embeddings_block,
+    fill_vectors,
     vector_backlog,
 )
+from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from memory_es.recall.inventory import (
     LIST_DEFAULT_LIMIT,
@@ -70,6 +72,7 @@ from memory_es.recall.inventory import (
     show_memory,
 )
 from memory_es.recall.journal_key import RootCursorKey
+from memory_es.recall.vectors import read_only_cache
 from memory_es.rootconfig import effective
 from memory_es.validity import host_time_zone
 from memory_es.worker import snapshot_state, worker_status
@@ -77,6 +80,7 @@ from projections.findings import Finding, HealthReport
 from projections.health import audit
 from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
+from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
 
@@ -92,6 +96,7 @@ class MemoryRoot:
         self._keys = KeyStore.resolve(key_store)
         self._chronology = MemoryJournal(RootCursorKey(root))
         self._bound: Recaller | None = None
+        self._as_of = AsOfStates()
 
     @classmethod
     def open(cls, root: str | Path | None = None,
@@ -126,6 +131,7 @@ class MemoryRoot:
         """Forget the journal snapshots (their cursors still work while the range is
         unchanged: any handle reads it again)."""
         self._chronology = MemoryJournal(RootCursorKey(self.root))
+        self._as_of.close()
 
     # -- the journal ----------------------------------------------------------------------------
 
@@ -239,9 +245,10 @@ class MemoryRoot:
         with verified_index(self.root, self._keys) as conn:
             yield conn
 
-    def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
+    def search(self, query: str, limit: int = 5, *, explain: bool = False,
+               as_of: datetime | str | None = None) -> RecallResult:
         """``memory-es search``: hybrid recall, exactly :meth:`recall`."""
-        return self.recall(query, limit, explain=explain)
+        return self.recall(query, limit, explain=explain, as_of=as_of)
 
     def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Raw FTS5 hits (bm25) of the active index, without vectors or scoring."""
@@ -250,11 +257,16 @@ class MemoryRoot:
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
 
-    def recall(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
+    def recall(self, query: str, limit: int = 5, *, explain: bool = False,
+               as_of: datetime | str | None = None) -> RecallResult:
         """``memory-es search`` (C9): the same config-aware hybrid scoring as
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
-        (Lite: lexical only); a provider outage degrades, flagged."""
+        (Lite: lexical only); a provider outage degrades, flagged. ``as_of`` (an aware datetime
+        or an ISO instant with its offset) answers from what the journal held at that instant
+        (issue 14 item 5): folded in memory, nothing written; a future instant is now."""
         check_limit(limit)
+        if as_of is not None:
+            return self._recall_as_of(query, limit, explain, check_as_of(as_of))
         try:
             with self.index() as conn:
                 if conn is None:
@@ -264,6 +276,36 @@ class MemoryRoot:
                                                explain=explain)
         except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe (issue 13)
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
+
+    def _recall_as_of(self, query: str, limit: int, explain: bool,
+                      as_of: datetime) -> RecallResult:
+        check_query(query)
+        instant = min(as_of, utc_now()).astimezone(UTC)
+        recaller = self._recaller()
+        query_vector = recaller.embed_query(query)
+        with self.reader() as opened:
+            head = opened.recorder.max_notification_id() or 0
+            state = self._as_of.cached(head, instant) or self._as_of.state(
+                lambda upto: iter_events(opened, upto=upto), head, instant)
+        if query_vector is not None and recaller.embedder is not None:  # lexical: none
+            state.fill(self._fill, recaller.embedder.identity.key)
+        return recall_as_of(recaller, state, query, instant=instant,
+                            query_vector=query_vector, limit=limit, explain=explain)
+
+    def _fill(self, index: IndexProjection) -> None:
+        """Vectors for an as-of fold: the root's cache read-only, the rest from the provider
+        and kept nowhere (this door writes nothing); an outage leaves them lexical (D9)."""
+        embedder = self._recaller().embedder
+        if embedder is None:
+            return
+        cache = read_only_cache(self.root)
+        try:
+            fill_vectors(index.conn, embedder, cache)
+        except EmbeddingError as e:
+            log.warning("memory_degraded: as-of recall without some vectors (code=%s)", e.code)
+        finally:
+            if cache is not None:
+                cache.close()
 
     def _recaller(self) -> Recaller:
         """Recall bound to this handle's config and embedder, made on first use and kept:

@@ -8,6 +8,7 @@ comment or reorder what a reader sees. A file is a function of its day's rows on
 
 from __future__ import annotations
 
+import functools
 import re
 import urllib.parse
 from collections.abc import Sequence
@@ -52,18 +53,23 @@ def render_daily(day: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
     the curated fields, the terms and the marker are None for uncurated observations, whose
     bullets therefore keep their bytes. ``source_session`` stays last (K2); ``due=`` is the
     reference's key (K14)."""
-    out = [f"# {day}\n"]
-    for (memory_id, kind, text, recorded_at, status, source_session, labels, scope, source,
-         superseded_by, about, replaceable, valid_from, valid_to, due_at, insight) in rows:
-        out.append(f"\n-{_bullet_text(text)}\n  " + _comment("mem", (
-            ("id", memory_id), ("type", kind), ("status", status), ("recorded", recorded_at),
-            ("labels", labels or None), ("scope", scope), ("source", source),
-            ("about", about), ("replaceable", "true" if replaceable else None),
-            ("valid_from", valid_from), ("valid_to", valid_to), ("due", due_at),
-            ("insight", "true" if insight else None),
-            ("superseded_by", superseded_by), ("source_session", source_session),
-        )) + "\n")
-    return "".join(out).encode("utf-8")
+    return "".join([f"# {day}\n", *map(_daily_bullet, map(tuple, rows))]).encode("utf-8")
+
+
+@functools.lru_cache(maxsize=16_384)
+def _daily_bullet(row: tuple[Any, ...]) -> str:
+    """One bullet, a pure function of its row: a day rewritten after one more line (Remember,
+    J1) renders only that line; every other bullet is the one it rendered before."""
+    (memory_id, kind, text, recorded_at, status, source_session, labels, scope, source,
+     superseded_by, about, replaceable, valid_from, valid_to, due_at, insight) = row
+    return f"\n-{_bullet_text(text)}\n  " + _comment("mem", (
+        ("id", memory_id), ("type", kind), ("status", status), ("recorded", recorded_at),
+        ("labels", labels or None), ("scope", scope), ("source", source),
+        ("about", about), ("replaceable", "true" if replaceable else None),
+        ("valid_from", valid_from), ("valid_to", valid_to), ("due", due_at),
+        ("insight", "true" if insight else None),
+        ("superseded_by", superseded_by), ("source_session", source_session),
+    )) + "\n"
 
 
 def render_audit(day: str, rows: Sequence[tuple[Any, ...]]) -> bytes:

@@ -126,9 +126,15 @@ DUMP_TABLES = {
 DUMP_ORDER = {"memory_entities": "memory_id, entity_id"}
 
 
+IN_MEMORY = Path(":memory:")  # the throwaway projection of an as-of recall (issue 14 item 5)
+
+
 def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
     """A rebuildable SQLite file (index generation, vector cache): owner-only, never through
-    a symlink, WAL with synchronous=NORMAL (the journal, not this file, is what must survive)."""
+    a symlink, WAL with synchronous=NORMAL (the journal, not this file, is what must survive).
+    :data:`IN_MEMORY` is a private in-memory database (an as-of fold: nothing touches disk)."""
+    if path == IN_MEMORY:
+        return apsw.Connection(":memory:")
     if create:
         os.close(create_private_file(path))
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)

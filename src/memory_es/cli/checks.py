@@ -11,6 +11,7 @@ from memory_es.cli.contract import UsageError
 from memory_es.cli.parser import option_names
 from memory_es.errors import MemoryEsError
 from memory_es.recall import check_limit as check_recall_limit
+from memory_es.recall.as_of import check_as_of
 from memory_es.recall.chronology import check_limit as check_journal_limit
 from memory_es.recall.inventory import (
     check_cursor,
@@ -63,6 +64,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         _named("--timeout", lambda: check_seconds("timeout", args.timeout))
     if command == "search":
         _named("--limit", lambda: check_recall_limit(args.limit))
+        if args.as_of is not None:
+            _named("--as-of", lambda: check_as_of(args.as_of))
     if command == "journal":
         if args.limit is not None:
             _named("--limit", lambda: check_journal_limit(args.limit))

@@ -18,13 +18,15 @@ from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, 
 from memory_es.config import MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.intake import CompletedTurn, iso_ms
-from memory_es.journal import Anchor, parse_anchor
+from memory_es.journal import MARKER_FILE, Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
-from memory_es.recall.inventory import truncate
+from memory_es.recall.inventory import check_memory_id, truncate
 from memory_es.recall.render import format_instant
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
+from memory_es.store.lifecycle import check_status_change
+from memory_es.store.remembering import RememberTerms, check_tier, checked_text
 from memory_es.transfer import rebuild_root, replay_export
 
 Command = Callable[[argparse.Namespace], int]
@@ -93,6 +95,8 @@ def cmd_admit(args: argparse.Namespace) -> int:
     )
     with MemoryStore.open(_root(args, config), config, background=False) as store:
         result = store.persist_completed_turn(turn)
+        store.project()  # leave the index at the journal head: a later refused command
+        # (which opens the root too) then changes no byte under it
     print_json(result.to_json())
     if result.ok:
         return OK
@@ -102,7 +106,18 @@ def cmd_admit(args: argparse.Namespace) -> int:
 def cmd_remember(args: argparse.Namespace) -> int:
     config = _config(args)
     text = _read_text("-", "text") if args.text == "-" else args.text
-    with MemoryStore.open(_root(args, config), config, background=False) as store:
+    # Refusals that need no root come before one is opened (or created): bad text or options,
+    # and enhanced options where the root would be a new Lite or Journal one (J6).
+    checked_text(text)
+    terms = RememberTerms.checked(about=args.about, supersedes=args.supersedes,
+                                  replaceable=args.replaceable, valid_from=args.valid_from,
+                                  valid_to=args.valid_to, due_at=args.due)
+    root = _root(args, config)
+    if not (root / MARKER_FILE).exists():
+        check_tier(terms, (config or MemoryConfig()).mode)
+    # about and supersedes name stored lines: an existing root only
+    with MemoryStore.open(root, config, background=False,
+                          create=terms.about is None and terms.supersedes is None) as store:
         result = store.remember(text, session=args.session, about=args.about,
                                 supersedes=args.supersedes, replaceable=args.replaceable,
                                 valid_from=args.valid_from, valid_to=args.valid_to,
@@ -113,7 +128,10 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 def cmd_set_status(args: argparse.Namespace) -> int:
     config = _config(args)
-    with MemoryStore.open(_root(args, config), config, background=False) as store:
+    check_memory_id(args.id)  # usage errors before the root is opened
+    check_status_change(args.status, args.reason)
+    with MemoryStore.open(_root(args, config), config, background=False,
+                          create=False) as store:  # a line can only be in an existing root
         result = store.set_status(args.id, args.status, reason=args.reason)
     print_json(result.to_json())
     return OK
@@ -121,7 +139,9 @@ def cmd_set_status(args: argparse.Namespace) -> int:
 
 def cmd_mark(args: argparse.Namespace) -> int:
     config = _config(args)
-    with MemoryStore.open(_root(args, config), config, background=False) as store:
+    check_memory_id(args.id)
+    with MemoryStore.open(_root(args, config), config, background=False,
+                          create=False) as store:
         result = store.mark(args.id, insight=args.insight)
     print_json(result.to_json())
     return OK
@@ -292,11 +312,14 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    result = _reader(args).recall(args.query, args.limit, explain=args.explain)
+    result = _reader(args).recall(args.query, args.limit, explain=args.explain,
+                                  as_of=args.as_of)
     if args.json:
         print_json(result.to_json())
         return OK
     print(result.text if result.recall.hits else "no matching memory")
+    if result.as_of is not None:
+        print(f"(as of {result.as_of}: journal position {result.position})", file=sys.stderr)
     if result.degraded:
         print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
               "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)

@@ -196,6 +196,11 @@ def build_parser() -> Parser:
     p.add_argument("--explain", action="store_true",
                    help="each hit's score parts (cosine, lexical evidence, anchors, RRF hint, "
                         "graph hop) and the cut it passed")
+    p.add_argument("--as-of", dest="as_of", metavar="INSTANT",
+                   help="answer from what the journal held at this ISO 8601 instant, which "
+                        "must carry its offset (2026-05-04T09:00:00Z, 2026-05-04T11:00+02:00): "
+                        "lines superseded since are current, later lines absent; before the "
+                        "first event nothing, in the future the same as now")
     p.set_defaults(func="search")
 
     p = command("calibrate", "fit the recall calibration on your own labelled questions",

@@ -31,6 +31,10 @@ class RecallResult:
     reason: DegradedReason | None = None
     vectors_pending: int = 0
     explanation: dict[str, Any] | None = None  # the query's side of ``explain=True``
+    # An as-of recall (issue 14 item 5): the instant asked about (UTC) and the last journal
+    # position the store had recorded then (0: nothing yet).
+    as_of: str | None = None
+    position: int | None = None
 
     @property
     def text(self) -> str:
@@ -53,6 +57,8 @@ class RecallResult:
             "notes": list(self.recall.notes), "results": results}
         if self.explanation is not None:
             body["explain"] = self.explanation
+        if self.as_of is not None:
+            body["asOf"] = {"instant": self.as_of, "position": self.position}
         return body
 
 

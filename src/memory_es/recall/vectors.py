@@ -39,7 +39,14 @@ _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 class VectorCache:
     """Vectors by (identity, sha256(text)): survive rebuilds, replays and generations."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, readonly: bool = False) -> None:
+        self.readonly = readonly
+        if readonly:  # the read-only door writes nothing: what the cache lacks is not kept
+            self.conn = apsw.Connection(str(root / CACHE_DIR / CACHE_FILE),
+                                        flags=apsw.SQLITE_OPEN_READONLY
+                                        | apsw.SQLITE_OPEN_NOFOLLOW)
+            self.conn.setbusytimeout(5000)
+            return
         directory = root / CACHE_DIR
         make_private_dir(directory)
         path = directory / CACHE_FILE
@@ -58,12 +65,27 @@ class VectorCache:
         return found
 
     def put_many(self, identity: str, items: Sequence[tuple[str, bytes]]) -> None:
+        if self.readonly:
+            return
         with self.conn:
             self.conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                   [(identity, sha, blob) for sha, blob in items])
 
     def close(self) -> None:
         self.conn.close()
+
+
+def read_only_cache(root: Path) -> VectorCache | None:
+    """The root's vector cache opened read-only, or None when it is absent or unreadable (a
+    reader then embeds what it needs and keeps nothing)."""
+    if not os.path.isfile(root / CACHE_DIR / CACHE_FILE):
+        return None
+    try:
+        cache = VectorCache(root, readonly=True)
+        cache.conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchall()
+    except apsw.Error:
+        return None
+    return cache
 
 
 @dataclass

@@ -210,6 +210,7 @@ class MemoryStore:
         if not self.journal_writer.close():
             return
         try:
+            self.reads.close()
             self.projections.close()
             self.vectors.close()
         finally:
@@ -369,11 +370,16 @@ class MemoryStore:
 
     # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------
 
-    def recall(self, query: str, limit: int = 10, *, explain: bool = False) -> RecallResult:
+    def recall(self, query: str, limit: int = 10, *, explain: bool = False,
+               as_of: datetime | str | None = None) -> RecallResult:
         """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, lexical evidence fused
         with the cosine (``memory.recall.scoring``). Never raises for a provider outage: the
         result is lexical-only and ``degraded`` with its reason. ``explain`` adds each hit's
-        score parts and the cut it passed."""
+        score parts and the cut it passed. ``as_of`` (an aware datetime or an ISO instant with
+        its offset) answers from what the journal held at that instant (a future one is now):
+        lines superseded since are current, later lines absent (issue 14 item 5)."""
+        if as_of is not None:
+            return self.reads.recall_as_of(query, limit, explain, as_of, self._opened)
         return self.reads.recall(query, limit, explain)
 
     def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
@@ -409,10 +415,11 @@ class MemoryStore:
         (``journal_cursor_stale``); an altered or foreign cursor is ``journal_cursor_invalid``."""
         return self.reads.journal_continue(cursor)
 
-    def search(self, query: str, limit: int = 5, *, explain: bool = False) -> RecallResult:
+    def search(self, query: str, limit: int = 5, *, explain: bool = False,
+               as_of: datetime | str | None = None) -> RecallResult:
         """The reference's ``memory search``: hybrid recall, exactly :meth:`recall` (one
         meaning for "search" on every door, the CLI's included)."""
-        return self.recall(query, limit, explain=explain)
+        return self.recall(query, limit, explain=explain, as_of=as_of)
 
     def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Raw FTS5 hits of the active index ranked by bm25, without vectors or scoring

@@ -8,11 +8,12 @@ embedded before, with no lock held.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 
 from memory_es.config import MemoryConfig
 from memory_es.errors import IndexUnavailableError
+from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
 from memory_es.recall import (
     AutoContext,
@@ -25,6 +26,7 @@ from memory_es.recall import (
     check_query,
     owner_text_gate,
 )
+from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
 from memory_es.recall.inventory import MemoryDetail, MemoryList, list_memories, show_memory
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.store.admission import GroupCommit
@@ -49,6 +51,7 @@ class StoreReads:
         # Snapshots live per handle; cursors are signed with the root's key, so any handle
         # (another process, the CLI, MemoryRoot) continues them (I*, issue 13 item 16).
         self._chronology = MemoryJournal(RootCursorKey(root), clock)
+        self._as_of = AsOfStates()
 
     def recaller(self) -> Recaller:
         """Recall bound to this store's config and embedder (calibration decided once)."""
@@ -69,6 +72,32 @@ class StoreReads:
                       if recaller.embedder is not None else None)
             return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
                                    matrix=matrix, limit=limit, explain=explain)
+
+    def recall_as_of(self, query: str, limit: int, explain: bool, as_of: datetime | str,
+                     opened: OpenedJournal) -> RecallResult:
+        """Recall over the journal's state at ``as_of`` (issue 14 item 5; a future instant is
+        now). The events are read holding the journal; the fold, the vectors (cache first,
+        no lock held: the provider may be called for text never embedded) and recall after."""
+        check_limit(limit)
+        check_query(query)
+        now = self._clock()
+        instant = min(check_as_of(as_of), now).astimezone(UTC)
+        recaller = self.recaller()
+        query_vector = None if self._vectors.paused else recaller.embed_query(query)
+        with self._journal.exclusive():
+            head = opened.recorder.max_notification_id() or 0
+            state = self._as_of.cached(head, instant)
+            events = [] if state is not None else list(iter_events(opened, upto=head))
+        if state is None:
+            state = self._as_of.state(lambda upto: (e for e in events if e[0] <= upto),
+                                      head, instant)
+        if query_vector is not None and recaller.embedder is not None:  # lexical: none
+            state.fill(self._vectors.fill, recaller.embedder.identity.key)
+        return recall_as_of(recaller, state, query, instant=instant,
+                            query_vector=query_vector, limit=limit, explain=explain)
+
+    def close(self) -> None:
+        self._as_of.close()
 
     def auto_recall(self, text: str, *, session: str | None, owner: bool,
                     gate_owner_text: bool) -> AutoContext:

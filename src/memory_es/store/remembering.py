@@ -106,15 +106,20 @@ class RememberTerms:
         return terms
 
 
+def check_tier(terms: RememberTerms, tier: str) -> None:
+    """Lite and Journal take text-only writes (J6): ``remember_text_only`` otherwise."""
+    if terms.enhanced and tier != "bujo":
+        raise MemoryEsError(f"remember_text_only: the {tier} tier takes text-only writes; "
+                            "about, supersedes, replaceable and validity need BuJo (J6)",
+                            code="remember_text_only")
+
+
 def remember(opened: OpenedJournal, journal: GroupCommit, projections: LiveProjections,
              text: str, *, session: str | None, tier: str, now: datetime,
              terms: RememberTerms = RememberTerms()) -> RememberResult:
     """Write one fact and project it before returning (J1, J4, J7-J12, N11)."""
     clean = checked_text(text)
-    if terms.enhanced and tier != "bujo":
-        raise MemoryEsError(f"remember_text_only: the {tier} tier takes text-only writes; "
-                            "about, supersedes, replaceable and validity need BuJo (J6)",
-                            code="remember_text_only")
+    check_tier(terms, tier)
     memory_id = text_key(clean)
     day = now.date().isoformat()
     with journal.exclusive():
