@@ -34,8 +34,8 @@ RECORD = {"admitted_at": "str", "attempts": "int", "attempts_left": "int", "cate
           "position": "int", "reason_slug": "null", "retained": "null", "revision": "int",
           "state": "str"}
 PENDING = {**RECORD, "next_due_at": "str", "outcome": "null"}
-ENTRY = {"day": "str", "id": "str", "recordedAt": "str", "source": "str", "status": "str",
-         "text": "str", "time": "str", "truncated": "bool", "type": "str"}
+ENTRY = {"currentness": "str", "day": "str", "id": "str", "recordedAt": "str", "source": "str",
+         "status": "str", "text": "str", "time": "str", "truncated": "bool", "type": "str"}
 RANGE = {"days": "int", "fromDate": "str", "fromUtc": "str", "interval": "str",
          "throughDate": "str", "timeZone": "str", "toUtc": "str"}
 
