@@ -28,6 +28,7 @@ from uuid import UUID
 
 from memory_es.events import Intake, Memory
 from memory_es.ids import intake_uuid
+from projections.replay import fold_into
 from projections.sqlite_index import IN_MEMORY, IndexProjection
 
 
@@ -69,12 +70,4 @@ def _stamped(event: object) -> datetime:
 
 def fold_in_memory(events: Iterable[tuple[int, object]]) -> IndexProjection:
     """A throwaway index holding ``events`` folded and committed, in memory only."""
-    index = IndexProjection(IN_MEMORY, create=True)
-    try:
-        for position, event in events:
-            index.apply(position, event)
-        index.flush()
-    except BaseException:
-        index.close()
-        raise
-    return index
+    return fold_into(IndexProjection(IN_MEMORY, create=True), events)

@@ -373,7 +373,11 @@ def build_generation(path: Path, events: Iterable[tuple[int, object]]) -> IndexP
     make_private_dir(path.parent)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    index = IndexProjection(path, create=True)
+    return fold_into(IndexProjection(path, create=True), events)
+
+
+def fold_into(index: IndexProjection, events: Iterable[tuple[int, object]]) -> IndexProjection:
+    """``index`` with every event applied and committed (closed again if that fails)."""
     try:
         for position, event in events:
             index.apply(position, event)
