@@ -214,6 +214,23 @@ class Intake(Aggregate):
         return _following(cls.ReconcileRetained, run_hash=run_hash, version=version, at=at,
                           decisions=decisions, model=model)
 
+    class Forgotten(Aggregate.Event):
+        """The turn's content was erased (issue 14 item 4): ``key_ids`` are the record keys
+        of its summary, payload and retained plans, destroyed after this commits. Content-free,
+        never sealed; the audit line goes with it."""
+
+        TOPIC = "memory_es/Intake.Forgotten"
+        run_hash: str
+        reason: str
+        key_ids: list[int]
+
+    @classmethod
+    def forgotten(cls, *, run_hash: str, version: int, at: datetime, reason: str,
+                  key_ids: list[int]) -> Intake.Forgotten:
+        """The Forgotten event following ``version``."""
+        return _next(cls.Forgotten, intake_uuid(run_hash), version, at, run_hash=run_hash,
+                     reason=reason, key_ids=key_ids)
+
 
 class Memory(Aggregate):
     """One remembered line: an observation, note, fact, task or event (DESIGN 4).
@@ -352,6 +369,28 @@ class Memory(Aggregate):
             text=text, day=day, status=status, source=source, session=session,
             run_hash=run_hash, tier=tier)
 
+    class Forgotten(Event):
+        """Terminal (issue 14 item 3): the memory's text was erased. ``key_ids`` are the record
+        keys destroyed after this commits (its own events, the relations it states, entities
+        only it named, and the content of the turns that support it: ``run_hashes``);
+        ``entity_ids`` are the entities pruned with it. Content-free, never sealed."""
+
+        TOPIC = "memory_es/Memory.Forgotten"
+        memory_id: str
+        reason: str
+        key_ids: list[int]
+        entity_ids: list[str]
+        run_hashes: list[str]
+
+    @classmethod
+    def forgotten(cls, *, version: int, at: datetime, memory_id: str, reason: str,
+                  key_ids: list[int], entity_ids: list[str],
+                  run_hashes: list[str]) -> Memory.Forgotten:
+        """The Forgotten event following ``version``."""
+        return _next(cls.Forgotten, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     reason=reason, key_ids=key_ids, entity_ids=entity_ids,
+                     run_hashes=run_hashes)
+
 
 class Entity(Aggregate):
     """A graph node (L1): a person, project, organisation or concept.
@@ -445,3 +484,20 @@ class Root(Aggregate):
 ADMITTED_TOPIC = Intake.Admitted.TOPIC
 RESOLVED_TOPIC = Intake.Resolved.TOPIC
 RECORDED_TOPIC = Memory.Recorded.TOPIC
+
+
+# Content fields a writer seals under per-record keys (issue 14, crypto-shredding), with the
+# content-free value a reader gets once the key is destroyed. Everything else (ids, hashes,
+# days, statuses, labels, salience, models) is not content and stays readable.
+SEALED_FIELDS: dict[str, dict[str, Any]] = {
+    Intake.Admitted.TOPIC: {"summary": "", "attachments": []},
+    Intake.ExtractionRetained.TOPIC: {"plan": {}},
+    Intake.ReviewRetained.TOPIC: {"decisions": []},
+    Intake.ReconcileRetained.TOPIC: {"decisions": []},
+    Memory.Recorded.TOPIC: {"text": ""},
+    Memory.Captured.TOPIC: {"text": "", "fact": None},
+    Memory.TextUpdated.TOPIC: {"text": "", "fact": None},
+    Entity.Named.TOPIC: {"name": ""},
+    Entity.Related.TOPIC: {"relation": ""},
+}
+FORGOTTEN_TOPICS = (Memory.Forgotten.TOPIC, Intake.Forgotten.TOPIC)

@@ -114,9 +114,14 @@ def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
     keyed root: an export is a portable document that any root can verify and replay without
     the origin's key (which never leaves its key store), and it is byte-identical whichever
     key the exporting root had. Its chain detects damage, not a forger (issue 13 item 11).
+    Sealed content is exported open (a portable document, issue 14); a forgotten record keeps
+    only its content-free tombstone (``{"$sealed": 1, "void": ...}``: no key, no ciphertext),
+    so a root that never forgot exports the same bytes as before sealing existed.
     """
     plain = GENESIS
+    unseal = opened.recorder.sealer.unseal
     for position, oid, version, topic, state, _stored in opened.recorder.rows():
+        state = unseal(topic, oid, version, bytes(state), export=True).state
         plain = chain_link(plain, position, oid, version, topic, state)
         yield msgspec.json.encode(
             {

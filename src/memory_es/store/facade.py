@@ -25,7 +25,7 @@ from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
-from memory_es.events import Root
+from memory_es.events import SEALED_FIELDS, Root
 from memory_es.history import fold_intakes, journal_guard
 from memory_es.intake import (
     AdmissionResult,
@@ -160,7 +160,8 @@ class MemoryStore:
         path = resolve_root(root, config)
         with journal_guard(path):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
             opened = open_journal(path, writable=True, lock_timeout=lock_timeout,
-                                  create=create, derived=DERIVED_ENTRIES, key_store=key_store)
+                                  create=create, derived=DERIVED_ENTRIES, key_store=key_store,
+                                  seal=SEALED_FIELDS)
         try:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
