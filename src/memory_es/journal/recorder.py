@@ -298,6 +298,20 @@ class JournalRecorder(ApplicationRecorder):
                                        (intake_id,)).fetchone()
         return None if row is None else payload_key_id(bytes(row[0]))
 
+    def rows_of(self, topics: Sequence[str], needle: str | None = None
+                ) -> list[tuple[int, str, int, str, bytes]]:
+        """(position, originator id, version, topic, state) of the events under ``topics``
+        (whose state holds ``needle``, when given: a plain field's value), in journal order."""
+        sql = ("SELECT position, originator_id, originator_version, topic, state FROM events "
+               f"WHERE topic IN ({','.join('?' * len(topics))})")
+        params: list[Any] = list(topics)
+        if needle is not None:
+            sql += " AND instr(state, ?) > 0"
+            params.append(needle.encode())
+        with self._read_lock:
+            rows: list[Any] = self._reader.execute(sql + " ORDER BY position", params).fetchall()
+        return [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
+
     def highest_key_id(self) -> int:
         """The highest record key id any committed row or payload references: keys above it
         were reserved but never used (collected on a writer's open)."""
