@@ -66,10 +66,14 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
                 ("--cursor", True), ("--page", True)],
     "list": [("--status", True), ("--since", True), ("--limit", True), ("--cursor", True)],
     "show": [(None, True)],
+    "forget": [(None, True), ("--run-id", True), ("--query", True), ("--reason", True),
+               ("--dry-run", False), ("--show-text", False), ("--yes", False),
+               ("--lock-timeout", True)],
 }
 
 
-REQUIRED = {"--run-id", "--answer", "--journal"}  # mostly given, or most calls stop there
+# mostly given, or most calls stop there
+REQUIRED = {"--run-id", "--answer", "--journal", "--reason"}
 # Plausible values, so that many calls get past the checks and really run.
 GOOD: dict[str, list[str]] = {
     "--run-id": ["run-1", "run-2", "run-new", "run-9"], "--answer": ["Booked.", "-", "x"],
@@ -84,6 +88,8 @@ GOOD: dict[str, list[str]] = {
     "--status": ["open", "superseded", "invalidated"],
     "--since": ["2026-12-02", "2000-01-01T00:00:00Z", "2026-12-02T10:00+01:00"],
     "show": [MEMORY_ID, MEMORY_ID[:8], MEMORY_ID[:12], "0" * 64],
+    "forget": [MEMORY_ID, "0" * 64], "--reason": ["user-request", "Bad Slug"],
+    "--query": ["dentist", "nothing here"],
 }
 
 

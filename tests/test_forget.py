@@ -155,3 +155,58 @@ def test_forget_twice_unknown_ids_and_bad_reasons(tmp_path: Path) -> None:
         second = store.forget(memory_id, reason="user-request")
         assert (first.status, second.status) == ("forgotten", "already_forgotten")
         assert second.events == [] and len(list(store.events())) == events
+
+
+# --------------------------------------------------------------------------------------------
+# Forget by source (issue 14 item 4): a turn and what it alone supports
+
+
+def test_forget_turn_keeps_a_memory_another_turn_supports(tmp_path: Path) -> None:
+    """Journal tier: two turns state the same line (one content-derived memory). Forgetting
+    the first turn erases its content and keeps the memory; forgetting the second then
+    forgets the memory, because no live turn supports it any more."""
+    root = tmp_path / "root"
+    said = f"The spare fuse is in the {MARKER} tin."
+    with open_store(root, "journal", background=False) as store:
+        store.persist_completed_turn(lite_turn("t1", said))
+        store.persist_completed_turn(lite_turn("t2", said))
+        store.persist_completed_turn(lite_turn("t3", "The cat prefers the blue bowl."))
+        store.drain()
+        memory_id = marker_id(store)
+        with pytest.raises(MemoryEsError) as err:
+            store.forget_turn("nope", reason="user-request")
+        assert err.value.code == "turn_not_found"
+        dry = store.forget_turn("t1", reason="user-request", dry_run=True)
+        assert dry.kept == [memory_id] and dry.memory_ids == []
+        first = store.forget_turn("t1", reason="user-request")
+        assert first.status == "forgotten" and first.kept == [memory_id]
+        assert [e["topic"] for e in first.events] == ["memory_es/Intake.Forgotten"]
+        assert len(store.lexical_search(MARKER)) == 1  # still supported by t2
+        second = store.forget_turn("t2", reason="user-request")
+        assert second.memory_ids == [memory_id] and second.kept == []
+        assert second.byte_scan is not None and second.byte_scan.clean
+        assert_gone(root, store)
+        assert len(store.lexical_search("bowl")) == 1
+        third = store.forget_turn("t2", reason="user-request")
+        assert third.status == "already_forgotten"
+    assert MemoryRoot.open(root).health().status == "clean"
+
+
+def test_forget_turn_erases_its_capture_and_audit_line(tmp_path: Path) -> None:
+    """BuJo capture: every line the turn produced, its audit line, its payload and plans."""
+    root = tmp_path / "root"
+    store, _model = capture_root(root)
+    with store:
+        store.persist_completed_turn(turn("c1", f"Morgan hides a key under the {MARKER} "
+                                                "stone. Acme builds arms.",
+                                          answer=f"Noted the {MARKER} stone."))
+        store.drain()
+        assert (root / "audit").exists()
+        receipt = store.forget_turn("c1", reason="user-request")
+        assert len(receipt.memory_ids) == 2 and len(receipt.turns) == 1
+        assert receipt.byte_scan is not None and receipt.byte_scan.clean
+        assert store.lexical_search("warehouse") == []
+        assert index_rows(root, "SELECT COUNT(*) FROM audit") == [(0,)]
+    assert scan(root) == [] and scan(root, "Acme") == [] and scan(root, "Morgan") == []
+    assert not list((root / "audit").glob("*.md"))
+    assert MemoryRoot.open(root).health().status == "clean"

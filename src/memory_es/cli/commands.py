@@ -25,6 +25,7 @@ from memory_es.recall.render import format_instant
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore, resolve_root
+from memory_es.store.remembering import checked_text
 from memory_es.transfer import rebuild_root, replay_export
 
 Command = Callable[[argparse.Namespace], int]
@@ -102,6 +103,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
 def cmd_remember(args: argparse.Namespace) -> int:
     config = _config(args)
     text = _read_text("-", "text") if args.text == "-" else args.text
+    checked_text(text)  # refused before a root is opened (or created): nothing written
     with MemoryStore.open(_root(args, config), config, background=False) as store:
         result = store.remember(text, session=args.session)
     print_json(result.to_json())
