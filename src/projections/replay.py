@@ -228,6 +228,8 @@ class Projector:
                 else:
                     relpath, data = render_one(self.index, kind, day)
                     self.files_written += _write_if_changed(self.root, relpath, data)
+            if self.index.touched:  # files rewritten, their index rows not yet committed
+                crash_point("projection.before_index_commit")
             self.index.flush()
         except BaseException:
             self.index.rollback()

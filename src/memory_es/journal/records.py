@@ -22,6 +22,7 @@ from typing import Any
 import apsw
 
 from memory_es.errors import IntegrityError
+from memory_es.fsutil import crash_point
 from memory_es.keystore import RECORDS_FILE, KeyStore, private_key_file
 
 CHUNK = 256
@@ -128,6 +129,7 @@ class RecordKeys:
                 if destroyed:
                     conn.executemany("INSERT OR IGNORE INTO destroyed VALUES (?)",
                                      [(i,) for i in ids])
+            crash_point("records.before_checkpoint")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
     def collect_garbage(self, highest_referenced: int) -> int:
