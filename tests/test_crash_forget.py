@@ -77,6 +77,9 @@ def test_a_killed_forget_is_never_half_done(tmp_path: Path, tier: str, boundary:
     done = subprocess.run([sys.executable, str(HELPER), str(root), tier, memory_id],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == -signal.SIGKILL, (done.stdout, done.stderr)
+    if boundary in ("forget.after_commit", "forget.after_cache"):  # before the next writer
+        codes = {f.code for f in MemoryRoot.open(root).health().findings}
+        assert "forgotten_key_present" in codes, codes
     with reopen(root, tier) as store:  # the writer open completes what the kill left
         committed = any(topic == Memory.Forgotten.TOPIC and memory_id.encode() in bytes(state)
                         for _p, _o, _v, topic, state, _c in store.events())

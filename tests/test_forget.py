@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from helpers_attack import open_store
@@ -210,3 +211,18 @@ def test_forget_turn_erases_its_capture_and_audit_line(tmp_path: Path) -> None:
     assert scan(root) == [] and scan(root, "Acme") == [] and scan(root, "Morgan") == []
     assert not list((root / "audit").glob("*.md"))
     assert MemoryRoot.open(root).health().status == "clean"
+
+
+def test_health_names_a_projection_row_a_forget_left_behind(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with open_store(root, "lite", background=False) as store:
+        fill(store)
+        memory_id = marker_id(store)
+        store.forget(memory_id, reason="user-request")
+    db = next((root / "index").glob("*/memory.db"))
+    conn = apsw.Connection(str(db))
+    conn.execute("INSERT INTO memory_meta (id, labels, scope, salience, from_task, text_key) "
+                 "VALUES (?, '', 'agent', 0.5, 0, 'k')", (memory_id,))
+    conn.close()
+    findings = MemoryRoot.open(root).health().findings
+    assert ("forgotten_row_present", "index") in {(f.code, f.path) for f in findings}

@@ -14,6 +14,7 @@ import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.errors import storage_guard, storage_kind
+from memory_es.events import FORGOTTEN_TOPICS
 from memory_es.intake import IntakeView
 from memory_es.journal import GENESIS, JOURNAL_FILE, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
@@ -134,3 +135,39 @@ def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
             },
             order="sorted",
         ) + b"\n"
+
+
+def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, str, str]]:
+    """Health's proof that every forget finished (issue 14): (code, path, detail) triples.
+    ``forgotten_key_present``: a Forgotten event's record keys still exist (a forget a kill
+    interrupted; the next writer open destroys them); ``forgotten_row_present``: the active
+    index still holds a row of a forgotten memory or turn. Content-free: ids only."""
+    memories: set[str] = set()
+    turns: set[str] = set()
+    key_ids: set[int] = set()
+    for _pos, _oid, _version, topic, state in opened.recorder.rows_of(FORGOTTEN_TOPICS):
+        event = msgspec.json.decode(state)
+        key_ids.update(event["key_ids"])
+        (memories if topic == FORGOTTEN_TOPICS[0] else turns).add(
+            event.get("memory_id") or event.get("run_hash"))
+    keys = opened.recorder.sealer.keys
+    present = keys.present(sorted(key_ids)) if keys is not None else []
+    if present:
+        yield ("forgotten_key_present", JOURNAL_FILE,
+               f"{len(present)} record keys of forgotten records still exist; the next "
+               "writer open destroys them")
+    conn = open_active_index(root) if memories or turns else None
+    if conn is None:
+        return
+    try:
+        checks = [("memories", "id", memories), ("memory_meta", "id", memories),
+                  ("memory_entities", "memory_id", memories), ("relations", "memory", memories),
+                  ("audit", "run_hash", turns)]
+        for table, column, ids in checks:
+            for value in sorted(ids):
+                if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1",
+                                (value,)).fetchone():
+                    yield ("forgotten_row_present", INDEX_DIR,
+                           f"{table} still holds a row of forgotten {value}")
+    finally:
+        conn.close()

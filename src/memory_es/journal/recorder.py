@@ -32,7 +32,7 @@ from memory_es.fsutil import crash_point
 from memory_es.journal.catalog import Catalog
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
-from memory_es.journal.sealing import SEALED_MARK, Sealer, payload_key_id, state_key_ids
+from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -319,7 +319,7 @@ class JournalRecorder(ApplicationRecorder):
         with self._read_lock:
             for (state,) in self._reader.execute(
                     "SELECT state FROM events WHERE instr(state, ?) > 0", (SEALED_MARK,)):
-                highest = max([highest, *state_key_ids(bytes(state))])
+                highest = max([highest, *map(int, SEALED_KEY_ID.findall(bytes(state)))])
             for (blob,) in self._reader.execute("SELECT bytes FROM payloads"):
                 highest = max(highest, payload_key_id(bytes(blob)) or 0)
         return highest

@@ -18,6 +18,7 @@ Events stored before sealing existed hold plain fields and decode unchanged.
 from __future__ import annotations
 
 import base64
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ from memory_es.journal.records import RecordKeys
 
 SEALED = "$sealed"
 SEALED_MARK = b'"$sealed"'
+# A sealed value's key id, read without decoding the state (canonical JSON sorts the keys):
+# the writer's open scans every sealed row with it to collect unused keys.
+SEALED_KEY_ID = re.compile(rb'"\$sealed":1,"ct":"[A-Za-z0-9+/=]*","key":(\d+)')
 PAYLOAD_MAGIC = b"\x00mes-sealed-1\x00"
 NONCE_BYTES = 12
 
