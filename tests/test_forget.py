@@ -81,7 +81,10 @@ def test_forget_erases_every_byte_on_a_model_free_tier(tmp_path: Path, tier: str
     replayed = tmp_path / "replayed"
     replay_export(export, replayed)
     assert scan(replayed) == []
-    assert MemoryRoot.open(replayed).health().status == "clean"
+    health = MemoryRoot.open(replayed).health()
+    assert health.status == "clean", health.to_json()
+    with open_store(replayed, tier, background=False) as store:  # a writer open: the
+        assert len(store.lexical_search("bowl")) == 1  # inherited forget destroys no key here
     again = tmp_path / "again.jsonl"
     MemoryRoot.open(replayed).export_to(again)
     assert again.read_bytes() == export.read_bytes()  # the tombstones replay byte-exact

@@ -223,13 +223,14 @@ class Intake(Aggregate):
         run_hash: str
         reason: str
         key_ids: list[int]
+        keys_root: str  # the root id whose key store held them (ids are root-local)
 
     @classmethod
     def forgotten(cls, *, run_hash: str, version: int, at: datetime, reason: str,
-                  key_ids: list[int]) -> Intake.Forgotten:
+                  key_ids: list[int], keys_root: str) -> Intake.Forgotten:
         """The Forgotten event following ``version``."""
         return _next(cls.Forgotten, intake_uuid(run_hash), version, at, run_hash=run_hash,
-                     reason=reason, key_ids=key_ids)
+                     reason=reason, key_ids=key_ids, keys_root=keys_root)
 
 
 class Memory(Aggregate):
@@ -379,17 +380,19 @@ class Memory(Aggregate):
         memory_id: str
         reason: str
         key_ids: list[int]
+        keys_root: str  # the root id whose key store held them: a replayed root (another
+        # id, its own key ids) never destroys its own keys for a forget it only inherited
         entity_ids: list[str]
         run_hashes: list[str]
 
     @classmethod
     def forgotten(cls, *, version: int, at: datetime, memory_id: str, reason: str,
-                  key_ids: list[int], entity_ids: list[str],
+                  key_ids: list[int], keys_root: str, entity_ids: list[str],
                   run_hashes: list[str]) -> Memory.Forgotten:
         """The Forgotten event following ``version``."""
         return _next(cls.Forgotten, memory_uuid(memory_id), version, at, memory_id=memory_id,
-                     reason=reason, key_ids=key_ids, entity_ids=entity_ids,
-                     run_hashes=run_hashes)
+                     reason=reason, key_ids=key_ids, keys_root=keys_root,
+                     entity_ids=entity_ids, run_hashes=run_hashes)
 
 
 class Entity(Aggregate):

@@ -147,7 +147,8 @@ def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, st
     key_ids: set[int] = set()
     for _pos, _oid, _version, topic, state in opened.recorder.rows_of(FORGOTTEN_TOPICS):
         event = msgspec.json.decode(state)
-        key_ids.update(event["key_ids"])
+        if event["keys_root"] == opened.chain.root_id:  # replayed: another root's key ids
+            key_ids.update(event["key_ids"])
         (memories if topic == FORGOTTEN_TOPICS[0] else turns).add(
             event.get("memory_id") or event.get("run_hash"))
     keys = opened.recorder.sealer.keys

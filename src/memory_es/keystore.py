@@ -7,9 +7,10 @@ Layout (every directory 0700, every file 0600, owned by this user, no symlinks, 
       <root id>/                  one directory per root: 32 hex digits, random, recorded in
                                   the root's schema marker
         chain.key                 32 random bytes: the HMAC-SHA256 key of the journal chain
+        records.db                the per-record AES-GCM keys of sealed content (issue 14:
+                                  forget destroys them; ``journal.records``)
 
-A root's directory is where other per-root secrets go (a later "forget" feature's per-record
-keys), so they share one location and one set of hygiene checks.
+Both share one location and one set of hygiene checks (``private_key_file``).
 
 Where the store is: an explicit ``key_store`` argument, else the ``MEMORY_ES_KEY_STORE``
 environment variable (read when a journal is opened, never by projections), else the default

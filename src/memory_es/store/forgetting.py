@@ -169,15 +169,17 @@ class Forgetter:
         before = _digests(self._root)
         events: list[Any] = []
         run_hashes = sorted(plan.turns)
+        keys_root = self._opened.chain.root_id or ""
         for memory_id, target in sorted(plan.memories.items()):
             events.append(Memory.forgotten(
                 version=target.version, at=now, memory_id=memory_id, reason=reason,
                 key_ids=sorted(target.key_ids | _entity_keys(plan, memory_id)),
-                entity_ids=sorted(plan.entities), run_hashes=run_hashes))
+                keys_root=keys_root, entity_ids=sorted(plan.entities), run_hashes=run_hashes))
         for run_hash in run_hashes:
             turn = plan.turns[run_hash]
             events.append(Intake.forgotten(run_hash=run_hash, version=turn.version, at=now,
-                                           reason=reason, key_ids=sorted(turn.key_ids)))
+                                           reason=reason, key_ids=sorted(turn.key_ids),
+                                           keys_root=keys_root))
         if not events:
             return [], []
         positions = self._opened.recorder.max_notification_id() or 0
@@ -275,6 +277,8 @@ def purge_vector_cache(root: Path, shas: list[str]) -> None:
 def _digests(root: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in _files(root):
+        if path.name.endswith("-shm"):  # SQLite's shared-memory index: no stored content
+            continue
         try:
             out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
@@ -314,7 +318,9 @@ def complete_forgets(opened: OpenedJournal, root: Path) -> int:
         return 0
     wanted: list[int] = []
     for row in opened.recorder.rows_of(list(FORGOTTEN_TOPICS)):
-        wanted.extend(msgspec.json.decode(row[4])["key_ids"])
+        event = msgspec.json.decode(row[4])
+        if event["keys_root"] == opened.chain.root_id:  # ids are local to the root's store
+            wanted.extend(event["key_ids"])
     present = keys.present(sorted(set(wanted)))
     if not present:
         return 0
