@@ -18,7 +18,7 @@ from eventsourcing.persistence import (
     StoredEvent,
     Transcoder,
 )
-from eventsourcing.utils import resolve_topic
+from eventsourcing.utils import get_topic, resolve_topic
 
 from memory_es.journal.sealing import Sealer
 
@@ -69,12 +69,18 @@ class MsgspecMapper(Mapper[UUID]):
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
         """The canonical state, with the content fields sealed (issue 14) before it is
         chained: the caller's transaction references only keys it commits."""
-        stored = super().to_stored_event(domain_event)
-        if self.sealer.policy is None:
-            return stored
-        return StoredEvent(stored.originator_id, stored.originator_version, stored.topic,
-                           self.sealer.seal_state(stored.topic, stored.originator_id,
-                                                  stored.originator_version, stored.state))
+        topic = get_topic(type(domain_event))
+        if self.sealer.policy is None or topic not in self.sealer.policy:
+            return super().to_stored_event(domain_event)
+        state = dict(vars(domain_event))  # as Mapper.to_stored_event, sealed before encoding
+        originator_id = state.pop("originator_id")
+        originator_version = state.pop("originator_version")
+        class_version = getattr(type(domain_event), "class_version", 1)
+        if class_version > 1:
+            state["class_version"] = class_version
+        self.sealer.seal_fields(topic, originator_id, originator_version, state)
+        return StoredEvent(originator_id, originator_version, topic,
+                           self.transcoder.encode(state))
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
         cls = resolve_topic(stored_event.topic)

@@ -79,13 +79,23 @@ class Sealer:
 
     def seal_state(self, topic: str, oid: UUID | str, version: int, state: bytes) -> bytes:
         """``state`` with the policy's fields of ``topic`` sealed under one fresh key."""
-        fields = self.policy.get(topic) if self.policy is not None else None
-        if not fields:
+        if self.policy is None or not self.policy.get(topic):
             return state
         data = msgspec.json.decode(state)
+        if not self.seal_fields(topic, oid, version, data):
+            return state
+        return msgspec.json.encode(data, order="sorted")
+
+    def seal_fields(self, topic: str, oid: UUID | str, version: int,
+                    data: dict[str, Any]) -> bool:
+        """Seal the policy's fields of ``topic`` in ``data`` in place, under one fresh key
+        (each field's canonical JSON); False when there was nothing to seal."""
+        fields = self.policy.get(topic) if self.policy is not None else None
+        if not fields:
+            return False
         todo = [f for f in fields if data.get(f) is not None and not is_sealed(data[f])]
         if not todo:
-            return state
+            return False
         assert self.keys is not None
         key_id, key = self.keys.take()
         aead = AESGCM(key)
@@ -95,7 +105,7 @@ class Sealer:
             ct = aead.encrypt(nonce, plain, _aad(topic, oid, version, field))
             data[field] = {SEALED: 1, "key": key_id, "nonce": _b64(nonce), "ct": _b64(ct),
                            "void": fields[field]}
-        return msgspec.json.encode(data, order="sorted")
+        return True
 
     def seal_payload(self, intake_id: str, data: bytes) -> bytes:
         """A turn payload sealed under its own key (forgetting the turn destroys it)."""
