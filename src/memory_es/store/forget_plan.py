@@ -5,9 +5,10 @@ A memory's text is stated by its own events (Recorded / Captured / TextUpdated),
 relations it states, by the entities only it names, and by every turn that supports it: the
 turn's summary, its payload and its retained capture plans say the same thing. Support is read
 from the journal: the run hash on the memory's own events, ``Intake.Resolved(memory_id)``
-(Lite, Journal) and a retained reconcile decision that targets it (a BuJo NOOP, UPDATE or
-SUPERSEDE). The plan holds every record key to destroy and, for the receipt and the byte scan,
-the SHA-256 of each erased text (the texts themselves never leave this process).
+(Lite, Journal) and a retained reconcile decision that confirms or restates it (BuJo capture:
+NOOP or UPDATE; a SUPERSEDE replaces its target, no support). The plan holds every record key
+to destroy and, for the receipt and the byte scan, the SHA-256 of each erased text (the texts
+themselves never leave this process).
 """
 
 from __future__ import annotations
@@ -143,11 +144,8 @@ class Planner:
         """memory id -> run hashes whose retained reconcile decisions target it."""
         support: dict[str, set[str]] = {}
         for row in self._recorder.rows_of([Intake.ReconcileRetained.TOPIC]):
-            event = self.decode(row)
-            for decision in event.decisions:
-                target = decision.get("target") if isinstance(decision, dict) else None
-                if isinstance(target, str):
-                    support.setdefault(target, set()).add(self._run_hash_of(row[1]))
+            for target in _supported(self.decode(row).decisions):
+                support.setdefault(target, set()).add(self._run_hash_of(row[1]))
         return support
 
     def turn(self, run_hash: str) -> Turn | None:
@@ -219,12 +217,16 @@ class Planner:
                 if memory_id:
                     found.add(memory_id)
             elif row[3] == Intake.ReconcileRetained.TOPIC:
-                for decision in self.decode(row).decisions:
-                    target = decision.get("target") if isinstance(decision, dict) else None
-                    if isinstance(target, str):
-                        found.add(target)
+                found.update(_supported(self.decode(row).decisions))
         for row in self._recorder.rows_of([Memory.TextUpdated.TOPIC], needle=run_hash):
             event = self.decode(row)
             if event.run_hash == run_hash:
                 found.add(event.memory_id)
         return found
+
+
+def _supported(decisions: list[Any]) -> list[str]:
+    """The targets a turn's reconcile decisions confirm (NOOP) or restate (UPDATE); a
+    SUPERSEDE replaces its target with a line of its own, which is no support."""
+    return [d["target"] for d in decisions if isinstance(d, dict)
+            and d.get("action") in ("NOOP", "UPDATE") and isinstance(d.get("target"), str)]

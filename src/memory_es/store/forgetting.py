@@ -155,9 +155,7 @@ class Forgetter:
             raise MemoryEsError("turn_pending: the turn is still waiting for its capture; "
                                 "resolve it or let it finish first", code="turn_pending")
         plan = self.plan_memories(planner.derived(run_hash), keep_supported_by=run_hash)
-        if turn.state == "forgotten" and not plan.memories:
-            plan.already.append(run_hash)
-        elif turn.state != "forgotten":
+        if turn.state != "forgotten":
             plan.turns[run_hash] = turn
         return run_hash, plan
 
