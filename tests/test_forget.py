@@ -229,3 +229,30 @@ def test_health_names_a_projection_row_a_forget_left_behind(tmp_path: Path) -> N
     conn.close()
     findings = MemoryRoot.open(root).health().findings
     assert ("forgotten_row_present", "index") in {(f.code, f.path) for f in findings}
+
+
+def test_an_entity_a_forget_pruned_can_be_named_again(tmp_path: Path) -> None:
+    """A later capture naming the pruned entity names it anew (Entity.NamedAgain): no
+    conflict with its first, forgotten naming; the graph shows it again; health clean."""
+    root = tmp_path / "root"
+    again = extraction([memory("Morgan now runs the bakery", entities=["m"])],
+                       [entity("m", "Morgan")])
+    plan = extraction(
+        [memory(f"Morgan keeps the spare key under the {MARKER} stone", entities=["m"])],
+        [entity("m", "Morgan")])
+    store, _model = open_capture(root, script(
+        ("extract", "c1", plan), ("review", "c1", review("keep")),
+        ("extract", "c2", again), ("review", "c2", review("keep"))))
+    with store:
+        store.persist_completed_turn(turn("c1", f"Morgan: key under the {MARKER} stone."))
+        store.drain()
+        store.forget(marker_id(store), reason="user-request")
+        assert not (root / "graph.jsonl").exists()  # nothing left to draw
+        store.persist_completed_turn(turn("c2", "Morgan runs the bakery now."))
+        store.drain()
+        assert store.inspect().counts.resolved == 2
+        assert "Morgan" in (root / "graph.jsonl").read_text()
+        assert index_rows(root, "SELECT name FROM entities") == [("Morgan",)]
+    assert scan(root) == []
+    health = MemoryRoot.open(root).health()
+    assert health.status == "clean", health.to_json()

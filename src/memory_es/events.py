@@ -438,6 +438,22 @@ class Entity(Aggregate):
         return _next(cls.Related, entity_uuid(entity_id), version, at, entity_id=entity_id,
                      to=to, relation=relation, memory=memory)
 
+    class NamedAgain(Event):
+        """An entity a forget pruned is named by a later line (issue 14): its first ``Named``
+        is still in the journal (sealed, its key destroyed), so the new naming follows it."""
+
+        TOPIC = "memory_es/Entity.NamedAgain"
+        entity_id: str
+        name: str
+        type: str
+
+    @classmethod
+    def named_again(cls, *, version: int, at: datetime, entity_id: str, name: str,
+                    type: str) -> Entity.NamedAgain:
+        """The NamedAgain event following ``version``."""
+        return _next(cls.NamedAgain, entity_uuid(entity_id), version, at, entity_id=entity_id,
+                     name=name, type=type)
+
 
 class Root(Aggregate):
     """The memory root itself (one per journal, id ``ROOT_UUID``): the configuration it was
@@ -501,6 +517,7 @@ SEALED_FIELDS: dict[str, dict[str, Any]] = {
     Memory.Captured.TOPIC: {"text": "", "fact": None},
     Memory.TextUpdated.TOPIC: {"text": "", "fact": None},
     Entity.Named.TOPIC: {"name": ""},
+    Entity.NamedAgain.TOPIC: {"name": ""},
     Entity.Related.TOPIC: {"relation": ""},
 }
 FORGOTTEN_TOPICS = (Memory.Forgotten.TOPIC, Intake.Forgotten.TOPIC)

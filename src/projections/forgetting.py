@@ -18,7 +18,7 @@ from typing import Any
 
 import apsw
 
-from memory_es.events import Intake, Memory
+from memory_es.events import Entity, Intake, Memory
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
 
 SCRUB_PENDING = "scrub_pending"
@@ -69,9 +69,15 @@ def _memory(conn: apsw.Connection, memory_id: str, entity_ids: list[str],
                      [*items, *items])
 
 
-def forget_rows(conn: apsw.Connection, event: object) -> Removed | None:
-    """Apply a forget event inside the projection's open transaction (None: not one)."""
+def forget_rows(conn: apsw.Connection, position: int, event: object) -> Removed | None:
+    """Apply a forget event inside the projection's open transaction (None: not one), or
+    the naming again of an entity a forget pruned (its row returns, at this position)."""
     removed = Removed()
+    if isinstance(event, Entity.NamedAgain):
+        conn.execute("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)",
+                     (position, event.entity_id, event.name, event.type))
+        removed.touched.add(("graph", ""))
+        return removed
     if isinstance(event, Memory.Forgotten):
         _memory(conn, event.memory_id, event.entity_ids, removed)
         _audit(conn, event.run_hashes, removed)

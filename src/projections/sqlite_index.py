@@ -236,7 +236,7 @@ class IndexProjection:
                               (position, event.entity_id, event.relation, event.to,
                                event.memory))
             self.touched.add(("graph", ""))
-        elif (removed := forget_rows(self.conn, event)) is not None:  # issue 14: erase
+        elif (removed := forget_rows(self.conn, position, event)) is not None:  # issue 14
             self.touched |= removed.touched
             self.rewritten.extend(removed.rowids)
         self.position = position

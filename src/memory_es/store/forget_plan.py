@@ -201,7 +201,7 @@ class Planner:
             names: list[str] = []
             for row in self._rows(entity_uuid(entity_id)):
                 keys.update(state_key_ids(row[4]))
-                if row[3] == Entity.Named.TOPIC:
+                if row[3] in (Entity.Named.TOPIC, Entity.NamedAgain.TOPIC):
                     names.append(self.decode(row).name)
             pruned[entity_id] = (keys, names)
         return pruned
