@@ -16,7 +16,7 @@ import pytest
 from helpers_attack import open_store
 from helpers_capture import entity, extraction, memory, open_capture, review, script, turn
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
-from memory_es.events import Memory
+from memory_es.events import Intake, Memory
 
 HELPER = Path(__file__).with_name("helpers_crash_forget.py")
 MARKER = "xqzvkptwq"
@@ -100,3 +100,23 @@ def test_a_killed_forget_is_never_half_done(tmp_path: Path, tier: str, boundary:
         with reopen(root, tier) as store:  # the forget can simply be asked again
             receipt = store.forget(memory_id, reason="crash-test")
             assert receipt.byte_scan is not None and receipt.byte_scan.clean
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+def test_a_killed_forget_turn_is_never_half_done(tmp_path: Path, boundary: str) -> None:
+    """The same over ``forget_turn``: the capture's lines, audit line and payload together."""
+    root = tmp_path / "root"
+    capture_root(root)
+    env = {**os.environ, "FORGET_CRASH_AT": boundary}
+    done = subprocess.run([sys.executable, str(HELPER), str(root), "capture", "run:c1"],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == -signal.SIGKILL, (done.stdout, done.stderr)
+    with reopen(root, "capture") as store:
+        committed = any(topic == Intake.Forgotten.TOPIC
+                        for _p, _o, _v, topic, _s, _c in store.events())
+        hits = store.lexical_search(f"{MARKER} warehouse")
+        assert len(hits) == (0 if committed else 2)
+    health = MemoryRoot.open(root).health()
+    assert health.status == "clean", health.to_json()
+    assert (scan(root) == [] and scan(root, "Acme") == []) if committed else scan(root) != []
+    assert committed or boundary == "journal.before_commit"

@@ -120,3 +120,22 @@ def test_keys_reserved_but_unused_are_collected_on_the_next_writer_open(tmp_path
         after = ids()
     assert len(after) == len(used) + 1
     assert MemoryRoot.open(root).health().status == "clean"
+
+
+def test_a_destroyed_key_leaves_no_byte_in_the_key_database(tmp_path: Path) -> None:
+    """secure_delete zeroes the deleted row, the checkpoint truncates the WAL that held it."""
+    root = tmp_path / "root"
+    make_root(root)
+    db = KeyStore.resolve().path / root_id(root) / "records.db"
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    key_id, key = conn.execute("SELECT id, key FROM keys ORDER BY id LIMIT 1").fetchone()
+    conn.close()
+
+    def stored() -> bytes:
+        return b"".join(p.read_bytes() for p in db.parent.glob("records.db*"))
+
+    assert bytes(key) in stored()
+    keys = records(root)
+    keys.destroy([key_id])
+    keys.close()
+    assert bytes(key) not in stored()
