@@ -211,7 +211,15 @@ class Mark:
     insight: bool = True
 
 
-Step = Admit | Drain | Remember | SetStatus | Mark
+@dataclass(frozen=True)
+class Forget:
+    """``store.forget`` of the line with ``text`` (or a captured line's (run id, index))."""
+
+    line: str | tuple[str, int]
+    reason: str = "user-request"
+
+
+Step = Admit | Drain | Remember | SetStatus | Mark | Forget
 
 
 @dataclass(frozen=True)
@@ -569,7 +577,7 @@ SPECS: tuple[Spec, ...] = (
                     "note and a second that supersedes the first (sidecar lifecycle with a "
                     "Remember authority); a duplicate; and a status change to each of done, "
                     "scheduled, migrated and dropped, one back to open; the insight marker on "
-                    "a dropped and a superseded line.",
+                    "a dropped and a superseded line; a forget (a tombstone in the export).",
         config=BUJO_CAPTURE,
         step=timedelta(hours=5, minutes=7, seconds=11, milliseconds=13),
         steps=(
@@ -598,6 +606,8 @@ SPECS: tuple[Spec, ...] = (
             SetStatus("Water the ferns.", "open"),
             Mark("Order the cake."),  # H6: a closed line keeps its insight marker
             Mark(("lc-morgan", 0)),
+            # a forget: the line's text is sealed, so the export keeps a tombstone
+            Forget("Morgan is allergic to peanuts."),
             Drain(expect=0),
         ),
         script=(
@@ -609,7 +619,6 @@ SPECS: tuple[Spec, ...] = (
         calls=(("extract", "lc-morgan"),),
         memories=(
             ("Morgan orders green tea", "note", "superseded", ""),
-            ("Morgan is allergic to peanuts.", "note", "open", ""),
             ("Morgan switched to black tea.", "note", "superseded", ""),
             ("Morgan now drinks only water.", "note", "open", ""),
             ("The inbox holds 3 unread messages.", "note", "open", ""),
@@ -681,6 +690,10 @@ def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
                 memory_id = line_id(step.line)
                 assert memory_id is not None
                 got, want = store.mark(memory_id, insight=step.insight).outcome, "changed"
+            elif isinstance(step, Forget):
+                memory_id = line_id(step.line)
+                assert memory_id is not None
+                got, want = store.forget(memory_id, reason=step.reason).status, "forgotten"
             elif isinstance(step, SetStatus):
                 got = store.set_status(text_key(step.text), step.status,
                                        reason=step.reason).outcome

@@ -169,8 +169,8 @@ def test_appended_rows_are_not_adopted_as_crash_recovery(root: Path) -> None:
 
 def test_rewritten_middle_with_recomputed_suffix_and_catalog_is_detected(root: Path) -> None:
     conn = apsw.Connection(str(root / JOURNAL_FILE))
-    conn.execute("UPDATE events SET state = CAST(replace(CAST(state AS TEXT), 'answer for "
-                 "run-b', 'answer for evil') AS BLOB) WHERE position = 3")
+    conn.execute("UPDATE events SET state = CAST(replace(CAST(state AS TEXT), "
+                 "'\"write_mode\":\"', '\"write_mode\":\"evil') AS BLOB) WHERE position = 3")
     conn.close()
     recompute_plain(root, start=3)
     fails_closed(root, "chain_broken", "position 3")
@@ -294,7 +294,18 @@ def test_the_default_location_follows_xdg(monkeypatch: pytest.MonkeyPatch,
 
 
 def make_schema1(root: Path) -> None:
-    """Turn a root into what a pre-item-11 engine wrote: schema 1 marker, plain chain."""
+    """Turn a root into what a pre-item-11 engine wrote: schema 1 marker, plain chain, and
+    plain content (sealing, issue 14, came later: the export holds each state open)."""
+    export = root.parent / "schema1-source.jsonl"
+    MemoryRoot.open(root).export_to(export)
+    conn = apsw.Connection(str(root / JOURNAL_FILE))
+    for raw in export.read_bytes().splitlines():
+        line = json.loads(raw)
+        state = json.dumps(line["state"], sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False).encode()
+        conn.execute("UPDATE events SET state = ? WHERE position = ?", (state, line["position"]))
+    conn.close()
+    export.unlink()
     recompute_plain(root)
     (root / MARKER_FILE).write_text(json.dumps(
         {"format": "memory-es", "journal": JOURNAL_FILE, "schema": 1},

@@ -225,7 +225,8 @@ def test_admit_options_reach_the_event(capsys: pytest.CaptureFixture[str], root:
     assert (code, obj["status"]) == (0, "admitted")
     with open_reader(root) as opened:
         (row,) = [r for r in opened.recorder.rows() if r[3] != ROOT_CONFIGURED]
-    state = json.loads(row[4])
+        # the summary is sealed under its record key (issue 14): open it to read it
+        state = json.loads(opened.recorder.sealer.unseal(row[3], row[1], row[2], row[4]).state)
     assert row[3] == ADMITTED_TOPIC
     assert state["summary"] == "Build passed."
     assert state["session"] == "s-9"
@@ -250,7 +251,8 @@ def test_admit_answer_from_stdin_subprocess(root: Path) -> None:
     assert obj == {"status": "admitted", "intake_id": rh("stdin-run"), "code": None}
     with open_reader(root) as opened:
         (row,) = [r for r in opened.recorder.rows() if r[3] != ROOT_CONFIGURED]
-    assert json.loads(row[4])["summary"].rstrip("\n") == "line one from stdin\nline two ☕"
+        state = json.loads(opened.recorder.sealer.unseal(row[3], row[1], row[2], row[4]).state)
+    assert state["summary"].rstrip("\n") == "line one from stdin\nline two ☕"
 
 
 def test_admit_capture_text_file(

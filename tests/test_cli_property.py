@@ -70,10 +70,14 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
                 ("--cursor", True), ("--page", True)],
     "list": [("--status", True), ("--since", True), ("--limit", True), ("--cursor", True)],
     "show": [(None, True)],
+    "forget": [(None, True), ("--run-id", True), ("--query", True), ("--reason", True),
+               ("--dry-run", False), ("--show-text", False), ("--yes", False),
+               ("--lock-timeout", True)],
 }
 
 
-REQUIRED = {"--run-id", "--answer", "--journal"}  # mostly given, or most calls stop there
+# mostly given, or most calls stop there
+REQUIRED = {"--run-id", "--answer", "--journal", "--reason"}
 # Plausible values, so that many calls get past the checks and really run.
 GOOD: dict[str, list[str]] = {
     "--run-id": ["run-1", "run-2", "run-new", "run-9"], "--answer": ["Booked.", "-", "x"],
@@ -91,10 +95,11 @@ GOOD: dict[str, list[str]] = {
     "show": [MEMORY_ID, MEMORY_ID[:8], MEMORY_ID[:12], "0" * 64],
     "set-status": [MEMORY_ID[:8], "done", "dropped", "open", "finished"],
     "mark": [MEMORY_ID[:8], "0" * 64],
-    "--reason": ["by-hand", "Not A Slug"], "--about": [MEMORY_ID[:8]],
-    "--supersedes": [MEMORY_ID[:8]],
+    "--about": [MEMORY_ID[:8]], "--supersedes": [MEMORY_ID[:8]],
     "--valid-from": ["2026-12-02"], "--valid-to": ["2026-12-31T18:00:00+01:00", "soon"],
     "--due": ["2026-12-09"],
+    "forget": [MEMORY_ID, "0" * 64], "--reason": ["user-request", "by-hand", "Bad Slug"],
+    "--query": ["dentist", "nothing here"],
 }
 
 

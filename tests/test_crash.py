@@ -80,10 +80,12 @@ def crash(root: Path, boundary: str, mode: str, run_ids: list[str]) -> None:
 
 
 def admitted_rows(store: MemoryStore) -> list[tuple[int, str, dict[str, object]]]:
-    """(position, originator_id, decoded state) of every Intake.Admitted event."""
+    """(position, originator_id, decoded state) of every Intake.Admitted event (its summary
+    opened: content is sealed under a record key since issue 14)."""
+    unseal = store._opened.recorder.sealer.unseal
     return [
-        (position, oid, json.loads(state))
-        for position, oid, _v, topic, state, _chain in store.events()
+        (position, oid, json.loads(unseal(topic, oid, v, bytes(state)).state))
+        for position, oid, v, topic, state, _chain in store.events()
         if topic == ADMITTED_TOPIC
     ]
 

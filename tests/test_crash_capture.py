@@ -107,6 +107,8 @@ CASES = [
     # The graph only grows at its end: later turns append, and a kill after the append but
     # before the index commit leaves the file longer than the index records (cut back).
     Case("fix-graph.before_fsync", "graph.before_fsync", 1),
+    # files rewritten, the index position not yet committed (issue 14 added the point)
+    Case("fix-projection.before_index_commit", "projection.before_index_commit", 2),
     Case("fix-sidecar-before_rename", write=f"{SIDECAR_FILE}:1"),
     Case("fix-sidecar-after_rename", write=f"{SIDECAR_FILE}:1", stage="after_rename"),
     Case("novel-audit-before_rename", write=f"{AUDIT}:3"),

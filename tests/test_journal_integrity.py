@@ -166,8 +166,9 @@ def test_replaced_journal_fails_closed(root: Path, tmp_path: Path) -> None:
 def test_edited_event_breaks_the_hash_chain(root: Path) -> None:
     """B13, B17: rewriting one stored event's state in place -> 'hash chain does not verify'."""
     snap = snapshot(root)
+    # (the answer text itself is sealed since issue 14: edit a plain field of the same event)
     raw_sql(root, "UPDATE events SET state = CAST(replace(CAST(state AS TEXT), "
-                  "'answer for run-c', 'answer for evil') AS BLOB) WHERE position = 4")
+                  "'\"write_mode\":\"', '\"write_mode\":\"evil') AS BLOB) WHERE position = 4")
     refuse(root, IntegrityError, "hash chain does not verify at position 4")
     restore(root, snap)
     assert ids_in(root) == HASHES
@@ -185,7 +186,8 @@ def test_edited_event_with_recomputed_chain_column_still_fails(root: Path) -> No
     oid, version, topic, state = conn.execute(
         "SELECT originator_id, originator_version, topic, state FROM events WHERE position = 4"
     ).fetchone()
-    forged_state = bytes(state).replace(b"answer for run-c", b"answer for evil")
+    forged_state = bytes(state).replace(b'"write_mode":"', b'"write_mode":"evil')
+    assert forged_state != bytes(state)
     forged = chain_link(prev, 4, oid, version, topic, forged_state)
     conn.execute("UPDATE events SET state = ?, chain = ? WHERE position = 4",
                  (forged_state, forged))

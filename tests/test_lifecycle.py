@@ -269,3 +269,60 @@ def test_g15_as_of_judges_validity_at_the_instant_asked(tmp_path: Path) -> None:
         then = {h.id: h.currentness for h in store.recall(
             "lobby painting", as_of="2026-01-05T12:00:00Z").recall.hits}
         assert (now[memory_id], then[memory_id]) == ("ended", "current")
+
+
+# --------------------------------------------------------------------------------------------
+# Forget meets the lifecycle (issue 14 items 3 and 5)
+
+MARKER = "xqzvkptwq"  # no vowel: the Porter stemmer keeps it whole
+
+
+def files_holding(root: Path, needle: str = MARKER) -> list[str]:
+    data = needle.encode()
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and data in p.read_bytes())
+
+
+def test_forget_erases_an_enhanced_remember_line_with_its_terms(tmp_path: Path) -> None:
+    """An enhanced Remember (validity, replaceable, insight, a supersession it made) is
+    sealed like every line: forgetting it leaves no byte of it under the root, its terms row
+    is gone, and the line it superseded stays superseded history."""
+    root = tmp_path / "root"
+    with open_bujo(root) as store:
+        old = store.remember("The spare key is under the blue pot.", replaceable=True)
+        new = store.remember(f"The spare key code is {MARKER} now.", supersedes=old.memory_id,
+                             valid_to="2026-12-31", due_at="2026-06-01T09:00:00+02:00")
+        store.mark(new.memory_id, insight=True)
+        store.set_status(new.memory_id, "scheduled")
+        store.embed_pending()
+        assert files_holding(root)
+        receipt = store.forget(new.memory_id, reason="user-request")
+        assert receipt.byte_scan is not None and receipt.byte_scan.clean
+        assert files_holding(root) == []
+        assert index_rows(root, "SELECT id FROM memory_terms WHERE id = ?",
+                          (new.memory_id,)) == []
+        assert status_of(root, old.memory_id) == "superseded"
+        store.rebuild()
+        assert files_holding(root) == []
+    assert MemoryRoot.open(root).health().status == "clean"
+
+
+def test_as_of_never_returns_forgotten_text(tmp_path: Path) -> None:
+    """Recall as of an instant when the line was current still cannot show it once it is
+    forgotten: the journal keeps only a content-free tombstone (issue 14 item 5)."""
+    root = tmp_path / "root"
+    clock = Clock(datetime(2026, 1, 2, 9, 0, tzinfo=UTC))
+    with open_bujo(root, clock) as store:
+        kept = store.remember("The gate code for the yard is 4412.").memory_id
+        gone = store.remember(f"The gate code for the shed is {MARKER}.").memory_id
+        store.embed_pending()
+        clock.now = datetime(2026, 1, 3, 9, 0, tzinfo=UTC)
+        then = "2026-01-02T12:00:00Z"
+        assert gone in {h.id for h in store.recall("gate code", as_of=then).recall.hits}
+        store.forget(gone, reason="user-request")
+        result = store.recall(f"gate code {MARKER}", as_of=then)
+        assert kept in {h.id for h in result.recall.hits}
+        assert gone not in {h.id for h in result.recall.hits}
+        assert MARKER not in json.dumps(result.to_json())
+    answer = MemoryRoot.open(root).recall(f"gate code {MARKER}", as_of=then)
+    assert MARKER not in json.dumps(answer.to_json())

@@ -34,9 +34,10 @@ def admitted_by_oid(root: Path) -> dict[str, list[dict[str, object]]]:
     out: dict[str, list[dict[str, object]]] = defaultdict(list)
     opened = open_journal(root, writable=False)
     try:
-        for _p, oid, _v, topic, state, _c in opened.recorder.rows():
+        unseal = opened.recorder.sealer.unseal  # the summary is sealed (issue 14)
+        for _p, oid, v, topic, state, _c in opened.recorder.rows():
             if topic == ADMITTED_TOPIC:
-                out[oid].append(json.loads(state))
+                out[oid].append(json.loads(unseal(topic, oid, v, bytes(state)).state))
     finally:
         opened.close()
     return out

@@ -214,6 +214,24 @@ class Intake(Aggregate):
         return _following(cls.ReconcileRetained, run_hash=run_hash, version=version, at=at,
                           decisions=decisions, model=model)
 
+    class Forgotten(Aggregate.Event):
+        """The turn's content was erased (issue 14 item 4): ``key_ids`` are the record keys
+        of its summary, payload and retained plans, destroyed after this commits. Content-free,
+        never sealed; the audit line goes with it."""
+
+        TOPIC = "memory_es/Intake.Forgotten"
+        run_hash: str
+        reason: str
+        key_ids: list[int]
+        keys_root: str  # the root id whose key store held them (ids are root-local)
+
+    @classmethod
+    def forgotten(cls, *, run_hash: str, version: int, at: datetime, reason: str,
+                  key_ids: list[int], keys_root: str) -> Intake.Forgotten:
+        """The Forgotten event following ``version``."""
+        return _next(cls.Forgotten, intake_uuid(run_hash), version, at, run_hash=run_hash,
+                     reason=reason, key_ids=key_ids, keys_root=keys_root)
+
 
 class Memory(Aggregate):
     """One remembered line: an observation, note, fact, task or event (DESIGN 4).
@@ -415,6 +433,30 @@ class Memory(Aggregate):
             text=text, day=day, status=status, source=source, session=session,
             run_hash=run_hash, tier=tier)
 
+    class Forgotten(Event):
+        """Terminal (issue 14 item 3): the memory's text was erased. ``key_ids`` are the record
+        keys destroyed after this commits (its own events, the relations it states, entities
+        only it named, and the content of the turns that support it: ``run_hashes``);
+        ``entity_ids`` are the entities pruned with it. Content-free, never sealed."""
+
+        TOPIC = "memory_es/Memory.Forgotten"
+        memory_id: str
+        reason: str
+        key_ids: list[int]
+        keys_root: str  # the root id whose key store held them: a replayed root (another
+        # id, its own key ids) never destroys its own keys for a forget it only inherited
+        entity_ids: list[str]
+        run_hashes: list[str]
+
+    @classmethod
+    def forgotten(cls, *, version: int, at: datetime, memory_id: str, reason: str,
+                  key_ids: list[int], keys_root: str, entity_ids: list[str],
+                  run_hashes: list[str]) -> Memory.Forgotten:
+        """The Forgotten event following ``version``."""
+        return _next(cls.Forgotten, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     reason=reason, key_ids=key_ids, keys_root=keys_root,
+                     entity_ids=entity_ids, run_hashes=run_hashes)
+
 
 class Entity(Aggregate):
     """A graph node (L1): a person, project, organisation or concept.
@@ -458,6 +500,22 @@ class Entity(Aggregate):
         """The Related event following ``version``: ``memory`` states the relation."""
         return _next(cls.Related, entity_uuid(entity_id), version, at, entity_id=entity_id,
                      to=to, relation=relation, memory=memory)
+
+    class NamedAgain(Event):
+        """An entity a forget pruned is named by a later line (issue 14): its first ``Named``
+        is still in the journal (sealed, its key destroyed), so the new naming follows it."""
+
+        TOPIC = "memory_es/Entity.NamedAgain"
+        entity_id: str
+        name: str
+        type: str
+
+    @classmethod
+    def named_again(cls, *, version: int, at: datetime, entity_id: str, name: str,
+                    type: str) -> Entity.NamedAgain:
+        """The NamedAgain event following ``version``."""
+        return _next(cls.NamedAgain, entity_uuid(entity_id), version, at, entity_id=entity_id,
+                     name=name, type=type)
 
 
 class Root(Aggregate):
@@ -508,3 +566,22 @@ class Root(Aggregate):
 ADMITTED_TOPIC = Intake.Admitted.TOPIC
 RESOLVED_TOPIC = Intake.Resolved.TOPIC
 RECORDED_TOPIC = Memory.Recorded.TOPIC
+
+
+# Content fields a writer seals under per-record keys (issue 14, crypto-shredding), with the
+# content-free value a reader gets once the key is destroyed. Everything else (ids, hashes,
+# days, statuses, labels, salience, models) is not content and stays readable.
+SEALED_FIELDS: dict[str, dict[str, Any]] = {
+    Intake.Admitted.TOPIC: {"summary": "", "attachments": []},
+    Intake.ExtractionRetained.TOPIC: {"plan": {}},
+    Intake.ReviewRetained.TOPIC: {"decisions": []},
+    Intake.ReconcileRetained.TOPIC: {"decisions": []},
+    Memory.Recorded.TOPIC: {"text": ""},
+    Memory.Captured.TOPIC: {"text": "", "fact": None},
+    Memory.TextUpdated.TOPIC: {"text": "", "fact": None},
+    Memory.Remembered.TOPIC: {"text": ""},
+    Entity.Named.TOPIC: {"name": ""},
+    Entity.NamedAgain.TOPIC: {"name": ""},
+    Entity.Related.TOPIC: {"relation": ""},
+}
+FORGOTTEN_TOPICS = (Memory.Forgotten.TOPIC, Intake.Forgotten.TOPIC)

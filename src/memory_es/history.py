@@ -14,6 +14,7 @@ import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.errors import storage_guard, storage_kind
+from memory_es.events import FORGOTTEN_TOPICS
 from memory_es.intake import IntakeView
 from memory_es.journal import GENESIS, JOURNAL_FILE, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
@@ -114,9 +115,14 @@ def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
     keyed root: an export is a portable document that any root can verify and replay without
     the origin's key (which never leaves its key store), and it is byte-identical whichever
     key the exporting root had. Its chain detects damage, not a forger (issue 13 item 11).
+    Sealed content is exported open (a portable document, issue 14); a forgotten record keeps
+    only its content-free tombstone (``{"$sealed": 1, "void": ...}``: no key, no ciphertext),
+    so a root that never forgot exports the same bytes as before sealing existed.
     """
     plain = GENESIS
+    unseal = opened.recorder.sealer.unseal
     for position, oid, version, topic, state, _stored in opened.recorder.rows():
+        state = unseal(topic, oid, version, bytes(state), export=True).state
         plain = chain_link(plain, position, oid, version, topic, state)
         yield msgspec.json.encode(
             {
@@ -129,3 +135,40 @@ def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
             },
             order="sorted",
         ) + b"\n"
+
+
+def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, str, str]]:
+    """Health's proof that every forget finished (issue 14): (code, path, detail) triples.
+    ``forgotten_key_present``: a Forgotten event's record keys still exist (a forget a kill
+    interrupted; the next writer open destroys them); ``forgotten_row_present``: the active
+    index still holds a row of a forgotten memory or turn. Content-free: ids only."""
+    memories: set[str] = set()
+    turns: set[str] = set()
+    key_ids: set[int] = set()
+    for _pos, _oid, _version, topic, state in opened.recorder.rows_of(FORGOTTEN_TOPICS):
+        event = msgspec.json.decode(state)
+        if event["keys_root"] == opened.chain.root_id:  # replayed: another root's key ids
+            key_ids.update(event["key_ids"])
+        (memories if topic == FORGOTTEN_TOPICS[0] else turns).add(
+            event.get("memory_id") or event.get("run_hash"))
+    keys = opened.recorder.sealer.keys
+    present = keys.present(sorted(key_ids)) if keys is not None else []
+    if present:
+        yield ("forgotten_key_present", JOURNAL_FILE,
+               f"{len(present)} record keys of forgotten records still exist; the next "
+               "writer open destroys them")
+    conn = open_active_index(root) if memories or turns else None
+    if conn is None:
+        return
+    try:
+        checks = [("memories", "id", memories), ("memory_meta", "id", memories),
+                  ("memory_entities", "memory_id", memories), ("relations", "memory", memories),
+                  ("audit", "run_hash", turns)]
+        for table, column, ids in checks:
+            for value in sorted(ids):
+                if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1",
+                                (value,)).fetchone():
+                    yield ("forgotten_row_present", INDEX_DIR,
+                           f"{table} still holds a row of forgotten {value}")
+    finally:
+        conn.close()

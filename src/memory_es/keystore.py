@@ -7,9 +7,10 @@ Layout (every directory 0700, every file 0600, owned by this user, no symlinks, 
       <root id>/                  one directory per root: 32 hex digits, random, recorded in
                                   the root's schema marker
         chain.key                 32 random bytes: the HMAC-SHA256 key of the journal chain
+        records.db                the per-record AES-GCM keys of sealed content (issue 14:
+                                  forget destroys them; ``journal.records``)
 
-A root's directory is where other per-root secrets go (a later "forget" feature's per-record
-keys), so they share one location and one set of hygiene checks.
+Both share one location and one set of hygiene checks (``private_key_file``).
 
 Where the store is: an explicit ``key_store`` argument, else the ``MEMORY_ES_KEY_STORE``
 environment variable (read when a journal is opened, never by projections), else the default
@@ -232,3 +233,67 @@ def throwaway_key_store() -> Iterator[Path]:
                 os.environ.pop(KEY_STORE_ENV, None)
             else:
                 os.environ[KEY_STORE_ENV] = saved
+
+
+RECORDS_FILE = "records.db"
+
+
+def private_key_file(store: KeyStore, root_id: str, name: str, *, create: bool) -> Path | None:
+    """The path of a per-root secret file ``name`` after the store's hygiene checks (0700
+    directories, a 0600 regular file of ours with one link, no symlink anywhere); None when it
+    does not exist and ``create`` is false. Created ``O_EXCL`` 0600 when asked. Used for the
+    per-record key database (``records.db``), which SQLite then opens without following links.
+    """
+    root_dir = store._root_dir(root_id)
+    if create:
+        store._make_store()
+    try:
+        store_fd = _open_dir(store.path)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            dir_fd = _open_dir(root_dir, parent=store_fd)
+        except FileNotFoundError:
+            if not create:
+                return None
+            os.mkdir(root_id, 0o700, dir_fd=store_fd)
+            os.fsync(store_fd)
+            dir_fd = _open_dir(root_dir, parent=store_fd)
+        try:
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                fd = os.open(name, flags, dir_fd=dir_fd)
+            except FileNotFoundError:
+                if not create:
+                    return None
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+                os.fchmod(fd, 0o600)
+                os.fsync(dir_fd)
+            except OSError as e:
+                if e.errno == errno.ELOOP:
+                    raise _unsafe(root_dir / name, "is a symlink") from None
+                raise
+            try:
+                _check_fd(fd, root_dir / name, is_dir=False)
+            finally:
+                os.close(fd)
+            for suffix in ("-wal", "-shm"):  # SQLite's companions get the same checks
+                try:
+                    fd = os.open(name + suffix, flags, dir_fd=dir_fd)
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    if e.errno == errno.ELOOP:
+                        raise _unsafe(root_dir / (name + suffix), "is a symlink") from None
+                    raise
+                try:
+                    _check_fd(fd, root_dir / (name + suffix), is_dir=False)
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(dir_fd)
+    finally:
+        os.close(store_fd)
+    return root_dir / name

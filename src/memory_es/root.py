@@ -33,6 +33,7 @@ from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
     export_lines,
     fold_intakes,
+    forget_findings,
     iter_events,
     journal_guard,
     open_reader,
@@ -217,6 +218,8 @@ class MemoryRoot:
         def checks(opened: OpenedJournal) -> Iterator[Finding]:
             with journal_guard(root):
                 yield from _payload_findings(opened)
+                for code, path, detail in forget_findings(opened, root):
+                    yield Finding(code, path, detail)
                 if not opened.chain.keyed:
                     yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 "
                                   "chain, edits with a recomputed chain go undetected; a "

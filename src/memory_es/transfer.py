@@ -20,6 +20,7 @@ from memory_es.bounds import check_seconds
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.errors import IntegrityError, MemoryEsError
+from memory_es.events import SEALED_FIELDS
 from memory_es.history import iter_events, journal_guard
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
@@ -78,10 +79,14 @@ def replay_export(path: str | Path, root: str | Path,
         raise MemoryEsError(f"{root}: replay needs a new or empty directory", code="root_not_empty")
     events = list(read_export(path))  # verify the whole chain before creating anything
     with journal_guard(root):
-        opened = open_journal(root, writable=True, key_store=key_store)
+        opened = open_journal(root, writable=True, key_store=key_store, seal=SEALED_FIELDS)
     try:
+        seal = opened.recorder.sealer.seal_state  # the new root seals content under its keys
         for start in range(0, len(events), BATCH):
-            opened.recorder.insert_events(events[start:start + BATCH])
+            opened.recorder.insert_events([
+                StoredEvent(e.originator_id, e.originator_version, e.topic,
+                            seal(e.topic, e.originator_id, e.originator_version, e.state))
+                for e in events[start:start + BATCH]])
         return _rebuild(root, opened, config)
     finally:
         opened.close()

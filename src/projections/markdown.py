@@ -72,6 +72,11 @@ def _daily_bullet(row: tuple[Any, ...]) -> str:
     )) + "\n"
 
 
+def forget_rendered() -> None:
+    """Drop every cached bullet (they hold memory text): a forget leaves none in memory."""
+    _daily_bullet.cache_clear()
+
+
 def render_audit(day: str, rows: Sequence[tuple[Any, ...]]) -> bytes:
     """``audit/DAY.md``: the compact host summary of each admitted BuJo turn (D7, A13)."""
     out = [f"# {day} (audit: outside recall)\n"]

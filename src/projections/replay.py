@@ -29,6 +29,7 @@ from memory_es.fsutil import (
     remove_stale_temps,
 )
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
+from projections.forgetting import scrub
 from projections.graph import (
     GRAPH_FILE,
     SIDECAR_FILE,
@@ -59,7 +60,8 @@ def render_one(index: IndexProjection, kind: str, day: str) -> tuple[str, bytes 
     if kind in _ROOT_RENDER:
         path, render = _ROOT_RENDER[kind]
         return path, render(index.conn)
-    return day_file(kind, day), _RENDER[kind](day, index.day_rows(kind, day))
+    rows = index.day_rows(kind, day)  # a day a forget emptied has no file (issue 14)
+    return day_file(kind, day), _RENDER[kind](day, rows) if rows else None
 
 
 def day_file(kind: str, day: str) -> str:
@@ -226,6 +228,8 @@ class Projector:
                 else:
                     relpath, data = render_one(self.index, kind, day)
                     self.files_written += _write_if_changed(self.root, relpath, data)
+            if self.index.touched:  # files rewritten, their index rows not yet committed
+                crash_point("projection.before_index_commit")
             self.index.flush()
         except BaseException:
             self.index.rollback()
@@ -301,6 +305,11 @@ class Projector:
 
     def close(self) -> None:
         self.index.close()
+
+    def scrub(self) -> bool:
+        """Leave no trace of forgotten rows in the index file (issue 14): see
+        :func:`projections.forgetting.scrub`. Call after a flush."""
+        return scrub(self.index.conn)
 
 
 def generation_dirs(root: Path) -> dict[int, Path]:

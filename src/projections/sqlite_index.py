@@ -18,6 +18,7 @@ import apsw
 from memory_es.events import Entity, Intake, Memory
 from memory_es.fsutil import create_private_file
 from memory_es.ids import sha256_hex, text_key
+from projections.forgetting import forget_rows
 
 SESSION_MAX_BYTES = 512  # K7: longer conversation ids are stored as "unknown"
 UNKNOWN = "unknown"
@@ -257,6 +258,9 @@ class IndexProjection:
                               (position, event.entity_id, event.relation, event.to,
                                event.memory))
             self.touched.add(("graph", ""))
+        elif (removed := forget_rows(self.conn, position, event)) is not None:  # issue 14
+            self.touched |= removed.touched
+            self.rewritten.extend(removed.rowids)
         self.position = position
 
     def _captured(self, position: int, e: Memory.Captured) -> None:

@@ -157,9 +157,15 @@ class _Commit:
             key = keys[entity.id]
             if entity.id in named_by and key not in known:
                 known.add(key)
-                events.append(Entity.named(at=self.at, entity_id=key, name=entity.name,
-                                           type=entity.type))
-                self.versions[entity_uuid(key)] = 1
+                before = self.reads.version(entity_uuid(key))
+                if before:  # named before, pruned by a forget since (issue 14)
+                    events.append(Entity.named_again(
+                        version=before, at=self.at, entity_id=key, name=entity.name,
+                        type=entity.type))
+                else:
+                    events.append(Entity.named(at=self.at, entity_id=key, name=entity.name,
+                                               type=entity.type))
+                self.versions[entity_uuid(key)] = before + 1
         triples = [(keys[r.from_id], r.relation, keys[r.to_id]) for r in plan.relations
                    if r.from_id in named_by and r.to_id in named_by]
         stated = self.reads.known_relations(triples)

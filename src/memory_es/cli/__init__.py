@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from memory_es.cli.checks import check_args
 from memory_es.cli.commands import COMMANDS
 from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
+from memory_es.cli.forget import cmd_forget
 from memory_es.cli.parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -50,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_args(parser, args)
         if args.func == "demo":
             return _cmd_demo()
+        if args.func == "forget":
+            return cmd_forget(args)
         return COMMANDS[args.func](args)
     except BrokenPipeError:
         _quiet_stdout()

@@ -55,7 +55,15 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
             if problem is not None:
                 raise UsageError(f"argument {names.get(dest, dest)}: not valid UTF-8 text "
                                  f"({problem})")
+    root = getattr(args, "root", None)
+    problem = _utf8_problem(root) if isinstance(root, str) else None
+    if problem is not None:  # SQLite opens UTF-8 paths only: refuse before creating anything
+        raise UsageError(f"argument --root: SQLite can open only a UTF-8 path ({problem})")
     command = args.command
+    if command == "forget":
+        if args.id is not None:
+            _named("id", lambda: check_memory_id(args.id))
+        _named("--lock-timeout", lambda: check_seconds("lock timeout", args.lock_timeout))
     if command in ("inspect", "retry", "resolve") and args.id is not None:
         _named("id", lambda: check_intake_id(args.id))
     if command in ("retry", "resolve", "rebuild"):

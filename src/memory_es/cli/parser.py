@@ -166,6 +166,22 @@ def build_parser() -> Parser:
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
     p.set_defaults(func="resolve")
 
+    p = command("forget", "erase a memory, a turn's memories (--run-id) or a search's "
+                "(--query) everywhere, journal included (crypto-shredding); prints a "
+                "content-free receipt (exit 1 when the id is unknown)")
+    p.add_argument("id", nargs="?", help="the memory id (memory-es list / show)")
+    p.add_argument("--run-id", metavar="RUN", help="forget this turn and what only it supports")
+    p.add_argument("--query", metavar="Q", help="forget what a lexical search finds (list it "
+                   "with --dry-run, erase with --yes)")
+    p.add_argument("--reason", required=True, metavar="SLUG",
+                   help="why, as a slug: 1-64 of a-z, 0-9 and '-' (e.g. user-request)")
+    p.add_argument("--dry-run", action="store_true", help="list what would go; write nothing")
+    p.add_argument("--show-text", action="store_true",
+                   help="with --dry-run, list the texts too (your own stored content)")
+    p.add_argument("--yes", action="store_true", help="erase what --query finds")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="forget")
+
     p = command("rebuild", "replay the journal into a new index generation + Markdown")
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
     p.set_defaults(func="rebuild")

@@ -159,7 +159,7 @@ class IntakeView:
             self._resolve(record, position, event)
         elif isinstance(event, RETAINED):
             record.retained = RETAINED_STAGE[type(event)]
-        else:
+        elif not isinstance(event, Intake.Forgotten):  # its content erased (issue 14)
             return
         record.revision = event.originator_version
         self.transitions += 1

@@ -9,7 +9,8 @@ Modules:
 - ``recorder``: the apsw ApplicationRecorder, its schema and turn payloads;
 - ``layout``: the files at a root, the schema marker and initialisation of a fresh root;
 - ``open``: the eventsourcing application and ``open_journal``, which verifies before use;
-- ``anchor``: the signed head an operator pins outside the root (``memory-es anchor``).
+- ``anchor``: the signed head an operator pins outside the root (``memory-es anchor``);
+- ``records``, ``sealing``: per-record keys and the sealed fields they open (issue 14).
 
 The journal knows nothing of the domain: it imports no events, projections, store or worker.
 """

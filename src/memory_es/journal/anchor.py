@@ -73,10 +73,12 @@ def make_anchor(opened: OpenedJournal) -> Anchor:
             "(schema 1), which an anchor cannot pin; open it once as a writer (e.g. memory-es "
             "drain) to key it", code="chain_unkeyed")
     position, keyed, plain = 0, GENESIS, GENESIS
+    unseal = opened.recorder.sealer.unseal  # the export holds sealed content open (issue 14)
     for pos, oid, version, topic, state, stored in opened.recorder.rows():
         position += 1
         keyed = chain.link(keyed, pos, oid, version, topic, state)
-        plain = chain_link(plain, pos, oid, version, topic, state)
+        exported = unseal(topic, oid, version, bytes(state), export=True).state
+        plain = chain_link(plain, pos, oid, version, topic, exported)
         if pos != position or not hmac.compare_digest(keyed, bytes(stored)):
             raise IntegrityError(f"{opened.recorder.path}: hash chain does not verify at "
                                  f"position {pos}", code="chain_broken")

@@ -18,7 +18,16 @@ from eventsourcing.persistence import (
     StoredEvent,
     Transcoder,
 )
-from eventsourcing.utils import resolve_topic
+from eventsourcing.utils import get_topic, resolve_topic
+
+from memory_es.journal.sealing import Sealer
+
+FORGOTTEN = "_forgotten"  # set on a decoded event whose sealed content was destroyed
+
+
+def is_forgotten(event: object) -> bool:
+    """Was this decoded event's sealed content destroyed (a content-free tombstone)?"""
+    return bool(getattr(event, "__dict__", {}).get(FORGOTTEN, False))
 
 
 class MsgspecTranscoder(Transcoder):
@@ -53,13 +62,32 @@ def _decode_type(cls: type) -> Any:
 class MsgspecMapper(Mapper[UUID]):
     """Typed decode: a stored event whose fields don't match its class is an error, not a guess."""
 
-    def __init__(self) -> None:
+    def __init__(self, sealer: Sealer | None = None) -> None:
         super().__init__(transcoder=MsgspecTranscoder())
+        self.sealer = sealer if sealer is not None else Sealer(None, None)
+
+    def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
+        """The canonical state, with the content fields sealed (issue 14) before it is
+        chained: the caller's transaction references only keys it commits."""
+        topic = get_topic(type(domain_event))
+        if self.sealer.policy is None or topic not in self.sealer.policy:
+            return super().to_stored_event(domain_event)
+        state = dict(vars(domain_event))  # as Mapper.to_stored_event, sealed before encoding
+        originator_id = state.pop("originator_id")
+        originator_version = state.pop("originator_version")
+        class_version = getattr(type(domain_event), "class_version", 1)
+        if class_version > 1:
+            state["class_version"] = class_version
+        self.sealer.seal_fields(topic, originator_id, originator_version, state)
+        return StoredEvent(originator_id, originator_version, topic,
+                           self.transcoder.encode(state))
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
         cls = resolve_topic(stored_event.topic)
         class_version = getattr(cls, "class_version", 1)
-        data = stored_event.state
+        opened = self.sealer.unseal(stored_event.topic, stored_event.originator_id,
+                                    stored_event.originator_version, stored_event.state)
+        data = opened.state
         try:
             if class_version > 1:  # upcast old states, then decode the result strictly
                 state = msgspec.json.decode(data)
@@ -80,6 +108,8 @@ class MsgspecMapper(Mapper[UUID]):
         oid = stored_event.originator_id
         event_state["originator_id"] = oid if isinstance(oid, UUID) else UUID(oid)
         event_state["originator_version"] = stored_event.originator_version
+        if opened.forgotten:
+            event_state[FORGOTTEN] = True
         domain_event = object.__new__(cls)
         object.__setattr__(domain_event, "__dict__", event_state)
         return domain_event  # type: ignore[no-any-return]

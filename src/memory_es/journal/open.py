@@ -37,6 +37,8 @@ from memory_es.journal.layout import (
 )
 from memory_es.journal.lock import WriterLock
 from memory_es.journal.recorder import JournalRecorder
+from memory_es.journal.records import RecordKeys
+from memory_es.journal.sealing import Sealer, SealPolicy
 from memory_es.keystore import KeyStore
 
 DEFAULT_LOCK_TIMEOUT = 5.0
@@ -58,7 +60,7 @@ class Journal(Application[UUID]):
         return Environment(name, dict(env or {}))
 
     def construct_mapper(self) -> Mapper[UUID]:
-        return MsgspecMapper()
+        return MsgspecMapper(self._journal_recorder.sealer)
 
     def construct_recorder(self) -> ApplicationRecorder:
         return self._journal_recorder
@@ -100,7 +102,7 @@ class OpenedJournal:
 def open_journal(
     root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     create: bool = True, derived: Sequence[str] = (),
-    key_store: str | Path | KeyStore | None = None,
+    key_store: str | Path | KeyStore | None = None, seal: SealPolicy | None = None,
 ) -> OpenedJournal:
     """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
 
@@ -113,6 +115,8 @@ def open_journal(
 
     ``key_store`` is where the root's chain key lives (default: ``$MEMORY_ES_KEY_STORE``,
     read now, else ``~/.local/state/memory-es/keys``); it must lie outside the root.
+    ``seal`` is the domain's policy of content fields a writer seals under per-record keys
+    (issue 14); every opener can open sealed fields whose keys exist.
     """
     root = Path(root)
     try:
@@ -140,7 +144,8 @@ def open_journal(
     try:
         if writable:
             remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
-        return _open_locked(root, writable=writable, lock=lock, derived=derived, keys=keys)
+        return _open_locked(root, writable=writable, lock=lock, derived=derived, keys=keys,
+                            seal=seal)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -148,7 +153,8 @@ def open_journal(
 
 
 def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
-                 keys: KeyStore, derived: Sequence[str] = ()) -> OpenedJournal:
+                 keys: KeyStore, derived: Sequence[str] = (),
+                 seal: SealPolicy | None = None) -> OpenedJournal:
     check_managed(root)
     journal_path, catalog_path, marker_path = (
         root / JOURNAL_FILE,
@@ -203,6 +209,11 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
             # A schema-1 root: key it from the next position on (issue 13 item 11). The
             # verified plain prefix stays as it is; the first keyed link covers its tail.
             recorder.chain = write_keyed_marker(root, keys, position + 1)
+        if recorder.chain.root_id is not None:
+            records = RecordKeys(keys, recorder.chain.root_id, writable=writable)
+            recorder.sealer = Sealer(records, seal if writable else None)
+            if writable:  # keys a crash left reserved but unused (issue 14)
+                records.collect_garbage(recorder.highest_key_id())
     except BaseException:
         recorder.close()
         if not writable:

@@ -32,6 +32,7 @@ from memory_es.fsutil import crash_point
 from memory_es.journal.catalog import Catalog
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
+from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS events (
@@ -97,6 +98,7 @@ class JournalRecorder(ApplicationRecorder):
         self.catalog = catalog
         self.chain = chain if chain is not None else Chain.plain()  # the root's link function
         self.readonly = readonly
+        self.sealer = Sealer(None, None)  # set by open_journal once the root id is known
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
         self._writer: apsw.Connection | None = None
@@ -143,7 +145,8 @@ class JournalRecorder(ApplicationRecorder):
                 if payloads:
                     conn.executemany(
                         "INSERT INTO payloads VALUES (?, ?, ?)",
-                        [(p.intake_id, p.sha256, p.data) for p in payloads],
+                        [(p.intake_id, p.sha256, self.sealer.seal_payload(p.intake_id, p.data))
+                         for p in payloads],
                     )
                 positions = [row[0] for row in rows]
                 crash_point("journal.before_commit")
@@ -283,7 +286,43 @@ class JournalRecorder(ApplicationRecorder):
             row = self._reader.execute(
                 "SELECT sha256, bytes FROM payloads WHERE intake_id = ?", (intake_id,)
             ).fetchone()
-        return None if row is None else Payload(intake_id, row[0], bytes(row[1]))
+        if row is None:
+            return None
+        data = self.sealer.unseal_payload(intake_id, bytes(row[1]))
+        return None if data is None else Payload(intake_id, row[0], data)
+
+    def payload_key(self, intake_id: str) -> int | None:
+        """The record key of an intake's sealed payload, if it has one."""
+        with self._read_lock:
+            row = self._reader.execute("SELECT bytes FROM payloads WHERE intake_id = ?",
+                                       (intake_id,)).fetchone()
+        return None if row is None else payload_key_id(bytes(row[0]))
+
+    def rows_of(self, topics: Sequence[str], needle: str | None = None
+                ) -> list[tuple[int, str, int, str, bytes]]:
+        """(position, originator id, version, topic, state) of the events under ``topics``
+        (whose state holds ``needle``, when given: a plain field's value), in journal order."""
+        sql = ("SELECT position, originator_id, originator_version, topic, state FROM events "
+               f"WHERE topic IN ({','.join('?' * len(topics))})")
+        params: list[Any] = list(topics)
+        if needle is not None:
+            sql += " AND instr(state, ?) > 0"
+            params.append(needle.encode())
+        with self._read_lock:
+            rows: list[Any] = self._reader.execute(sql + " ORDER BY position", params).fetchall()
+        return [(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
+
+    def highest_key_id(self) -> int:
+        """The highest record key id any committed row or payload references: keys above it
+        were reserved but never used (collected on a writer's open)."""
+        highest = 0
+        with self._read_lock:
+            for (state,) in self._reader.execute(
+                    "SELECT state FROM events WHERE instr(state, ?) > 0", (SEALED_MARK,)):
+                highest = max([highest, *map(int, SEALED_KEY_ID.findall(bytes(state)))])
+            for (blob,) in self._reader.execute("SELECT bytes FROM payloads"):
+                highest = max(highest, payload_key_id(bytes(blob)) or 0)
+        return highest
 
     def chain_at(self, position: int) -> bytes | None:
         with self._read_lock:
@@ -332,6 +371,8 @@ class JournalRecorder(ApplicationRecorder):
                 self._writer.close()
                 self._writer = None
             self._reader.close()
+            if self.sealer.keys is not None:
+                self.sealer.keys.close()
             if self.catalog is not None:
                 self.catalog.close()
 

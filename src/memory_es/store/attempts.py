@@ -75,6 +75,7 @@ class Attempts:
         self.processor = processor
         self._clock = clock
         self._work_lock = threading.Lock()  # one attempt at a time per root (B23)
+        self.work_lock = self._work_lock  # held by a forget too (issue 14)
 
     # -- attempts -------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime, tzinfo
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import MemoryEsError
-from memory_es.events import Root
+from memory_es.events import SEALED_FIELDS, Root
 from memory_es.history import fold_intakes, journal_guard
 from memory_es.intake import (
     AdmissionResult,
@@ -47,6 +47,7 @@ from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
+from memory_es.store.forgetting import ForgetReceipt, Forgetter, complete_forgets
 from memory_es.store.lifecycle import MarkResult, StatusResult, set_insight, set_status
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.reading import StoreReads
@@ -108,9 +109,11 @@ class MemoryStore:
         self.journal_writer = GroupCommit(opened, fold_intakes(opened, retain_resolved=False),
                                           self.root)
         self._record_config(opened, config)
+        complete_forgets(opened, self.root)  # a forget a kill interrupted: keys first
         self.projections = LiveProjections(opened, self.root, config.mode, self.journal_writer)
         try:
             self.projections.catch_up()
+            self.projections.get().scrub()
         except MemoryEsError as e:  # admission must not depend on a healthy index
             log.warning("memory_degraded: projections unavailable (code=%s); run memory-es "
                         "rebuild", e.code, extra={"memory_event": "memory_degraded",
@@ -122,6 +125,7 @@ class MemoryStore:
         self.attempts.prune_payloads()
         self.reads = StoreReads(config, self.journal_writer, self.projections, self.vectors,
                                 clock, self.root, time_zone)
+        self._forgetter = Forgetter(opened, self.journal_writer, self.projections, self.root)
         self._worker = Worker(self) if background else None
 
     @classmethod
@@ -168,7 +172,8 @@ class MemoryStore:
         path = resolve_root(root, config)
         with journal_guard(path):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
             opened = open_journal(path, writable=True, lock_timeout=lock_timeout,
-                                  create=create, derived=DERIVED_ENTRIES, key_store=key_store)
+                                  create=create, derived=DERIVED_ENTRIES, key_store=key_store,
+                                  seal=SEALED_FIELDS)
         try:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
@@ -476,6 +481,26 @@ class MemoryStore:
         """Record ``operator_resolved``: loss-accepting, duplicate protection kept (C4)."""
         self.attempts.resolve(check_intake_id(intake_id), reason_slug)
         self.project()
+
+    def forget(self, memory_id: str | Sequence[str], *, reason: str, dry_run: bool = False,
+               show_text: bool = False) -> ForgetReceipt:
+        """Erase a memory (or several) everywhere (issue 14 item 3): a content-free
+        ``Forgotten`` event, its record keys destroyed (and those of the turns that state it),
+        every projection rewritten; returns the deletion receipt. ``dry_run`` lists what would
+        go (texts only with ``show_text``); unknown id: ``memory_not_found``; forgetting again:
+        ``already_forgotten``."""
+        ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
+        with self.attempts.work_lock:  # no capture reconciles against a line being erased
+            return self._forgetter.forget(reason=reason, now=self._clock(), memory_ids=ids,
+                                          dry_run=dry_run, show_text=show_text)
+
+    def forget_turn(self, run_id: str, *, reason: str, dry_run: bool = False,
+                    show_text: bool = False) -> ForgetReceipt:
+        """Erase a turn's content and every memory derived from it that no other live turn
+        supports (issue 14 item 4); ``turn_not_found``, ``turn_pending`` refused."""
+        with self.attempts.work_lock:
+            return self._forgetter.forget(reason=reason, now=self._clock(), run_id=run_id,
+                                          dry_run=dry_run, show_text=show_text)
 
     def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
         """Every journal row in order (position, originator, version, topic, state, chain)."""
