@@ -139,3 +139,28 @@ def test_a_destroyed_key_leaves_no_byte_in_the_key_database(tmp_path: Path) -> N
     keys.destroy([key_id])
     keys.close()
     assert bytes(key) not in stored()
+
+
+def test_keys_taken_by_many_threads_are_distinct_and_durable(tmp_path: Path) -> None:
+    """The pool refills below a quarter chunk while other threads go on taking."""
+    import threading
+
+    root = tmp_path / "root"
+    make_root(root)
+    keys = records(root)
+    taken: list[tuple[int, bytes]] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        mine = [keys.take() for _ in range(300)]
+        with lock:
+            taken.extend(mine)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({key_id for key_id, _ in taken}) == len(taken) == 2400
+    assert all(keys.get(key_id) == key for key_id, key in taken)
+    keys.close()
