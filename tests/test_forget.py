@@ -277,3 +277,16 @@ def test_a_line_stored_before_sealing_is_reported_not_hidden(tmp_path: Path,
         assert [p.startswith("journal.db") for p in receipt.byte_scan.found_in] == [True]
         assert store.lexical_search(MARKER) == []
     assert [p for p in scan(root) if not p.startswith("journal.db")] == []
+
+
+def test_a_turn_still_waiting_for_work_is_refused(tmp_path: Path) -> None:
+    """Its capture needs the payload and plans a forget destroys: resolve it first."""
+    root = tmp_path / "root"
+    with open_store(root, "lite", background=False) as store:
+        store.persist_completed_turn(lite_turn("w1", f"Pending {MARKER} line."))
+        with pytest.raises(MemoryEsError) as err:
+            store.forget_turn("w1", reason="user-request")
+        assert err.value.code == "turn_unresolved"
+        store.drain()
+        assert store.forget_turn("w1", reason="user-request").status == "forgotten"
+    assert scan(root) == []

@@ -52,7 +52,7 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
 REFUSED_CODES: Final = frozenset({
     "already_resolved", "plan_retained", "reconfigure_refused", "root_not_empty",
     "journal_cursor_stale", "chain_unkeyed", "memory_not_found", "memory_id_ambiguous",
-    "remember_credential", "remember_disabled", "turn_not_found", "turn_pending",
+    "remember_credential", "remember_disabled", "turn_not_found", "turn_unresolved",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
