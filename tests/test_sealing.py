@@ -16,6 +16,8 @@ import pytest
 
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.errors import MemoryEsError
+from memory_es.history import iter_events, open_reader
+from memory_es.journal.codec import is_forgotten
 from memory_es.journal.records import CHUNK, RecordKeys
 from memory_es.keystore import KeyStore
 
@@ -76,6 +78,10 @@ def test_destroyed_key_is_a_tombstone_and_the_chain_still_verifies(tmp_path: Pat
     keys.destroy([key_id])
     keys.close()
     assert MemoryRoot.open(root).inspect().counts.total == 1  # the chain verifies
+    with open_reader(root) as opened:  # the decoded event is a marked, content-free tombstone
+        decoded = [e for _p, e in iter_events(opened) if getattr(e, "source", "") == "remember"]
+    assert decoded[0].text == "" and is_forgotten(decoded[0])
+    assert not any(is_forgotten(e) for e in decoded[1:])
     lines = export(root)
     states = [json.loads(line)["state"] for line in lines]
     recorded = [s for s in states if s.get("source") == "remember"]
