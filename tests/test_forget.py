@@ -256,3 +256,37 @@ def test_an_entity_a_forget_pruned_can_be_named_again(tmp_path: Path) -> None:
     assert scan(root) == []
     health = MemoryRoot.open(root).health()
     assert health.status == "clean", health.to_json()
+
+
+def test_a_line_stored_before_sealing_is_reported_not_hidden(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """A root written before sealing existed holds plain text in its journal: a forget
+    still erases every projection, and its byte scan says honestly where the text is left."""
+    import memory_es.store.facade as facade
+
+    root = tmp_path / "root"
+    with monkeypatch.context() as patch:
+        patch.setattr(facade, "SEALED_FIELDS", None)  # what an older engine wrote
+        with open_store(root, "lite", background=False) as store:
+            fill(store)
+    with open_store(root, "lite", background=False) as store:
+        receipt = store.forget(marker_id(store), reason="user-request")
+        assert receipt.status == "forgotten" and receipt.keys_destroyed == 0
+        assert receipt.byte_scan is not None and not receipt.byte_scan.clean
+        assert [p.startswith("journal.db") for p in receipt.byte_scan.found_in] == [True]
+        assert store.lexical_search(MARKER) == []
+    assert [p for p in scan(root) if not p.startswith("journal.db")] == []
+
+
+def test_a_turn_still_waiting_for_work_is_refused(tmp_path: Path) -> None:
+    """Its capture needs the payload and plans a forget destroys: resolve it first."""
+    root = tmp_path / "root"
+    with open_store(root, "lite", background=False) as store:
+        store.persist_completed_turn(lite_turn("w1", f"Pending {MARKER} line."))
+        with pytest.raises(MemoryEsError) as err:
+            store.forget_turn("w1", reason="user-request")
+        assert err.value.code == "turn_unresolved"
+        store.drain()
+        assert store.forget_turn("w1", reason="user-request").status == "forgotten"
+    assert scan(root) == []

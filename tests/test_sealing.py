@@ -16,6 +16,8 @@ import pytest
 
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.errors import MemoryEsError
+from memory_es.history import iter_events, open_reader
+from memory_es.journal.codec import is_forgotten
 from memory_es.journal.records import CHUNK, RecordKeys
 from memory_es.keystore import KeyStore
 
@@ -76,6 +78,10 @@ def test_destroyed_key_is_a_tombstone_and_the_chain_still_verifies(tmp_path: Pat
     keys.destroy([key_id])
     keys.close()
     assert MemoryRoot.open(root).inspect().counts.total == 1  # the chain verifies
+    with open_reader(root) as opened:  # the decoded event is a marked, content-free tombstone
+        decoded = [e for _p, e in iter_events(opened) if getattr(e, "source", "") == "remember"]
+    assert decoded[0].text == "" and is_forgotten(decoded[0])
+    assert not any(is_forgotten(e) for e in decoded[1:])
     lines = export(root)
     states = [json.loads(line)["state"] for line in lines]
     recorded = [s for s in states if s.get("source") == "remember"]
@@ -139,3 +145,28 @@ def test_a_destroyed_key_leaves_no_byte_in_the_key_database(tmp_path: Path) -> N
     keys.destroy([key_id])
     keys.close()
     assert bytes(key) not in stored()
+
+
+def test_keys_taken_by_many_threads_are_distinct_and_durable(tmp_path: Path) -> None:
+    """The pool refills below a quarter chunk while other threads go on taking."""
+    import threading
+
+    root = tmp_path / "root"
+    make_root(root)
+    keys = records(root)
+    taken: list[tuple[int, bytes]] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        mine = [keys.take() for _ in range(300)]
+        with lock:
+            taken.extend(mine)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({key_id for key_id, _ in taken}) == len(taken) == 2400
+    assert all(keys.get(key_id) == key for key_id, key in taken)
+    keys.close()

@@ -54,7 +54,7 @@ REFUSED_CODES: Final = frozenset({
     "journal_cursor_stale", "chain_unkeyed", "memory_not_found", "memory_id_ambiguous",
     "remember_credential", "remember_disabled", "remember_text_only", "remember_about_unknown",
     "remember_supersedes_refused", "status_transition_refused",
-    "turn_not_found", "turn_pending",
+    "turn_not_found", "turn_unresolved",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({

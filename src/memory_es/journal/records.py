@@ -43,7 +43,9 @@ class RecordKeys:
         self._root_id = root_id
         self.writable = writable
         self._conn: apsw.Connection | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the pool
+        self._db_lock = threading.RLock()  # the connection
+        self._refill = threading.Lock()  # one chunk reservation at a time
         self._pool: list[tuple[int, bytes]] = []
 
     @property
@@ -70,37 +72,56 @@ class RecordKeys:
         return conn
 
     def take(self) -> tuple[int, bytes]:
-        """A fresh key (id, 32 bytes), durable before it is handed out."""
-        with self._lock:
-            if not self._pool:
-                self._reserve()
-            return self._pool.pop()
+        """A fresh key (id, 32 bytes), durable before it is handed out.
 
-    def _reserve(self) -> None:
-        conn = self._db(create=True)
-        assert conn is not None
-        with conn:
-            row: Any = conn.execute(
-                "SELECT MAX(m) FROM (SELECT MAX(id) AS m FROM keys "
-                "UNION ALL SELECT MAX(id) FROM destroyed)").fetchone()
-            start = int(row[0] or 0) + 1
-            chunk = [(start + i, secrets.token_bytes(KEY_BYTES)) for i in range(CHUNK)]
-            conn.executemany("INSERT INTO keys VALUES (?, ?)", chunk)
-        self._pool = list(reversed(chunk))  # handed out in increasing id order
+        Below a quarter of a chunk left, one caller reserves the next chunk (its fsync)
+        while the others go on taking what is left: admissions stall only on an empty pool.
+        """
+        while True:
+            with self._lock:
+                if len(self._pool) > CHUNK // 4:
+                    return self._pool.pop()
+                have = bool(self._pool)
+            if self._refill.acquire(blocking=not have):
+                try:
+                    with self._lock:
+                        low = len(self._pool) <= CHUNK // 4
+                    if low:
+                        chunk = self._reserve()
+                        with self._lock:  # higher ids under the ones left: increasing order
+                            self._pool = list(reversed(chunk)) + self._pool
+                finally:
+                    self._refill.release()
+            with self._lock:
+                if self._pool:
+                    return self._pool.pop()
+
+    def _reserve(self) -> list[tuple[int, bytes]]:
+        with self._db_lock:
+            conn = self._db(create=True)
+            assert conn is not None
+            with conn:
+                row: Any = conn.execute(
+                    "SELECT MAX(m) FROM (SELECT MAX(id) AS m FROM keys "
+                    "UNION ALL SELECT MAX(id) FROM destroyed)").fetchone()
+                start = int(row[0] or 0) + 1
+                chunk = [(start + i, secrets.token_bytes(KEY_BYTES)) for i in range(CHUNK)]
+                conn.executemany("INSERT INTO keys VALUES (?, ?)", chunk)
+        return chunk
 
     def get(self, key_id: int) -> bytes | None:
         """The key, or None when it was destroyed; ``record_key_missing`` when it was never
         here (a lost or foreign key store: nothing is silently treated as forgotten)."""
-        conn = self._db()
         row: Any = None
-        if conn is not None:
-            with self._lock:
+        with self._db_lock:
+            conn = self._db()
+            if conn is not None:
                 row = conn.execute("SELECT key FROM keys WHERE id = ?", (key_id,)).fetchone()
-                if row is None:
-                    gone = conn.execute("SELECT 1 FROM destroyed WHERE id = ?",
-                                        (key_id,)).fetchone()
-                    if gone is not None:
-                        return None
+            if conn is not None and row is None:
+                gone = conn.execute("SELECT 1 FROM destroyed WHERE id = ?",
+                                    (key_id,)).fetchone()
+                if gone is not None:
+                    return None
         if row is None:
             raise IntegrityError(
                 f"record_key_missing: {self.location}: no key {key_id} for a sealed record; "
@@ -110,10 +131,10 @@ class RecordKeys:
 
     def present(self, key_ids: Iterable[int]) -> list[int]:
         """Which of ``key_ids`` still exist (a forget a crash interrupted)."""
-        conn = self._db()
-        if conn is None:
-            return []
-        with self._lock:
+        with self._db_lock:
+            conn = self._db()
+            if conn is None:
+                return []
             return [i for i in key_ids
                     if conn.execute("SELECT 1 FROM keys WHERE id = ?", (i,)).fetchone()]
 
@@ -121,9 +142,9 @@ class RecordKeys:
         """Delete keys for good: secure_delete zeroes their pages, the checkpoint empties the
         WAL that still held them. ``destroyed`` false (garbage) leaves no id behind."""
         ids = sorted(set(key_ids))
-        conn = self._db(create=True)
-        assert conn is not None
-        with self._lock:
+        with self._db_lock:
+            conn = self._db(create=True)
+            assert conn is not None
             with conn:
                 conn.executemany("DELETE FROM keys WHERE id = ?", [(i,) for i in ids])
                 if destroyed:
@@ -135,11 +156,12 @@ class RecordKeys:
     def collect_garbage(self, highest_referenced: int) -> int:
         """Delete keys reserved above the highest id the journal references (a crash left
         them unused); returns how many. Only a writer, before it hands out any key."""
-        conn = self._db()
-        if conn is None:
-            return 0
         with self._lock:
             self._pool = []
+        with self._db_lock:
+            conn = self._db()
+            if conn is None:
+                return 0
             rows = conn.execute("SELECT id FROM keys WHERE id > ?",
                                 (highest_referenced,)).fetchall()
         if rows:
@@ -147,7 +169,7 @@ class RecordKeys:
         return len(rows)
 
     def close(self) -> None:
-        with self._lock:
+        with self._db_lock:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None

@@ -18,8 +18,8 @@ Events stored before sealing existed hold plain fields and decode unchanged.
 from __future__ import annotations
 
 import base64
+import os
 import re
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,17 +93,20 @@ class Sealer:
         fields = self.policy.get(topic) if self.policy is not None else None
         if not fields:
             return False
-        todo = [f for f in fields if data.get(f) is not None and not is_sealed(data[f])]
+        # an empty value ("", [], {}) or None states nothing: it stays plain (and cheap)
+        todo = [f for f in fields if data.get(f) and not is_sealed(data[f])]
         if not todo:
             return False
         assert self.keys is not None
         key_id, key = self.keys.take()
         aead = AESGCM(key)
+        prefix = f"{topic}\x00{oid}\x00{version}\x00".encode()
         for field in todo:
-            nonce = secrets.token_bytes(NONCE_BYTES)
+            nonce = os.urandom(NONCE_BYTES)
             plain = msgspec.json.encode(data[field], order="sorted")
-            ct = aead.encrypt(nonce, plain, _aad(topic, oid, version, field))
-            data[field] = {SEALED: 1, "key": key_id, "nonce": _b64(nonce), "ct": _b64(ct),
+            ct = aead.encrypt(nonce, plain, prefix + field.encode())
+            # bytes: msgspec writes them as standard base64 strings, in C
+            data[field] = {SEALED: 1, "key": key_id, "nonce": nonce, "ct": ct,
                            "void": fields[field]}
         return True
 
@@ -112,7 +115,7 @@ class Sealer:
         if self.policy is None or self.keys is None:
             return data
         key_id, key = self.keys.take()
-        nonce = secrets.token_bytes(NONCE_BYTES)
+        nonce = os.urandom(NONCE_BYTES)
         ct = AESGCM(key).encrypt(nonce, data, b"payload\x00" + intake_id.encode())
         return PAYLOAD_MAGIC + key_id.to_bytes(8, "big") + nonce + ct
 
@@ -184,7 +187,3 @@ def state_key_ids(state: bytes) -> list[int]:
         return []
     data = msgspec.json.decode(state)
     return [v["key"] for v in data.values() if is_sealed(v) and isinstance(v.get("key"), int)]
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")

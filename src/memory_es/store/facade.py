@@ -497,7 +497,8 @@ class MemoryStore:
     def forget_turn(self, run_id: str, *, reason: str, dry_run: bool = False,
                     show_text: bool = False) -> ForgetReceipt:
         """Erase a turn's content and every memory derived from it that no other live turn
-        supports (issue 14 item 4); ``turn_not_found``, ``turn_pending`` refused."""
+        supports (issue 14 item 4); ``turn_not_found``; ``turn_unresolved`` (pending or dead:
+        resolve it first) refused."""
         with self.attempts.work_lock:
             return self._forgetter.forget(reason=reason, now=self._clock(), run_id=run_id,
                                           dry_run=dry_run, show_text=show_text)

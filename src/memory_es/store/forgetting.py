@@ -135,6 +135,7 @@ class Forgetter:
             for run_hash in sorted(target.run_hashes):
                 turn = planner.turn(run_hash)
                 if turn is not None and turn.state != "forgotten":
+                    self._check_resolved(run_hash)
                     plan.turns[run_hash] = turn
         candidates = {e for t in plan.memories.values() for e in t.entity_ids}
         plan.relation_keys = planner.relations(forgotten)
@@ -150,15 +151,22 @@ class Forgetter:
         if turn is None:
             raise MemoryEsError(f"turn_not_found: no turn with run id {run_id!r}",
                                 code="turn_not_found")
-        with self._journal.cv:
-            record = self._journal.view.records.get(run_hash)
-        if record is not None and record.state == "pending":
-            raise MemoryEsError("turn_pending: the turn is still waiting for its capture; "
-                                "resolve it or let it finish first", code="turn_pending")
+        self._check_resolved(run_hash)
         plan = self.plan_memories(planner.derived(run_hash), keep_supported_by=run_hash)
         if turn.state != "forgotten":
             plan.turns[run_hash] = turn
         return run_hash, plan
+
+    def _check_resolved(self, run_hash: str) -> None:
+        """Refuse to erase a turn still waiting for work (pending or dead): its capture
+        needs the payload and plans a forget destroys. Resolve it first (C4)."""
+        with self._journal.cv:
+            record = self._journal.view.records.get(run_hash)
+        if record is not None and record.state in ("pending", "dead"):
+            raise MemoryEsError(
+                f"turn_unresolved: intake {run_hash} is {record.state}: its capture still "
+                "needs what a forget erases; let it finish or resolve it first "
+                "(memory-es resolve ID SLUG)", code="turn_unresolved")
 
     # -- executing ---------------------------------------------------------------------------
 
