@@ -326,3 +326,34 @@ def test_as_of_never_returns_forgotten_text(tmp_path: Path) -> None:
         assert MARKER not in json.dumps(result.to_json())
     answer = MemoryRoot.open(root).recall(f"gate code {MARKER}", as_of=then)
     assert MARKER not in json.dumps(answer.to_json())
+
+
+def test_forget_takes_a_unique_prefix_like_show(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with open_bujo(root) as store:
+        memory_id = store.remember(f"The vault phrase is {MARKER}.").memory_id
+        receipt = store.forget(memory_id[:10], reason="user-request")
+        assert (receipt.status, receipt.memory_ids) == ("forgotten", [memory_id])
+        assert store.forget(memory_id, reason="user-request").status == "already_forgotten"
+        for bad in ("xyz", memory_id[:7]):
+            with pytest.raises(InvalidArgumentError):
+                store.forget(bad, reason="user-request")
+    assert files_holding(root) == []
+
+
+def test_forget_matching_lists_first_then_erases(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with open_bujo(root) as store:
+        a = store.remember(f"The first {MARKER} note.").memory_id
+        b = store.remember(f"The second {MARKER} note.").memory_id
+        kept = store.remember("An unrelated note about ferns.").memory_id
+        listing = store.forget_matching(MARKER, reason="user-request")
+        assert listing.status == "dry_run" and sorted(listing.memory_ids) == sorted([a, b])
+        assert files_holding(root)  # a dry run writes nothing
+        done = store.forget_matching(MARKER, reason="user-request", dry_run=False)
+        assert sorted(done.memory_ids) == sorted([a, b])
+        assert [m.id for m in store.list_memories().memories] == [kept]
+        with pytest.raises(MemoryEsError) as none:
+            store.forget_matching(MARKER, reason="user-request")
+        assert none.value.code == "memory_not_found"
+    assert files_holding(root) == []

@@ -10,7 +10,6 @@ import argparse
 
 from memory_es.cli.commands import _operator_store, print_json
 from memory_es.cli.contract import OK, REFUSED, UsageError
-from memory_es.errors import MemoryEsError
 from memory_es.recall.inventory import truncate
 from memory_es.store.forgetting import ForgetReceipt
 
@@ -28,12 +27,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
             receipt = store.forget_turn(args.run_id, reason=args.reason, dry_run=args.dry_run,
                                         show_text=args.show_text)
         elif args.query is not None:
-            ids = [hit.id for hit in store.lexical_search(args.query, QUERY_LIMIT)]
-            if not ids:
-                raise MemoryEsError("memory_not_found: no stored memory matches the query",
-                                    code="memory_not_found")
-            receipt = store.forget(ids, reason=args.reason, dry_run=args.dry_run,
-                                   show_text=args.show_text or args.dry_run)
+            receipt = store.forget_matching(args.query, reason=args.reason,
+                                            dry_run=args.dry_run, limit=QUERY_LIMIT)
         else:
             receipt = store.forget(args.id, reason=args.reason, dry_run=args.dry_run,
                                    show_text=args.show_text)

@@ -169,7 +169,8 @@ def build_parser() -> Parser:
     p = command("forget", "erase a memory, a turn's memories (--run-id) or a search's "
                 "(--query) everywhere, journal included (crypto-shredding); prints a "
                 "content-free receipt (exit 1 when the id is unknown)")
-    p.add_argument("id", nargs="?", help="the memory id (memory-es list / show)")
+    p.add_argument("id", nargs="?", help="the memory id, or a unique prefix of 8+ hex "
+                   "characters (memory-es list / show)")
     p.add_argument("--run-id", metavar="RUN", help="forget this turn and what only it supports")
     p.add_argument("--query", metavar="Q", help="forget what a lexical search finds (list it "
                    "with --dry-run, erase with --yes)")

@@ -503,6 +503,18 @@ class MemoryStore:
             return self._forgetter.forget(reason=reason, now=self._clock(), run_id=run_id,
                                           dry_run=dry_run, show_text=show_text)
 
+    def forget_matching(self, query: str, *, reason: str, dry_run: bool = True,
+                        limit: int = 20) -> ForgetReceipt:
+        """Forget what a lexical search for ``query`` finds (at most ``limit`` lines). A dry
+        run by default: the receipt lists the ids and texts (the owner's own search); call
+        again with ``dry_run=False`` to erase them. ``memory_not_found`` when nothing
+        matches."""
+        ids = [hit.id for hit in self.lexical_search(query, limit)]
+        if not ids:
+            raise MemoryEsError("memory_not_found: no stored memory matches the query",
+                                code="memory_not_found")
+        return self.forget(ids, reason=reason, dry_run=dry_run, show_text=dry_run)
+
     def events(self) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
         """Every journal row in order (position, originator, version, topic, state, chain)."""
         return self._opened.recorder.rows()

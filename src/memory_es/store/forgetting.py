@@ -33,6 +33,7 @@ from memory_es.fsutil import crash_point
 from memory_es.ids import run_hash as run_hash_of
 from memory_es.ids import sha256_hex
 from memory_es.journal import OpenedJournal
+from memory_es.recall.inventory import check_memory_id, resolve_id
 from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import SLUG
@@ -114,7 +115,12 @@ class Forgetter:
         planner = self._planner()
         plan = Plan()
         support = planner.reconcile_support()
-        for memory_id in sorted(set(memory_ids)):
+        conn = self._projections.get().index.conn
+        # a unique prefix (8+ hex) names a stored line, as in show; a full id may name a line
+        # already forgotten (no row left), which the journal answers
+        full_ids = {ref if len(ref) == 64 else resolve_id(conn, ref)
+                    for ref in map(check_memory_id, memory_ids)}
+        for memory_id in sorted(full_ids):
             target = planner.memory(memory_id)
             if target is None:
                 raise MemoryEsError(f"memory_not_found: no memory {memory_id}",
