@@ -32,6 +32,7 @@ from projections.compare import (
     compare_provenance,
     compare_sidecar,
 )
+from projections.consistency import RUNTIME_DIR, projection_lock
 from projections.findings import (
     RECOVERABLE,
     Finding,
@@ -40,7 +41,6 @@ from projections.findings import (
 from projections.replay import (
     INDEX_DB,
     INDEX_DIR,
-    RUNTIME_DIR,
     build_generation,
     generation_path,
     managed_files,
@@ -64,7 +64,10 @@ def hygiene(root: Path) -> Iterator[Finding]:
         for name in [*dirnames, *filenames]:
             path = Path(dirpath) / name
             rel = str(path.relative_to(root))
-            st = os.lstat(path)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:  # a live writer's temp file, renamed since the listing
+                continue
             if stat.S_ISLNK(st.st_mode):
                 yield Finding("symlink", rel, "is a symbolic link")
                 continue
@@ -139,7 +142,9 @@ def audit(
         findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
         return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     try:
-        return _audit_opened(root, opened, findings, events_upto, journal_checks)
+        # shared with live writers' flushes and rebuilds: files and rows of one position (N3)
+        with projection_lock(root, shared=True):
+            return _audit_opened(root, opened, findings, events_upto, journal_checks)
     except StorageError as e:  # the journal, read after it verified
         if e.kind != "corrupt":
             return _could_not_run(root, e)

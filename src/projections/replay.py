@@ -29,6 +29,7 @@ from memory_es.fsutil import (
     remove_stale_temps,
 )
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
+from projections.consistency import RUNTIME_DIR, projection_lock
 from projections.forgetting import scrub
 from projections.graph import (
     GRAPH_FILE,
@@ -45,7 +46,6 @@ INDEX_DIR = "index"
 CURRENT_FILE = "CURRENT"
 INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
-RUNTIME_DIR = ".runtime"
 _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
 _ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}
@@ -218,7 +218,16 @@ class Projector:
         self.index.apply(position, event)
 
     def flush(self) -> None:
-        """Render touched days, write changed files, then commit the index position."""
+        """Render touched days, write changed files, then commit the index position: under
+        the projection lock, so health never reads the files of one position beside the rows
+        of another (N3)."""
+        if not self.index.dirty:
+            self.index.flush()
+            return
+        with projection_lock(self.root, shared=False):
+            self._flush()
+
+    def _flush(self) -> None:
         try:
             for kind, day in sorted(self.index.touched):
                 if kind == "graph":
@@ -420,6 +429,23 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
     try:
         if before_activate is not None:  # e.g. vectors for the new generation (D10, C8)
             before_activate(index)
+    except BaseException:
+        index.close()
+        shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
+        raise
+    with projection_lock(root, shared=False):  # files and pointer change together (N3)
+        report = _publish(root, index, generation)
+        crash_point("rebuild.after_activate")
+        for old in [*existing, current]:
+            if old != generation:
+                shutil.rmtree(root / INDEX_DIR / f"gen-{old}", ignore_errors=True)
+    return report
+
+
+def _publish(root: Path, index: IndexProjection, generation: int) -> RebuildReport:
+    """Bring the Markdown to the new generation, then activate it (the caller holds the
+    projection lock): only changed files are rewritten (K10), files no event implies go."""
+    try:
         expected = render_all(index)
         index.set_meta(GRAPH_BYTES, str(len(expected.get(GRAPH_FILE, b""))))
         index.set_meta(SIDECAR_BYTES, str(len(expected.get(SIDECAR_FILE, b""))))
@@ -442,8 +468,4 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
     index.close()
     crash_point("rebuild.before_activate")
     _activate(root, generation)
-    crash_point("rebuild.after_activate")
-    for old in [*existing, current]:
-        if old != generation:
-            shutil.rmtree(root / INDEX_DIR / f"gen-{old}", ignore_errors=True)
     return report

@@ -11,6 +11,7 @@ from typing import Any
 
 import apsw
 
+from memory_es.journal.lock import writer_alive
 from projections.compare import compare_index
 from projections.findings import (
     GEN_FILES,
@@ -98,6 +99,16 @@ class Residue:
                 generation_path(self.root, int(number)).is_file()
         return False
 
+    def being_built(self, rel: str) -> bool:
+        """Is ``rel`` a file of a generation newer than the active one while a writer holds
+        the root (a rebuild in flight, which takes the projection lock only to publish)?"""
+        top, _, rest = rel.partition("/")
+        directory, _, name = rest.partition("/")
+        if top != INDEX_DIR or name not in GEN_FILES or not directory.startswith("gen-") \
+                or not directory[4:].isdigit():
+            return False
+        return int(directory[4:]) > (self.active or 0) and writer_alive(self.root)
+
     def inactive_generations(self) -> set[str]:
         """Files of generations beside the active one that are exactly a replay of the
         journal up to their own position: a rebuild killed before it activated its new
@@ -156,6 +167,10 @@ def classify_residue(root: Path, findings: list[Finding], residue: Residue) -> l
             elif f.code == "canonical_mismatch" and rel == SIDECAR_FILE:
                 is_residue = residue.holds_a_state(rel, ahead=True)
             elif f.code == "file_extra":
+                if residue.being_built(rel):
+                    out.append(Finding("rebuild_in_progress", rel,
+                                       "a newer generation a live writer is building"))
+                    continue
                 if rel.startswith(f"{INDEX_DIR}/gen-"):
                     if generations is None:
                         generations = residue.inactive_generations()

@@ -406,6 +406,11 @@ class IndexProjection:
         if self.conn.changes():
             self.touched.add(("audit", day))
 
+    @property
+    def dirty(self) -> bool:
+        """Is anything applied and not yet committed (rows, or files to render)?"""
+        return self._in_txn or bool(self.touched)
+
     def flush(self) -> None:
         """Record the position and commit; the caller has written the Markdown first."""
         if self._in_txn:
