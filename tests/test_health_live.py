@@ -5,11 +5,13 @@ Remember's projection under the journal hold, and a rebuild."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.testing import WordBagEmbedder
+from memory_es.worker import read_snapshot
 
 RUNS = 50
 JOURNAL = {"mode": "journal", "embeddings": {"dim": 64}}
@@ -81,4 +83,28 @@ def test_n3_health_beside_rebuilds_finds_no_drift(tmp_path: Path) -> None:
     finally:
         stop.set()
         writer.join()
+        store.close()
+
+
+def test_b19_n13_the_snapshot_carries_the_downstream_queues(tmp_path: Path) -> None:
+    """The runtime snapshot a live worker publishes says how many intakes are due and dead,
+    how many capture plans are held, and how many lines wait for a vector (B19, B24, N13),
+    read beside the writer without holding the journal."""
+    root = tmp_path / "root"
+    embedder = WordBagEmbedder(64)
+    embedder.down = True  # an outage: every projected line waits for its vector
+    store = MemoryStore.open(root, parse_config(JOURNAL), embedder=embedder)
+    try:
+        for n in range(6):
+            store.persist_completed_turn(turn(n))
+        deadline = time.monotonic() + 20
+        queue: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            queue = (read_snapshot(root) or {}).get("queue", {})
+            if queue.get("embedding") == 6 and queue.get("due") == 0:
+                break
+            store.kick()
+            time.sleep(0.1)
+        assert queue == {"due": 0, "dead": 0, "capture_retained": 0, "embedding": 6}
+    finally:
         store.close()

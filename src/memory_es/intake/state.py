@@ -226,6 +226,10 @@ class IntakeView:
                             resolved=self.resolved, active=pending + dead, total=self.total,
                             transitions=self.transitions)
 
+    def retained_count(self) -> int:
+        """Unresolved intakes holding a retained capture stage (the curation queue, B24)."""
+        return sum(1 for r in self._unresolved.values() if r.retained is not None)
+
     def report(self, now: datetime, intake_id: str | None = None) -> IntakeReport:
         """The ``inspect`` answer: ``counts`` and ``records`` in admission order (all of them,
         or the one named ``intake_id``)."""

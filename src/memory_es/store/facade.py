@@ -321,9 +321,14 @@ class MemoryStore:
         now = self._clock()
         with self.journal_writer.cv:
             counts = self.journal_writer.view.counts(now)
+            retained = self.journal_writer.view.retained_count()
         publish_snapshot(self.root, {
             "pid": os.getpid(), "heartbeat": now.isoformat(timespec="milliseconds"),
-            "counts": counts.to_json(), "shutdown": state, "queue": {"due": counts.due},
+            "counts": counts.to_json(), "shutdown": state,
+            # B19, N13: the downstream queues: intakes due and dead, capture plans held,
+            # lines waiting for a vector (read beside the writer: no journal hold)
+            "queue": {"due": counts.due, "dead": counts.dead, "capture_retained": retained,
+                      "embedding": self.vectors.backlog_nowait()},
         })
 
     # -- Remember (J*) ------------------------------------------------------------------------

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import apsw
 import numpy as np
 
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
+from memory_es.errors import MemoryEsError
 from memory_es.recall import (
     VectorCache,
     VectorMatrix,
@@ -28,6 +30,7 @@ from memory_es.recall import (
 )
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
+from projections.replay import open_active_index
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
@@ -122,6 +125,26 @@ class Vectors:
             return None
         with self._journal.exclusive():
             return vector_backlog(self._projections.get().index.conn, embedder.identity.key)
+
+    def backlog_nowait(self) -> int | None:
+        """:meth:`backlog` read through its own read-only connection to the active index,
+        without holding the journal (the snapshot publisher must never stall admission);
+        None when this store never embeds or the index cannot be read."""
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        try:
+            conn = open_active_index(self._root)
+        except (MemoryEsError, apsw.Error, OSError):
+            return None
+        if conn is None:
+            return 0
+        try:
+            return vector_backlog(conn, embedder.identity.key)
+        except apsw.Error:
+            return None
+        finally:
+            conn.close()
 
     def matrix(self, embedder: Embedder, conn: Any) -> VectorMatrix:
         """The in-memory matrix for this identity (a new identity starts a new one), told which
