@@ -155,9 +155,9 @@ def test_search_hits_and_rebuild_report_are_typed(tmp_path: Path) -> None:
                                 "removed": list(report.removed), "vectors_pending": None}
 
 
-ITEM = {"attribution": "str", "createdAt": "str", "currentness": "str", "id": "str",
-        "source": {"intakeId": "str", "session": "null"}, "status": "str", "text": "str",
-        "type": "str"}
+ITEM = {"attribution": "null", "createdAt": "str", "currentness": "str", "id": "str",
+        "provenanceUnknown": "bool", "source": {"intakeId": "str", "session": "null"},
+        "status": "str", "text": "str", "type": "str"}
 
 
 def test_list_and_show_json_shapes(root: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -140,7 +140,7 @@ def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
         id=row[0], text=row[1], type=row[2], status=row[3],
         created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
         cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
-        attribution="source conversation unknown" if session in (None, "unknown") else None,
+        provenance_unknown=session in (None, "unknown"),
         evidence=evidence.coverage(row[1]),
         source=Source(session=session, intake_id=row[7]),
     )
@@ -158,20 +158,41 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
                   f"ON e.id = me.entity_id WHERE me.memory_id IN ({','.join('?' * len(ids))}) "
                   "ORDER BY me.memory_id, me.ord", ids):
         names.setdefault(memory_id, []).append(name)
-    facts: dict[str, Fact] = {}
-    salience: dict[str, float] = {}
-    for row in optional_rows(
-            conn, "SELECT id, fact_subject, fact_key, scope, fact_value, salience "
-                  f"FROM memory_meta WHERE id IN ({','.join('?' * len(ids))})", ids):
-        salience[row[0]] = float(row[5])  # G8: a small tie-breaker
-        if row[2] is not None:
-            facts[row[0]] = Fact(subject=row[1], property=row[2], scope=row[3], value=row[4])
-    terms = stated_terms(conn, ids)
-    if not names and not salience and not terms:
+    curated = line_fields(conn, ids)
+    if not names and not curated:
         return candidates
-    return [replace(c, entity_names=tuple(names.get(c.id, ())), fact=facts.get(c.id),
-                    salience=salience.get(c.id, c.salience), **terms.get(c.id, {}))
-            if c.id in names or c.id in salience or c.id in terms else c for c in candidates]
+    return [replace(c, entity_names=tuple(names.get(c.id, ())), **curated.get(c.id, {}))
+            if c.id in names or c.id in curated else c for c in candidates]
+
+
+def line_fields(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """id -> the Candidate fields a curated line's metadata and terms add: salience (G8),
+    the structured fact (G16), who stated it (H9), and its validity and insight marker."""
+    out: dict[str, dict[str, Any]] = {}
+    if not ids:
+        return out
+    for row in optional_rows(
+            conn, "SELECT mm.id, mm.fact_subject, mm.fact_key, mm.scope, mm.fact_value, "
+                  "mm.salience, m.source FROM memory_meta mm JOIN memories m ON m.id = mm.id "
+                  f"WHERE mm.id IN ({','.join('?' * len(ids))})", list(ids)):
+        out[row[0]] = {"salience": float(row[5]),  # G8: a small tie-breaker
+                       "attribution": attribution_of(row[6], row[3]),
+                       "fact": None if row[2] is None else Fact(
+                           subject=row[1], property=row[2], scope=row[3], value=row[4])}
+    for memory_id, fields in stated_terms(conn, ids).items():
+        out.setdefault(memory_id, {}).update(fields)
+    return out
+
+
+def attribution_of(source: str, scope: str | None) -> str | None:
+    """H9: who stated a curated line, from its host-bounded source: the owner's own words
+    (a user line in the agent's scope) are ``you said``; an assistant line and an enhanced
+    Remember are ``assistant noted``; a document's are ``from a document``. A tool line, or a
+    user line from another scope (a peer), gets none."""
+    if source == "user":
+        return "you said" if scope == "agent" else None
+    return {"assistant": ASSISTANT_NOTED, REMEMBER_SOURCE: ASSISTANT_NOTED,
+            "document": "from a document"}.get(source)
 
 
 def stated_terms(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -28,7 +28,7 @@ from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.ids import memory_uuid
 from memory_es.journal import OpenedJournal
-from memory_es.recall.candidates import stated_terms
+from memory_es.recall.candidates import line_fields
 from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import Candidate, Source
 from memory_es.recall.select import currentness
@@ -51,11 +51,6 @@ def _utc_ms(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def attribution(session: str | None) -> str | None:
-    """K7: a line without a storable conversation id is labelled, as in recall."""
-    return "source conversation unknown" if session in (None, "unknown") else None
-
-
 @dataclass(frozen=True, slots=True)
 class MemoryItem:
     """One stored memory as ``list`` shows it (recall's field names, G25)."""
@@ -66,12 +61,13 @@ class MemoryItem:
     status: str
     created_at: datetime
     currentness: Currentness
-    attribution: str | None
+    attribution: str | None  # H9: you said / assistant noted / from a document
     source: Source
     valid_from: date | datetime | None = None
     valid_to: date | datetime | None = None
     due_at: date | datetime | None = None
     insight: bool = False
+    provenance_unknown: bool = False  # K7: no storable source conversation id
 
     def to_json(self) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -84,6 +80,8 @@ class MemoryItem:
                 item[key] = value.isoformat()
         if self.insight:
             item["insight"] = True
+        if self.provenance_unknown:  # K7: "source conversation unknown"
+            item["provenanceUnknown"] = True
         return item
 
 
@@ -231,16 +229,18 @@ def _items(conn: apsw.Connection, rows: Sequence[Any], now: datetime,
            tz: tzinfo | None) -> tuple[MemoryItem, ...]:
     """Rows of ``_COLUMNS`` as items, with the validity and attribution an enhanced Remember
     was stated with (G13-G15, J9) and currentness judged in the host's zone ``tz``."""
-    terms = stated_terms(conn, [row[0] for row in rows])
+    fields = line_fields(conn, [row[0] for row in rows])
     items = []
     for row in rows:
         created = datetime.fromisoformat(row[4].replace("Z", "+00:00"))
         candidate = replace(Candidate(id=row[0], text=row[1], status=row[3],
                                       created_at=created,
-                                      attribution=attribution(row[5])), **terms.get(row[0], {}))
+                                      provenance_unknown=row[5] in (None, "unknown")),
+                            **fields.get(row[0], {}))
         items.append(MemoryItem(
             id=row[0], text=row[1], type=row[2], status=row[3], created_at=created,
             currentness=currentness(candidate, now, tz), attribution=candidate.attribution,
+            provenance_unknown=candidate.provenance_unknown,
             source=Source(session=row[5], intake_id=row[6]), valid_from=candidate.valid_from,
             valid_to=candidate.valid_to, due_at=candidate.due_at, insight=candidate.insight))
     return tuple(items)

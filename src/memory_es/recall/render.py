@@ -41,6 +41,7 @@ class Hit:
     currentness: Currentness
     ended_on: date | datetime | None = None  # the past end behind ``ended`` (G14)
     attribution: str | None = None
+    provenance_unknown: bool = False  # K7: labelled ``source conversation unknown``
     source: Source | None = None  # for the host only: never in the text form (H23)
     insight: bool = False  # K14, H6: the insight marker, shown open or closed
     explanation: dict[str, Any] | None = None  # the score's parts, when asked (explain=True)
@@ -149,6 +150,8 @@ def format_auto_line(hit: Hit, tz: tzinfo = UTC) -> str:
         labels.append(hit.currentness)
     if hit.attribution:
         labels.append(hit.attribution)
+    if hit.provenance_unknown:  # K7: independent of who stated it
+        labels.append("source conversation unknown")
     if hit.insight:  # H6: kept when the line is closed too
         labels.append("insight")
     return f"- – {hit.text} ({'; '.join(labels)})"

@@ -126,6 +126,7 @@ class Candidate:
     vector_rank: int | None = None
     fact: Fact | None = None
     attribution: str | None = None  # H9: "you said" | "assistant noted" | "from a document"
+    provenance_unknown: bool = False  # K7: no storable source conversation id
     evidence: float | None = None  # lexical evidence in this index (None: not computed)
     source: Source | None = None
     graph_hop: bool = False  # True: pulled in by one-hop graph expansion (L4)

@@ -96,7 +96,8 @@ def _hit(s: Scored, now: datetime, tz: tzinfo | None) -> Hit:
                created_at=c.created_at, valid_from=c.valid_from, valid_to=c.valid_to,
                due_at=c.due_at, currentness=cur,
                ended_on=ended_on(c, now, tz) if cur == "ended" else None,
-               attribution=c.attribution, source=c.source, insight=c.insight)
+               attribution=c.attribution, provenance_unknown=c.provenance_unknown,
+               source=c.source, insight=c.insight)
 
 
 # --------------------------------------------------------------------------------------------
