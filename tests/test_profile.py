@@ -55,15 +55,17 @@ class Index:
             source: str = "user", status: str = "open", kind: str = "note",
             recorded: str = "2026-05-01T09:00:00.000Z", fact: tuple[str, str, str] | None = None,
             valid_from: str | None = None, valid_to: str | None = None,
-            due_at: str | None = None, memory_id: str | None = None) -> str:
+            due_at: str | None = None, memory_id: str | None = None,
+            from_task: bool = False) -> str:
         self.n += 1
         mid = memory_id or f"{self.n:064x}"
         self.conn.execute("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, "
                           "'bujo')", (self.n, mid, kind, text, recorded[:10], recorded, status,
                                       source))
         subject, key, value = fact or (None, None, None)
-        self.conn.execute("INSERT INTO memory_meta VALUES (?, ?, ?, ?, 0.8, 0, ?, NULL, ?, ?, ?)",
-                          (self.n, mid, ",".join(labels), scope, text, subject, key, value))
+        self.conn.execute("INSERT INTO memory_meta VALUES (?, ?, ?, ?, 0.8, ?, ?, NULL, ?, ?, ?)",
+                          (self.n, mid, ",".join(labels), scope, int(from_task), text, subject,
+                           key, value))
         if valid_from or valid_to or due_at:
             self.conn.execute("INSERT INTO memory_terms VALUES (?, ?, NULL, 0, ?, ?, ?, 0)",
                               (self.n, mid, valid_from, valid_to, due_at))
@@ -102,6 +104,7 @@ def test_m3_leaves_out_superseded_closed_episodes_dated_and_conflicting() -> Non
     index.add("I ran a marathon on Sunday", kind="event")  # an episode
     index.add("I will renew my passport", due_at="2026-09-01")  # a dated intention
     index.add("I will call the bank", due_at="2026-01-01")  # a dated intention, past
+    index.add("Buy new hiking boots", from_task=True)  # a task turned note: an intention
     index.add("I work at Globex", valid_to="2026-05-09")  # ended yesterday
     index.add("I start at Initech", valid_from="2026-06-01")  # not yet current
     index.add("My shoe size is 42", fact=("owner", "shoe_size", "42"))

@@ -16,7 +16,9 @@ only user lines keep a ``preference`` label. So an entry is a line that is
   superseded, with no past validity end (judged in the host's zone: a date-only end holds
   through the host's local day, an instant until it passes, M5) and no validity start still
   ahead;
-- not a dated intention (any ``due_at``), and not one side of a conflict (two or more current
+- not an intention: a dated one (any ``due_at``) or a task turned note (``from_task``: the
+  host never gives those the owner fact label, A19, so a ``fact`` label there is the
+  model's), and not one side of a conflict (two or more current
   distinct values for one fact subject and key, whoever stated them).
 
 Entries are ordered by recording date (the host's local day), newest first, then by memory id
@@ -127,7 +129,8 @@ def profile_candidates(conn: apsw.Connection, *, now: datetime,
                   "COALESCE(mm.fact_subject, ''), mm.fact_key, mt.valid_from, mt.valid_to, "
                   "mt.due_at FROM memories m JOIN memory_meta mm ON mm.id = m.id "
                   "LEFT JOIN memory_terms mt ON mt.id = m.id WHERE m.status = 'open' "
-                  "AND m.kind = 'note' AND mm.scope = 'agent' AND mm.superseded_by IS NULL",
+                  "AND m.kind = 'note' AND mm.scope = 'agent' AND mm.superseded_by IS NULL "
+                  "AND mm.from_task = 0",
             ()):
         kinds = set(labels.split(","))
         label: ProfileLabel | None = None
