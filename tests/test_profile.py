@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import socket
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -19,6 +20,7 @@ import apsw
 import numpy as np
 import pytest
 
+import memory_es.transfer as transfer
 from helpers_capture import (
     Clock,
     extraction,
@@ -28,16 +30,18 @@ from helpers_capture import (
     script,
     turn,
 )
+from helpers_replay import FIXTURES
 from memory_es import MemoryRoot, MemoryStore
 from memory_es.cli import main
 from memory_es.config import ConfigError, parse_config
-from memory_es.embeddings import EmbeddingError
+from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.recall.profile import (
     PROFILE_HEADING,
     PROFILE_MAX_CODE_POINTS,
     owner_profile,
 )
 from memory_es.testing import WordBagEmbedder
+from memory_es.transfer import replay_export
 from projections.sqlite_index import IN_MEMORY, IndexProjection
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)
@@ -316,3 +320,41 @@ def test_c11_profile_cli_errors_follow_the_exit_code_contract(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and err[0].endswith("no memory root here")  # one line each
     assert main(["--root", str(tmp_path), "profile", "--bogus"]) == 2
+
+
+# --------------------------------------------------------------------------------------------
+# Golden: the profile of the committed bujo-capture fixture, replayed with every model path
+# blocked (the profile is a read of the replayed index: no model, no vector)
+
+GOLDEN_BUJO_CAPTURE = """\
+## Owner profile (what you told me about yourself; verify before relying)
+
+- fact: Morgan lives in Madrid (recorded 2026-07-07)
+- fact: Zoë Ångström lives in 東京 & likes <b>bold</b> type 👩\u200d💻 (recorded 2026-07-07)
+- preference: I prefer window seats on trains (recorded 2026-07-06)
+- fact: Morgan is a lead engineer at Acme Robotics (recorded 2026-07-06)
+- preference: I always take the stairs (recorded 2026-07-06)"""
+
+
+class _Down:
+    """The recorded embedding provider, down: replay goes on without vectors."""
+
+    def __init__(self, dim: int) -> None:
+        self.identity = EmbeddingIdentity("fixture", "unreachable", dim)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise EmbeddingError("blocked in this test", code="embedding_unavailable")
+
+
+def test_m4_m9_golden_profile_of_the_bujo_capture_fixture(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def blocked(*args: object, **kwargs: object) -> None:
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(transfer, "make_embedder", lambda block: _Down(block.dim))
+    monkeypatch.setattr(socket.socket, "connect", blocked)
+    root = tmp_path / "root"
+    replay_export(FIXTURES / "bujo-capture" / "journal.jsonl", root)
+    profile = MemoryRoot.open(root, time_zone="UTC").profile()
+    assert profile.text == GOLDEN_BUJO_CAPTURE
+    assert profile.left_out == 0 and len(profile.text) <= PROFILE_MAX_CODE_POINTS
