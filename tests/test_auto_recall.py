@@ -102,7 +102,8 @@ def test_h15_lite_and_degraded_give_no_block(
     assert any("memory_recall_unavailable" in r.getMessage() for r in caplog.records)
     # The host learns why, so it can warn instead (H15, issue 12 item 1).
     assert s.auto_context(QUESTION).to_json() == {
-        "text": "", "degraded": True, "reason": "provider_unavailable", "vectors_pending": 0}
+        "text": "", "degraded": True, "reason": "provider_unavailable", "vectors_pending": 0,
+        "profile": ""}
     flaky.down = False
     assert s.auto_context(QUESTION).degraded is False
     with MemoryStore.open(tmp_path / "lite", background=False) as lite:

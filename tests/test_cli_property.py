@@ -64,6 +64,7 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "replay": [(None, True)],
     "health": [("--expect-anchor", True)],
     "anchor": [],
+    "profile": [],
     "search": [(None, True), ("--limit", True), ("--explain", False), ("--as-of", True)],
     "calibrate": [(None, True)],
     "journal": [("--from", True), ("--through", True), ("--tz", True), ("--limit", True),

@@ -16,6 +16,7 @@ from memory_es.errors import (
     UnsafePathError,
 )
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+from memory_es.recall.receipts import ReceiptCache
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 
@@ -31,6 +32,7 @@ __all__ = [
     "MemoryRoot",
     "MemoryStore",
     "NotARootError",
+    "ReceiptCache",
     "UnsafePathError",
     "load_config",
 ]

@@ -73,6 +73,7 @@ from memory_es.recall.inventory import (
     show_memory,
 )
 from memory_es.recall.journal_key import RootCursorKey
+from memory_es.recall.profile import Profile
 from memory_es.recall.vectors import read_only_cache
 from memory_es.rootconfig import effective
 from memory_es.validity import host_time_zone
@@ -319,6 +320,17 @@ class MemoryRoot:
                                    make_embedder(block) if block is not None else None,
                                    self.time_zone)
         return self._bound
+
+    def profile(self) -> Profile:
+        """``memory-es profile`` (C11, M9): the owner profile by the same rule as the
+        automatic context (:meth:`MemoryStore.profile`), read-only; empty without an index."""
+        with self.index() as conn:
+            return self._recaller_for_profile().profile(conn, now=utc_now())
+
+    def _recaller_for_profile(self) -> Recaller:
+        """The profile needs no vectors: a bound recaller if one exists, else one without an
+        embedder (no model is loaded for a profile, M7)."""
+        return self._bound or Recaller(self.config, None, self.time_zone)
 
     def list_memories(self, *, status: str | None = None,
                       since: str | date | datetime | None = None,

@@ -17,6 +17,7 @@ from memory_es.cli.commands import COMMANDS
 from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
 from memory_es.cli.forget import cmd_forget
 from memory_es.cli.parser import build_parser
+from memory_es.cli.profile import cmd_profile
 
 __all__ = ["build_parser", "main"]
 
@@ -53,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_demo()
         if args.func == "forget":
             return cmd_forget(args)
+        if args.func == "profile":
+            return cmd_profile(args)
         return COMMANDS[args.func](args)
     except BrokenPipeError:
         _quiet_stdout()

@@ -269,6 +269,16 @@ def build_parser() -> Parser:
                                             "least 8 hex characters (list shows 12)")
     p.set_defaults(func="show")
 
+    p = command("profile", "the owner profile (content-bearing; read-only)",
+                description="Print the owner profile (SPEC M3-M7): whole entries of the "
+                            "owner's own stated facts and agent-scope preferences, current and "
+                            "open only (no superseded, ended, conflicting, dated or episode "
+                            "lines), newest day first, at most 600 code points and "
+                            "memory.maxBytes. The same rule as the automatic context under "
+                            "memory.profile.enabled (BuJo); shown even when that is off. "
+                            "Read-only, no lock, no model call.")
+    p.set_defaults(func="profile")
+
     p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root",
                 parents=[_common(json=False)])
     p.set_defaults(func="demo")

@@ -365,7 +365,9 @@ class RecallConfig(_Block):
 
 
 class ProfileConfig(_Block):
-    """`memory.profile`: the optional BuJo owner profile, default off (O5)."""
+    """`memory.profile`: the optional owner profile (M1-M9), default off; `enabled: true`
+    requires `memory.mode: "bujo"` (O5, checked in `config.rules`). Read by
+    `recall.engine.Recaller.auto_block`."""
 
     enabled: bool = False
 

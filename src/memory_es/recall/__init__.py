@@ -11,6 +11,8 @@ from the index, and nothing that writes a journal.
 - :mod:`~memory_es.recall.card`: the person card; :mod:`~memory_es.recall.chronology`:
   MemoryJournal, whose typed pages are :mod:`~memory_es.recall.journal_page`;
 - :mod:`~memory_es.recall.engine`: :class:`Recaller`, config + embedder + calibration bound once;
+- :mod:`~memory_es.recall.profile`: the owner profile (M*);
+  :mod:`~memory_es.recall.receipts`: the host's served-line receipt cache (M10-M12);
 - :mod:`~memory_es.recall.calibrate`, :mod:`~memory_es.recall.labelled`,
   :mod:`~memory_es.recall.calibrate_report`: fitting a calibration (``memory-es calibrate``);
   not imported here: only `memory-es calibrate` needs them.

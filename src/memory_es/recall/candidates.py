@@ -342,11 +342,13 @@ def auto_block(
     lines: bool = True,
     scoring: Scoring = "hybrid",
     tz: tzinfo | None = None,
+    reserved_bytes: int = 0,
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
     of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
-    only the block (the short-owner-text gate, H14)."""
+    only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
+    before it, M6) comes out of the card's share."""
     candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
                                 exclude_session=session)
     scored = score_all(text, candidates, calibration, scoring)
@@ -356,7 +358,7 @@ def auto_block(
                                    now=now, tz=zone, exclude=[h.id for h in hits])
     parts = [part for part in (render_auto_block(hits, zone),
                                render_background(background, zone)) if part]
-    used = sum(len(part.encode("utf-8")) + 2 for part in parts)
+    used = reserved_bytes + sum(len(part.encode("utf-8")) + 2 for part in parts)
     card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used)
     return "\n\n".join([*parts, card] if card else parts)
 

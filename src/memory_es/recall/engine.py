@@ -20,6 +20,7 @@ import numpy as np
 from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
 from memory_es.recall.candidates import auto_block, check_query, recall
+from memory_es.recall.profile import Profile, owner_profile
 from memory_es.recall.result import AutoContext, RecallResult
 from memory_es.recall.score import NOMIC_V15, Calibration
 from memory_es.recall.vectors import VectorMatrix, vector_backlog
@@ -135,24 +136,36 @@ class Recaller:
                            vectors_pending=pending)
         return result
 
+    def profile(self, conn: apsw.Connection | None, *, now: datetime) -> Profile:
+        """The owner profile (M3-M7) under this config's ``memory.maxBytes``; computed whether
+        or not ``memory.profile.enabled`` is set (the read-only views preview it, C11), which
+        the result's ``enabled`` says."""
+        return owner_profile(conn, now=now, tz=self.tz, max_bytes=self.config.max_bytes,
+                             enabled=self.config.profile.enabled)
+
     def auto_block(self, conn: apsw.Connection, text: str, *, now: datetime,
                    query_vector: np.ndarray | None, matrix: VectorMatrix | None,
                    session: str | None, lines: bool = True) -> AutoContext:
         """The automatic context for ``text`` (H1-H22; see :func:`auto_block`) and whether it
-        was whole: no block, ``degraded``, without an embedder or a query vector (H15)."""
+        was whole: no block, ``degraded``, without an embedder or a query vector (H15). With
+        ``memory.profile.enabled`` the owner profile comes first, and stays when the block
+        cannot be made (M8): it needs no vector."""
+        shown = self.profile(conn, now=now).text if self.config.profile.enabled else ""
         if self.embedder is None:
-            return AutoContext("", degraded=True, reason="lexical_only")
+            return AutoContext(shown, degraded=True, reason="lexical_only", profile=shown)
         pending = vector_backlog(conn, self.embedder.identity.key)
         if query_vector is None or matrix is None:
-            return AutoContext("", degraded=True, reason="provider_unavailable",
-                               vectors_pending=pending)
+            return AutoContext(shown, degraded=True, reason="provider_unavailable",
+                               vectors_pending=pending, profile=shown)
         block = auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
                            session=session, lines=lines, calibration=self.calibration,
-                           scoring=self.config.recall.scoring, tz=self.tz)
+                           scoring=self.config.recall.scoring, tz=self.tz,
+                           reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0)
+        whole = "\n\n".join(part for part in (shown, block) if part)
         if pending:
-            return AutoContext(block, degraded=True, reason="vectors_pending",
-                               vectors_pending=pending)
-        return AutoContext(block)
+            return AutoContext(whole, degraded=True, reason="vectors_pending",
+                               vectors_pending=pending, profile=shown)
+        return AutoContext(whole, profile=shown)
 
     def search(self, conn: apsw.Connection, query: str, *, now: datetime,
                limit: int = 10, explain: bool = False) -> RecallResult:

@@ -73,10 +73,11 @@ class AutoContext:
     degraded: bool = False
     reason: DegradedReason | None = None
     vectors_pending: int = 0
+    profile: str = ""  # the owner profile part of ``text`` (M3-M8), "" when off or empty
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "degraded": self.degraded, "reason": self.reason,
-                "vectors_pending": self.vectors_pending}
+                "vectors_pending": self.vectors_pending, "profile": self.profile}
 
 
 def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEvidence,

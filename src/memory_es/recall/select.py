@@ -55,7 +55,7 @@ def host_zone(now: datetime, tz: tzinfo | None) -> tzinfo:
     return local
 
 
-def _has_ended(end: date | datetime, now: datetime, tz: tzinfo) -> bool:
+def has_ended(end: date | datetime, now: datetime, tz: tzinfo) -> bool:
     if isinstance(end, datetime):
         instant = end if end.tzinfo is not None else end.replace(tzinfo=tz)
         return instant < now  # an instant closes when it passes (G15)
@@ -68,7 +68,7 @@ def ended_on(
     """The earliest past structured end (``valid_to`` or ``due_at``), or None (G14)."""
     zone = host_zone(now, tz)
     past = [e for e in (candidate.valid_to, candidate.due_at)
-            if e is not None and _has_ended(e, now, zone)]
+            if e is not None and has_ended(e, now, zone)]
     if not past:
         return None
     return min(past, key=lambda e: _sort_instant(e, zone))

@@ -43,6 +43,7 @@ from memory_es.recall import (
     RecallResult,
 )
 from memory_es.recall.inventory import LIST_DEFAULT_LIMIT, MemoryDetail, MemoryList
+from memory_es.recall.profile import Profile
 from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
 from memory_es.store.admission import GroupCommit
@@ -408,9 +409,20 @@ class MemoryStore:
         """:meth:`auto_recall` with whether the block was whole: ``degraded`` with its
         ``reason`` (``lexical_only``, ``provider_unavailable``: no block, the host warns
         instead, H15; ``vectors_pending``: made from the memories that have vectors) and the
-        count of memories still waiting for one."""
+        count of memories still waiting for one. With ``memory.profile.enabled`` the owner
+        profile (:meth:`profile`) comes first, for owner turns only, and stays when the
+        provider fails (M8); ``profile`` holds that part. Wrap it in a
+        :class:`~memory_es.recall.receipts.ReceiptCache` for a retained provider session
+        (M10-M12)."""
         return self.reads.auto_recall(text, session=session, owner=owner,
                                       gate_owner_text=gate_owner_text)
+
+    def profile(self) -> Profile:
+        """The owner profile (M3-M7): whole entries of owner-stated facts and agent-scope
+        preferences, current and open, newest day first, within 600 code points and
+        ``memory.maxBytes``. Read-only; computed even when ``memory.profile.enabled`` is off
+        (``enabled`` says whether :meth:`auto_context` carries it)."""
+        return self.reads.profile()
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int = 10) -> JournalPage:

@@ -7,6 +7,7 @@ embedded before, with no lock held.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
@@ -29,10 +30,13 @@ from memory_es.recall import (
 from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
 from memory_es.recall.inventory import MemoryDetail, MemoryList, list_memories, show_memory
 from memory_es.recall.journal_key import RootCursorKey
+from memory_es.recall.profile import Profile
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
 from projections.search import SearchHit, fts_search
+
+log = logging.getLogger("memory_es")
 
 
 class StoreReads:
@@ -105,8 +109,11 @@ class StoreReads:
             return AutoContext("")
         lines = not gate_owner_text or owner_text_gate(text)
         recaller = self.recaller()
-        query_vector = (None if self._vectors.paused or recaller.embedder is None
-                        else recaller.embed_query(text, unavailable="no automatic block"))
+        query_vector = None
+        if recaller.embedder is not None and self._vectors.paused:  # M8: say why, once
+            log.warning("memory_recall_unavailable: no automatic block (provider paused)")
+        elif recaller.embedder is not None:
+            query_vector = recaller.embed_query(text, unavailable="no automatic block")
         with self._journal.exclusive():
             try:
                 conn = self._projections.get().index.conn
@@ -116,6 +123,15 @@ class StoreReads:
                       if recaller.embedder is not None and query_vector is not None else None)
             return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
                                        matrix=matrix, session=session, lines=lines)
+
+    def profile(self) -> Profile:
+        """The owner profile over the live index (M3-M7, C11); no index, no profile."""
+        with self._journal.exclusive():
+            try:
+                conn = self._projections.get().index.conn
+            except IndexUnavailableError:
+                conn = None
+            return self.recaller().profile(conn, now=self._clock())
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
                 limit: int) -> JournalPage:
