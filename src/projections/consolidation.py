@@ -30,14 +30,14 @@ import apsw
 import msgspec
 
 from memory_es.text import fold
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import HISTORY_STATUSES, sql_list
 from projections.markdown import safe_text
 
 INDEX_FILE = "index.md"
 MAX_SCAN_ROWS = 10_000  # L7: the safety ceiling on rows one refresh reads
 MAX_GROUPS = 50  # L7: lexical groups rendered
 PAGE_ROWS = 500  # one deterministic source page
-_LIVE = f"m.status NOT IN {sql_list(TERMINAL_STATUSES)}"
+_LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"  # current lines only
 
 # Entity types that name a point or span of time (L8). Types are lowercase words (E*).
 TIME_TYPES = frozenset({
@@ -204,7 +204,7 @@ def render_preview(found: Preview) -> bytes:
         out.append(f"- {safe_text(name)} ({', '.join(types)}): {mentions} "
                    f"{'memory' if mentions == 1 else 'memories'}{also}")
     if not found.top:
-        out.append("- none yet")
+        out.append("- none with a current line")
     scope = "all" if s.scan_complete else "the first"
     out += ["", f"Scanned {scope} {s.entities_scanned} entity rows; {s.time_nodes} time nodes "
             f"left out; showing {s.groups_rendered} of {s.groups} name groups."]
