@@ -80,9 +80,10 @@ def test_replaying_the_journal_reproduces_the_expected_tree(fixture: Path,
 
 
 def test_fixture_shapes_match_their_tier() -> None:
-    """bujo append-host-summary fixtures are audit-only (and an index.md); lite/journal fixtures write no audit
+    """bujo append-host-summary fixtures are audit-only; lite/journal fixtures write no audit
     (D2, D7, D8); bujo capture fixtures write both, plus graph.jsonl and the sidecar, and carry
-    the scripted model replies they were generated with (model.jsonl)."""
+    the scripted model replies they were generated with (model.jsonl); every BuJo fixture has
+    an index.md, no Lite or Journal one does (L6, D14)."""
     by_name = {d.name: d for d in FIXTURE_DIRS}
     for spec in regen.SPECS:
         fixture = by_name[spec.name]

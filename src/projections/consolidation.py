@@ -45,6 +45,9 @@ TIME_TYPES = frozenset({
     "season", "period", "time_period", "timeframe", "duration", "calendar", "calendar_date",
     "date_range", "time_range", "deadline", "quarter", "hour", "minute",
 })
+# Types whose names are names, never dates: "April" the person stays in the preview.
+_NAMED_TYPES = frozenset({"person", "organization", "organisation", "company", "project",
+                          "place", "team", "pet", "product"})
 _MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|"
            "december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|thu|" \
@@ -64,9 +67,12 @@ _TIME_NAME = re.compile(
 
 
 def is_time_node(name: str, type_: str) -> bool:
-    """Is this node an ephemeral calendar or time node (L8)? Its type says so, or its folded
-    name is a date, a time, a weekday, a month or a relative day."""
-    return type_ in TIME_TYPES or _TIME_NAME.fullmatch(fold(name)) is not None
+    """Is this node an ephemeral calendar or time node (L8)? Its type says so, or (unless its
+    type names people or things) its folded name is a date, a time, a weekday, a month or a
+    relative day."""
+    if type_ in TIME_TYPES:
+        return True
+    return type_ not in _NAMED_TYPES and _TIME_NAME.fullmatch(fold(name)) is not None
 
 
 class ConsolidationSummary(msgspec.Struct, frozen=True, kw_only=True):

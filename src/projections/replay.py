@@ -183,6 +183,7 @@ class Projector:
         self.root = root
         self.index = index
         self.files_written = 0
+        self.refreshed_on_open = False  # reported by the next consolidate(), then cleared
 
     @property
     def position(self) -> int:
@@ -198,7 +199,8 @@ class Projector:
         """
         projector = cls._open(root)
         try:  # a root made before consolidation, or a hand-edited index.md: refresh when due
-            projector.files_written += projector.consolidate().changed
+            projector.refreshed_on_open = projector.consolidate().changed
+            projector.files_written += projector.refreshed_on_open
         except BaseException:
             projector.close()
             raise
@@ -261,7 +263,8 @@ class Projector:
         no model call, no journal or index write. Whether the file changed is in the result."""
         found = preview(self.index.conn)
         data = render_preview(found) if is_bujo(self.index.conn) else None
-        changed = _write_if_changed(self.root, INDEX_FILE, data)
+        changed = _write_if_changed(self.root, INDEX_FILE, data) or self.refreshed_on_open
+        self.refreshed_on_open = False
         return msgspec.structs.replace(found.summary, changed=changed)
 
     def _flush_graph(self) -> bool:
