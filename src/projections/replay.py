@@ -246,7 +246,7 @@ class Projector:
                 else:
                     relpath, data = render_one(self.index, kind, day)
                     self.files_written += _write_if_changed(self.root, relpath, data)
-            if any(kind in INDEX_INPUTS for kind, _ in self.index.touched):
+            if self._index_due():
                 # the scheduled consolidation refresh (L6, L9): after every pass that changed
                 # the graph or the lines, bounded by the preview's ceilings (L7)
                 self.files_written += _write_if_changed(self.root, INDEX_FILE,
@@ -257,6 +257,13 @@ class Projector:
         except BaseException:
             self.index.rollback()
             raise
+
+    def _index_due(self) -> bool:
+        """Did this pass change what index.md shows? Graph and line changes do; audit rows
+        only decide whether a BuJo root has the file at all (its first one creates it)."""
+        kinds = {kind for kind, _ in self.index.touched}
+        return bool(kinds & {"graph", "daily"}) or \
+            ("audit" in kinds and not os.path.lexists(self.root / INDEX_FILE))
 
     def consolidate(self) -> ConsolidationSummary:
         """Refresh ``index.md`` now from the committed index (L6-L9, D13): a projection only,
