@@ -199,7 +199,8 @@ class Projector:
         """
         projector = cls._open(root)
         try:  # a root made before consolidation, or a hand-edited index.md: refresh when due
-            projector.refreshed_on_open = projector.consolidate().changed
+            projector.refreshed_on_open = _write_if_changed(
+                root, INDEX_FILE, render_index(projector.index.conn))  # Lite: one query
             projector.files_written += projector.refreshed_on_open
         except BaseException:
             projector.close()
