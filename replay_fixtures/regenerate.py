@@ -630,6 +630,52 @@ SPECS: tuple[Spec, ...] = (
             ("Order the cake.", "note", "dropped", ""),
         ),
     ),
+    Spec(
+        name="consolidation",
+        description="The living index.md (L6-L9): a capture naming one person under three "
+                    "lexically equivalent display names (case, fullwidth NFKC; three graph "
+                    "nodes of different types, one preview group), a project, and three "
+                    "calendar/time nodes (a weekday, an ISO date, a relative week) the preview "
+                    "leaves out; two Remember lines whose folded text collides (one duplicate "
+                    "group, though not structural duplicates); a Remember that supersedes a "
+                    "captured line, whose mentions then leave the preview.",
+        config=BUJO_CAPTURE,
+        step=timedelta(hours=1, minutes=2, seconds=3),
+        steps=(
+            Admit("co-graph", "Noted the Atlas plans.", session="web:co-1",
+                  capture_text="The plan says Morgan launches Atlas on Friday."),
+            Drain(expect=1),
+            Remember("Tea with Morgan at noon."),
+            Remember("tea with  MORGAN at noon."),
+            # the first line leaves recall (sidecar lifecycle): its mentions leave the preview
+            Remember("Morgan hands the Atlas launch over.", supersedes=("co-graph", 0)),
+            Drain(expect=0),
+        ),
+        script=(
+            extract("co-graph", [
+                memory("Morgan plans the Atlas launch for Friday", source="document",
+                       salience=0.7, entities=["m", "a", "fri"]),
+                memory("MORGAN ships Atlas on 2026-07-10", source="document", salience=0.7,
+                       entities=["mo", "a", "d"]),
+                memory("The \uff2d\uff4f\uff52\uff47\uff41\uff4e project starts next week",
+                       source="document", salience=0.7, entities=["w", "nw"]),
+            ], [entity("m", "Morgan", "person"), entity("mo", "MORGAN", "organization"),
+                entity("w", "\uff2d\uff4f\uff52\uff47\uff41\uff4e", "project"),
+                entity("a", "Atlas", "project"), entity("fri", "Friday", "concept"),
+                entity("d", "2026-07-10", "date"), entity("nw", "next week", "event")],
+                [("m", "leads", "a")]),
+        ),
+        calls=(("extract", "co-graph"),),
+        memories=(
+            ("Morgan plans the Atlas launch for Friday", "note", "superseded", ""),
+            ("MORGAN ships Atlas on 2026-07-10", "note", "open", ""),
+            ("The \uff2d\uff4f\uff52\uff47\uff41\uff4e project starts next week", "note",
+             "open", ""),
+            ("Tea with Morgan at noon.", "note", "open", ""),
+            ("tea with MORGAN at noon.", "note", "open", ""),  # Remember collapses spaces
+            ("Morgan hands the Atlas launch over.", "note", "open", ""),
+        ),
+    ),
 )
 
 

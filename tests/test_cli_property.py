@@ -61,6 +61,7 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "retry": [(None, True), ("--lock-timeout", True)],
     "resolve": [(None, True), (None, True), ("--lock-timeout", True)],
     "rebuild": [("--lock-timeout", True)],
+    "consolidate": [("--lock-timeout", True)],
     "replay": [(None, True)],
     "health": [("--expect-anchor", True)],
     "anchor": [],

@@ -24,6 +24,7 @@ from memory_es.config import parse_config
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
+from projections.consolidation import INDEX_FILE
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 
 REQUIRED = {"lite", "journal-repeats", "bujo-audit", "escaping-unicode", "bujo-capture"}
@@ -81,7 +82,8 @@ def test_replaying_the_journal_reproduces_the_expected_tree(fixture: Path,
 def test_fixture_shapes_match_their_tier() -> None:
     """bujo append-host-summary fixtures are audit-only; lite/journal fixtures write no audit
     (D2, D7, D8); bujo capture fixtures write both, plus graph.jsonl and the sidecar, and carry
-    the scripted model replies they were generated with (model.jsonl)."""
+    the scripted model replies they were generated with (model.jsonl); every BuJo fixture has
+    an index.md, no Lite or Journal one does (L6, D14)."""
     by_name = {d.name: d for d in FIXTURE_DIRS}
     for spec in regen.SPECS:
         fixture = by_name[spec.name]
@@ -96,6 +98,9 @@ def test_fixture_shapes_match_their_tier() -> None:
             assert daily and not audit, spec.name
         for name in (GRAPH_FILE, SIDECAR_FILE):
             assert (expected / name).is_file() == capture, (spec.name, name)
+        # L6, D14: the living index.md is BuJo's; Lite and Journal have no graph, no file
+        assert (expected / INDEX_FILE).is_file() == (spec.config.get("mode") == "bujo"), \
+            spec.name
         assert (fixture / "model.jsonl").is_file() == capture == bool(spec.script), spec.name
     lite = _tree_under(by_name["lite"] / "expected" / "daily")
     assert len(lite) >= 2, "the lite fixture must span two days"

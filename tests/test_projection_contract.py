@@ -34,6 +34,7 @@ from memory_es.config import parse_config
 from memory_es.ids import run_hash
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
+from projections.consolidation import INDEX_FILE
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
 
 Admit, Drain, cron = regen.Admit, regen.Drain, regen.cron
@@ -211,7 +212,7 @@ class TestBujoAppendHostSummary(ProjectionEquivalenceContract):
     config: ClassVar[dict[str, Any]] = {
         "mode": "bujo", "writeMode": "append-host-summary", "embeddings": {"dim": 384},
         "llm": {"provider": "ollama", "model": "m"}}
-    writes: ClassVar[set[str]] = {"audit"}
+    writes: ClassVar[set[str]] = {"audit", INDEX_FILE}  # L6: every BuJo root has its living index
 
 
 class TestBujoCapture(ProjectionEquivalenceContract):
@@ -222,7 +223,7 @@ class TestBujoCapture(ProjectionEquivalenceContract):
     config: ClassVar[dict[str, Any]] = {
         "mode": "bujo", "writeMode": "capture", "embeddings": {"dim": 256},
         "llm": {"provider": "ollama", "model": "m"}}
-    writes: ClassVar[set[str]] = {"daily", "audit", GRAPH_FILE, SIDECAR_FILE}
+    writes: ClassVar[set[str]] = {"daily", "audit", GRAPH_FILE, SIDECAR_FILE, INDEX_FILE}
     known_gaps: ClassVar[Mapping[str, str]] = {
         "test_the_replayed_root_is_healthy":
             "an export carries events, not payloads: the capture intake pending at export "

@@ -30,6 +30,14 @@ from memory_es.fsutil import (
 )
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
 from projections.consistency import RUNTIME_DIR, projection_lock
+from projections.consolidation import (
+    INDEX_FILE,
+    ConsolidationSummary,
+    is_bujo,
+    preview,
+    render_index,
+    render_preview,
+)
 from projections.forgetting import scrub
 from projections.graph import (
     GRAPH_FILE,
@@ -48,7 +56,10 @@ INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
 _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
-_ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar)}
+_ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, render_sidecar),
+                "index": (INDEX_FILE, render_index)}
+# Kinds whose change can change index.md (L6): the graph, the lines, BuJo's audit rows.
+INDEX_INPUTS = frozenset({"graph", "daily", "audit"})
 ROOT_FILES = tuple(path for path, _ in _ROOT_RENDER.values())
 # What a root holds only once its journal has projected something: a fresh journal is never
 # started beside these (issue 13 item 3).
@@ -172,6 +183,7 @@ class Projector:
         self.root = root
         self.index = index
         self.files_written = 0
+        self.refreshed_on_open = False  # reported by the next consolidate(), then cleared
 
     @property
     def position(self) -> int:
@@ -186,6 +198,13 @@ class Projector:
         replay-owned lifecycle or edges, which only BuJo capture can own (D11, F10, N9).
         """
         projector = cls._open(root)
+        try:  # a root made before consolidation, or a hand-edited index.md: refresh when due
+            projector.refreshed_on_open = _write_if_changed(
+                root, INDEX_FILE, render_index(projector.index.conn))  # Lite: one query
+            projector.files_written += projector.refreshed_on_open
+        except BaseException:
+            projector.close()
+            raise
         if tier in ("lite", "journal") and projector.index.holds_replay_state():
             projector.close()
             raise MemoryEsError(
@@ -237,12 +256,35 @@ class Projector:
                 else:
                     relpath, data = render_one(self.index, kind, day)
                     self.files_written += _write_if_changed(self.root, relpath, data)
+            if self._index_due():
+                # the scheduled consolidation refresh (L6, L9): after every pass that changed
+                # the graph or the lines, bounded by the preview's ceilings (L7)
+                self.files_written += _write_if_changed(self.root, INDEX_FILE,
+                                                        render_index(self.index.conn))
             if self.index.touched:  # files rewritten, their index rows not yet committed
                 crash_point("projection.before_index_commit")
             self.index.flush()
         except BaseException:
             self.index.rollback()
             raise
+
+    def _index_due(self) -> bool:
+        """Did this pass change what index.md shows? Graph and line changes do; audit rows
+        only decide whether a BuJo root has the file at all (its first one creates it)."""
+        kinds = {kind for kind, _ in self.index.touched}
+        return bool(kinds & {"graph", "daily"}) or \
+            ("audit" in kinds and not os.path.lexists(self.root / INDEX_FILE))
+
+    def consolidate(self) -> ConsolidationSummary:
+        """Refresh ``index.md`` now from the committed index (L6-L9, D13): a projection only,
+        no model call, no journal or index write. Whether the file changed is in the result."""
+        found = preview(self.index.conn)
+        data = render_preview(found) if is_bujo(self.index.conn) else None
+        with projection_lock(self.root, shared=False):  # health never reads it half-written
+            written = _write_if_changed(self.root, INDEX_FILE, data)
+        changed = written or self.refreshed_on_open
+        self.refreshed_on_open = False
+        return msgspec.structs.replace(found.summary, changed=changed)
 
     def _flush_graph(self) -> bool:
         """Append the new graph lines (the file only grows at its end); the byte length the

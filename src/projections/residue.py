@@ -25,6 +25,7 @@ from projections.replay import (
     CURRENT_FILE,
     INDEX_DB,
     INDEX_DIR,
+    INDEX_INPUTS,
     MARKDOWN_DIRS,
     ROOT_FILES,
     build_generation,
@@ -58,7 +59,10 @@ class Residue:
             for position, event in self._events(index.position, self.head):
                 index.touched = set()
                 index.apply(position, event)
-                for kind, day in sorted(index.touched):
+                kinds = sorted(index.touched)
+                if any(kind in INDEX_INPUTS for kind, _ in kinds):
+                    kinds.append(("index", ""))  # the flush's consolidation refresh (L6)
+                for kind, day in kinds:
                     path, data = render_one(index, kind, day)
                     self._future.setdefault(path, set()).add(data)
             index.touched = set()

@@ -251,6 +251,23 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_consolidate(args: argparse.Namespace) -> int:
+    """L6-L9: refresh index.md now; prints counts only (N12)."""
+    config = _config(args)
+    with MemoryStore.open(_root(args, config), config, background=False, create=False,
+                          lock_timeout=args.lock_timeout) as store:
+        summary = store.consolidate()
+    if args.json:
+        print_json(summary.to_json())
+        return OK
+    print(f"scanned {summary.entities_scanned} entity rows"
+          + ("" if summary.scan_complete else " (ceiling reached)")
+          + f"; rendered {summary.groups_rendered} of {summary.groups} groups; "
+          f"duplicate_groups={summary.duplicate_groups}; "
+          f"index.md {'rewritten' if summary.changed else 'unchanged'}")
+    return OK
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.root is None:
         raise UsageError("replay needs --root NEW (a new or empty directory)")
@@ -451,5 +468,5 @@ COMMANDS: dict[str, Command] = {
     "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
     "list": cmd_list, "show": cmd_show, "set_status": cmd_set_status,
-    "mark": cmd_mark,
+    "mark": cmd_mark, "consolidate": cmd_consolidate,
 }

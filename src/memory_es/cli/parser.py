@@ -187,6 +187,10 @@ def build_parser() -> Parser:
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
     p.set_defaults(func="rebuild")
 
+    p = command("consolidate", "refresh the living index.md now (BuJo; no model call)")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="consolidate")
+
     p = command("replay", "build a new root (--root) from an exported journal")
     p.add_argument("journal", metavar="JOURNAL.jsonl", help="a file written by export")
     p.set_defaults(func="replay")

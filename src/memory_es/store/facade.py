@@ -56,6 +56,7 @@ from memory_es.store.remembering import RememberResult, RememberTerms, remember
 from memory_es.store.vectors import Vectors
 from memory_es.validity import host_time_zone
 from memory_es.worker import Worker, publish_snapshot
+from projections.consolidation import ConsolidationSummary
 from projections.replay import DERIVED_ENTRIES, RebuildReport
 from projections.search import SearchHit
 
@@ -468,6 +469,15 @@ class MemoryStore:
             report = self.projections.rebuild(before_activate=self.vectors.fill)
             self.vectors.forget_matrix()
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog())
+
+    def consolidate(self) -> ConsolidationSummary:
+        """Refresh the living ``index.md`` now (``memory-es consolidate``; L6-L9, D13): catch
+        the projections up, then re-render the file from the index. Projection-only: no model
+        call, nothing written to the journal or the index. The flush already refreshes it after
+        every pass that changed the graph or the lines; this is the on-demand run."""
+        with self.journal_writer.exclusive():
+            self.projections.catch_up()
+            return self.projections.get().consolidate()
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
