@@ -102,6 +102,21 @@ def test_not_applicable_reasons_are_checked(tmp_path: Path) -> None:
             raise AssertionError(f"{content!r} was accepted")
 
 
+def test_a_not_applicable_reason_replaces_the_tests(tmp_path: Path) -> None:
+    _require_spec()
+    gen = _generator()
+    _, coverage = gen.generate(SPEC, REPO / "tests", tmp_path / "absent.txt")
+    spec = gen.parse_spec(SPEC.read_text(encoding="utf-8"))
+    rid = next(
+        r.id for r in spec.requirements.values() if r.tag == "core" and r.id not in coverage.named
+    )
+    listed = tmp_path / "na.txt"
+    listed.write_text(f"# comment\n\n{rid}: the host | not us\n", encoding="utf-8")
+    table, _ = gen.generate(SPEC, REPO / "tests", listed)
+    assert _row(table, rid)[2:] == ["not applicable", "the host \\| not us"]
+    assert _row(table, "**All**")[-1].startswith("1 (")  # counted in the summary
+
+
 def test_missing_spec_exits_2(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, str(SCRIPT), str(tmp_path / "SPEC.md"), "--check"],
