@@ -350,15 +350,15 @@ def generate(spec_path: Path, tests_dir: Path, not_applicable_path: Path) -> tup
             " its path"
         )
     spec = parse_spec(spec_path.read_text(encoding="utf-8"))
-    files = sorted(tests_dir.glob("test_*.py"))
-    if not files:
-        raise InputError(f"no tests/test_*.py files under {tests_dir}")
-    coverage = scan_tests(files, set(spec.requirements))
     reasons = (
         parse_not_applicable(not_applicable_path.read_text(encoding="utf-8"), spec)
         if not_applicable_path.is_file()
         else {}
     )
+    files = sorted(tests_dir.glob("test_*.py"))
+    if not files:
+        raise InputError(f"no tests/test_*.py files under {tests_dir}")
+    coverage = scan_tests(files, set(spec.requirements))
     return render(spec, coverage, reasons), coverage
 
 

@@ -9,15 +9,21 @@ is regenerated with ``make spec-coverage``. SPEC.md sits next to the checkout (C
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "docs" / "spec_coverage.py"
 SPEC = REPO.parent / "shared" / "SPEC.md"
 TABLE = REPO / "docs" / "SPEC-COVERAGE.md"
+NOT_APPLICABLE = REPO / "docs" / "spec_not_applicable.txt"
 
 
 def _require_spec() -> None:
@@ -27,13 +33,31 @@ def _require_spec() -> None:
     )
 
 
-def _generator() -> ModuleType:
+def _load_generator() -> ModuleType:
     spec = importlib.util.spec_from_file_location("spec_coverage", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
+
+
+gen = _load_generator()
+
+
+@dataclass(frozen=True)
+class Scan:
+    spec: Any  # spec_coverage.Spec
+    coverage: Any  # spec_coverage.Coverage
+
+
+@pytest.fixture(scope="module")
+def scan() -> Scan:
+    """SPEC.md and the test sources, parsed once for the module."""
+    _require_spec()
+    spec = gen.parse_spec(SPEC.read_text(encoding="utf-8"))
+    files = sorted((REPO / "tests").glob("test_*.py"))
+    return Scan(spec, gen.scan_tests(files, set(spec.requirements)))
 
 
 def _row(table: str, rid: str) -> list[str]:
@@ -44,14 +68,18 @@ def _row(table: str, rid: str) -> list[str]:
     raise AssertionError(f"no row for {rid} in the table")
 
 
-def test_committed_table_is_current() -> None:
-    _require_spec()
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), str(SPEC), "--check"],
+def _check(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--check"],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_committed_table_is_current() -> None:
+    _require_spec()
+    run = _check(str(SPEC))
     assert run.returncode == 0, (
         "docs/SPEC-COVERAGE.md is stale; run `make spec-coverage` and commit it\n"
         + run.stdout
@@ -59,21 +87,19 @@ def test_committed_table_is_current() -> None:
     )
 
 
-def test_parser_finds_names_docstrings_and_ranges() -> None:
+def test_parser_finds_names_in_any_place_and_case(scan: Scan) -> None:
     """J7 is named by ``test_j7_...`` in test_remember_bujo.py; a broken parser loses it."""
-    _require_spec()
-    gen = _generator()
-    table, coverage = gen.generate(SPEC, REPO / "tests", REPO / "docs" / "spec_not_applicable.txt")
-    assert _row(table, "J7")[2] == "tested"
-    assert any(t.startswith("test_remember_bujo.py::test_j7_") for t in coverage.named["J7"])
-    # a name token anywhere in the name, any case
-    assert "test_health.py::test_index_source_session_change_is_reported_n4" in coverage.named["N4"]
-    assert any(t.startswith("test_scoring.py::test_G5_") for t in coverage.named["G5"])
+    reasons = gen.parse_not_applicable(NOT_APPLICABLE.read_text(encoding="utf-8"), scan.spec)
+    table = gen.render(scan.spec, scan.coverage, reasons)
     assert table == TABLE.read_text(encoding="utf-8")
+    assert _row(table, "J7")[2] == "tested"
+    named = scan.coverage.named
+    assert any(t.startswith("test_remember_bujo.py::test_j7_") for t in named["J7"])
+    assert "test_health.py::test_index_source_session_change_is_reported_n4" in named["N4"]
+    assert any(t.startswith("test_scoring.py::test_G5_") for t in named["G5"])
 
 
 def test_matching_rules() -> None:
-    gen = _generator()
     assert gen.name_ids("test_k14_h6_statuses_render") == ["K14", "H6"]
     assert gen.name_ids("test_utf16_length_counts_sha256") == []
     assert gen.class_ids("TestG15Validity") == ["G15"]
@@ -83,47 +109,40 @@ def test_matching_rules() -> None:
     ]  # fmt: skip
 
 
-def test_not_applicable_reasons_are_checked(tmp_path: Path) -> None:
-    _require_spec()
-    gen = _generator()
-    bad = tmp_path / "na.txt"
-    for content, error in [
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
         ("Z99: no such thing\n", "not a SPEC ID"),
         ("G34: host\n", "not [core]"),
         ("G1\n", "expected 'ID: reason'"),
-        ("J7: said to be out of scope\n", "marked not applicable but"),
-    ]:
-        bad.write_text(content, encoding="utf-8")
-        try:
-            gen.generate(SPEC, REPO / "tests", bad)
-        except gen.InputError as exc:
-            assert error in str(exc), (content, exc)
-        else:
-            raise AssertionError(f"{content!r} was accepted")
+        ("G1: a\nG1: b\n", "listed twice"),
+    ],
+)
+def test_malformed_not_applicable_lines_are_rejected(scan: Scan, content: str, error: str) -> None:
+    with pytest.raises(gen.InputError, match=re.escape(error)):
+        gen.parse_not_applicable(content, scan.spec)
 
 
-def test_a_not_applicable_reason_replaces_the_tests(tmp_path: Path) -> None:
-    _require_spec()
-    gen = _generator()
-    _, coverage = gen.generate(SPEC, REPO / "tests", tmp_path / "absent.txt")
-    spec = gen.parse_spec(SPEC.read_text(encoding="utf-8"))
+def test_a_tested_id_cannot_be_not_applicable(scan: Scan) -> None:
+    reasons = gen.parse_not_applicable("J7: said to be out of scope\n", scan.spec)
+    with pytest.raises(gen.InputError, match="marked not applicable but"):
+        gen.render(scan.spec, scan.coverage, reasons)
+
+
+def test_a_not_applicable_reason_replaces_the_tests(scan: Scan) -> None:
     rid = next(
-        r.id for r in spec.requirements.values() if r.tag == "core" and r.id not in coverage.named
+        r.id
+        for r in scan.spec.requirements.values()
+        if r.tag == "core" and r.id not in scan.coverage.named
     )
-    listed = tmp_path / "na.txt"
-    listed.write_text(f"# comment\n\n{rid}: the host | not us\n", encoding="utf-8")
-    table, _ = gen.generate(SPEC, REPO / "tests", listed)
+    reasons = gen.parse_not_applicable(f"# comment\n\n{rid}: the host | not us\n", scan.spec)
+    table = gen.render(scan.spec, scan.coverage, reasons)
     assert _row(table, rid)[2:] == ["not applicable", "the host \\| not us"]
     assert _row(table, "**All**")[-1].startswith("1 (")  # counted in the summary
 
 
 def test_missing_spec_exits_2(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path / "SPEC.md"), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _check(str(tmp_path / "SPEC.md"))
     assert run.returncode == 2
     assert "SPEC.md not found" in run.stderr
 
@@ -132,12 +151,8 @@ def test_stale_table_exits_1_with_the_differing_lines(tmp_path: Path) -> None:
     _require_spec()
     stale = tmp_path / "SPEC-COVERAGE.md"
     stale.write_text(TABLE.read_text(encoding="utf-8").replace("| J7 |", "| J7x |"), "utf-8")
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), str(SPEC), "--check", "--output", str(stale)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = _check(str(SPEC), "--output", str(stale))
     assert run.returncode == 1
     assert any(line.startswith("-| J7x |") for line in run.stdout.splitlines())
     assert any(line.startswith("+| J7 |") for line in run.stdout.splitlines())
+    assert "make spec-coverage" in run.stderr
