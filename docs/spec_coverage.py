@@ -89,9 +89,12 @@ class Coverage:
 
 
 def parse_spec(text: str) -> Spec:
+    """Sections and requirements. A requirement's text runs on through its indented lines
+    (sub-bullets, a paragraph after a blank line) until the next unindented line."""
     spec = Spec()
     section = ""
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
         heading = SECTION_RE.match(line)
         if heading:
             section = heading.group(1)
@@ -106,7 +109,13 @@ def parse_spec(text: str) -> Spec:
             raise InputError(f"SPEC: {rid} is listed under section {section or '(none)'}")
         if rid in spec.requirements:
             raise InputError(f"SPEC: {rid} is listed twice")
-        spec.requirements[rid] = Requirement(rid, letter, int(number), tag, body)
+        parts = [body]
+        for following in lines[index + 1 :]:
+            if following.strip() and not following[0].isspace():
+                break
+            parts.append(following.strip().removeprefix("- "))
+        full = " ".join(p for p in parts if p)
+        spec.requirements[rid] = Requirement(rid, letter, int(number), tag, full)
     if not spec.requirements:
         raise InputError("SPEC: no '- **A1** [core] ...' requirement lines found")
     return spec
