@@ -1,9 +1,10 @@
 # Two commands on a fresh machine: `make demo` and `make test` (each builds the venv it needs).
 PYTHON ?= python3
 VENV ?= .venv
+SPEC ?= ../shared/SPEC.md
 BIN := $(VENV)/bin
 
-.PHONY: demo test soak lint bench clean
+.PHONY: demo test soak lint bench spec-coverage clean
 
 $(BIN)/memory-es: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +16,9 @@ demo: $(BIN)/memory-es
 	$(BIN)/memory-es demo
 
 test: $(BIN)/memory-es
-	$(BIN)/ruff check src tests bench replay_fixtures
+	$(BIN)/ruff check src tests bench replay_fixtures docs
 	$(BIN)/mypy
+	$(BIN)/mypy --strict docs/spec_coverage.py
 	$(BIN)/python -m pytest -q
 
 soak: $(BIN)/memory-es  # the attack suite at length: 1,000 random SIGKILLs per tier
@@ -30,6 +32,9 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/recall_latency.py
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/remember.py --quick
+
+spec-coverage:  # regenerate docs/SPEC-COVERAGE.md from ../shared/SPEC.md and the test names (stdlib only)
+	$(PYTHON) docs/spec_coverage.py $(SPEC)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
