@@ -79,6 +79,9 @@ CAPTURE_DDL = (
         fact_key TEXT,
         fact_value TEXT)""",
     "CREATE INDEX IF NOT EXISTS memory_meta_by_key ON memory_meta (text_key)",
+    # index.md exists only when the index holds BuJo rows: answered from this index, never a
+    # scan of every line on each flush (consolidation.is_bujo)
+    "CREATE INDEX IF NOT EXISTS memories_by_tier ON memories (tier)",
     "CREATE INDEX IF NOT EXISTS memory_meta_by_fact ON memory_meta (fact_subject, fact_key)",
     """CREATE TABLE IF NOT EXISTS entities (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
