@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from memory_es.errors import UnsafePathError
 from memory_es.fsutil import check_private, create_private_file, make_private_dir
 
 RUNTIME_DIR = ".runtime"
@@ -23,26 +24,35 @@ LOCK_FILE = "projection.lock"
 
 
 @contextlib.contextmanager
-def projection_lock(root: Path, *, shared: bool) -> Iterator[None]:
-    """Hold the root's projection lock: ``shared`` for a reader (nothing is created: a root
-    no writer ever projected has no lock and needs none), exclusive for a writer."""
+def projection_lock(root: Path, *, shared: bool) -> Iterator[bool]:
+    """Hold the root's projection lock: ``shared`` for a reader, exclusive for a writer.
+    Yields whether a lock is held: a reader creates nothing, so a root whose writer never made
+    the lock file yields False (a writer makes it before its first index: ``ensure_lock``)."""
     path = Path(root) / RUNTIME_DIR / LOCK_FILE
     fd = _open_shared(path) if shared else _open_exclusive(path)
     if fd is None:
-        yield
+        yield False
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        yield
+        yield True
     finally:
         os.close(fd)  # closing the descriptor releases the flock
 
 
+def ensure_lock(root: Path) -> None:
+    """Make the lock file before a writer creates any projection, so a reader that finds an
+    index always finds the lock too."""
+    os.close(_open_exclusive(Path(root) / RUNTIME_DIR / LOCK_FILE))
+
+
 def _open_shared(path: Path) -> int | None:
+    """The lock file for reading, or None: absent, or not a safe file of ours (health reports
+    that through its hygiene findings; it reads unlocked rather than trust such a file)."""
     try:
         check_private(path, is_dir=False)
         return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
+    except (OSError, UnsafePathError):
         return None
 
 

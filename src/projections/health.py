@@ -128,6 +128,27 @@ def audit(
         findings = list(hygiene(root))
     except OSError as e:  # a directory we may not list
         return _could_not_run(root, e)
+    # Shared with live writers' flushes and rebuilds, and taken before the journal is read, so
+    # the index can never be ahead of the journal snapshot and files and rows are of one
+    # position (N3). A root with no lock file yet has no writer-made index either (the writer
+    # makes the lock first); if one appears while we audit unlocked, audit again, locked.
+    for attempt in (1, 2):
+        with projection_lock(root, shared=True) as held:
+            report = _audit_journal(root, list(findings), open_journal, events_upto,
+                                    journal_checks)
+            if held or attempt == 2 or not os.path.lexists(root / INDEX_DIR / "CURRENT"):
+                return report
+    raise AssertionError("unreachable")
+
+
+def _audit_journal(
+    root: Path,
+    findings: list[Finding],
+    open_journal: Callable[[Path], Any],
+    events_upto: Callable[[Any, int, int], Iterable[tuple[int, object]]],
+    journal_checks: Callable[[Any], Iterable[Finding]],
+) -> HealthReport:
+    """Open the journal and audit the projections against it (the caller holds the lock)."""
     try:
         opened = open_journal(root)
     except NotARootError:
@@ -142,9 +163,7 @@ def audit(
         findings.append(Finding(e.code, _rel(root, e), "journal failed closed"))
         return HealthReport(status="findings", findings=tuple(sorted(set(findings))))
     try:
-        # shared with live writers' flushes and rebuilds: files and rows of one position (N3)
-        with projection_lock(root, shared=True):
-            return _audit_opened(root, opened, findings, events_upto, journal_checks)
+        return _audit_opened(root, opened, findings, events_upto, journal_checks)
     except StorageError as e:  # the journal, read after it verified
         if e.kind != "corrupt":
             return _could_not_run(root, e)

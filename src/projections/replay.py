@@ -29,7 +29,7 @@ from memory_es.fsutil import (
     remove_stale_temps,
 )
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
-from projections.consistency import RUNTIME_DIR, projection_lock
+from projections.consistency import RUNTIME_DIR, ensure_lock, projection_lock
 from projections.consolidation import (
     INDEX_FILE,
     ConsolidationSummary,
@@ -215,6 +215,7 @@ class Projector:
 
     @classmethod
     def _open(cls, root: Path) -> Projector:
+        ensure_lock(root)  # before any index exists: health beside us always finds it (N3)
         clean_stale_temps(root)
         generation = read_current(root)
         remove_inactive_generations(root, generation)
