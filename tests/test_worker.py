@@ -16,6 +16,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import stat
 import threading
 import time
@@ -667,6 +668,7 @@ def test_b21_a_failing_snapshot_publish_never_blocks_the_transition(
     """B21: with .runtime unusable (a file, not a directory) the publish fails with a logged
     warning, and the intake still resolves durably."""
     MemoryStore.open(root, background=False).close()
+    shutil.rmtree(root / RUNTIME_DIR)  # the projection lock lives there since issue 15
     (root / RUNTIME_DIR).write_text("not a directory")
     os.chmod(root / RUNTIME_DIR, 0o600)
     with caplog.at_level(logging.WARNING, logger="memory_es"), MemoryStore.open(

@@ -29,7 +29,7 @@ def projection_lock(root: Path, *, shared: bool) -> Iterator[bool]:
     Yields whether a lock is held: a reader creates nothing, so a root whose writer never made
     the lock file yields False (a writer makes it before its first index: ``ensure_lock``)."""
     path = Path(root) / RUNTIME_DIR / LOCK_FILE
-    fd = _open_shared(path) if shared else _open_exclusive(path)
+    fd = _open_shared(path) if shared else _open_writable(path)
     if fd is None:
         yield False
         return
@@ -43,7 +43,20 @@ def projection_lock(root: Path, *, shared: bool) -> Iterator[bool]:
 def ensure_lock(root: Path) -> None:
     """Make the lock file before a writer creates any projection, so a reader that finds an
     index always finds the lock too."""
-    os.close(_open_exclusive(Path(root) / RUNTIME_DIR / LOCK_FILE))
+    fd = _open_writable(Path(root) / RUNTIME_DIR / LOCK_FILE)
+    if fd is not None:
+        os.close(fd)
+
+
+def _open_writable(path: Path) -> int | None:
+    """The lock file for a writer, made if absent; None when ``.runtime`` cannot hold it (not
+    a directory, not ours: B21's case). Projection then goes on unlocked: the lock only spares
+    a concurrent health run false drift, and the runtime directory is never worth a failed
+    projection (health reports the unsafe path)."""
+    try:
+        return _open_exclusive(path)
+    except (OSError, UnsafePathError):
+        return None
 
 
 def _open_shared(path: Path) -> int | None:
