@@ -13,10 +13,12 @@ from typing import Final
 
 from memory_es.errors import InvalidArgumentError
 
-__all__ = ["MAX_WAIT_SECONDS", "check_intake_id", "check_seconds", "check_text", "describe"]
+__all__ = ["MAX_WAIT_SECONDS", "check_intake_id", "check_seconds", "check_slug", "check_text",
+           "describe"]
 
 MAX_WAIT_SECONDS: Final = 86_400.0  # a day: any longer wait is a mistake, not a plan
 _INTAKE_ID = re.compile(r"[0-9a-f]{64}")
+_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 
 def describe(value: object, limit: int = 40) -> str:
@@ -54,4 +56,13 @@ def check_text(name: str, value: object, *, code: str = "invalid_argument") -> s
         raise InvalidArgumentError(
             f"{name} must be valid UTF-8 text: unpaired surrogate at character {e.start}",
             code=code) from None
+    return value
+
+
+def check_slug(value: object, name: str = "reason slug") -> str:
+    """An operator's reason (resolve, set-status, forget): 1-64 of a-z, 0-9 and '-', starting
+    with a letter or digit (``invalid_slug``)."""
+    if not isinstance(value, str) or _SLUG.fullmatch(value) is None:
+        raise InvalidArgumentError(f"{name} {describe(value)} must be 1-64 of a-z, 0-9 and "
+                                   "'-', starting with a letter or digit", code="invalid_slug")
     return value

@@ -7,7 +7,6 @@ committed in one transaction. Retry and resolve are events like everything else.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -15,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from memory_es.bounds import check_slug
 from memory_es.capture.reads import IndexReads
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory
@@ -39,7 +39,6 @@ from memory_es.store.vectors import Vectors
 log = logging.getLogger("memory_es")
 ATTEMPT_BATCH = 256  # attempts committed per journal transaction
 RESOLVED_PAYLOADS_KEPT = 4096  # B9
-SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 Clock = Callable[[], datetime]
 
@@ -255,10 +254,7 @@ class Attempts:
 
         Refuses a pending record with a retained capture plan: its next attempt completes it
         (DESIGN 5). A dead one may be resolved."""
-        if not SLUG.fullmatch(reason_slug):
-            raise MemoryEsError(
-                f"reason slug {reason_slug!r} must be 1-64 of a-z, 0-9 and '-', starting "
-                "with a letter or digit", code="invalid_slug")
+        check_slug(reason_slug)
         with self._work_lock:
             with self._journal.cv:
                 record = self.record(intake_id)

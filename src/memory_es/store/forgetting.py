@@ -27,6 +27,7 @@ from typing import Any, Literal
 import apsw
 import msgspec
 
+from memory_es.bounds import check_slug
 from memory_es.errors import MemoryEsError
 from memory_es.events import FORGOTTEN_TOPICS, Intake, Memory
 from memory_es.fsutil import crash_point
@@ -36,7 +37,6 @@ from memory_es.journal import OpenedJournal
 from memory_es.recall.inventory import check_memory_id, resolve_id
 from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE
 from memory_es.store.admission import GroupCommit
-from memory_es.store.attempts import SLUG
 from memory_es.store.forget_plan import Plan, Planner
 from memory_es.store.projecting import LiveProjections
 from projections.forgetting import vacuum
@@ -83,11 +83,7 @@ class ForgetReceipt(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_reason(reason: str) -> str:
-    if not isinstance(reason, str) or not SLUG.fullmatch(reason):
-        raise MemoryEsError(
-            f"reason slug {reason!r} must be 1-64 of a-z, 0-9 and '-', starting with a letter "
-            "or digit", code="invalid_slug")
-    return reason
+    return check_slug(reason)
 
 
 class Forgetter:

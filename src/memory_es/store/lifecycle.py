@@ -12,12 +12,11 @@ forget are their own events.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from memory_es.bounds import describe
+from memory_es.bounds import check_slug, describe
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import Memory
 from memory_es.ids import memory_uuid
@@ -28,7 +27,6 @@ from memory_es.store.projecting import LiveProjections
 from memory_es.vocabulary import STATUS_TRANSITIONS
 
 SETTABLE_STATUSES = ("open", "done", "scheduled", "migrated", "dropped")
-_SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -50,11 +48,7 @@ def check_status_change(status: object, reason: object) -> tuple[str, str | None
     if not isinstance(status, str) or status not in SETTABLE_STATUSES:
         raise InvalidArgumentError(f"status must be one of {', '.join(SETTABLE_STATUSES)}, "
                                    f"got {describe(status)}", code="invalid_status")
-    if reason is not None and (not isinstance(reason, str) or not _SLUG.fullmatch(reason)):
-        raise InvalidArgumentError(
-            f"reason slug {describe(reason)} must be 1-64 of a-z, 0-9 and '-', starting with a "
-            "letter or digit", code="invalid_slug")
-    return status, reason
+    return status, None if reason is None else check_slug(reason)
 
 
 def set_status(opened: OpenedJournal, journal: GroupCommit, projections: LiveProjections,

@@ -123,17 +123,17 @@ def remember(opened: OpenedJournal, journal: GroupCommit, projections: LiveProje
     memory_id = text_key(clean)
     day = now.date().isoformat()
     with journal.exclusive():
-        projections.catch_up()  # the checks below read a caught-up index
         known = opened.recorder.has_events(memory_uuid(memory_id))
         if not known:
-            if not terms.enhanced:
-                events: list[object] = [Memory.recorded(
+            if terms.enhanced:
+                projections.catch_up()  # the about / supersedes checks read a caught-up index
+                events = _enhanced(opened, projections.get().index.conn, terms, memory_id,
+                                   clean, day=day, session=session, tier=tier, now=now)
+            else:
+                events = [Memory.recorded(
                     at=now, memory_id=memory_id, kind="note", text=clean, day=day,
                     status="open", source=REMEMBER_SOURCE, session=session, run_hash=None,
                     tier=tier)]
-            else:
-                events = _enhanced(opened, projections.get().index.conn, terms, memory_id,
-                                   clean, day=day, session=session, tier=tier, now=now)
             journal.commit_held(events)
         projections.catch_up()  # the daily line and the index row, in the same hold (J1)
     return RememberResult("duplicate" if known else "remembered", memory_id)
