@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -394,3 +395,58 @@ def test_m33_flags_off_keep_the_capture_fixture_bytes(tmp_path: Path) -> None:
         "recall": {**spec.config.get("recall", {}), "intentExpiry": False, "recency": False}})
     assert parse_config(off.config).capture.intent_lifecycle is False
     assert regen.render_fixture(off) == regen.fixture_files(FIXTURES / "bujo-capture")
+
+
+# --------------------------------------------------------------------------------------------
+# The CLI path: a config file with the switch, real chat and embedding servers on 127.0.0.1
+
+
+def _router(plan: str) -> Any:
+    """One 127.0.0.1 server for both providers: Ollama chat (extract, review) and embed."""
+    import local_http
+    from helpers_chat import ollama_ok
+
+    def respond(req: local_http.Recorded) -> local_http.Reply:
+        if req.path == "/api/embed":
+            texts = req.body["input"]
+            return local_http.js(200, {"model": req.body["model"], "embeddings": [
+                [float(len(t) % 7 + 1), 1.0, float(i + 1), 0.5] for i, t in enumerate(texts)]})
+        prompt = req.body["messages"][-1]["content"]
+        content = plan if prompt.startswith("stage: extract") else review("keep")
+        return ollama_ok(content)(req)
+    return respond
+
+
+def test_m13_m17_the_cli_captures_an_intention_from_its_config_file(
+        tmp_path: Path, server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_es.cli import main
+
+    server.default = _router(extraction([task("Renew the passport", state="planned",
+                                              end="2026-06-30")], PASSPORT))
+    config = tmp_path / "memory.json"
+    config.write_text(json.dumps({"memory": {
+        **CAPTURE, "embeddings": {"provider": "ollama", "model": "e", "dim": 4,
+                                  "endpoint": server.url},
+        "llm": {"provider": "ollama", "model": "m", "endpoint": server.url}, **INTENTS}}))
+    text = tmp_path / "turn.txt"
+    text.write_text("I plan to renew my passport by June 30.")
+    root = str(tmp_path / "mem")
+    common = ["--root", root, "--config", str(config)]
+    admit = [*common, "admit", "--answer", "Noted.", "--capture-text-file", str(text)]
+    # a turn the host does not vouch for as the owner's supplies no proposal (M14)
+    assert main([*admit, "--run-id", "r0"]) == 0
+    assert main([*admit, "--run-id", "r1", "--speaker-kind", "human-turn"]) == 0
+    assert main([*common, "drain"]) == 0
+    capsys.readouterr()
+    assert main([*common, "list", "--json"]) == 0
+    items = json.loads(capsys.readouterr().out)["memories"]
+    # r0's line (open, undated) is replaced by the owner's restatement in a new state (M21)
+    assert [(i["text"], i["status"], i.get("dueAt"), "validTo" in i) for i in items] == [
+        ("Renew the passport", "scheduled", "2026-06-30", False),
+        ("Renew the passport", "superseded", None, False)]
+    assert main([*common, "list", "--status", "superseded", "--json"]) == 0
+    (old,) = json.loads(capsys.readouterr().out)["memories"]
+    assert "dueAt" not in old and old["source"]["intakeId"] == run_hash("r0")
+    extract = next(r for r in server.requests if r.path == "/api/chat")
+    assert "intentState" in extract.body["messages"][0]["content"]  # the switch reached it
+    assert main([*common, "health"]) == 0
