@@ -303,7 +303,7 @@ def recall(
     ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
     the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
     ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
-    ``policy``: with recency on, qualified hybrid hits are reordered before the limit (M28).
+    ``policy``: with recency on, the qualified returned hybrid hits are reordered (M28).
     """
     check_limit(limit)
     check_query(query)
@@ -327,9 +327,11 @@ def recall(
             scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
             result = select(scored, calibration, now=now, tz=tz, mode=mode)
-    hits = apply_recency(conn, result.hits, now=now, calibration=calibration, mode=mode,
-                         policy=policy)
-    trimmed = Recall(hits=hits[:limit], evidence=result.evidence, notes=result.notes)
+    # M31, M32: recency reorders the returned hits only, so the delivered set (and the access
+    # telemetry counted on it) is the one without it
+    hits = apply_recency(conn, result.hits[:limit], now=now, calibration=calibration,
+                         mode=mode, policy=policy)
+    trimmed = Recall(hits=hits, evidence=result.evidence, notes=result.notes)
     if not explain:
         return RecallResult(recall=trimmed, degraded=degraded)
     return explained(trimmed, scored, evidence, calibration, scoring, mode, degraded)

@@ -14,9 +14,11 @@ prefix and supersession is untouched; the flag keeps exactly that.
 
 recency (M28-M32) is a secondary ordering term for deliberate hybrid recall only: at most
 0.02, halving every 30 days of the recording instant's age, for events without a fact or
-preference label and for unlabelled notes. It only reorders the hits that already qualify on
-their unchanged base score (floor and tail), so it never rescues a hit, never changes a
-returned score or the candidate pool, and leaves an original-query tail where it was.
+preference label and for unlabelled notes. It only reorders the returned hits (after the
+limit, so the delivered set and the access telemetry counted on it stay as they were) that
+already qualify on their unchanged base score (floor and tail): it never rescues a hit, never
+changes a returned score or the candidate pool, and leaves an original-query tail where it
+was. The automatic context, the profile, guidance and MemoryJournal never call it (M32).
 """
 
 from __future__ import annotations
@@ -168,9 +170,9 @@ def recency_terms(conn: apsw.Connection, hits: Sequence[Hit], *,
 def apply_recency(conn: apsw.Connection, hits: Sequence[Hit], *, now: datetime,
                   calibration: Calibration, mode: SelectMode,
                   policy: ReadPolicy) -> tuple[Hit, ...]:
-    """The deliberate hits in recency order when the switch is on and the result is hybrid
-    (``explicit`` or ``original-query``; never ``degraded`` lexical-only, M28); else as they
-    were."""
+    """The returned deliberate hits (already cut to the limit) in recency order when the
+    switch is on and the result is hybrid (``explicit`` or ``original-query``; never
+    ``degraded`` lexical-only, M28); else as they were."""
     if not policy.recency or mode == "degraded" or len(hits) < 2:
         return tuple(hits)
     return reorder(hits, recency_terms(conn, hits, now=now), calibration)
