@@ -22,6 +22,7 @@ from memory_es.bounds import check_text
 from memory_es.errors import MemoryEsError
 from memory_es.recall.card import person_card
 from memory_es.recall.lexical import LexicalEvidence
+from memory_es.recall.policy import OFF, ReadPolicy, apply_recency, automatic_pool
 from memory_es.recall.render import Recall, render_auto_block, render_background
 from memory_es.recall.result import RecallResult, explained
 from memory_es.recall.score import (
@@ -295,12 +296,14 @@ def recall(
     scoring: Scoring = "hybrid",
     explain: bool = False,
     tz: tzinfo | None = None,
+    policy: ReadPolicy = OFF,
 ) -> RecallResult:
     """Hybrid recall over one index connection (G*).
 
     ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
     the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
     ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
+    ``policy``: with recency on, the qualified returned hybrid hits are reordered (M28).
     """
     check_limit(limit)
     check_query(query)
@@ -324,7 +327,11 @@ def recall(
             scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
             result = select(scored, calibration, now=now, tz=tz, mode=mode)
-    trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
+    # M31, M32: recency reorders the returned hits only, so the delivered set (and the access
+    # telemetry counted on it) is the one without it
+    hits = apply_recency(conn, result.hits[:limit], now=now, calibration=calibration,
+                         mode=mode, policy=policy)
+    trimmed = Recall(hits=hits, evidence=result.evidence, notes=result.notes)
     if not explain:
         return RecallResult(recall=trimmed, degraded=degraded)
     return explained(trimmed, scored, evidence, calibration, scoring, mode, degraded)
@@ -343,14 +350,16 @@ def auto_block(
     scoring: Scoring = "hybrid",
     tz: tzinfo | None = None,
     reserved_bytes: int = 0,
+    policy: ReadPolicy = OFF,
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
     of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
     only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
-    before it, M6) comes out of the card's share."""
-    candidates = candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
-                                exclude_session=session)
+    before it, M6) comes out of the card's share. ``policy``: intentExpiry keeps dated and
+    closed lines out of all three (M24)."""
+    candidates = automatic_pool(candidate_pool(conn, text, query_vector=query_vector,
+                                               matrix=matrix, exclude_session=session), policy)
     scored = score_all(text, candidates, calibration, scoring)
     zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
     hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
@@ -359,7 +368,8 @@ def auto_block(
     parts = [part for part in (render_auto_block(hits, zone),
                                render_background(background, zone)) if part]
     used = reserved_bytes + sum(len(part.encode("utf-8")) + 2 for part in parts)
-    card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used)
+    card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used,
+                       intent_expiry=policy.intent_expiry)
     return "\n\n".join([*parts, card] if card else parts)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
 from memory_es.recall.candidates import auto_block, check_query, recall
+from memory_es.recall.policy import ReadPolicy
 from memory_es.recall.profile import Profile, owner_profile
 from memory_es.recall.result import AutoContext, RecallResult
 from memory_es.recall.score import NOMIC_V15, Calibration
@@ -88,6 +89,7 @@ class Recaller:
         self.calibration = calibration_for(embedder.identity if embedder is not None else None,
                                            configured_calibration(config))
         self.expand = config.mode == "bujo"
+        self.policy = ReadPolicy.of(config)  # intentExpiry, recency: BuJo only (M24-M33)
 
     @property
     def lexical(self) -> bool:
@@ -124,7 +126,8 @@ class Recaller:
         None; flagged ``degraded`` with its reason whenever the semantic side is not whole."""
         result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
                         limit=limit, expand=self.expand, calibration=self.calibration,
-                        scoring=self.config.recall.scoring, explain=explain, tz=self.tz)
+                        scoring=self.config.recall.scoring, explain=explain, tz=self.tz,
+                        policy=self.policy)
         if self.embedder is None:
             return replace(result, degraded=True, reason="lexical_only")
         pending = vector_backlog(conn, self.embedder.identity.key)
@@ -160,7 +163,8 @@ class Recaller:
         block = auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
                            session=session, lines=lines, calibration=self.calibration,
                            scoring=self.config.recall.scoring, tz=self.tz,
-                           reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0)
+                           reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0,
+                           policy=self.policy)
         whole = "\n\n".join(part for part in (shown, block) if part)
         if pending:
             return AutoContext(whole, degraded=True, reason="vectors_pending",
