@@ -47,7 +47,7 @@ from memory_es.recall.policy import (
 )
 from memory_es.recall.render import Hit
 from memory_es.recall.score import NOMIC_V15, Candidate
-from memory_es.recall.select import SelectMode
+from memory_es.recall.select import SelectMode, currentness
 from memory_es.store import MemoryStore
 
 NOW = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
@@ -467,7 +467,11 @@ def test_m25_cli_search_when_the_config_sets_intent_expiry(
     body = cli_json(capsys, tmp_path / "root", EXPIRY, "Water the garden")
     state = {r["text"]: r["currentness"] for r in body["results"]}
     assert state == {"Water the garden roses": "ended", "Water the garden tulips": "current"}
-    assert cli_json(capsys, tmp_path / "root", None, "Water the garden") == body  # M26
+    # without the switch a note's due= is a deadline, not an end (G14: only an event's)
+    off = cli_json(capsys, tmp_path / "root", None, "Water the garden")
+    assert {r["text"]: r["currentness"] for r in off["results"]} == {
+        "Water the garden roses": "current", "Water the garden tulips": "current"}
+    assert [r["id"] for r in off["results"]] == [r["id"] for r in body["results"]]
 
 
 def test_m33_reads_do_not_write(world: World) -> None:
@@ -483,3 +487,23 @@ def test_m31_hit_fields_survive_reordering() -> None:
     a = replace(hit("a", 0.9), currentness="ended", ended_on=date(2026, 1, 1))
     out = reorder((a, hit("b", 0.89)), {"b": 0.02}, NOMIC_V15)
     assert out[1] is a
+
+
+def test_m25_g14_which_due_dates_end_a_line() -> None:
+    """G14: an event's past dueAt ends it; a note's only under intentExpiry (M25); a task's
+    dueAt is a deadline and never ends it; validTo ends every kind."""
+    now = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)
+    past = date(2026, 5, 1)
+
+    def state(kind: str, *, expiry: bool, **terms: Any) -> str:
+        candidate = Candidate(id="x", text="t", type=kind, status="open", **terms)
+        return currentness(candidate, now, UTC, note_due_ends=expiry)
+
+    for expiry in (False, True):
+        assert state("event", expiry=expiry, due_at=past) == "ended"
+        assert state("task", expiry=expiry, due_at=past) == "current"
+        for kind in ("note", "event", "task"):
+            assert state(kind, expiry=expiry, valid_to=past) == "ended"
+    assert state("note", expiry=False, due_at=past) == "current"
+    assert state("note", expiry=True, due_at=past) == "ended"
+    assert state("note", expiry=True, due_at=date(2026, 5, 10)) == "current"  # inclusive day

@@ -315,7 +315,8 @@ def recall(
                                 evidence=evidence)
     scored = score_all(query, candidates, calibration, scoring)
     mode: SelectMode = "degraded" if degraded else "explicit"
-    result = select(scored, calibration, now=now, tz=tz, mode=mode)
+    result = select(scored, calibration, now=now, tz=tz, mode=mode,
+                    note_due_ends=policy.intent_expiry)
     if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
         kept = {h.id for h in result.hits}
         direct = [s for s in scored if s.candidate.id in kept]
@@ -326,7 +327,8 @@ def recall(
         if neighbours:
             scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
-            result = select(scored, calibration, now=now, tz=tz, mode=mode)
+            result = select(scored, calibration, now=now, tz=tz, mode=mode,
+                            note_due_ends=policy.intent_expiry)
     # M31, M32: recency reorders the returned hits only, so the delivered set (and the access
     # telemetry counted on it) is the one without it
     hits = apply_recency(conn, result.hits[:limit], now=now, calibration=calibration,

@@ -6,11 +6,11 @@ migration, nothing written (M26).
 intentExpiry (M24, M25) is conservative because nothing stored says which dated line is an
 intention: a pending plan's ``due=`` cannot be told apart from a legacy one. So the automatic
 context (similarity lines, labelled background, person card) leaves out **every** dated line
-(any ``due_at``, even before it ends) and every done/dropped line. Deliberate MemoryRecall
-needs no change for M25: its currentness (``select.currentness``, G14/G15) already reads every
-``due_at`` as an inclusive end (a date-only one current through the host's local day, an
-instant through itself), task lines (``from_task``) included, closed statuses keep their
-prefix and supersession is untouched; the flag keeps exactly that.
+(any ``due_at``, even before it ends) and every done/dropped line. In deliberate MemoryRecall
+(M25) a note's ``due_at`` then counts as an inclusive validity end, as an event's always does
+(``select.structured_ends``: a date-only one current through the host's local day, an instant
+through itself); a task's stays a deadline, closed statuses keep their prefix and supersession
+is untouched.
 
 recency (M28-M32) is a secondary ordering term for deliberate hybrid recall only: at most
 0.02, halving every 30 days of the recording instant's age, for events without a fact or
