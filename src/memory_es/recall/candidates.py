@@ -10,7 +10,7 @@ labelled background and the person card (H1-H22).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, tzinfo
 from typing import Any
@@ -353,15 +353,18 @@ def auto_block(
     tz: tzinfo | None = None,
     reserved_bytes: int = 0,
     policy: ReadPolicy = OFF,
+    shown: Collection[str] = (),
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
     of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
     only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
     before it, M6) comes out of the card's share. ``policy``: intentExpiry keeps dated and
-    closed lines out of all three (M24)."""
-    candidates = automatic_pool(candidate_pool(conn, text, query_vector=query_vector,
-                                               matrix=matrix, exclude_session=session), policy)
+    closed lines out of all three (M24). ``shown``: ids the context already carries (the
+    owner profile's entries), never repeated in the block or the background."""
+    candidates = [c for c in automatic_pool(candidate_pool(
+        conn, text, query_vector=query_vector, matrix=matrix, exclude_session=session), policy)
+        if c.id not in shown]
     scored = score_all(text, candidates, calibration, scoring)
     zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
     hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
