@@ -487,15 +487,19 @@ def test_o6_bujo_only_switches_false_outside_bujo_are_inert(section: str, key: s
 
 
 def test_o6_bujo_only_switches_on_bujo_without_capture() -> None:
+    """The read policies work on any BuJo root; intentLifecycle changes capture only, so
+    without writeMode capture it would validate and do nothing: an error (M13)."""
     cfg = parse_config(
         bujo_capture(
             writeMode="append-host-summary",
-            capture={"intentLifecycle": True},
             recall={"intentExpiry": True, "recency": True},
         )
     )
-    assert cfg.capture.intent_lifecycle is True
-    assert cfg.recall.recency is True
+    assert cfg.recall.intent_expiry is True and cfg.recall.recency is True
+    with pytest.raises(ConfigError, match='memory.capture.intentLifecycle: requires '
+                                          'memory.writeMode "capture"'):
+        parse_config(bujo_capture(writeMode="append-host-summary",
+                                  capture={"intentLifecycle": True}))
 
 
 # --- O7, A15, A16: focus, only, reconcileModel, unknown keys -----------------------------------
