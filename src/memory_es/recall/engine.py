@@ -19,7 +19,9 @@ import numpy as np
 
 from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
-from memory_es.recall.candidates import auto_block, check_query, recall
+from memory_es.recall.candidates import auto_block, check_query
+from memory_es.recall.explicit import Lookup, deliberate, direct_lookup, recall
+from memory_es.recall.guidance import GuidanceKind
 from memory_es.recall.profile import Profile, owner_profile
 from memory_es.recall.result import AutoContext, RecallResult
 from memory_es.recall.score import NOMIC_V15, Calibration
@@ -119,12 +121,39 @@ class Recaller:
 
     def recall(self, conn: apsw.Connection, query: str, *, now: datetime,
                query_vector: np.ndarray | None, matrix: VectorMatrix | None,
-               limit: int = 10, explain: bool = False) -> RecallResult:
+               limit: int = 10, explain: bool = False, kind: GuidanceKind | None = None,
+               about: str | None = None) -> RecallResult:
         """MemoryRecall over ``conn`` (G*): lexical-only when ``query_vector`` or ``matrix`` is
-        None; flagged ``degraded`` with its reason whenever the semantic side is not whole."""
+        None; flagged ``degraded`` with its reason whenever the semantic side is not whole.
+        ``kind`` / ``about``: the guidance and fact-sheet options (G26-G28)."""
         result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
                         limit=limit, expand=self.expand, calibration=self.calibration,
-                        scoring=self.config.recall.scoring, explain=explain, tz=self.tz)
+                        scoring=self.config.recall.scoring, explain=explain, tz=self.tz,
+                        kind=kind, about=about)
+        return self._flagged(conn, result, query_vector, matrix)
+
+    def lookup(self, conn: apsw.Connection, query: str, *, query_vector: np.ndarray | None,
+               matrix: VectorMatrix | None, session: str | None = None) -> Lookup:
+        """One direct lookup of ``query`` a turn can reuse (G34, G35); ``session`` excludes
+        the current conversation, as the automatic block does (H21)."""
+        return direct_lookup(conn, query, query_vector=query_vector, matrix=matrix,
+                             calibration=self.calibration, scoring=self.config.recall.scoring,
+                             exclude_session=session)
+
+    def reuse(self, conn: apsw.Connection, lookup: Lookup, *, now: datetime,
+              matrix: VectorMatrix | None, limit: int = 10, explain: bool = False,
+              original: bool = False, kind: GuidanceKind | None = None,
+              about: str | None = None) -> RecallResult:
+        """MemoryRecall over an earlier lookup, never retrieving or embedding again: uncut in
+        original-query mode (``original``, G19, G34), else exactly :meth:`recall`."""
+        result = deliberate(conn, lookup, now=now, matrix=matrix, calibration=self.calibration,
+                            scoring=self.config.recall.scoring, limit=limit,
+                            expand=self.expand, explain=explain, tz=self.tz,
+                            original=original, kind=kind, about=about)
+        return self._flagged(conn, result, lookup.query_vector, matrix)
+
+    def _flagged(self, conn: apsw.Connection, result: RecallResult,
+                 query_vector: np.ndarray | None, matrix: VectorMatrix | None) -> RecallResult:
         if self.embedder is None:
             return replace(result, degraded=True, reason="lexical_only")
         pending = vector_backlog(conn, self.embedder.identity.key)
@@ -145,11 +174,13 @@ class Recaller:
 
     def auto_block(self, conn: apsw.Connection, text: str, *, now: datetime,
                    query_vector: np.ndarray | None, matrix: VectorMatrix | None,
-                   session: str | None, lines: bool = True) -> AutoContext:
+                   session: str | None, lines: bool = True,
+                   lookup: Lookup | None = None) -> AutoContext:
         """The automatic context for ``text`` (H1-H22; see :func:`auto_block`) and whether it
         was whole: no block, ``degraded``, without an embedder or a query vector (H15). With
         ``memory.profile.enabled`` the owner profile comes first, and stays when the block
-        cannot be made (M8): it needs no vector."""
+        cannot be made (M8): it needs no vector. ``lookup``: the turn's direct lookup of
+        ``text``, already made (G34)."""
         shown = self.profile(conn, now=now).text if self.config.profile.enabled else ""
         if self.embedder is None:
             return AutoContext(shown, degraded=True, reason="lexical_only", profile=shown)
@@ -160,7 +191,8 @@ class Recaller:
         block = auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
                            session=session, lines=lines, calibration=self.calibration,
                            scoring=self.config.recall.scoring, tz=self.tz,
-                           reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0)
+                           reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0,
+                           scored=None if lookup is None else lookup.scored)
         whole = "\n\n".join(part for part in (shown, block) if part)
         if pending:
             return AutoContext(whole, degraded=True, reason="vectors_pending",
@@ -168,11 +200,12 @@ class Recaller:
         return AutoContext(whole, profile=shown)
 
     def search(self, conn: apsw.Connection, query: str, *, now: datetime,
-               limit: int = 10, explain: bool = False) -> RecallResult:
+               limit: int = 10, explain: bool = False, kind: GuidanceKind | None = None,
+               about: str | None = None) -> RecallResult:
         """A read-only caller's whole recall (``memory-es search``): embed the query, read the
         matrix only when that worked, then :meth:`recall`."""
         check_query(query)
         query_vector = self.embed_query(query)
         matrix = self.load_matrix(conn) if query_vector is not None else None
         return self.recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
-                           limit=limit, explain=explain)
+                           limit=limit, explain=explain, kind=kind, about=about)
