@@ -60,6 +60,15 @@ class Index:
                               (self.n, mid, valid_from, valid_to, due_at))
         return mid
 
+    def line(self, text: str) -> str:
+        """A plain line without a fact."""
+        self.n += 1
+        mid = f"{self.n:064x}"
+        self.conn.execute("INSERT INTO memories VALUES (?, ?, 'note', ?, '2026-05-01', "
+                          "'2026-05-01T09:00:00.000Z', 'open', 'user', NULL, NULL, 'bujo')",
+                          (self.n, mid, text))
+        return mid
+
 
 # --------------------------------------------------------------------------------------------
 # G28: keys without the other: namespace, values as text, on the sheet and the card alike
@@ -124,8 +133,10 @@ def test_m23_row_currentness_combines_label_validity_and_source_note() -> None:
 
 def deliberate_result(index: Index, query: str) -> RecallResult:
     """The sheet's effect alone: the lookup holds one unrelated, strong, fact-free hit."""
-    unrelated = Scored(candidate=Candidate(id="f" * 64, text="The dentist is on Elm Street",
-                                           status="open", created_at=NOW),
+    text = "The dentist is on Elm Street"
+    found = index.conn.execute("SELECT id FROM memories WHERE text = ?", (text,)).fetchone()
+    unrelated = Scored(candidate=Candidate(id=found[0] if found else index.line(text),
+                                           text=text, status="open", created_at=NOW),
                        score=0.9, semantic=0.9, anchor=0.0, rrf=0.0, salience=0.0,
                        lexical=False)
     return deliberate(index.conn, Lookup(query, np.ones(4), (unrelated,)), now=NOW,
@@ -146,6 +157,10 @@ def test_g16_fact_sheet_conflict_sets_evidence_conflicting() -> None:
     assert sheet.conflicting and [r.value for r in sheet.rows if r.conflicting] == [
         "Acme", "Globex"]
     assert torn.to_json()["factSheets"][0]["conflicting"] is True
+    # no hit at all: a conflicting sheet is still the result's evidence
+    bare = deliberate(index.conn, Lookup("Morgan", np.ones(4), ()), now=NOW,
+                      matrix=VectorMatrix(4), tz=UTC)
+    assert bare.recall.hits == () and bare.recall.notes == (CONFLICTING_NOTE,)
     # a query that names nobody has no sheet, so no sheet conflict
     nobody = deliberate_result(index, "Where does the dentist work?")
     assert nobody.fact_sheets == () and nobody.recall.evidence is None

@@ -172,3 +172,18 @@ def test_g35_turn_cache_is_bounded() -> None:
     for n in range(MAX_OPEN_TURNS + 1):
         turns.keep(f"t{n}", Lookup("q", None, ()), original=True)
     assert not turns.is_open("t0") and turns.is_open(f"t{MAX_OPEN_TURNS}")
+
+
+def test_g34_kept_lookup_never_serves_a_line_forgotten_or_dropped_since(
+        seeded: tuple[MemoryStore, BagEmbedder]) -> None:
+    store, _ = seeded
+    store.auto_context(QUESTION, session="web:now", turn="t")
+    before = store.recall(use_original_query=True, turn="t", limit=50).recall.hits
+    by_text = {h.text: h.id for h in before}
+    store.forget(by_text["The dentist is on Elm Street"], reason="user-request")
+    store.set_status(by_text["Rent is due monthly"], "dropped")
+    after = store.recall(use_original_query=True, turn="t", limit=50).recall.hits
+    assert {h.text for h in after} == set(by_text) - {"The dentist is on Elm Street",
+                                                      "Rent is due monthly"}
+    assert [h.score for h in after] == [h.score for h in before
+                                        if h.text in {a.text for a in after}]

@@ -11,6 +11,7 @@ without another retrieval or embedding request.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
 from typing import Final
@@ -97,6 +98,27 @@ def resolve_about(conn: apsw.Connection, about: str) -> tuple[str, str]:
     return rows[0][0], rows[0][1]
 
 
+def current_pool(conn: apsw.Connection, scored: Sequence[Scored]) -> list[Scored]:
+    """A lookup read against the index as it is now: a line forgotten since is gone, a
+    changed status or text is the current one (a turn's kept lookup never serves what a
+    forget erased or a lifecycle move dropped, G22); scores stay the lookup's."""
+    if not scored:
+        return []
+    ids = [s.candidate.id for s in scored]
+    rows = {r[0]: (r[1], r[2]) for r in conn.execute(
+        f"SELECT id, text, status FROM memories WHERE id IN ({','.join('?' * len(ids))})",
+        ids)}
+    out: list[Scored] = []
+    for s in scored:
+        row = rows.get(s.candidate.id)
+        if row is None:
+            continue
+        if row != (s.candidate.text, s.candidate.status):
+            s = replace(s, candidate=replace(s.candidate, text=row[0], status=row[1]))
+        out.append(s)
+    return out
+
+
 def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
                matrix: VectorMatrix | None, calibration: Calibration = NOMIC_V15,
                scoring: Scoring = "hybrid", limit: int = 10, expand: bool = False,
@@ -119,12 +141,14 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
               else mentioned_people(conn, lookup.query))
     sheets = tuple(s for s in (fact_sheet(conn, pid, name, now=now, tz=zone)
                                for pid, name in people) if s.rows)
-    if not lookup.scored:
-        return RecallResult(recall=Recall(hits=()), degraded=degraded, fact_sheets=sheets,
-                            zone=zone)
     mode: SelectMode = "degraded" if degraded else "original-query" if original else "explicit"
     conflict = any(s.conflicting for s in sheets)
-    scored = list(lookup.scored)
+    pool = current_pool(conn, lookup.scored)
+    if not pool:
+        return RecallResult(recall=select((), calibration, now=now, tz=zone, mode=mode,
+                                          fact_sheet_conflict=conflict),
+                            degraded=degraded, fact_sheets=sheets, zone=zone)
+    scored = list(pool)
     result = select(scored, calibration, now=now, tz=zone, mode=mode,
                     fact_sheet_conflict=conflict)
     evidence = LexicalEvidence.for_query(conn, lookup.query)
@@ -134,7 +158,7 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
         neighbours = expand_one_hop(
             conn, [s.candidate for s in direct], query=lookup.query,
             query_vector=lookup.query_vector, matrix=matrix,
-            exclude=[s.candidate.id for s in lookup.scored],
+            exclude=[s.candidate.id for s in pool],
             room=MAX_CANDIDATES - len(direct), evidence=evidence)
         if neighbours:
             scored = score_all(lookup.query, [*(s.candidate for s in direct), *neighbours],
@@ -142,7 +166,7 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
             result = select(scored, calibration, now=now, tz=zone, mode=mode,
                             fact_sheet_conflict=conflict)
     guidance = () if degraded or about is not None else guidance_select(
-        lookup.scored, labelled_lines(conn, [s.candidate.id for s in lookup.scored]),
+        pool, labelled_lines(conn, [s.candidate.id for s in pool]),
         calibration, kind=kind, now=now, tz=zone)
     trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
     out = (RecallResult(recall=trimmed, degraded=degraded) if not explain

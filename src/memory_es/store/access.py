@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -86,6 +87,7 @@ class AccessLog:
     def __init__(self, root: Path) -> None:
         self._root = root
         self._conn: apsw.Connection | None = None
+        self._lock = threading.Lock()  # host threads recall concurrently: one writer at a time
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
@@ -103,20 +105,25 @@ class AccessLog:
             return
         stamp = format_instant(now)
         try:
-            conn = self._connection()
-            with conn:
-                conn.executemany(
-                    "INSERT INTO access VALUES (?, ?, 1) ON CONFLICT (memory_id) DO UPDATE SET "
-                    "last_accessed_at = excluded.last_accessed_at, "
-                    "access_count = access_count + 1", [(i, stamp) for i in ids])
+            with self._lock:
+                self._write(ids, stamp)
         except (apsw.Error, OSError) as e:
             log.warning("memory_access_not_recorded: %s", type(e).__name__)
+
+    def _write(self, ids: Sequence[str], stamp: str) -> None:
+        conn = self._connection()
+        with conn:
+            conn.executemany(
+                "INSERT INTO access VALUES (?, ?, 1) ON CONFLICT (memory_id) DO UPDATE SET "
+                "last_accessed_at = excluded.last_accessed_at, "
+                "access_count = access_count + 1", [(i, stamp) for i in ids])
 
     def stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
         if not ids or (self._conn is None and not access_path(self._root).is_file()):
             return {}
         try:
-            return _rows(self._connection(), ids)
+            with self._lock:
+                return _rows(self._connection(), ids)
         except (apsw.Error, OSError) as e:
             log.warning("memory_access_unreadable: %s", type(e).__name__)
             return {}
@@ -126,14 +133,17 @@ class AccessLog:
         if not ids or (self._conn is None and not access_path(self._root).is_file()):
             return
         try:
-            conn = self._connection()
-            with conn:
-                conn.executemany("DELETE FROM access WHERE memory_id = ?", [(i,) for i in ids])
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            with self._lock:
+                conn = self._connection()
+                with conn:
+                    conn.executemany("DELETE FROM access WHERE memory_id = ?",
+                                     [(i,) for i in ids])
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except (apsw.Error, OSError) as e:
             log.warning("memory_access_not_forgotten: %s", type(e).__name__)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

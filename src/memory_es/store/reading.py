@@ -96,8 +96,9 @@ class StoreReads:
             if lookup is None:
                 lookup = recaller.lookup(conn, ask.query, query_vector=query_vector,
                                          matrix=matrix)
-                if ask.turn is not None:
-                    self._turns.keep(ask.turn, lookup)
+                if ask.turn is not None and (query_vector is not None
+                                             or recaller.embedder is None):
+                    self._turns.keep(ask.turn, lookup)  # never a lookup an outage degraded
             result = recaller.reuse(conn, lookup, now=self._clock(), matrix=matrix,
                                     limit=limit, explain=explain, original=original,
                                     kind=ask.kind, about=ask.about)
