@@ -83,14 +83,21 @@ def test_g28_keys_drop_other_namespace_and_values_render_as_text() -> None:
     index = Index()
     index.fact("other:home_town", '"Maple Harbor"')
     index.fact("pets", '["Rex", "Tom"]')
+    index.fact("other:birth_date", '"1990-09-10"')
     sheet = fact_sheet(index.conn, MORGAN, "Morgan", now=NOW, tz=UTC)
     assert sheet.text(UTC).splitlines() == [
         "Fact sheet: Morgan",
+        "- birth date: 1990-09-10 (age 35; you said, recorded 2026-05-01)",
         "- home town: Maple Harbor (you said, recorded 2026-05-01)",
         "- pets: Rex, Tom (you said, recorded 2026-05-01)"]
+    assert sheet.to_json()["rows"][0] == {
+        "id": f"{3:064x}", "key": "birth date", "value": "1990-09-10", "age": 35,
+        "attribution": "you said", "createdAt": "2026-05-01T09:00:00.000Z",
+        "currentness": "current", "history": False}
     card = person_card(index.conn, "Tell me about Morgan", now=NOW, tz=UTC, budget_bytes=2500)
     assert "- home town: Maple Harbor (you said, recorded 2026-05-01)" in card
     assert "- pets: Rex, Tom (you said" in card
+    assert "- birth date: 1990-09-10 (age 35; you said, recorded 2026-05-01)" in card
     assert "other:" not in card and '"' not in card and "[" not in card
 
 

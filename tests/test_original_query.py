@@ -76,6 +76,9 @@ def test_g34_original_query_reuses_the_turns_lookup_uncut(
     assert hits[:len(cut.recall.hits)] == [h.id for h in cut.recall.hits]
     scores = [h.score for h in original.recall.hits]
     assert scores == sorted(scores, reverse=True) and min(scores) < 0.3
+    explained = store.recall(use_original_query=True, turn="turn-1", limit=50, explain=True)
+    assert {h.explanation["cut"] for h in explained.recall.hits if h.explanation} == {
+        "uncut: original-query mode keeps the turn's lookup whole (G19)"}
     # the same notes and guidance as a deliberate recall of that question
     assert original.recall.notes == cut.recall.notes
     assert [g.id for g in original.guidance] == [g.id for g in cut.guidance] != []

@@ -18,7 +18,7 @@ from typing import Any
 import apsw
 
 from memory_es.ids import entity_key
-from memory_es.recall.factsheet import key_text, value_text
+from memory_es.recall.factsheet import bare_key, key_text, value_text
 from memory_es.text import fold
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list
 
@@ -103,7 +103,7 @@ def card_lines(conn: apsw.Connection, entity_id: str, *, now: datetime,
         value = value_text(raw)  # G28: text, not JSON
         notes = [f"{ATTRIBUTION[source]}, recorded {_local_day(recorded_at, tz)}"]
         born = _ISO_DATE.fullmatch(value.strip())
-        if key in BIRTH_KEYS and born:
+        if bare_key(key) in BIRTH_KEYS and born:
             try:
                 birth = date(int(born[1]), int(born[2]), int(born[3]))
             except ValueError:

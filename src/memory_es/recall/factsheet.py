@@ -39,11 +39,14 @@ BIRTH_KEYS: Final = frozenset({"birth_date", "birthday", "date_of_birth", "born"
 _ISO_DATE: Final = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
+def bare_key(key: str) -> str:
+    """The key without the ``other:`` namespace (G28): ``other:birth_date`` -> ``birth_date``."""
+    return key[len(OTHER_NAMESPACE):] if key.startswith(OTHER_NAMESPACE) else key
+
+
 def key_text(key: str) -> str:
     """``other:home_town`` -> ``home town`` (G28)."""
-    if key.startswith(OTHER_NAMESPACE):
-        key = key[len(OTHER_NAMESPACE):]
-    return key.replace("_", " ").strip()
+    return bare_key(key).replace("_", " ").strip()
 
 
 def value_text(value: str) -> str:
@@ -183,7 +186,8 @@ def fact_sheet(conn: apsw.Connection, entity_id: str, name: str, *, now: datetim
             attribution=ATTRIBUTION[source],
             recorded_at=datetime.fromisoformat(recorded.replace("Z", "+00:00")),
             currentness=state, ended_on=ended,
-            age=age_on(shown, now.astimezone(zone).date()) if key in BIRTH_KEYS else None))
+            age=(age_on(shown, now.astimezone(zone).date())
+                 if bare_key(key) in BIRTH_KEYS else None)))
     values: dict[str, set[str]] = {}
     for r in rows:
         if r.currentness == "current":

@@ -121,6 +121,8 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
         c = s.candidate
         if mode == "degraded":
             cut = "uncut: lexical-only results are never cut (G20)"
+        elif mode == "original-query":
+            cut = "uncut: original-query mode keeps the turn's lookup whole (G19)"
         elif n == 0:
             cut = "best hit: always kept (G11)"
         else:
