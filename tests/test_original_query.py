@@ -134,6 +134,8 @@ def test_g34_unavailable_after_write_empty_question_cleanup_and_read_only(
     store.auto_context(QUESTION, turn="ended")
     store.recall(use_original_query=True, turn="ended")
     assert store.end_turn("ended") is True and store.end_turn("ended") is False
+    with pytest.raises(InvalidArgumentError):
+        store.end_turn(None)  # type: ignore[arg-type]
     assert "not open" in unavailable(store, "ended")
     store.auto_context(QUESTION, turn="stranger", owner=False)  # no lookup for a non-owner
     assert "no automatic lookup" in unavailable(store, "stranger")

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 
 from memory_es.config import MemoryConfig
-from memory_es.errors import IndexUnavailableError
+from memory_es.errors import IndexUnavailableError, InvalidArgumentError
 from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
 from memory_es.recall import (
@@ -109,7 +109,9 @@ class StoreReads:
     def end_turn(self, turn: str) -> bool:
         """Turn cleanup (G34): its lookups go; original-query mode is unavailable after."""
         checked = check_turn(turn)
-        assert checked is not None
+        if checked is None:
+            raise InvalidArgumentError("recall_invalid_turn: end_turn needs the turn id",
+                                       code="recall_invalid_turn")
         return self._turns.end(checked)
 
     def written(self) -> None:
