@@ -137,6 +137,8 @@ def test_g30_telemetry_stays_out_of_journal_projections_and_health(
     assert list(store.events()) == rows  # no journal event
     page = store.journal("2026-05-01", "2026-05-31", "UTC", limit=25).to_json()
     assert "access" not in json.dumps(page).lower()  # MemoryJournal excludes telemetry
+    with MemoryRoot.open(root) as live:  # beside the open writer, its WAL files present
+        assert not [f for f in live.health().findings if "access" in f.path]
     store.rebuild()
     store.close()
     with MemoryRoot.open(root) as reader:
