@@ -63,6 +63,10 @@ BUJO_CAPTURE: dict[str, Any] = {
     "mode": "bujo", "writeMode": "capture", "embeddings": {"dim": 256},
     "llm": {"provider": "ollama", "model": "m"},
 }
+BUJO_INTENTS: dict[str, Any] = {
+    **BUJO_CAPTURE, "capture": {"intentLifecycle": True},
+    "recall": {"intentExpiry": True, "recency": True},
+}
 EPOCH = datetime(2026, 7, 6, 12, 0, 0, tzinfo=UTC)
 
 
@@ -274,6 +278,18 @@ def memory(text: str, *, source: str = "user", kind: str = "note", labels: Seque
            salience: float = 0.8, entities: Sequence[str] = ()) -> dict[str, Any]:
     return {"text": text, "kind": kind, "labels": list(labels), "source": source,
             "salience": salience, "entities": list(entities)}
+
+
+def intention(text: str, *, state: str | None = None, end: str | None = None,
+              source: str = "user", kind: str = "task", entities: Sequence[str] = ()
+              ) -> dict[str, Any]:
+    """An extracted memory of the intent-lifecycle contract (M14-M19)."""
+    out = memory(text, source=source, kind=kind, entities=entities)
+    if state is not None:
+        out["intentState"] = state
+    if end is not None:
+        out["validTo"] = end
+    return out
 
 
 def entity(id_: str, name: str, type_: str) -> dict[str, str]:
@@ -628,6 +644,91 @@ SPECS: tuple[Spec, ...] = (
             ("Book the venue.", "note", "scheduled", ""),
             ("Send the invitations.", "note", "migrated", ""),
             ("Order the cake.", "note", "dropped", ""),
+        ),
+    ),
+    Spec(
+        name="intentions",
+        description="The intention lifecycle with every M switch on (M13-M22): the owner's "
+                    "task lines in each intentState (planned, pending, done, abandoned), ends "
+                    "as a civil date and as an offset instant (due=, never valid_to); "
+                    "proposals an assistant line, a plain note and a cron turn carry are "
+                    "ignored; the same sentence in a new state supersedes without a "
+                    "classifier; a classifier UPDATE becomes a SUPERSEDE that inherits the "
+                    "end; a NOOP without an end keeps it; a NOOP with a new end supersedes.",
+        config=BUJO_INTENTS,
+        step=timedelta(hours=2, minutes=3, seconds=5),
+        steps=(
+            Admit("in-plans", "Noted your plans.", session="web:in-1",
+                  capture_text="Passport by June 30; the Lisbon trip by July 31 (London "
+                               "time); I called the dentist; the cello is off."),
+            Admit("in-lisbon", "Enjoy Lisbon!", session="web:in-1",
+                  capture_text="The Lisbon trip is booked."),
+            Admit("in-consulate", "Good.", session="web:in-2",
+                  capture_text="My passport appointment at the consulate is set."),
+            Admit("in-again", "Noted.", session="web:in-2",
+                  capture_text="I'll do the passport at the consulate soon."),
+            Admit("in-july", "Noted.", session="web:in-3",
+                  capture_text="The passport can wait until July 15."),
+            cron("in-cron", "Back up the laptop by June 20."),
+            Drain(expect=6),
+        ),
+        script=(
+            extract("in-plans", [
+                intention("Renew the passport", state="planned", end="2026-06-30",
+                          entities=["pp"]),
+                intention("Book the Lisbon trip", state="pending",
+                          end="2026-07-31T23:59:59.999+01:00", entities=["lx"]),
+                intention("Call the dentist", state="done", entities=["dn"]),
+                intention("Learn the cello", state="abandoned"),
+                intention("The assistant will compare flight prices", state="planned",
+                          end="2026-06-01", source="assistant"),
+                intention("The passport office opens at nine", state="pending",
+                          end="2026-06-02", kind="note"),
+            ], [entity("pp", "passport", "document"), entity("lx", "Lisbon", "place"),
+                entity("dn", "dentist", "person")]),
+            review("in-plans", "keep", "keep", "keep", "keep", "keep", "keep"),
+            extract("in-lisbon", [intention("Book the Lisbon trip", state="done",
+                                            entities=["lx"])],
+                    [entity("lx", "Lisbon", "place")]),
+            review("in-lisbon", "keep"),
+            extract("in-consulate", [intention("Passport appointment at the consulate",
+                                               state="planned", entities=["pp"])],
+                    [entity("pp", "passport", "document")]),
+            review("in-consulate", "keep"),
+            reconcile("in-consulate", {"action": "UPDATE", "target": "m1",
+                                       "text": "Renew the passport at the consulate"}),
+            extract("in-again", [intention("Renew the passport at the consulate soon",
+                                           state="planned", entities=["pp"])],
+                    [entity("pp", "passport", "document")]),
+            review("in-again", "keep"),
+            reconcile("in-again", {"action": "NOOP", "target": "m1"}),
+            extract("in-july", [intention("Renew the passport before mid July",
+                                          end="2026-07-15", entities=["pp"])],
+                    [entity("pp", "passport", "document")]),
+            review("in-july", "keep"),
+            reconcile("in-july", {"action": "NOOP", "target": "m1"}),
+            extract("in-cron", [intention("Back up the laptop", state="planned",
+                                          end="2026-06-20")]),
+            review("in-cron", "keep"),
+        ),
+        calls=(("extract", "in-plans"), ("review", "in-plans"),
+               ("extract", "in-lisbon"), ("review", "in-lisbon"),
+               ("extract", "in-consulate"), ("review", "in-consulate"),
+               ("reconcile", "in-consulate"),
+               ("extract", "in-again"), ("review", "in-again"), ("reconcile", "in-again"),
+               ("extract", "in-july"), ("review", "in-july"), ("reconcile", "in-july"),
+               ("extract", "in-cron"), ("review", "in-cron")),
+        memories=(
+            ("Renew the passport", "note", "superseded", ""),
+            ("Book the Lisbon trip", "note", "superseded", ""),
+            ("Call the dentist", "note", "done", ""),
+            ("Learn the cello", "note", "dropped", ""),
+            ("The assistant will compare flight prices", "note", "open", ""),
+            ("The passport office opens at nine", "note", "open", "fact"),
+            ("Book the Lisbon trip", "note", "done", ""),
+            ("Renew the passport at the consulate", "note", "superseded", ""),
+            ("Renew the passport before mid July", "note", "scheduled", ""),
+            ("Back up the laptop", "note", "open", ""),
         ),
     ),
     Spec(

@@ -47,12 +47,13 @@ class Index:
 
     def fact(self, key: str, value: str, *, source: str = "user", status: str = "open",
              superseded_by: str | None = None, valid_from: str | None = None,
-             valid_to: str | None = None, due_at: str | None = None) -> str:
+             valid_to: str | None = None, due_at: str | None = None,
+             kind: str = "note") -> str:
         self.n += 1
         mid = f"{self.n:064x}"
-        self.conn.execute("INSERT INTO memories VALUES (?, ?, 'note', ?, '2026-05-01', "
+        self.conn.execute("INSERT INTO memories VALUES (?, ?, ?, ?, '2026-05-01', "
                           "'2026-05-01T09:00:00.000Z', ?, ?, NULL, NULL, 'bujo')",
-                          (self.n, mid, f"Morgan {key} {value}", status, source))
+                          (self.n, mid, kind, f"Morgan {key} {value}", status, source))
         self.conn.execute("INSERT INTO memory_meta VALUES (?, ?, 'fact', 'agent', 0.8, 0, ?, "
                           "?, ?, ?, ?)", (self.n, mid, mid, superseded_by, MORGAN, key, value))
         if valid_from or valid_to or due_at:
@@ -111,17 +112,21 @@ def test_m23_row_currentness_combines_label_validity_and_source_note() -> None:
     index.fact("home_town", "Oslo", status="superseded", superseded_by=live)
     index.fact("team", "Blue", superseded_by=live)  # the flag alone makes it history
     expired = index.fact("role", "Lead", valid_to="2026-05-09")  # ended yesterday
-    index.fact("desk", "B4", due_at="2026-05-01T10:00:00+02:00")  # a passed instant
+    index.fact("desk", "B4", due_at="2026-05-01T10:00:00+02:00", kind="event")  # passed
+    index.fact("visa", "B1", due_at="2026-05-02")  # a note's due date is a deadline (G14)
     index.fact("office", "Lyon", valid_from="2026-06-01")  # not started yet
     index.fact("city", "Rome", valid_to="2026-05-10")  # ends today: still current (G15)
     index.fact("nick", "Mo", status="dropped")  # terminal: never on the sheet (G22)
     index.fact("age_guess", "40", source="assistant")  # not user-stated: not card data
     sheet = fact_sheet(index.conn, MORGAN, "Morgan", now=NOW, tz=UTC)
     rows = {(r.key, r.currentness) for r in sheet.rows}
-    assert rows == {("employer", "current"), ("city", "current"), ("home town", "superseded"),
-                    ("team", "superseded"), ("role", "ended"), ("desk", "ended"),
-                    ("office", "ended")}
-    assert [r.currentness for r in sheet.rows][:2] == ["current", "current"]  # current first
+    assert rows == {("employer", "current"), ("city", "current"), ("visa", "current"),
+                    ("home town", "superseded"), ("team", "superseded"), ("role", "ended"),
+                    ("desk", "ended"), ("office", "ended")}
+    assert [r.currentness for r in sheet.rows][:3] == ["current"] * 3  # current first
+    # under memory.recall.intentExpiry a note's due date ends it too (M25)
+    expiring = fact_sheet(index.conn, MORGAN, "Morgan", now=NOW, tz=UTC, note_due_ends=True)
+    assert ("visa", "ended") in {(r.key, r.currentness) for r in expiring.rows}
     lines = sheet.text(UTC).splitlines()
     assert "- role: Lead (history: ended 2026-05-09; you said, recorded 2026-05-01)" in lines
     assert "- home town: Oslo (history: superseded; you said, recorded 2026-05-01)" in lines

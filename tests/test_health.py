@@ -251,21 +251,21 @@ def test_markdown_source_session_change_is_reported_n4(root: Path) -> None:
 # -- journal tampering (fails closed) ----------------------------------------------------------
 
 
-def test_truncated_journal(root: Path) -> None:
+def test_n5_truncated_journal(root: Path) -> None:
     """B14/N5: fewer events than the catalog records is journal_truncated."""
     sql(root / "journal.db",
         "DELETE FROM events WHERE position > (SELECT MAX(position) - 2 FROM events)")
     assert_findings(root, {("journal_truncated", "journal.db")})
 
 
-def test_replaced_event_state_breaks_the_chain(root: Path) -> None:
+def test_n5_replaced_event_state_breaks_the_chain(root: Path) -> None:
     """B15/N5: an edited event no longer verifies against the hash chain."""
     sql(root / "journal.db", "UPDATE events SET state = CAST(? AS BLOB) WHERE position = 1",
         (b"{}",))
     assert_findings(root, {("chain_broken", "journal.db")})
 
 
-def test_deleted_catalog(root: Path) -> None:
+def test_n6_deleted_catalog(root: Path) -> None:
     """N6/B15: a schema marker with no catalog fails closed, never a fresh root."""
     (root / "journal.catalog").unlink()
     assert_findings(root, {("catalog_missing", "journal.catalog")})
@@ -495,7 +495,7 @@ def _tamper_chain(root: Path) -> None:
 
 @pytest.mark.parametrize("tamper", [None, _tamper_text, _tamper_session, _tamper_extra_row,
                                     _tamper_chain])
-def test_health_output_is_content_free(
+def test_n12_health_output_is_content_free(
     root: Path, capsys: pytest.CaptureFixture[str], tamper: Any
 ) -> None:
     """N12: neither the text nor the JSON report contains memory text, original or forged."""

@@ -90,7 +90,7 @@ def test_damaged_vectors_are_findings(root: Path, tamper: str, code: str) -> Non
     assert MemoryRoot.open(root, parse_config(JOURNAL)).health().exit_code == 1
 
 
-def test_vectors_in_a_generation_that_names_no_identity(tmp_path: Path) -> None:
+def test_n14_vectors_in_a_generation_that_names_no_identity(tmp_path: Path) -> None:
     """N14: Lite never embeds; a vector in its index is reported."""
     root = tmp_path / "lite"
     with MemoryStore.open(root, background=False) as store:

@@ -173,7 +173,7 @@ def test_g15_an_instant_ends_when_it_passes_whatever_the_hosts_zone(tmp_path: Pa
                      datetime(2026, 5, 4, 10, 1, tzinfo=UTC))
     for zone in ("UTC", "Asia/Tokyo"):
         assert currentness_at(tmp_path, before, zone, valid_to=end) == {"current"}
-        assert currentness_at(tmp_path, after, zone, due_at=end) == {"ended"}
+        assert currentness_at(tmp_path, after, zone, valid_to=end) == {"ended"}
 
 
 @pytest.mark.parametrize("end, closes", [

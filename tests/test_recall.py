@@ -172,7 +172,7 @@ def facts_root(tmp_path: Path, fake: FakeEmbedder) -> Iterator[tuple[Path, Memor
 # -- D2 / N14: Lite never embeds -----------------------------------------------------------------
 
 
-def test_lite_never_embeds_and_recall_is_lexical(tmp_path: Path, fake: FakeEmbedder) -> None:
+def test_n14_lite_never_embeds_and_recall_is_lexical(tmp_path: Path, fake: FakeEmbedder) -> None:
     root = tmp_path / "root"
     with open_store(root, fake, block={"mode": "lite"}) as store:
         admit(store, ["I like green tea", "Green paint for the fence", "Rocket launch Friday"])

@@ -360,8 +360,13 @@ def test_G14_currentness() -> None:
     assert currentness(cand(superseded=True), NOW) == "superseded"
     assert currentness(cand(status="superseded"), NOW) == "superseded"
     assert currentness(cand(valid_to=date(2026, 7, 9)), NOW, UTC) == "ended"
-    assert currentness(cand(due_at=NOW - timedelta(milliseconds=1)), NOW) == "ended"
-    assert currentness(cand(due_at=NOW + timedelta(milliseconds=1)), NOW) == "current"
+    # an event's dueAt ends it; a note's is a deadline unless intentExpiry says so (M25)
+    assert currentness(cand(type="event", due_at=NOW - timedelta(milliseconds=1)),
+                       NOW) == "ended"
+    assert currentness(cand(type="event", due_at=NOW + timedelta(milliseconds=1)),
+                       NOW) == "current"
+    assert currentness(cand(type="note", due_at=NOW - timedelta(milliseconds=1)),
+                       NOW) == "current"
     # superseded wins over ended
     assert currentness(cand(superseded=True, valid_to=date(2020, 1, 1)), NOW) == "superseded"
 
@@ -502,8 +507,8 @@ def test_H6_H9_task_and_ended_labels() -> None:
     task = select([plain("k", 0.7, text="Call Ana.", type="task", status="open",
                          created_at=T0)], now=NOW).hits[0]
     assert format_auto_line(task) == "- – Call Ana. (task/plan recorded 2026-07-06; current)"
-    ended = select([plain("e", 0.7, text="Trip.", created_at=T0, due_at=date(2026, 7, 8))],
-                   now=NOW).hits[0]
+    ended = select([plain("e", 0.7, text="Trip.", type="event", created_at=T0,
+                          due_at=date(2026, 7, 8))], now=NOW).hits[0]
     assert format_auto_line(ended) == "- – Trip. (recorded 2026-07-06; ended 2026-07-08)"
     # the recorded date is the host-local date: 2026-07-06T23:30Z is 07-07 at UTC+2
     late = select([plain("l", 0.7, text="Late.", created_at=datetime(

@@ -360,6 +360,23 @@ class Memory(Aggregate):
         memory_id: str
         insight: bool
 
+    class DueStated(Event):
+        """A captured intention's inclusive end (M17-M19, M22; intent lifecycle only): the
+        line's ``due_at`` (``due=`` in Markdown, ``dueAt`` in recall), never a validity end;
+        a civil date or its last millisecond with an offset, as written. It follows the
+        line's ``Captured`` in the same commit."""
+
+        TOPIC = "memory_es/Memory.DueStated"
+        memory_id: str
+        due_at: str
+
+    @classmethod
+    def due_stated(cls, *, version: int, at: datetime, memory_id: str,
+                   due_at: str) -> Memory.DueStated:
+        """The DueStated event following ``version``."""
+        return _next(cls.DueStated, memory_uuid(memory_id), version, at, memory_id=memory_id,
+                     due_at=due_at)
+
     @classmethod
     def marked(cls, *, version: int, at: datetime, memory_id: str,
                insight: bool) -> Memory.Marked:

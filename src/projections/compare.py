@@ -16,7 +16,7 @@ from memory_es.errors import (
     MemoryEsError,
 )
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
-from projections.findings import Finding
+from projections.findings import Finding, read_regular
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.markdown import read_provenance
 from projections.replay import (
@@ -35,7 +35,7 @@ def compare_files(root: Path, expected: dict[str, bytes]) -> Iterator[Finding]:
             yield Finding("file_missing", rel, "replay writes this file; it is absent")
         else:
             try:
-                data = (root / rel).read_bytes()
+                data = read_regular(root / rel)
             except OSError as e:
                 yield Finding("file_unreadable", rel, type(e).__name__)
                 continue
@@ -111,7 +111,7 @@ def compare_sidecar(root: Path, live: apsw.Connection) -> Iterator[Finding]:
     """N1, N8, F6: the sidecar is canonical and says exactly what the index holds."""
     path = root / SIDECAR_FILE
     try:
-        data: bytes | None = path.read_bytes()
+        data: bytes | None = read_regular(path)
     except FileNotFoundError:
         data = None
     except OSError as e:
@@ -202,7 +202,7 @@ def compare_provenance(root: Path, live: apsw.Connection) -> Iterator[Finding]:
         if not rel.startswith("daily/"):
             continue
         try:
-            marks = read_provenance((root / rel).read_bytes())
+            marks = read_provenance(read_regular(root / rel))
         except OSError:
             continue
         for memory_id, session in sorted(marks.items()):

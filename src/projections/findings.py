@@ -3,7 +3,10 @@ codes (N12: stable codes, root-relative paths, content-free details)."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
@@ -23,6 +26,26 @@ RECOVERABLE = frozenset({"crash_residue", "projection_behind", "rebuild_in_progr
 RESIDUE_DETAIL = "left by a writer killed mid-write; the next writer open repairs it"
 TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.tmp-\d+-[a-z0-9_]{8}$")
 GEN_FILES = {INDEX_DB + s for s in ("", "-wal", "-shm", "-journal")}
+
+
+class NotARegularFileError(OSError):
+    """A managed path that is a FIFO, socket, device or directory: health never reads it."""
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at ``path`` (a symlink is followed: hygiene reports it).
+    Anything else raises :class:`NotARegularFileError` without being read, so a FIFO in a
+    managed file's place can never block the audit (N8: the sidecar is a regular file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotARegularFileError(f"{path}: not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class Finding(msgspec.Struct, frozen=True, order=True):

@@ -19,6 +19,7 @@ from projections.findings import (
     RESIDUE_DETAIL,
     TEMP_NAME,
     Finding,
+    read_regular,
 )
 from projections.graph import SIDECAR_FILE
 from projections.replay import (
@@ -73,7 +74,7 @@ class Residue:
         one past the index position, never the state at it (a sidecar that equals replay
         but not the live index means the index was edited, not that a write ran ahead)."""
         try:
-            data: bytes | None = (self.root / rel).read_bytes()
+            data: bytes | None = read_regular(self.root / rel)
         except FileNotFoundError:
             data = None
         except OSError:
@@ -91,7 +92,7 @@ class Residue:
             return False
         target = f"{parent}/{match['target']}" if parent else match["target"]
         try:
-            data = (self.root / rel).read_bytes()
+            data = read_regular(self.root / rel)
         except OSError:
             return False
         if (parent in MARKDOWN_DIRS and target.endswith(".md")) or target in ROOT_FILES:

@@ -18,6 +18,7 @@ import apsw
 from memory_es.events import Entity, Intake, Memory
 from memory_es.fsutil import create_private_file
 from memory_es.ids import sha256_hex, text_key
+from memory_es.vocabulary import TERMINAL_STATUSES
 from projections.forgetting import forget_rows
 
 SESSION_MAX_BYTES = 512  # K7: longer conversation ids are stored as "unknown"
@@ -252,6 +253,8 @@ class IndexProjection:
             self._status_changed(event)
         elif isinstance(event, Memory.Marked):
             self._marked(event)
+        elif isinstance(event, Memory.DueStated):
+            self._due_stated(event)
         elif isinstance(event, Entity.Named):
             self.conn.execute("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)",
                               (position, event.entity_id, event.name, event.type))
@@ -276,7 +279,8 @@ class IndexProjection:
             return
         self.conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
                           (position, e.text))
-        self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
+        if e.status not in TERMINAL_STATUSES:  # an abandoned intention is born dropped (M15)
+            self.conn.execute("INSERT OR IGNORE INTO vector_pending VALUES (?)", (position,))
         fact = e.fact or {}
         self.conn.execute(
             "INSERT INTO memory_meta VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
@@ -397,6 +401,16 @@ class IndexProjection:
                           "NULL, NULL, 0)", (rowid, memory_id))
         self.conn.execute("UPDATE memory_terms SET insight = ? WHERE rowid = ?",
                           (int(e.insight), rowid))
+        self.touched.add(("daily", day))
+
+    def _due_stated(self, e: Memory.DueStated) -> None:
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        rowid, memory_id, day = found
+        self.conn.execute("INSERT OR IGNORE INTO memory_terms VALUES (?, ?, NULL, 0, NULL, "
+                          "NULL, NULL, 0)", (rowid, memory_id))
+        self.conn.execute("UPDATE memory_terms SET due_at = ? WHERE rowid = ?", (e.due_at, rowid))
         self.touched.add(("daily", day))
 
     def _audit(self, position: int, e: Intake.Admitted) -> None:

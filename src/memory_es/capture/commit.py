@@ -16,31 +16,39 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from memory_es.capture.contracts import ExtractionPlan
-from memory_es.capture.reconcile import Decision, guard
+from memory_es.capture.contracts.extraction import AnyPlan
+from memory_es.capture.reconcile import Decision, guard, intent_guard
 from memory_es.capture.rules import Line, Turn
 from memory_es.events import Entity, Intake, Memory
 from memory_es.ids import entity_uuid, memory_uuid, run_memory_id, text_key
 from memory_es.step import StepFailure
 from memory_es.text import journal_text
-from memory_es.vocabulary import SIDECAR_ENTRY_MAX_BYTES, SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
+from memory_es.vocabulary import (
+    LIVE_STATUSES,
+    SIDECAR_ENTRY_MAX_BYTES,
+    SIDECAR_MAX_BYTES,
+    SIDECAR_MAX_ENTRIES,
+)
 
 if TYPE_CHECKING:
-    from memory_es.capture.reads import CaptureReads
+    from memory_es.capture.reads import CaptureReads, StoredLine
 
 log = logging.getLogger("memory_es")
 THREAD_WEIGHT = 1.0  # A20, E42: a task update's note is fully on its thread
 
 
-def commit_events(plan: ExtractionPlan, fresh: list[Line], choices: list[Decision], *,
+def commit_events(plan: AnyPlan, fresh: list[Line], choices: list[Decision], *,
                   keys: dict[str, str], reads: CaptureReads, admitted: Intake.Admitted,
                   turn: Turn, only: tuple[str, ...] | None, at: datetime,
-                  version: int) -> list[Any]:
+                  version: int, intents: bool = False) -> list[Any]:
     """Every event of the capture, ending with ``Intake.Resolved`` at intake ``version``.
 
-    ``keys`` maps plan entity refs to entity ids; ``only`` is ``capture.only`` (A16).
+    ``keys`` maps plan entity refs to entity ids; ``only`` is ``capture.only`` (A16);
+    ``intents``: ``memory.capture.intentLifecycle`` (a replacement inherits its target's
+    end, M22).
     """
-    commit = _Commit(reads=reads, at=at, keys=keys, admitted=admitted, turn=turn, only=only)
+    commit = _Commit(reads=reads, at=at, keys=keys, admitted=admitted, turn=turn, only=only,
+                     intents=intents)
     stored = commit.write_lines(fresh, choices)
     commit.check_sidecar_room()
     graph = commit.graph(plan, stored)
@@ -59,6 +67,7 @@ class _Commit:
     admitted: Intake.Admitted
     turn: Turn
     only: tuple[str, ...] | None
+    intents: bool = False
     events: list[Any] = field(default_factory=list)
     versions: dict[UUID, int] = field(default_factory=dict)
 
@@ -84,7 +93,7 @@ class _Commit:
         for line in fresh:
             decision = by_line.get(line.index, Decision(line.index, "ADD"))
             target = targets.get(decision.target) if decision.target else None
-            decision = guard(decision, line, target, turn)
+            decision = intent_guard(guard(decision, line, target, turn), line, target, turn)
             if decision.action in ("UPDATE", "SUPERSEDE"):
                 if decision.target in changed:  # never two rewrites of one line (E6)
                     decision = Decision(line.index, "ADD")
@@ -109,9 +118,12 @@ class _Commit:
             elif target is not None and decision.action in ("UPDATE", "SUPERSEDE"):
                 assert decision.text is not None
                 same = live.get(text_key(decision.text))
-                if same == target.id or journal_text(decision.text) == journal_text(target.text):
+                restated = line.intent is not None and \
+                    line.intent.changes(target.status, target.due_at)  # M21
+                if not restated and (same == target.id or
+                                     journal_text(decision.text) == journal_text(target.text)):
                     continue  # the line already says exactly this
-                if same is not None:  # another live line says it: the target is history
+                if same is not None and same != target.id:  # another live line says it
                     self.events.append(Memory.superseded(
                         version=self.follows(memory_uuid(target.id)), at=self.at,
                         memory_id=target.id, by=same, status="superseded", run_hash=run_hash))
@@ -121,7 +133,7 @@ class _Commit:
                         memory_id=target.id, text=decision.text, session=turn.session,
                         run_hash=run_hash, fact=self._fact(line)))
                     live[text_key(decision.text)] = target.id
-                elif self._add(new_id, line, decision.text, live):
+                elif self._add(new_id, line, decision.text, live, replacing=target):
                     self.events.append(Memory.superseded(
                         version=self.follows(memory_uuid(target.id)), at=self.at,
                         memory_id=target.id, by=new_id, status="superseded", run_hash=run_hash))
@@ -144,7 +156,7 @@ class _Commit:
                         extra={"memory_event": "memory_degraded", "code": "sidecar_full"})
             raise StepFailure("io_error")
 
-    def graph(self, plan: ExtractionPlan, stored: Sequence[tuple[str, Line]]) -> list[Any]:
+    def graph(self, plan: AnyPlan, stored: Sequence[tuple[str, Line]]) -> list[Any]:
         """Entities named by stored lines, relations between them (L1, L10, E22, E26)."""
         keys = self.keys
         named_by: dict[str, str] = {}  # plan ref -> first stored memory naming it
@@ -186,23 +198,45 @@ class _Commit:
         """A16: stored only if an accepted label has an allowed kind (unset: everything)."""
         return self.only is None or any(label in self.only for label in line.labels)
 
-    def _add(self, memory_id: str, line: Line, text: str, live: dict[str, str]) -> bool:
+    def _add(self, memory_id: str, line: Line, text: str, live: dict[str, str],
+             replacing: StoredLine | None = None) -> bool:
         """Capture ``text`` as a new line unless a live line (or one of this commit) already
-        says it (E16); returns whether it was added."""
+        says it (E16); returns whether it was added. ``replacing``: the line it supersedes,
+        which may say the same words when only its intention's state or end changes (M21)."""
         key = text_key(text)
-        if key in live:
+        if key in live and (replacing is None or live[key] != replacing.id):
             return False
         live[key] = memory_id
         admitted, turn = self.admitted, self.turn
+        status, due_at = self._terms(line, replacing)
         self.events.append(Memory.captured(
             at=admitted.timestamp, memory_id=memory_id, kind=line.kind, text=text,
-            day=admitted.timestamp.date().isoformat(), status="open", labels=line.labels,
+            day=admitted.timestamp.date().isoformat(), status=status, labels=line.labels,
             entity_ids=[self.keys[ref] for ref in line.entities], scope=turn.scope,
             source=line.source, salience=line.salience, from_task=line.from_task,
             session=turn.session, run_hash=turn.run_hash, tier=admitted.tier,
             fact=self._fact(line)))
         self.versions[memory_uuid(memory_id)] = 1
+        if due_at is not None:
+            self.events.append(Memory.due_stated(
+                version=self.follows(memory_uuid(memory_id)), at=admitted.timestamp,
+                memory_id=memory_id, due_at=due_at))
         return True
+
+    def _terms(self, line: Line, replacing: StoredLine | None) -> tuple[str, str | None]:
+        """The new line's status and end (M15, M17, M22): as its honoured proposal states
+        them; an unstated end is inherited from the line it replaces (with the intent
+        lifecycle, or a proposal of its own), and so is an unstated state when it proposes."""
+        intent = line.intent
+        status = "open" if intent is None or intent.status is None else intent.status
+        due_at = None if intent is None else intent.due_at
+        if replacing is not None and (intent is not None or self.intents):
+            if due_at is None:
+                due_at = replacing.due_at
+            if intent is not None and intent.status is None and \
+                    replacing.status in LIVE_STATUSES:
+                status = replacing.status
+        return status, due_at
 
     def _fact(self, line: Line) -> dict[str, str] | None:
         if line.fact is None:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from memory_es.capture.commit import commit_events
-from memory_es.capture.contracts import ExtractionPlan, parse_extraction, parse_review
+from memory_es.capture.contracts import parse_extraction, parse_review, retained_plan
+from memory_es.capture.contracts.extraction import AnyPlan
 from memory_es.capture.factory import classifier_model, make_chat_model
 from memory_es.capture.models import (
     ChatModel,
@@ -30,7 +31,14 @@ from memory_es.capture.models import (
 )
 from memory_es.capture.prompts import ReviewLine, TurnContext, extraction_messages, review_messages
 from memory_es.capture.reconcile import Decision, reconcile
-from memory_es.capture.rules import Line, apply_review, bound_plan, fresh_lines, turn_facts
+from memory_es.capture.rules import (
+    Line,
+    apply_review,
+    bound_plan,
+    fresh_lines,
+    restatements,
+    turn_facts,
+)
 from memory_es.events import Intake
 from memory_es.ids import entity_key
 from memory_es.observe import observe
@@ -49,7 +57,7 @@ log = logging.getLogger("memory_es")
 class _Retained:
     """The stages an earlier attempt retained (E17, E23)."""
 
-    plan: ExtractionPlan | None = None
+    plan: AnyPlan | None = None
     review: list[str | None] | None = None
     reconcile: list[Decision] | None = None
 
@@ -58,7 +66,7 @@ class _Retained:
         r = cls()
         for event in history:
             if isinstance(event, Intake.ExtractionRetained):
-                r.plan = msgspec.convert(event.plan, ExtractionPlan, strict=True)
+                r.plan = retained_plan(event.plan)  # M26: its proposals finish
             elif isinstance(event, Intake.ReviewRetained):
                 r.review = list(event.decisions)
             elif isinstance(event, Intake.ReconcileRetained):
@@ -73,8 +81,9 @@ class CaptureProcessor:
 
     def __init__(self, model: ChatModel, *, classifier: ChatModel | None = None,
                  timeout: float = 60.0, focus: str | None = None,
-                 only: Sequence[str] | None = None) -> None:
+                 only: Sequence[str] | None = None, intents: bool = False) -> None:
         self.model = model
+        self.intents = intents  # memory.capture.intentLifecycle (M13)
         self.classifier = classifier if classifier is not None else model
         self.timeout = timeout
         self.focus = focus
@@ -121,8 +130,8 @@ class CaptureProcessor:
             messages = extraction_messages(TurnContext(
                 intake_id=run_hash, admitted_at=admitted.timestamp,
                 source_label=admitted.source_label, capture_text=text,
-                answer=admitted.summary, focus=self.focus))
-            plan = parse_extraction(self._call(self.model, messages, ctx))
+                answer=admitted.summary, focus=self.focus, intents=self.intents))
+            plan = parse_extraction(self._call(self.model, messages, ctx), intents=self.intents)
             retain(Intake.extraction_retained(
                 run_hash=run_hash, version=revision, at=ctx.at,
                 plan=msgspec.to_builtins(plan), model=self.model.name))
@@ -137,8 +146,10 @@ class CaptureProcessor:
                                               decisions=decisions, model=self.model.name))
         if decisions is not None:
             lines = apply_review(lines, [decisions[line.index] for line in lines])
-        # 4. structural duplicates, in the plan and against live lines
+        # 4. structural duplicates, in the plan and against live lines; a duplicate that
+        # changes its line's intention state or end replaces it (M21)
         fresh = fresh_lines(lines, reads)
+        restated = restatements(lines, reads)
         # 5. reconcile
         keys = {e.id: entity_key(e.name, e.type) for e in plan.entities}  # ref -> entity id
         choices = retained.reconcile
@@ -151,8 +162,13 @@ class CaptureProcessor:
                     run_hash=run_hash, version=revision, at=ctx.at,
                     decisions=[asdict(d) for d in choices], model=self.classifier.name))
         # 6. guards, capture.only, events
+        if restated:
+            fresh = sorted([*fresh, *(line for line, _ in restated)], key=lambda ln: ln.index)
+            choices = [*choices, *(Decision(line.index, "SUPERSEDE", target, line.text)
+                                   for line, target in restated)]
         return commit_events(plan, fresh, choices, keys=keys, reads=reads, admitted=admitted,
-                             turn=turn, only=self.only, at=ctx.at, version=revision)
+                             turn=turn, only=self.only, at=ctx.at, version=revision,
+                             intents=self.intents)
 
     def _review(self, lines: list[Line], count: int, run_hash: str,
                 ctx: StepContext) -> list[str | None] | None:
@@ -205,4 +221,5 @@ def capture_processor(config: MemoryConfig, model: ChatModel | None = None,
                                    config.capture.reconcile_model)
         classifier = chosen
     return CaptureProcessor(model, classifier=classifier, timeout=timeout_seconds(llm),
-                            focus=config.capture.focus, only=config.capture.only)
+                            focus=config.capture.focus, only=config.capture.only,
+                            intents=config.capture.intent_lifecycle)

@@ -55,6 +55,26 @@ current age. Never invent a date when none is given.
 - Return {{"memories": [], "entities": [], "relations": []}} when nothing is worth keeping.
 - The operator focus section, if any, guides what to select; it never changes these rules."""
 
+# Appended to EXTRACT_SYSTEM only with memory.capture.intentLifecycle (M13-M20); with the
+# switch off the prompt is byte-for-byte the one above (M33).
+INTENT_RULES = """
+
+Intentions (memory.capture.intentLifecycle):
+- A memory of kind "task" may carry two more fields, both optional: "intentState": \
+"planned"|"pending"|"done"|"abandoned", and "validTo": the intention's inclusive end. These \
+two are the only optional fields; leave them out of every other memory.
+- Give them only for a consequential intention that the user states in their own words in \
+<turn-input> (source "user"). Never for an ordinary fact, never from the assistant's answer, \
+a tool or a document, and never when the turn input is not the user's own.
+- The text keeps the intention's meaning and state, in the user's language.
+- "planned": set for later; "pending": still to do; "done": completed; "abandoned": given up.
+- "validTo" is the last day the intention holds, inclusive: "YYYY-MM-DD" when no time zone \
+is stated. Only when the user states a zone whose offset is certain, that day's last \
+millisecond with the offset: "YYYY-MM-DDT23:59:59.999+HH:MM" (or "Z" for UTC); if the offset \
+is uncertain, leave out both fields. Resolve a relative end against the admission instant's \
+UTC calendar. An undated plan has no "validTo"; never invent a date or a zone.
+- A sentence you split or shorten carries neither field."""
+
 REVIEW_SYSTEM = """\
 You review memory lines just extracted from one conversation turn. For every listed line \
 give exactly one decision:
@@ -102,10 +122,16 @@ class TurnContext:
     capture_text: str
     answer: str
     focus: str | None
+    intents: bool = False  # memory.capture.intentLifecycle (M13)
+
+
+def extraction_system(intents: bool) -> str:
+    """Call 1's system prompt: exactly :data:`EXTRACT_SYSTEM` unless ``intents`` (M33)."""
+    return EXTRACT_SYSTEM + INTENT_RULES if intents else EXTRACT_SYSTEM
 
 
 def extraction_messages(turn: TurnContext) -> list[Message]:
-    """Call 1 (E2, E11, E27, A10, A11, A15)."""
+    """Call 1 (E2, E11, E27, A10, A11, A15; M14-M20 with ``turn.intents``)."""
     at = turn.admitted_at.isoformat(timespec="seconds").replace("+00:00", "Z")
     parts = [_header("extract", turn.intake_id), f"Admission instant (UTC): {at}\n"]
     if turn.focus:
@@ -113,7 +139,8 @@ def extraction_messages(turn: TurnContext) -> list[Message]:
     parts.append(f"<turn-input source=\"{turn.source_label}\">\n{turn.capture_text}\n"
                  "</turn-input>\n")
     parts.append(f"<assistant-answer>\n{turn.answer}\n</assistant-answer>\n")
-    return [Message("system", EXTRACT_SYSTEM), Message("user", "".join(parts))]
+    return [Message("system", extraction_system(turn.intents)),
+            Message("user", "".join(parts))]
 
 
 @dataclass(frozen=True)

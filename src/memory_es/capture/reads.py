@@ -24,7 +24,7 @@ CLOSE_BY_COSINE = 5  # at most this many cosine-close live lines per candidate (
 NEAREST_SCANNED = 50  # nearest vectors looked at per candidate, history included
 _LIVE = f"m.status NOT IN {sql_list(HISTORY_STATUSES)}"
 _LINE_SQL = ("SELECT m.id, m.text, m.day, m.kind, m.status, mm.labels, mm.scope, m.source, "
-             "m.rowid, coalesce(mt.replaceable, 0) FROM memories m "
+             "m.rowid, coalesce(mt.replaceable, 0), mt.due_at FROM memories m "
              "LEFT JOIN memory_meta mm ON mm.id = m.id LEFT JOIN memory_terms mt ON mt.id = m.id ")
 
 
@@ -41,6 +41,7 @@ class StoredLine:
     scope: str | None
     source: str
     replaceable: bool = False  # a Remember line a later capture may supersede (J10)
+    due_at: str | None = None  # an intention's inclusive end, as stored (M17, M22)
 
 
 class CaptureReads(Protocol):
@@ -80,7 +81,8 @@ def _marks(values: Sequence[object]) -> str:
 def _line(row: Any) -> StoredLine:
     labels = tuple(row[5].split(",")) if row[5] else ()
     return StoredLine(id=row[0], text=row[1], day=row[2], kind=row[3], status=row[4],
-                      labels=labels, scope=row[6], source=row[7], replaceable=bool(row[9]))
+                      labels=labels, scope=row[6], source=row[7], replaceable=bool(row[9]),
+                      due_at=row[10])
 
 
 class IndexReads:

@@ -71,6 +71,22 @@ def guard(decision: Decision, line: Line, target: StoredLine | None, turn: Turn)
     return Decision(decision.line, action, decision.target, decision.text)
 
 
+def intent_guard(decision: Decision, line: Line, target: StoredLine | None,
+                 turn: Turn) -> Decision:
+    """M21: an honoured intention change replaces the line it changes, the old sentence kept
+    as history: a classifier UPDATE becomes a SUPERSEDE, and so does a NOOP whose stated state
+    or end differs from the target's (through :func:`guard` again, so a protected line is
+    never replaced). Other decisions and lines without a proposal are unchanged."""
+    if line.intent is None or target is None:
+        return decision
+    if decision.action == "UPDATE":
+        return Decision(decision.line, "SUPERSEDE", decision.target, decision.text)
+    if decision.action == "NOOP" and line.intent.changes(target.status, target.due_at):
+        return guard(Decision(decision.line, "SUPERSEDE", target.id, line.text), line, target,
+                     turn)
+    return decision
+
+
 def reconcile(lines: list[Line], keys: dict[str, str], reads: CaptureReads,
               ask: Callable[[list[Message]], str], *, run_hash: str, day: str,
               final: bool) -> tuple[list[Decision], bool]:

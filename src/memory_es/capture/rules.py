@@ -2,7 +2,8 @@
 
 What the host decides about a plan's lines from the turn's own facts, never from model text:
 source bounding, task -> note, label gates, coarse owner facts, the salience floor, review
-eligibility and decisions, and structural duplicates.
+eligibility and decisions, structural duplicates, and which intention proposals are honoured
+(M14-M16).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory_es.capture.contracts import ExtractedFact, ExtractionPlan
+from memory_es.capture.contracts import ExtractedFact, IntentMemory
+from memory_es.capture.contracts.extraction import AnyPlan
 from memory_es.events import Intake
 from memory_es.ids import text_key
 
@@ -20,6 +22,9 @@ if TYPE_CHECKING:
 
 SALIENCE_FLOOR = 0.5  # E18
 PREFERENCE, LESSON, FACT = "preference", "lesson", "fact"
+# M15: an intention's state as the note status it is stored with
+INTENT_STATUS = {"planned": "scheduled", "pending": "open", "done": "done",
+                 "abandoned": "dropped"}
 
 
 @dataclass
@@ -54,10 +59,40 @@ class Line:
     entities: list[str]  # plan entity refs
     fact: ExtractedFact | None = None
     reviewable: tuple[str, ...] = ()  # allowed review decisions; empty = not listed
+    intent: Intent | None = None  # an honoured intention proposal (M14-M19)
 
 
-def bound_plan(plan: ExtractionPlan, turn: Turn) -> list[Line]:
-    """Source bounding, task -> note, label gates, coarse owner facts, salience floor."""
+@dataclass(frozen=True)
+class Intent:
+    """An honoured intention proposal: the status its state maps to (M15, None: not stated)
+    and its inclusive end as written (M17, None: not stated); stored as the line's status and
+    ``due_at``, never as a validity end."""
+
+    status: str | None
+    due_at: str | None
+
+    def changes(self, status: str, due_at: str | None) -> bool:
+        """Does it state another state or end than a stored line's (M21)? An unstated part
+        changes nothing: repeating an intention without its end keeps the end (M22)."""
+        return (self.status is not None and self.status != status) or \
+            (self.due_at is not None and self.due_at != due_at)
+
+
+def honoured_intent(m: object, source: str, turn: Turn) -> Intent | None:
+    """M14, M16: a proposal counts only on a task line the host-verified owner states in
+    their own turn; other speakers, triggers and assistant, tool or document claims, and
+    ordinary facts (any other kind), supply none."""
+    if not isinstance(m, IntentMemory) or (m.intent_state is None and m.valid_to is None):
+        return None
+    if not (turn.owner and source == "user" and m.kind == "task"):
+        return None
+    status = None if m.intent_state is None else INTENT_STATUS[m.intent_state]
+    return Intent(status=status, due_at=m.valid_to)
+
+
+def bound_plan(plan: AnyPlan, turn: Turn) -> list[Line]:
+    """Source bounding, task -> note, label gates, coarse owner facts, salience floor,
+    honoured intention proposals."""
     lines: list[Line] = []
     for i, m in enumerate(plan.memories):
         source = m.source
@@ -72,7 +107,8 @@ def bound_plan(plan: ExtractionPlan, turn: Turn) -> list[Line]:
             labels.append(FACT)  # E40: the coarse owner fact
         lines.append(Line(index=i, text=m.text, kind="note" if from_task else m.kind,
                           from_task=from_task, labels=sorted(labels), source=source,
-                          salience=m.salience, entities=list(m.entities), fact=m.fact))
+                          salience=m.salience, entities=list(m.entities), fact=m.fact,
+                          intent=honoured_intent(m, source, turn)))
     for line in lines:
         if line.source == "assistant":
             line.reviewable = ("keep", "drop")
@@ -101,3 +137,24 @@ def fresh_lines(lines: Sequence[Line], reads: CaptureReads) -> list[Line]:
         first.setdefault(text_key(line.text), line)
     stored_dupes = reads.duplicates(list(first))
     return [line for key, line in first.items() if key not in stored_dupes]
+
+
+def restatements(lines: Sequence[Line], reads: CaptureReads) -> list[tuple[Line, str]]:
+    """M21: the structural duplicates (E16) whose honoured proposal changes the live line's
+    state or end, each with that line's id: they supersede it; the other duplicates stay
+    NOOPs, so a repeat without its end keeps the end (M22)."""
+    first: dict[str, Line] = {}
+    for line in lines:
+        first.setdefault(text_key(line.text), line)
+    asked = {key: line for key, line in first.items() if line.intent is not None}
+    if not asked:
+        return []
+    dupes = reads.duplicates(list(asked))
+    stored = reads.lines(list(dupes.values()))
+    out: list[tuple[Line, str]] = []
+    for key, memory_id in dupes.items():
+        line, target = asked[key], stored.get(memory_id)
+        if line.intent is not None and target is not None and \
+                line.intent.changes(target.status, target.due_at):
+            out.append((line, memory_id))
+    return sorted(out, key=lambda pair: pair[0].index)

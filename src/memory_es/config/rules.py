@@ -137,6 +137,9 @@ def rule_errors(block: Mapping[str, Any]) -> list[str]:
                     f'memory.capture.{key}: requires memory.mode "bujo" with '
                     'memory.writeMode "capture"'
                 )
+    if mode == "bujo" and write_mode is not None and write_mode != "capture" and \
+            capture.get("intentLifecycle") is True:  # M13: a switch that would do nothing
+        errors.append('memory.capture.intentLifecycle: requires memory.writeMode "capture"')
     if mode is not None and mode != "bujo":
         recall = _sub(block, "recall")
         switches = (

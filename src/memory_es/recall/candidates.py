@@ -22,6 +22,7 @@ from memory_es.bounds import check_text
 from memory_es.errors import MemoryEsError
 from memory_es.recall.card import person_card
 from memory_es.recall.lexical import LexicalEvidence
+from memory_es.recall.policy import OFF, ReadPolicy, automatic_pool
 from memory_es.recall.render import render_auto_block, render_background
 from memory_es.recall.score import (
     MAX_CANDIDATES,
@@ -290,17 +291,21 @@ def auto_block(
     tz: tzinfo | None = None,
     reserved_bytes: int = 0,
     scored: Sequence[Scored] | None = None,
+    policy: ReadPolicy = OFF,
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
     of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
     only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
     before it, M6) comes out of the card's share. ``scored`` is the turn's direct lookup when
-    the caller already made it (G34: the same pool original-query mode reuses)."""
-    if scored is None:
-        scored = score_all(text, candidate_pool(conn, text, query_vector=query_vector,
-                                                matrix=matrix, exclude_session=session),
-                           calibration, scoring)
+    the caller already made it (G34: the same pool original-query mode reuses), scored again
+    when ``policy`` leaves lines out. ``policy``: intentExpiry keeps dated and closed lines out
+    of all three (M24)."""
+    if scored is None or policy.intent_expiry:
+        pool = ([s.candidate for s in scored] if scored is not None else
+                candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
+                               exclude_session=session))
+        scored = score_all(text, automatic_pool(pool, policy), calibration, scoring)
     candidates = [s.candidate for s in scored]
     zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
     hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
@@ -309,7 +314,8 @@ def auto_block(
     parts = [part for part in (render_auto_block(hits, zone),
                                render_background(background, zone)) if part]
     used = reserved_bytes + sum(len(part.encode("utf-8")) + 2 for part in parts)
-    card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used)
+    card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used,
+                       intent_expiry=policy.intent_expiry)
     return "\n\n".join([*parts, card] if card else parts)
 
 

@@ -19,6 +19,7 @@ import apsw
 
 from memory_es.ids import entity_key
 from memory_es.recall.factsheet import bare_key, key_text, value_text
+from memory_es.recall.policy import excluded_ids
 from memory_es.text import fold
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list
 
@@ -81,16 +82,21 @@ def _local_day(recorded_at: str, tz: tzinfo) -> str:
 
 
 def card_lines(conn: apsw.Connection, entity_id: str, *, now: datetime,
-               tz: tzinfo = UTC) -> list[str]:
+               tz: tzinfo = UTC, intent_expiry: bool = False) -> list[str]:
     """One line per fact key: the current value with attribution and date, the age for a
-    birth date, or ``conflicting values — ask``."""
+    birth date, or ``conflicting values — ask``. ``intent_expiry``: dated or closed source
+    lines are left out (M24)."""
     rows: Sequence[Any] = list(conn.execute(
-        "SELECT mm.fact_key, mm.fact_value, m.source, m.recorded_at FROM memory_meta mm "
+        "SELECT mm.fact_key, mm.fact_value, m.source, m.recorded_at, m.id, m.status "
+        "FROM memory_meta mm "
         "JOIN memories m ON m.id = mm.id WHERE mm.fact_subject = ? AND mm.fact_key IS NOT NULL "
         f"AND m.status NOT IN {sql_list(HISTORY_STATUSES)} AND m.source IN ('user', 'document') "
         "ORDER BY m.rowid", (entity_id,)))
+    if intent_expiry:
+        out = excluded_ids(conn, {r[4]: r[5] for r in rows})
+        rows = [r for r in rows if r[4] not in out]
     by_key: dict[str, list[tuple[str, str, str]]] = {}
-    for key, value, source, recorded_at in rows:
+    for key, value, source, recorded_at, _, _ in rows:
         by_key.setdefault(key, []).append((value, source, recorded_at))
     lines: list[str] = []
     for key, facts in by_key.items():
@@ -115,14 +121,14 @@ def card_lines(conn: apsw.Connection, entity_id: str, *, now: datetime,
 
 
 def person_card(conn: apsw.Connection, text: str, *, now: datetime, tz: tzinfo = UTC,
-                budget_bytes: int) -> str:
+                budget_bytes: int, intent_expiry: bool = False) -> str:
     """The card(s) for the people ``text`` names, within ``budget_bytes`` (lines that do not
     fit are left out, never cut); "" when nobody is named or nothing is known."""
     parts: list[str] = []
     used = 0
     for entity_id, name in mentioned_people(conn, text):
         heading = f"## Person: {name} (from memory; verify before relying)"
-        lines = card_lines(conn, entity_id, now=now, tz=tz)
+        lines = card_lines(conn, entity_id, now=now, tz=tz, intent_expiry=intent_expiry)
         if not lines:
             continue
         cost = len(heading.encode("utf-8")) + 2

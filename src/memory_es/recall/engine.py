@@ -22,6 +22,7 @@ from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
 from memory_es.recall.candidates import auto_block, check_query
 from memory_es.recall.explicit import Lookup, deliberate, direct_lookup, recall
 from memory_es.recall.guidance import GuidanceKind
+from memory_es.recall.policy import ReadPolicy
 from memory_es.recall.profile import Profile, owner_profile
 from memory_es.recall.result import AutoContext, RecallResult
 from memory_es.recall.score import NOMIC_V15, Calibration
@@ -90,6 +91,7 @@ class Recaller:
         self.calibration = calibration_for(embedder.identity if embedder is not None else None,
                                            configured_calibration(config))
         self.expand = config.mode == "bujo"
+        self.policy = ReadPolicy.of(config)  # intentExpiry, recency: BuJo only (M24-M33)
 
     @property
     def lexical(self) -> bool:
@@ -129,7 +131,7 @@ class Recaller:
         result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
                         limit=limit, expand=self.expand, calibration=self.calibration,
                         scoring=self.config.recall.scoring, explain=explain, tz=self.tz,
-                        kind=kind, about=about)
+                        kind=kind, about=about, policy=self.policy)
         return self._flagged(conn, result, query_vector, matrix)
 
     def lookup(self, conn: apsw.Connection, query: str, *, query_vector: np.ndarray | None,
@@ -149,7 +151,8 @@ class Recaller:
         result = deliberate(conn, lookup, now=now, matrix=matrix, calibration=self.calibration,
                             scoring=self.config.recall.scoring, limit=limit,
                             expand=self.expand, explain=explain, tz=self.tz,
-                            original=original, kind=kind, about=about)
+                            original=original, kind=kind, about=about,
+                            policy=self.policy)
         return self._flagged(conn, result, lookup.query_vector, matrix)
 
     def _flagged(self, conn: apsw.Connection, result: RecallResult,
@@ -192,7 +195,8 @@ class Recaller:
                            session=session, lines=lines, calibration=self.calibration,
                            scoring=self.config.recall.scoring, tz=self.tz,
                            reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0,
-                           scored=None if lookup is None else lookup.scored)
+                           scored=None if lookup is None else lookup.scored,
+                           policy=self.policy)
         whole = "\n\n".join(part for part in (shown, block) if part)
         if pending:
             return AutoContext(whole, degraded=True, reason="vectors_pending",

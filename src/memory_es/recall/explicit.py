@@ -19,18 +19,14 @@ from typing import Final
 import apsw
 import numpy as np
 
+import memory_es.recall.candidates as retrieval  # by module: the retrievers stay one seam
 from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.recall.candidates import (
-    candidate_pool,
-    check_limit,
-    check_query,
-    expand_one_hop,
-    has_content,
-)
+from memory_es.recall.candidates import check_limit, check_query, has_content
 from memory_es.recall.card import mentioned_people
 from memory_es.recall.factsheet import FactSheet, fact_sheet
 from memory_es.recall.guidance import GuidanceKind, guidance_select, labelled_lines
 from memory_es.recall.lexical import LexicalEvidence
+from memory_es.recall.policy import OFF, ReadPolicy, apply_recency
 from memory_es.recall.render import Recall
 from memory_es.recall.result import RecallResult, explained
 from memory_es.recall.score import (
@@ -64,7 +60,7 @@ def direct_lookup(conn: apsw.Connection, query: str, *, query_vector: np.ndarray
     if not has_content(query):
         return Lookup(query, query_vector, ())
     evidence = LexicalEvidence.for_query(conn, query)
-    candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix,
+    candidates = retrieval.candidate_pool(conn, query, query_vector=query_vector, matrix=matrix,
                                 exclude_session=exclude_session, evidence=evidence)
     return Lookup(query, query_vector,
                   tuple(score_all(query, candidates, calibration, scoring)))
@@ -123,7 +119,8 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
                matrix: VectorMatrix | None, calibration: Calibration = NOMIC_V15,
                scoring: Scoring = "hybrid", limit: int = 10, expand: bool = False,
                explain: bool = False, tz: tzinfo | None = None, original: bool = False,
-               kind: GuidanceKind | None = None, about: str | None = None) -> RecallResult:
+               kind: GuidanceKind | None = None, about: str | None = None,
+               policy: ReadPolicy = OFF) -> RecallResult:
     """Select ``lookup`` for MemoryRecall.
 
     * Hits: the tail cut (G11), or the whole list in original-query mode (``original``, G19);
@@ -133,29 +130,33 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
     * Fact sheets (G28, M23): of ``about``'s person, else of the people the query names;
       a conflicting current value on a sheet sets ``evidence: conflicting`` (G16).
     * Guidance (G26, G27): none for ``about`` requests or a degraded result.
+    * ``policy``: intentExpiry makes a note's ``due_at`` an inclusive end (M25); recency
+      reorders the returned hits only, after the limit, so the delivered set (and the access
+      telemetry counted on it) is the one without it (M28, M31, M32).
     """
+    due = policy.intent_expiry
     check_limit(limit)
     degraded = lookup.query_vector is None or matrix is None
     zone = host_zone(now, tz)
     people = ([resolve_about(conn, about)] if about is not None
               else mentioned_people(conn, lookup.query))
-    sheets = tuple(s for s in (fact_sheet(conn, pid, name, now=now, tz=zone)
+    sheets = tuple(s for s in (fact_sheet(conn, pid, name, now=now, tz=zone, note_due_ends=due)
                                for pid, name in people) if s.rows)
     mode: SelectMode = "degraded" if degraded else "original-query" if original else "explicit"
     conflict = any(s.conflicting for s in sheets)
     pool = current_pool(conn, lookup.scored)
     if not pool:
         return RecallResult(recall=select((), calibration, now=now, tz=zone, mode=mode,
-                                          fact_sheet_conflict=conflict),
+                                          fact_sheet_conflict=conflict, note_due_ends=due),
                             degraded=degraded, fact_sheets=sheets, zone=zone)
     scored = list(pool)
     result = select(scored, calibration, now=now, tz=zone, mode=mode,
-                    fact_sheet_conflict=conflict)
+                    fact_sheet_conflict=conflict, note_due_ends=due)
     evidence = LexicalEvidence.for_query(conn, lookup.query)
     if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
         kept = {h.id for h in result.hits}
         direct = [s for s in scored if s.candidate.id in kept]
-        neighbours = expand_one_hop(
+        neighbours = retrieval.expand_one_hop(
             conn, [s.candidate for s in direct], query=lookup.query,
             query_vector=lookup.query_vector, matrix=matrix,
             exclude=[s.candidate.id for s in pool],
@@ -164,11 +165,13 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
             scored = score_all(lookup.query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
             result = select(scored, calibration, now=now, tz=zone, mode=mode,
-                            fact_sheet_conflict=conflict)
+                            fact_sheet_conflict=conflict, note_due_ends=due)
     guidance = () if degraded or about is not None else guidance_select(
         pool, labelled_lines(conn, [s.candidate.id for s in pool]),
-        calibration, kind=kind, now=now, tz=zone)
-    trimmed = Recall(hits=result.hits[:limit], evidence=result.evidence, notes=result.notes)
+        calibration, kind=kind, now=now, tz=zone, note_due_ends=due)
+    hits = apply_recency(conn, result.hits[:limit], now=now, calibration=calibration,
+                         mode=mode, policy=policy)
+    trimmed = Recall(hits=hits, evidence=result.evidence, notes=result.notes)
     out = (RecallResult(recall=trimmed, degraded=degraded) if not explain
            else explained(trimmed, scored, evidence, calibration, scoring, mode, degraded))
     return replace(out, guidance=guidance, fact_sheets=sheets, zone=zone)
@@ -178,7 +181,8 @@ def recall(conn: apsw.Connection, query: str, *, now: datetime,
            query_vector: np.ndarray | None, matrix: VectorMatrix | None,
            calibration: Calibration = NOMIC_V15, limit: int = 10, expand: bool = False,
            scoring: Scoring = "hybrid", explain: bool = False, tz: tzinfo | None = None,
-           kind: GuidanceKind | None = None, about: str | None = None) -> RecallResult:
+           kind: GuidanceKind | None = None, about: str | None = None,
+           policy: ReadPolicy = OFF) -> RecallResult:
     """Hybrid recall over one index connection (G*): one :func:`direct_lookup`, then
     :func:`deliberate`. ``query_vector`` None (Lite, no provider, provider down) gives a
     lexical-only result flagged ``degraded`` (G20), never an exception."""
@@ -191,7 +195,7 @@ def recall(conn: apsw.Connection, query: str, *, now: datetime,
                            calibration=calibration, scoring=scoring)
     return deliberate(conn, lookup, now=now, matrix=matrix, calibration=calibration,
                       scoring=scoring, limit=limit, expand=expand, explain=explain, tz=tz,
-                      kind=kind, about=about)
+                      kind=kind, about=about, policy=policy)
 
 
 def is_empty_question(text: str) -> bool:

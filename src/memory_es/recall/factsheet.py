@@ -4,7 +4,8 @@ recall names, current and history, from the same rows as the automatic person ca
 A row is one stored line whose structured fact is about the person and that the user stated
 or a document gave (the card's attribution rule; terminal lines are left out, G22). Its
 currentness combines the label's own validity (the line's ``valid_from`` / ``valid_to``) with
-its source note's currentness (superseded, or a past ``due_at``): a superseded source is
+its source note's currentness (superseded, or a past end: an event's ``due_at``, a note's
+only under ``memory.recall.intentExpiry``, G14, M25): a superseded source is
 ``superseded``, a passed end ``ended``, a validity start still ahead ``ended`` too (not yet
 current). Rows that are not current stay on the sheet as history (M23); judging an end is a
 read, so it never changes a status. Two or more distinct current values for one key make
@@ -26,7 +27,7 @@ import apsw
 
 from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import Candidate
-from memory_es.recall.select import currentness, has_ended, host_zone
+from memory_es.recall.select import currentness, ended_on, host_zone
 from memory_es.recall.vectors import optional_rows
 from memory_es.text import fold
 from memory_es.validity import parse_validity
@@ -155,29 +156,29 @@ class FactSheet:
 
 
 def fact_sheet(conn: apsw.Connection, entity_id: str, name: str, *, now: datetime,
-               tz: tzinfo | None = None) -> FactSheet:
-    """The sheet of one person (module docstring); ``now`` is the caller's instant."""
+               tz: tzinfo | None = None, note_due_ends: bool = False) -> FactSheet:
+    """The sheet of one person (module docstring); ``now`` is the caller's instant.
+    ``note_due_ends``: ``memory.recall.intentExpiry`` (a note's ``due_at`` ends it, M25)."""
     zone = host_zone(now, tz)
     rows: list[FactRow] = []
     for memory_id, key, value, source, recorded, status, superseded_by, valid_from, \
-            valid_to, due_at in optional_rows(
+            valid_to, due_at, kind in optional_rows(
                 conn, "SELECT m.id, mm.fact_key, mm.fact_value, m.source, m.recorded_at, "
-                      "m.status, mm.superseded_by, mt.valid_from, mt.valid_to, mt.due_at "
+                      "m.status, mm.superseded_by, mt.valid_from, mt.valid_to, mt.due_at, "
+                      "m.kind "
                       "FROM memory_meta mm JOIN memories m ON m.id = mm.id "
                       "LEFT JOIN memory_terms mt ON mt.id = mm.id "
                       "WHERE mm.fact_subject = ? AND mm.fact_key IS NOT NULL "
                       f"AND m.status NOT IN {sql_list(TERMINAL_STATUSES)} "
                       "AND m.source IN ('user', 'document') ORDER BY m.rowid", (entity_id,)):
         start = parse_validity(valid_from)
-        candidate = Candidate(id=memory_id, text="", status=status,
+        candidate = Candidate(id=memory_id, text="", type=kind, status=status,
                               superseded=superseded_by is not None,
                               valid_to=parse_validity(valid_to), due_at=parse_validity(due_at))
-        state = currentness(candidate, now, zone)
+        state = currentness(candidate, now, zone, note_due_ends=note_due_ends)
         ended: date | datetime | None = None
         if state == "ended":
-            ends = [e for e in (candidate.valid_to, candidate.due_at)
-                    if e is not None and has_ended(e, now, zone)]
-            ended = ends[0] if ends else None
+            ended = ended_on(candidate, now, zone, note_due_ends=note_due_ends)
         elif state == "current" and start is not None and _ahead(start, now, zone):
             state = "ended"  # not yet current: history until it starts (label validity)
         shown = value_text(value or "")

@@ -111,7 +111,8 @@ def labelled_lines(conn: apsw.Connection, ids: Sequence[str]
 
 def guidance_select(scored: Iterable[Scored], labelled: dict[str, tuple[GuidanceKind, str]],
                     calibration: Calibration, *, kind: GuidanceKind | None, now: datetime,
-                    tz: tzinfo | None = None) -> tuple[GuidanceLine, ...]:
+                    tz: tzinfo | None = None, note_due_ends: bool = False
+                    ) -> tuple[GuidanceLine, ...]:
     """The guidance lines (G26, G27): of the top 8 live candidates by score, the labelled ones
     (``kind`` only, when given) that clear ``auto_floor`` (any score with an explicit
     ``kind``), ordered by scope precedence then score (then id), at most 6."""
@@ -128,7 +129,8 @@ def guidance_select(scored: Iterable[Scored], labelled: dict[str, tuple[Guidance
         c = s.candidate
         chosen.append(GuidanceLine(id=c.id, label=found[0], scope=found[1], score=s.score,
                                    text=c.text, created_at=c.created_at,
-                                   currentness=currentness(c, now, zone)))
+                                   currentness=currentness(c, now, zone,
+                                                           note_due_ends=note_due_ends)))
     chosen.sort(key=lambda g: (scope_rank(g.scope), -g.score, g.id))
     return tuple(chosen[:GUIDANCE_MAX_LINES])
 

@@ -113,17 +113,19 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
     """``explain=True``: each hit with its score's parts and the cut it passed, and the
     query's term weights and thresholds, so a user sees why a line ranks where it does."""
     by_id = {s.candidate.id: s for s in scored}
-    best = trimmed.hits[0].score if trimmed.hits else 0.0
+    # the best by base score: recency (M28) may have moved another hit first
+    best = max((h.score for h in trimmed.hits), default=0.0)
+    top = min(trimmed.hits, key=lambda h: (-h.score, h.id)).id if trimmed.hits else None
     floor_applies = best >= calibration.recall_floor - EPSILON
     hits = []
-    for n, hit in enumerate(trimmed.hits):
+    for hit in trimmed.hits:
         s = by_id[hit.id]
         c = s.candidate
         if mode == "degraded":
             cut = "uncut: lexical-only results are never cut (G20)"
         elif mode == "original-query":
             cut = "uncut: original-query mode keeps the turn's lookup whole (G19)"
-        elif n == 0:
+        elif hit.id == top:
             cut = "best hit: always kept (G11)"
         else:
             cut = (f"within the tail: {s.score:.4f} >= best {best:.4f} - "

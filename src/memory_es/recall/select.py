@@ -62,12 +62,22 @@ def has_ended(end: date | datetime, now: datetime, tz: tzinfo) -> bool:
     return end < now.astimezone(tz).date()  # date-only: closes after the local day (G15)
 
 
+def structured_ends(candidate: Candidate, *, note_due_ends: bool = False
+                    ) -> tuple[date | datetime | None, ...]:
+    """The ends currentness reads (G14, M25): ``valid_to``, and ``due_at`` for an event; with
+    ``note_due_ends`` (``memory.recall.intentExpiry``) a note's ``due_at`` too, as an
+    inclusive validity end. A task's ``due_at`` is a deadline, never an end."""
+    due_ends = candidate.type == "event" or (note_due_ends and candidate.type == "note")
+    return (candidate.valid_to, candidate.due_at) if due_ends else (candidate.valid_to,)
+
+
 def ended_on(
-    candidate: Candidate, now: datetime, tz: tzinfo | None = None
+    candidate: Candidate, now: datetime, tz: tzinfo | None = None, *,
+    note_due_ends: bool = False,
 ) -> date | datetime | None:
-    """The earliest past structured end (``valid_to`` or ``due_at``), or None (G14)."""
+    """The earliest past structured end (:func:`structured_ends`), or None (G14, M25)."""
     zone = host_zone(now, tz)
-    past = [e for e in (candidate.valid_to, candidate.due_at)
+    past = [e for e in structured_ends(candidate, note_due_ends=note_due_ends)
             if e is not None and has_ended(e, now, zone)]
     if not past:
         return None
@@ -80,22 +90,25 @@ def _sort_instant(value: date | datetime, tz: tzinfo) -> datetime:
     return datetime(value.year, value.month, value.day, tzinfo=tz) + timedelta(days=1)
 
 
-def currentness(candidate: Candidate, now: datetime, tz: tzinfo | None = None) -> Currentness:
-    """G14: superseded (flag, or status superseded/invalidated) > ended (past end) > current."""
+def currentness(candidate: Candidate, now: datetime, tz: tzinfo | None = None, *,
+                note_due_ends: bool = False) -> Currentness:
+    """G14: superseded (flag, or status superseded/invalidated) > ended (past end) > current.
+    A passed end never changes a status: a closed line keeps its prefix (M23, M25)."""
     if candidate.superseded or candidate.status in ("superseded", "invalidated"):
         return "superseded"
-    if ended_on(candidate, now, tz) is not None:
+    if ended_on(candidate, now, tz, note_due_ends=note_due_ends) is not None:
         return "ended"
     return "current"
 
 
-def _hit(s: Scored, now: datetime, tz: tzinfo | None) -> Hit:
+def _hit(s: Scored, now: datetime, tz: tzinfo | None, note_due_ends: bool = False) -> Hit:
     c = s.candidate
-    cur = currentness(c, now, tz)
+    cur = currentness(c, now, tz, note_due_ends=note_due_ends)
     return Hit(id=c.id, score=s.score, text=c.text, type=c.type, status=c.status,
                created_at=c.created_at, valid_from=c.valid_from, valid_to=c.valid_to,
                due_at=c.due_at, currentness=cur,
-               ended_on=ended_on(c, now, tz) if cur == "ended" else None,
+               ended_on=(ended_on(c, now, tz, note_due_ends=note_due_ends)
+                         if cur == "ended" else None),
                attribution=c.attribution, provenance_unknown=c.provenance_unknown,
                source=c.source, insight=c.insight)
 
@@ -119,13 +132,15 @@ def _fact_norm(value: str) -> str:
     return " ".join(normalize(value).split())
 
 
-def _has_conflict(ranked: Sequence[Scored], now: datetime, tz: tzinfo | None) -> bool:
+def _has_conflict(ranked: Sequence[Scored], now: datetime, tz: tzinfo | None,
+                  note_due_ends: bool = False) -> bool:
     """G16/G33: among the top 8 live candidates (before the cut), two *current* structured facts
     with the same subject, property and scope give different values."""
     values: dict[tuple[str, str, str], set[str]] = {}
     for s in ranked[:CONFLICT_WINDOW]:
         f = s.candidate.fact
-        if f is None or currentness(s.candidate, now, tz) != "current":
+        if f is None or currentness(s.candidate, now, tz,
+                                    note_due_ends=note_due_ends) != "current":
             continue
         key = (_fact_norm(f.subject), _fact_norm(f.property), _fact_norm(f.scope))
         values.setdefault(key, set()).add(_fact_norm(f.value))
@@ -134,7 +149,7 @@ def _has_conflict(ranked: Sequence[Scored], now: datetime, tz: tzinfo | None) ->
 
 def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, now: datetime,
            tz: tzinfo | None = None, mode: SelectMode = "explicit",
-           fact_sheet_conflict: bool = False) -> Recall:
+           fact_sheet_conflict: bool = False, note_due_ends: bool = False) -> Recall:
     """Choose the explicit MemoryRecall hits.
 
     * Terminal ``dropped`` / ``invalidated`` records are excluded (G22).
@@ -146,6 +161,7 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
     * ``evidence``: ``conflicting`` when ``fact_sheet_conflict`` or the top-8 check finds differing
       current values (G16); ``insufficient`` when the best hit is below ``recall_floor`` (G17). An
       empty pool has no evidence note.
+    * ``note_due_ends``: ``memory.recall.intentExpiry`` (M25, :func:`structured_ends`).
     """
     ranked = _live_ranked(scored)
     if not ranked:  # a conflicting fact sheet is evidence even without a hit (G16)
@@ -161,11 +177,11 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
         ]
     else:
         kept = ranked
-    hits = tuple(_hit(s, now, tz) for s in kept)
+    hits = tuple(_hit(s, now, tz, note_due_ends) for s in kept)
     if mode == "degraded":
         return Recall(hits=hits)
     notes: list[str] = []
-    if fact_sheet_conflict or _has_conflict(ranked, now, tz):
+    if fact_sheet_conflict or _has_conflict(ranked, now, tz, note_due_ends):
         notes.append(CONFLICTING_NOTE)
     if best < calibration.recall_floor - EPSILON:
         notes.append(INSUFFICIENT_NOTE)

@@ -14,6 +14,7 @@ from memory_es.capture.contracts.common import (
     utf16_length,
 )
 from memory_es.capture.contracts.extraction import (
+    INTENT_STATES,
     LABELS,
     MAX_ENTITIES,
     MAX_MEMORIES,
@@ -24,8 +25,11 @@ from memory_es.capture.contracts.extraction import (
     ExtractedFact,
     ExtractedMemory,
     ExtractionPlan,
+    IntentExtractionPlan,
+    IntentMemory,
     Relation,
     parse_extraction,
+    retained_plan,
 )
 from memory_es.capture.contracts.reconcile import (
     ReconcileAdd,
@@ -40,6 +44,7 @@ from memory_es.capture.contracts.review import DECISIONS, ReviewDecision, Review
 
 __all__ = [
     "DECISIONS",
+    "INTENT_STATES",
     "LABELS",
     "MAX_COMPLETION_UTF16",
     "MAX_ENTITIES",
@@ -51,6 +56,8 @@ __all__ = [
     "ExtractedFact",
     "ExtractedMemory",
     "ExtractionPlan",
+    "IntentExtractionPlan",
+    "IntentMemory",
     "ReconcileAdd",
     "ReconcileDecision",
     "ReconcileNoop",
@@ -64,5 +71,6 @@ __all__ = [
     "parse_extraction",
     "parse_reconcile",
     "parse_review",
+    "retained_plan",
     "utf16_length",
 ]

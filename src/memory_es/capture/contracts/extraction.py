@@ -14,10 +14,21 @@ labels. An entity id is ``[a-z][a-z0-9_-]{0,31}``, unique in the plan, and every
 names one (E26); relations, types and fact keys are lowercase words ``[a-z][a-z0-9_]{0,63}``
 (E11). Memory text is non-blank, safe and at most 2,048 UTF-8 bytes; an entity name or fact
 value at most 256. The salience floor (E18) is a host rule, not a contract rule.
+
+With ``memory.capture.intentLifecycle`` (M13-M19) a memory may also carry the optional
+``intentState`` (planned | pending | done | abandoned) and ``validTo``, the intention's
+inclusive end: a civil date ``YYYY-MM-DD`` or its last millisecond in a stated zone,
+``YYYY-MM-DDT23:59:59.999Z`` / ``...±HH:MM``. That is a separate contract
+(:class:`IntentExtractionPlan`): with the switch off the fields are unknown, and so refused,
+exactly as before (M33). A retained plan is always read with the wider one, so a plan admitted
+with the switch on finishes its proposals after it is turned off (M26).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from datetime import date
 from typing import Annotated, Final, Literal
 
 import msgspec
@@ -44,6 +55,10 @@ MAX_REFS: Final = 8  # entity refs per memory (our bound)
 MEMORY_KINDS: Final = ("note", "event", "task")  # K14; a task becomes a note later (A19)
 LABELS: Final = ("fact", "preference", "lesson")  # E40
 SOURCES: Final = ("user", "assistant", "tool", "document")  # E39
+INTENT_STATES: Final = ("planned", "pending", "done", "abandoned")  # M15
+# M17, M19: a civil date, or its inclusive last millisecond with a Z or ±HH:MM offset
+_INCLUSIVE_END = re.compile(
+    r"\A(\d{4}-\d{2}-\d{2})(?:T23:59:59\.999(?:Z|[+-](\d{2}):(\d{2})))?\Z")
 
 
 class ExtractedEntity(Strict, frozen=True):
@@ -106,21 +121,84 @@ class ExtractionPlan(Strict, frozen=True):
     relations: Annotated[list[Relation], msgspec.Meta(max_length=MAX_RELATIONS)]
 
     def __post_init__(self) -> None:
-        seen: set[str] = set()
-        for i, entity in enumerate(self.entities):
-            if entity.id in seen:
-                raise ValueError(f"entities[{i}].id: repeats another entity's id")
-            seen.add(entity.id)
-        for i, memory in enumerate(self.memories):
-            for j, ref in enumerate(memory.entities):
-                if ref not in seen:
-                    raise ValueError(f"memories[{i}].entities[{j}]: names no entity of the plan")
-        for i, rel in enumerate(self.relations):
-            for field, ref in (("from", rel.from_id), ("to", rel.to_id)):
-                if ref not in seen:
-                    raise ValueError(f"relations[{i}].{field}: names no entity of the plan")
+        check_refs(self.memories, self.entities, self.relations)
 
 
-def parse_extraction(raw: str) -> ExtractionPlan:
-    """The extraction call's plan, or :class:`ModelError` ``model_invalid_output`` (E6-E11)."""
+def check_refs(memories: Sequence[ExtractedMemory], entities: Sequence[ExtractedEntity],
+               relations: Sequence[Relation]) -> None:
+    """E26: entity ids are unique and every reference names one of them."""
+    seen: set[str] = set()
+    for i, entity in enumerate(entities):
+        if entity.id in seen:
+            raise ValueError(f"entities[{i}].id: repeats another entity's id")
+        seen.add(entity.id)
+    for i, memory in enumerate(memories):
+        for j, ref in enumerate(memory.entities):
+            if ref not in seen:
+                raise ValueError(f"memories[{i}].entities[{j}]: names no entity of the plan")
+    for i, rel in enumerate(relations):
+        for field, ref in (("from", rel.from_id), ("to", rel.to_id)):
+            if ref not in seen:
+                raise ValueError(f"relations[{i}].{field}: names no entity of the plan")
+
+
+def inclusive_end_rule(value: str) -> str | None:
+    """Why ``value`` is not an inclusive civil end (M17, M19), or None."""
+    found = _INCLUSIVE_END.match(value)
+    if found is None:
+        return "is not YYYY-MM-DD or YYYY-MM-DDT23:59:59.999 with Z or an offset"
+    try:
+        date.fromisoformat(found.group(1))
+    except ValueError:
+        return "is not a calendar date"
+    if found.group(2) is not None and (int(found.group(2)) > 14 or int(found.group(3)) > 59):
+        return "is not a UTC offset within ±14:00"
+    return None
+
+
+class IntentMemory(ExtractedMemory, frozen=True, omit_defaults=True):
+    """A memory of the intent-lifecycle contract (M14-M19): optionally a consequential
+    intention's state and inclusive end. The host decides whether it is honoured
+    (:func:`memory_es.capture.rules.bound_plan`)."""
+
+    intent_state: Literal["planned", "pending", "done", "abandoned"] | None = \
+        msgspec.field(default=None, name="intentState")
+    valid_to: str | None = msgspec.field(default=None, name="validTo")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.valid_to is not None:
+            require("validTo", inclusive_end_rule(self.valid_to))
+
+
+class IntentExtractionPlan(Strict, frozen=True):
+    """The extraction answer with ``memory.capture.intentLifecycle`` (M13): as
+    :class:`ExtractionPlan`, each memory an :class:`IntentMemory`."""
+
+    memories: Annotated[list[IntentMemory], msgspec.Meta(max_length=MAX_MEMORIES)]
+    entities: Annotated[list[ExtractedEntity], msgspec.Meta(max_length=MAX_ENTITIES)]
+    relations: Annotated[list[Relation], msgspec.Meta(max_length=MAX_RELATIONS)]
+
+    def __post_init__(self) -> None:
+        check_refs(self.memories, self.entities, self.relations)
+
+
+AnyPlan = ExtractionPlan | IntentExtractionPlan
+
+
+def parse_extraction(raw: str, *, intents: bool = False) -> AnyPlan:
+    """The extraction call's plan, or :class:`ModelError` ``model_invalid_output`` (E6-E11);
+    ``intents``: the intent-lifecycle contract (M13-M19)."""
+    if intents:
+        return decode(raw, IntentExtractionPlan)
     return decode(raw, ExtractionPlan)
+
+
+def retained_plan(builtins: object) -> AnyPlan:
+    """A retained plan (E17), read with the wider contract so that proposals admitted with the
+    switch on finish after it is turned off (M26); a plan without them stays an
+    :class:`ExtractionPlan`."""
+    plan = msgspec.convert(builtins, IntentExtractionPlan, strict=True)
+    if any(m.intent_state is not None or m.valid_to is not None for m in plan.memories):
+        return plan
+    return msgspec.convert(builtins, ExtractionPlan, strict=True)
