@@ -60,8 +60,9 @@ def direct_lookup(conn: apsw.Connection, query: str, *, query_vector: np.ndarray
     if not has_content(query):
         return Lookup(query, query_vector, ())
     evidence = LexicalEvidence.for_query(conn, query)
-    candidates = retrieval.candidate_pool(conn, query, query_vector=query_vector, matrix=matrix,
-                                exclude_session=exclude_session, evidence=evidence)
+    candidates = retrieval.candidate_pool(conn, query, query_vector=query_vector,
+                                          matrix=matrix, exclude_session=exclude_session,
+                                          evidence=evidence)
     return Lookup(query, query_vector,
                   tuple(score_all(query, candidates, calibration, scoring)))
 
