@@ -199,10 +199,5 @@ def recall(conn: apsw.Connection, query: str, *, now: datetime,
                       kind=kind, about=about, policy=policy)
 
 
-def is_empty_question(text: str) -> bool:
-    """G34: a question with nothing to look for cannot seed original-query mode."""
-    return not has_content(text)
-
-
-__all__ = ["FactSheet", "Lookup", "check_about", "deliberate", "direct_lookup", "recall",
-           "resolve_about"]
+__all__ = ["FactSheet", "Lookup", "check_about", "current_pool", "deliberate", "direct_lookup",
+           "recall", "resolve_about"]
