@@ -31,7 +31,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ JOURNAL = "journal.jsonl"
 EXPECTED = "expected"
 INDEX_DUMP = "index.jsonl"
 MODEL = "model.jsonl"
+READS = "reads.jsonl"
 
 LITE: dict[str, Any] = {}
 JOURNAL_MODE: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 384}}
@@ -68,6 +69,9 @@ BUJO_INTENTS: dict[str, Any] = {
     "recall": {"intentExpiry": True, "recency": True},
 }
 EPOCH = datetime(2026, 7, 6, 12, 0, 0, tzinfo=UTC)
+BUJO_PROFILE: dict[str, Any] = {**BUJO_CAPTURE, "profile": {"enabled": True}}
+READ_AT = datetime(2026, 8, 25, 12, 0, 0, tzinfo=UTC)  # golden reads of the M fixtures
+NO_POLICY: dict[str, dict[str, Any]] = {"recall": {"intentExpiry": False, "recency": False}}
 
 
 # -- fake clock ---------------------------------------------------------------------------------
@@ -223,7 +227,31 @@ class Forget:
     reason: str = "user-request"
 
 
-Step = Admit | Drain | Remember | SetStatus | Mark | Forget
+@dataclass(frozen=True)
+class Wait:
+    """Let ``days`` pass before the next step (ages for the recency read policy, M28)."""
+
+    days: float
+
+
+Step = Admit | Drain | Remember | SetStatus | Mark | Forget | Wait
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read of the replayed root, kept byte for byte in ``reads.jsonl``: the golden output
+    of the read-side switches (profile, intentExpiry, recency), which change no projection.
+    ``call`` is ``recall`` (limit 10), ``auto`` (the automatic context of a turn whose text is
+    ``text``; ``owner``: a host-verified owner turn) or ``profile``; ``switches`` are the
+    ``memory`` blocks merged into the spec's config for this read (``{"recall": {...}}``); it
+    runs at ``at`` in UTC with the fixture embedder and a chat model that must not be called."""
+
+    name: str
+    call: str
+    at: datetime
+    text: str = ""
+    owner: bool = True
+    switches: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -260,6 +288,7 @@ class Spec:
     script: tuple[Reply, ...] = ()
     calls: tuple[tuple[str, str], ...] = ()
     memories: tuple[tuple[str, str, str, str], ...] = ()
+    reads: tuple[Read, ...] = ()
 
 
 def cron(run_id: str, answer: str, **kw: Any) -> Admit:
@@ -671,6 +700,10 @@ SPECS: tuple[Spec, ...] = (
                   capture_text="The passport can wait until July 15."),
             cron("in-cron", "Back up the laptop by June 20."),
             Drain(expect=6),
+            # two unlabelled notes 45 days apart, equal on every base signal: recency's case
+            Remember("Cafe Oak serves lunch."),
+            Wait(days=45),
+            Remember("Cafe Elm serves lunch."),
         ),
         script=(
             extract("in-plans", [
@@ -729,6 +762,92 @@ SPECS: tuple[Spec, ...] = (
             ("Renew the passport at the consulate", "note", "superseded", ""),
             ("Renew the passport before mid July", "note", "scheduled", ""),
             ("Back up the laptop", "note", "open", ""),
+            ("Cafe Oak serves lunch.", "note", "open", ""),
+            ("Cafe Elm serves lunch.", "note", "open", ""),
+        ),
+        reads=(
+            # M25: the note's due date (07-15, passed) ends it only under intentExpiry
+            Read("passport, switches off", "recall", READ_AT, "renew the passport",
+                 switches=NO_POLICY),
+            Read("passport, intentExpiry", "recall", READ_AT, "renew the passport",
+                 switches={"recall": {"intentExpiry": True, "recency": False}}),
+            # M24: the automatic context leaves out every dated and every closed line
+            Read("automatic, switches off", "auto", READ_AT,
+                 "Should I renew the passport before mid July?", switches=NO_POLICY),
+            Read("automatic, intentExpiry", "auto", READ_AT,
+                 "Should I renew the passport before mid July?",
+                 switches={"recall": {"intentExpiry": True, "recency": False}}),
+            # M28-M31: recency puts the newer of two equal notes first, scores unchanged
+            Read("cafes, switches off", "recall", READ_AT, "cafe serves lunch",
+                 switches=NO_POLICY),
+            Read("cafes, recency", "recall", READ_AT, "cafe serves lunch",
+                 switches={"recall": {"intentExpiry": False, "recency": True}}),
+        ),
+    ),
+    Spec(
+        name="profile",
+        description="The owner profile (M1-M9): owner-stated facts and agent-scope "
+                    "preferences of host-verified owner turns, newest first; a superseded "
+                    "fact, a task turned note (an intention), an event (an episode), a peer's "
+                    "preference and an assistant-noted Remember line stay out. Golden reads: "
+                    "the profile, and the automatic context of an owner turn (profile first), "
+                    "of a turn that is not the owner's (nothing, M2) and with the profile off.",
+        config=BUJO_PROFILE,
+        step=timedelta(hours=3, minutes=1, seconds=7),
+        steps=(
+            Admit("pr-me", "Noted.", session="web:pr-1",
+                  capture_text="I live in Lisbon, like window seats and take the stairs; the "
+                               "passport renewal is on my list; I ran a marathon in May."),
+            Admit("pr-peer", "Noted.", session="web:pr-2", speaker_kind="unknown",
+                  capture_text="I prefer aisle seats."),
+            Admit("pr-moved", "Congratulations!", session="web:pr-3",
+                  capture_text="I moved to Porto last week."),
+            Drain(expect=3),
+            Remember("The owner's dentist is Dr. Sousa."),
+        ),
+        script=(
+            extract("pr-me", [
+                {**memory("I live in Lisbon", entities=["me"]),
+                 "fact": {"entity": "me", "key": "home_town", "value": "Lisbon"}},
+                memory("I prefer window seats", labels=["preference"]),
+                memory("I take the stairs every morning"),
+                memory("Renew the passport", kind="task"),
+                memory("I ran a marathon in May", kind="event"),
+            ], [entity("me", "Ana", "person")]),
+            review("pr-me", "keep", "keep", "keep", "keep"),
+            extract("pr-peer", [memory("I prefer aisle seats", labels=["preference"])]),
+            # close to the owner's own taste, which a peer never replaces (E14)
+            reconcile("pr-peer", {"action": "ADD"}),
+            extract("pr-moved", [
+                {**memory("I moved to Porto", entities=["me"]),
+                 "fact": {"entity": "me", "key": "home_town", "value": "Porto"}},
+            ], [entity("me", "Ana", "person")]),
+            review("pr-moved", "keep"),
+            reconcile("pr-moved", {"action": "SUPERSEDE", "target": "m1",
+                                   "text": "I live in Porto"}),
+        ),
+        calls=(("extract", "pr-me"), ("review", "pr-me"), ("extract", "pr-peer"),
+               ("reconcile", "pr-peer"), ("extract", "pr-moved"), ("review", "pr-moved"),
+               ("reconcile", "pr-moved")),
+        memories=(
+            ("I live in Lisbon", "note", "superseded", "fact"),
+            ("I prefer window seats", "note", "open", "fact,preference"),
+            ("I take the stairs every morning", "note", "open", "fact"),
+            ("Renew the passport", "note", "open", ""),
+            ("I ran a marathon in May", "event", "open", "fact"),
+            ("I prefer aisle seats", "note", "open", "preference"),
+            ("I live in Porto", "note", "open", "fact"),
+            ("The owner's dentist is Dr. Sousa.", "note", "open", ""),
+        ),
+        reads=(
+            Read("profile", "profile", READ_AT),
+            Read("automatic, owner turn", "auto", READ_AT,
+                 "Do I prefer window seats on the train?"),
+            Read("automatic, not the owner", "auto", READ_AT,
+                 "Do I prefer window seats on the train?", owner=False),
+            Read("automatic, profile off", "auto", READ_AT,
+                 "Do I prefer window seats on the train?",
+                 switches={"profile": {"enabled": False}}),
         ),
     ),
     Spec(
@@ -823,6 +942,9 @@ def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
                           embedder=embedder) as store:
         for number, step in enumerate(spec.steps):
             clock.tick()
+            if isinstance(step, Wait):
+                clock.now += timedelta(days=step.days)
+                continue
             if isinstance(step, Drain):
                 got: int | str = store.drain()
                 want: int | str = step.expect
@@ -897,11 +1019,49 @@ def render_fixture(spec: Spec, script: Path | None = None) -> dict[str, bytes]:
         MemoryRoot.open(replayed).export_to(re_export)
         if re_export.read_bytes() != journal:
             raise AssertionError(f"{spec.name}: exporting the replayed root changes the journal")
+        reads = golden_reads(spec, replayed) if spec.reads else None
     files = {JOURNAL: journal}
+    if reads is not None:
+        files[READS] = reads
     if replies is not None:
         files[MODEL] = replies
     files.update({f"{EXPECTED}/{rel}": data for rel, data in live_tree.items()})
     return files
+
+
+class _NoModel:
+    """A chat model for golden reads: reading never calls one (G1)."""
+
+    name = "none"
+
+    def complete(self, messages: Sequence[Any], *, timeout: float) -> str:
+        raise AssertionError("a read called the chat model")
+
+
+def golden_reads(spec: Spec, root: Path) -> bytes:
+    """``reads.jsonl``: each of the spec's reads on ``root`` (a replayed root), one canonical
+    JSON line ``{"name", "result"}`` per read (see :class:`Read`)."""
+    lines = []
+    for read in spec.reads:
+        block = dict(spec.config)
+        for key, values in read.switches.items():
+            block[key] = {**block.get(key, {}), **values}
+        config = parse_config(block)
+        assert config.embeddings is not None, spec.name
+        with MemoryStore.open(root, config, clock=lambda at=read.at: at, background=False,
+                              chat_model=_NoModel(), time_zone="UTC",
+                              embedder=fixture_embedder(config.embeddings.dim)) as store:
+            store.embed_pending()
+            if read.call == "recall":
+                result = store.recall(read.text, 10).to_json()
+            elif read.call == "auto":
+                result = store.auto_context(read.text, owner=read.owner).to_json()
+            else:
+                assert read.call == "profile", read
+                result = store.profile().to_json()
+        lines.append(json.dumps({"name": read.name, "result": result}, sort_keys=True,
+                                ensure_ascii=False) + "\n")
+    return "".join(lines).encode("utf-8")
 
 
 def fixture_files(directory: Path) -> dict[str, bytes]:

@@ -5,6 +5,7 @@ Regenerate with ``python replay_fixtures/regenerate.py`` and review the ``git di
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,44 @@ def test_capture_fixture_regenerates_from_its_committed_model_script(
     assert files["journal.jsonl"] == committed["journal.jsonl"]
     for name, data in committed.items():
         assert files[name] == data, f"{spec.name}/{name} differs"
+
+
+READ_SPECS = [spec for spec in regen.SPECS if spec.reads]
+
+
+def test_the_m_switches_have_golden_reads() -> None:
+    """Issue 15: the profile and each intention read policy have golden reads, and every
+    read switch is shown both ways."""
+    assert {spec.name for spec in READ_SPECS} >= {"profile", "intentions"}
+    switches = {json.dumps(read.switches, sort_keys=True) for spec in READ_SPECS
+                for read in spec.reads}
+    for block in ('"intentExpiry": true', '"recency": true', '"enabled": false'):
+        assert any(block in s for s in switches), block
+
+
+@pytest.mark.parametrize("spec", READ_SPECS, ids=[s.name for s in READ_SPECS])
+def test_golden_reads_of_the_replayed_journal_with_every_model_path_blocked(
+        spec: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """reads.jsonl (the profile, the automatic context, recall under each read switch) is
+    reproduced byte for byte from a replay of journal.jsonl, at the read's fixed instant,
+    with every chat model, model factory and outbound connection failing: no read asks a
+    model (G1, M7). Only the deterministic fixture embedder gives vectors."""
+    attempts: list[str] = []
+
+    def refuse(what: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(what)
+            raise models.ModelError(f"{what} is unreachable", code="model_unavailable")
+        return fail
+
+    for cls in (ScriptedChat, OllamaChat, OpenAICompatibleChat):
+        monkeypatch.setattr(cls, "complete", refuse(f"{cls.__name__}.complete"))
+    monkeypatch.setattr(factory, "make_chat_model", refuse("make_chat_model"))
+    monkeypatch.setattr(pipeline, "make_chat_model", refuse("make_chat_model"))
+    monkeypatch.setattr(transfer, "make_embedder",
+                        lambda block: _UnreachableEmbedder(block.dim))
+    monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
+    root = tmp_path / "root"
+    replay_export(FIXTURES / spec.name / "journal.jsonl", root)
+    assert regen.golden_reads(spec, root) == (FIXTURES / spec.name / "reads.jsonl").read_bytes()
+    assert attempts == [], attempts

@@ -277,6 +277,17 @@ def test_m1_profile_off_leaves_the_automatic_context_unchanged(tmp_path: Path) -
         assert (preview.text, preview.enabled) == (EXPECTED, False)
 
 
+def test_m2_a_line_the_profile_shows_is_not_repeated_in_the_block(tmp_path: Path) -> None:
+    question = "Do I prefer window seats on the train?"
+    with _filled(tmp_path / "off", Switchable()) as store:
+        off = store.auto_context(question).text
+    with _filled(tmp_path / "on", Switchable(), profile={"enabled": True}) as store:
+        on = store.auto_context(question)
+    assert "I prefer window seats (recorded" in off  # the block carries it without a profile
+    assert on.text.startswith(EXPECTED)
+    assert on.text.count("I prefer window seats") == 1  # shown once, in the profile
+
+
 def test_m8_embedding_failure_keeps_the_profile(tmp_path: Path,
                                                 caplog: pytest.LogCaptureFixture) -> None:
     embedder = Switchable()

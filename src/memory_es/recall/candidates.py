@@ -10,7 +10,7 @@ person card (H1-H22).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, tzinfo
 from typing import Any
@@ -292,21 +292,24 @@ def auto_block(
     reserved_bytes: int = 0,
     scored: Sequence[Scored] | None = None,
     policy: ReadPolicy = OFF,
+    shown: Collection[str] = (),
 ) -> str:
     """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
     the labelled background of the owner's preferences and verified lessons (H19), and the card
     of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
     only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
-    before it, M6) comes out of the card's share. ``scored`` is the turn's direct lookup when
-    the caller already made it (G34: the same pool original-query mode reuses), scored again
-    when ``policy`` leaves lines out. ``policy``: intentExpiry keeps dated and closed lines out
-    of all three (M24)."""
-    if scored is None or policy.intent_expiry:
-        pool = ([s.candidate for s in scored] if scored is not None else
-                candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
-                               exclude_session=session))
-        scored = score_all(text, automatic_pool(pool, policy), calibration, scoring)
-    candidates = [s.candidate for s in scored]
+    before it, M6) comes out of the card's share. ``policy``: intentExpiry keeps dated and
+    closed lines out of all three (M24). ``shown``: ids the context already carries (the
+    owner profile's entries), never repeated in the block or the background. ``scored`` is
+    the turn's direct lookup when the caller already made it (G34: the same pool
+    original-query mode reuses), scored again when ``policy`` or ``shown`` leave lines out
+    (name anchors come from the pool)."""
+    pool = ([s.candidate for s in scored] if scored is not None else
+            candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
+                           exclude_session=session))
+    candidates = [c for c in automatic_pool(pool, policy) if c.id not in shown]
+    if scored is None or len(candidates) != len(scored):
+        scored = score_all(text, candidates, calibration, scoring)
     zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
     hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
     background = background_select(scored, labelled_background(conn, candidates), calibration,

@@ -182,9 +182,10 @@ class Recaller:
         """The automatic context for ``text`` (H1-H22; see :func:`auto_block`) and whether it
         was whole: no block, ``degraded``, without an embedder or a query vector (H15). With
         ``memory.profile.enabled`` the owner profile comes first, and stays when the block
-        cannot be made (M8): it needs no vector. ``lookup``: the turn's direct lookup of
-        ``text``, already made (G34)."""
-        shown = self.profile(conn, now=now).text if self.config.profile.enabled else ""
+        cannot be made (M8): it needs no vector. A line the profile shows is not repeated
+        below it. ``lookup``: the turn's direct lookup of ``text``, already made (G34)."""
+        profile = self.profile(conn, now=now) if self.config.profile.enabled else None
+        shown = profile.text if profile is not None else ""
         if self.embedder is None:
             return AutoContext(shown, degraded=True, reason="lexical_only", profile=shown)
         pending = vector_backlog(conn, self.embedder.identity.key)
@@ -196,6 +197,7 @@ class Recaller:
                            scoring=self.config.recall.scoring, tz=self.tz,
                            reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0,
                            scored=None if lookup is None else lookup.scored,
+                           shown=[] if profile is None else [e.id for e in profile.entries],
                            policy=self.policy)
         whole = "\n\n".join(part for part in (shown, block) if part)
         if pending:

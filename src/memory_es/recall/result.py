@@ -80,8 +80,10 @@ class RecallResult:
             "degraded": self.degraded, "reason": self.reason,
             "vectors_pending": self.vectors_pending, "evidence": self.recall.evidence,
             "notes": list(self.recall.notes), "results": results}
-        body["guidance"] = [g.to_json() for g in self.guidance]
-        body["factSheets"] = [sheet.to_json() for sheet in self.fact_sheets]
+        if self.guidance:  # additive (G18): a result without them keeps its previous shape
+            body["guidance"] = [g.to_json() for g in self.guidance]
+        if self.fact_sheets:
+            body["factSheets"] = [sheet.to_json() for sheet in self.fact_sheets]
         if self.explanation is not None:
             body["explain"] = self.explanation
         if self.as_of is not None:
