@@ -63,7 +63,8 @@ def unavailable(store: MemoryStore | MemoryRoot, turn_id: str) -> str:
 def test_g34_original_query_reuses_the_turns_lookup_uncut(
         seeded: tuple[MemoryStore, BagEmbedder]) -> None:
     store, embedder = seeded
-    store.auto_context(QUESTION, session="web:now", turn="turn-1")
+    bound = store.auto_context(QUESTION, session="web:now", turn="turn-1")
+    assert bound == store.auto_context(QUESTION, session="web:now")  # binding changes nothing
     calls = embedder.calls
     original = store.recall(use_original_query=True, turn="turn-1", limit=50)
     again = store.recall(use_original_query=True, turn="turn-1", limit=50)
@@ -192,3 +193,20 @@ def test_g34_kept_lookup_never_serves_a_line_forgotten_or_dropped_since(
                                                       "Rent is due monthly"}
     assert [h.score for h in after] == [h.score for h in before
                                         if h.text in {a.text for a in after}]
+
+
+def test_g34_a_bound_turn_leaves_the_automatic_context_as_it_was(tmp_path: Path) -> None:
+    plan = extraction([memory("I prefer window seats on long flights", labels=["preference"]),
+                       memory("The dentist is on Elm Street")])
+    store, _ = open_capture(tmp_path / "p", script(("extract", "r1", plan),
+                                                   ("review", "r1", review("keep"))),
+                            profile={"enabled": True})
+    with store:
+        store.persist_completed_turn(turn("r1", "x"))
+        store.drain()
+        plain = store.auto_context(QUESTION, session="web:now")
+        bound = store.auto_context(QUESTION, session="web:now", turn="t")
+        original = store.recall(use_original_query=True, turn="t", limit=50)
+    assert plain.profile and bound == plain  # the profile's line is not repeated either way
+    # the turn's lookup is the raw pool: the deliberate mode still finds the profile's line
+    assert "I prefer window seats on long flights" in [h.text for h in original.recall.hits]
