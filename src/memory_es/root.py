@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
@@ -64,7 +64,9 @@ from memory_es.recall import (
     vector_backlog,
 )
 from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
+from memory_es.recall.asking import check_ask
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
+from memory_es.recall.guidance import GuidanceKind
 from memory_es.recall.inventory import (
     LIST_DEFAULT_LIMIT,
     MemoryDetail,
@@ -74,8 +76,10 @@ from memory_es.recall.inventory import (
 )
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.recall.profile import Profile
+from memory_es.recall.turns import unavailable
 from memory_es.recall.vectors import read_only_cache
 from memory_es.rootconfig import effective
+from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.worker import snapshot_state, worker_status
 from projections.findings import Finding, HealthReport
@@ -250,9 +254,10 @@ class MemoryRoot:
             yield conn
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False,
-               as_of: datetime | str | None = None) -> RecallResult:
+               as_of: datetime | str | None = None, kind: str | None = None,
+               about: str | None = None) -> RecallResult:
         """``memory-es search``: hybrid recall, exactly :meth:`recall`."""
-        return self.recall(query, limit, explain=explain, as_of=as_of)
+        return self.recall(query, limit, explain=explain, as_of=as_of, kind=kind, about=about)
 
     def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Raw FTS5 hits (bm25) of the active index, without vectors or scoring."""
@@ -261,29 +266,38 @@ class MemoryRoot:
         with self.index() as conn:
             return fts_search(conn, query, limit) if conn is not None else []
 
-    def recall(self, query: str, limit: int = 5, *, explain: bool = False,
-               as_of: datetime | str | None = None) -> RecallResult:
+    def recall(self, query: str | None = None, limit: int = 5, *, explain: bool = False,
+               as_of: datetime | str | None = None, kind: str | None = None,
+               about: str | None = None, turn: str | None = None,
+               use_original_query: bool = False) -> RecallResult:
         """``memory-es search`` (C9): the same config-aware hybrid scoring as
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
         (Lite: lexical only); a provider outage degrades, flagged. ``as_of`` (an aware datetime
         or an ISO instant with its offset) answers from what the journal held at that instant
-        (issue 14 item 5): folded in memory, nothing written; a future instant is now."""
-        check_limit(limit)
+        (issue 14 item 5): folded in memory, nothing written; a future instant is now.
+        ``kind`` and ``about`` as on the store (G26-G28); this door owns no turn, so
+        ``use_original_query`` is ``recall_original_unavailable`` (G34) and ``turn`` only
+        checked."""
+        ask = check_ask(query, limit, kind=kind, about=about, turn=turn,
+                        original=use_original_query)
+        if use_original_query:
+            raise unavailable("the read-only MemoryRoot owns no automatic lookup")
         if as_of is not None:
-            return self._recall_as_of(query, limit, explain, check_as_of(as_of))
+            return self._recall_as_of(ask.query, limit, explain, check_as_of(as_of),
+                                      ask.kind, ask.about)
         try:
             with self.index() as conn:
                 if conn is None:
                     return RecallResult(recall=Recall(hits=()), degraded=True,
                                         reason="no_index")
-                return self._recaller().search(conn, query, now=utc_now(), limit=limit,
-                                               explain=explain)
+                return self._recaller().search(conn, ask.query, now=utc_now(), limit=limit,
+                                               explain=explain, kind=ask.kind,
+                                               about=ask.about)
         except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe (issue 13)
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 
-    def _recall_as_of(self, query: str, limit: int, explain: bool,
-                      as_of: datetime) -> RecallResult:
-        check_query(query)
+    def _recall_as_of(self, query: str, limit: int, explain: bool, as_of: datetime,
+                      kind: GuidanceKind | None, about: str | None) -> RecallResult:
         instant = min(as_of, utc_now()).astimezone(UTC)
         recaller = self._recaller()
         query_vector = recaller.embed_query(query)
@@ -294,7 +308,8 @@ class MemoryRoot:
         if query_vector is not None and recaller.embedder is not None:  # lexical: none
             state.fill(self._fill, recaller.embedder.identity.key)
         return recall_as_of(recaller, state, query, instant=instant,
-                            query_vector=query_vector, limit=limit, explain=explain)
+                            query_vector=query_vector, limit=limit, explain=explain,
+                            kind=kind, about=about)
 
     def _fill(self, index: IndexProjection) -> None:
         """Vectors for an as-of fold: the root's cache read-only, the rest from the provider
@@ -320,6 +335,11 @@ class MemoryRoot:
                                    make_embedder(block) if block is not None else None,
                                    self.time_zone)
         return self._bound
+
+    def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
+        """The writer's access telemetry of these ids (G30), read-only; nothing when the
+        root has none."""
+        return read_access(self.root, list(ids))
 
     def profile(self) -> Profile:
         """``memory-es profile`` (C11, M9): the owner profile by the same rule as the

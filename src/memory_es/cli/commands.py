@@ -330,11 +330,11 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     result = _reader(args).recall(args.query, args.limit, explain=args.explain,
-                                  as_of=args.as_of)
+                                  as_of=args.as_of, kind=args.kind, about=args.about)
     if args.json:
         print_json(result.to_json())
         return OK
-    print(result.text if result.recall.hits else "no matching memory")
+    print("no matching memory" if result.empty else result.text)
     if result.as_of is not None:
         print(f"(as of {result.as_of}: journal position {result.position})", file=sys.stderr)
     if result.degraded:

@@ -40,7 +40,8 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
      rejected turn, resolve of a resolved intake or a retained plan, replay into a used root,
      a journal --cursor whose range changed since its first page, anchor of a root whose
      chain is not keyed yet, show of an id no stored memory has or a prefix that names more
-     than one, a Remember or status change the lifecycle refuses)
+     than one, a Remember or status change the lifecycle refuses, a search --about that
+     names no person or more than one)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root, a file given to --expect-anchor that is no anchor; nothing was read or
      written
@@ -54,14 +55,16 @@ REFUSED_CODES: Final = frozenset({
     "journal_cursor_stale", "chain_unkeyed", "memory_not_found", "memory_id_ambiguous",
     "remember_credential", "remember_disabled", "remember_text_only", "remember_about_unknown",
     "remember_supersedes_refused", "status_transition_refused",
-    "turn_not_found", "turn_unresolved",
+    "turn_not_found", "turn_unresolved", "recall_about_unknown", "recall_original_unavailable",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
     "usage", "invalid_argument", "not_found", "invalid_slug", "export_malformed",
     "anchor_invalid", "remember_invalid_text", "invalid_validity", "invalid_status",
     "invalid_time_zone",
-    "recall_invalid_limit", "recall_invalid_query", "calibrate_invalid_file",
+    "recall_invalid_limit", "recall_invalid_query", "recall_invalid_kind",
+    "recall_invalid_about", "recall_invalid_turn", "recall_query_conflict",
+    "recall_invalid_argument", "calibrate_invalid_file",
     "calibrate_too_few", "calibrate_needs_embeddings", "journal_cursor_invalid",
     "journal_invalid_date", "journal_invalid_limit",
     "journal_invalid_range", "journal_invalid_request", "journal_invalid_zone",

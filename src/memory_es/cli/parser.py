@@ -222,6 +222,12 @@ def build_parser() -> Parser:
                         "must carry its offset (2026-05-04T09:00:00Z, 2026-05-04T11:00+02:00): "
                         "lines superseded since are current, later lines absent; before the "
                         "first event nothing, in the future the same as now")
+    p.add_argument("--kind", metavar="KIND",
+                   help="show only this label in the \"Preferences & lessons\" section, "
+                        "below the guidance floor too (still the query's top 8; G27)")
+    p.add_argument("--about", metavar="ID",
+                   help="a person's entity id (or a unique prefix of at least 8): that "
+                        "person's fact sheet, and no guidance section (G27, G28)")
     p.set_defaults(func="search")
 
     p = command("calibrate", "fit the recall calibration on your own labelled questions",

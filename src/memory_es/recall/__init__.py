@@ -5,7 +5,10 @@ from the index, and nothing that writes a journal.
   :mod:`~memory_es.recall.select`, :mod:`~memory_es.recall.render`: pure scoring, selection and
   text forms over a candidate pool;
 - :mod:`~memory_es.recall.vectors`: the vector cache, the pending-vector queue, the matrix;
-- :mod:`~memory_es.recall.candidates`: the SQL candidate pool, ``recall`` and ``auto_block``;
+- :mod:`~memory_es.recall.candidates`: the SQL candidate pool and ``auto_block``;
+  :mod:`~memory_es.recall.explicit`: deliberate ``recall`` over one lookup, with
+  :mod:`~memory_es.recall.guidance` (Preferences & lessons) and
+  :mod:`~memory_es.recall.factsheet` (the explicit fact sheet);
   :mod:`~memory_es.recall.result`: what recall returns and its explanation;
   :mod:`~memory_es.recall.lexical`: lexical evidence from the index's own statistics;
 - :mod:`~memory_es.recall.card`: the person card; :mod:`~memory_es.recall.chronology`:
@@ -30,7 +33,6 @@ from memory_es.recall.candidates import (
     check_query,
     expand_one_hop,
     has_content,
-    recall,
 )
 from memory_es.recall.card import person_card
 from memory_es.recall.chronology import MemoryJournal
@@ -41,6 +43,9 @@ from memory_es.recall.engine import (
     configured_calibration,
     embeddings_block,
 )
+from memory_es.recall.explicit import Lookup, check_about, deliberate, direct_lookup, recall
+from memory_es.recall.factsheet import FactRow, FactSheet
+from memory_es.recall.guidance import GUIDANCE_HEADING, GuidanceLine, check_kind
 from memory_es.recall.journal_page import JournalCoverage, JournalEntry, JournalPage
 from memory_es.recall.render import (
     AUTO_HEADING,
@@ -77,6 +82,7 @@ from memory_es.recall.vectors import (
 __all__ = [
     "AUTO_HEADING",
     "BACKGROUND_HEADING",
+    "GUIDANCE_HEADING",
     "LOCAL_MINILM",
     "MAX_CANDIDATES",
     "MAX_IN_FLIGHT",
@@ -87,10 +93,14 @@ __all__ = [
     "Calibration",
     "Candidate",
     "Fact",
+    "FactRow",
+    "FactSheet",
+    "GuidanceLine",
     "Hit",
     "JournalCoverage",
     "JournalEntry",
     "JournalPage",
+    "Lookup",
     "MemoryJournal",
     "Recall",
     "RecallResult",
@@ -103,9 +113,13 @@ __all__ = [
     "background_select",
     "calibration_for",
     "candidate_pool",
+    "check_about",
+    "check_kind",
     "check_limit",
     "check_query",
     "configured_calibration",
+    "deliberate",
+    "direct_lookup",
     "embed_texts",
     "embeddings_block",
     "expand_one_hop",

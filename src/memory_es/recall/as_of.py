@@ -23,6 +23,7 @@ import numpy as np
 from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError
 from memory_es.recall.engine import Recaller
+from memory_es.recall.guidance import GuidanceKind
 from memory_es.recall.result import RecallResult
 from memory_es.recall.vectors import VectorMatrix, vector_backlog
 from projections.asof import as_of_cut, fold_in_memory
@@ -129,7 +130,8 @@ class AsOfStates:
 
 def recall_as_of(recaller: Recaller, state: AsOfState, query: str, *, instant: datetime,
                  query_vector: np.ndarray | None, limit: int,
-                 explain: bool = False) -> RecallResult:
+                 explain: bool = False, kind: GuidanceKind | None = None,
+                 about: str | None = None) -> RecallResult:
     """:meth:`Recaller.recall` over ``state`` with currentness judged at ``instant``; the
     result says which instant and journal position it answers from."""
     conn = state.index.conn
@@ -142,5 +144,6 @@ def recall_as_of(recaller: Recaller, state: AsOfState, query: str, *, instant: d
         else:
             matrix.refresh(conn, identity)  # vectors a later fill added (incremental)
     result = recaller.recall(conn, query, now=instant, query_vector=query_vector,
-                             matrix=matrix, limit=limit, explain=explain)
+                             matrix=matrix, limit=limit, explain=explain, kind=kind,
+                             about=about)
     return replace(result, as_of=iso_ms(instant), position=state.position)

@@ -2,10 +2,10 @@
 read operations built on it.
 
 The pool is the FTS5 bm25 top 50 of live memories union the vector top 50, at most 50 (G31),
-each candidate carrying its entity names and structured fact. :func:`recall` scores and
-selects it for MemoryRecall (lexical-only and flagged ``degraded`` without a query vector,
-G20); :func:`auto_block` builds the automatic context: the "possibly relevant" block, the
-labelled background and the person card (H1-H22).
+each candidate carrying its entity names and structured fact.
+:mod:`~memory_es.recall.explicit` scores and selects it for MemoryRecall; :func:`auto_block`
+builds the automatic context: the "possibly relevant" block, the labelled background and the
+person card (H1-H22).
 """
 
 from __future__ import annotations
@@ -22,26 +22,20 @@ from memory_es.bounds import check_text
 from memory_es.errors import MemoryEsError
 from memory_es.recall.card import person_card
 from memory_es.recall.lexical import LexicalEvidence
-from memory_es.recall.policy import OFF, ReadPolicy, apply_recency, automatic_pool
-from memory_es.recall.render import Recall, render_auto_block, render_background
-from memory_es.recall.result import RecallResult, explained
+from memory_es.recall.policy import OFF, ReadPolicy, automatic_pool
+from memory_es.recall.render import render_auto_block, render_background
 from memory_es.recall.score import (
     MAX_CANDIDATES,
     NOMIC_V15,
     Calibration,
     Candidate,
     Fact,
+    Scored,
     Scoring,
     Source,
     score_all,
 )
-from memory_es.recall.select import (
-    SelectMode,
-    auto_select,
-    background_select,
-    host_zone,
-    select,
-)
+from memory_es.recall.select import auto_select, background_select, host_zone
 from memory_es.recall.vectors import VectorMatrix, optional_rows
 from memory_es.validity import parse_validity
 from memory_es.vocabulary import REMEMBER_SOURCE, TERMINAL_STATUSES, sql_list
@@ -283,62 +277,6 @@ def check_query(query: object) -> str:
     return check_text("query", query, code="recall_invalid_query")
 
 
-def recall(
-    conn: apsw.Connection,
-    query: str,
-    *,
-    now: datetime,
-    query_vector: np.ndarray | None,
-    matrix: VectorMatrix | None,
-    calibration: Calibration = NOMIC_V15,
-    limit: int = 10,
-    expand: bool = False,
-    scoring: Scoring = "hybrid",
-    explain: bool = False,
-    tz: tzinfo | None = None,
-    policy: ReadPolicy = OFF,
-) -> RecallResult:
-    """Hybrid recall over one index connection (G*).
-
-    ``query_vector`` is None when vectors are unavailable (Lite, no provider, provider down):
-    the result is then lexical-only and flagged ``degraded`` (G20), never an exception.
-    ``expand`` (BuJo only, L4-L5) adds one hop of graph neighbours to the pool.
-    ``policy``: with recency on, the qualified returned hybrid hits are reordered (M28).
-    """
-    check_limit(limit)
-    check_query(query)
-    degraded = query_vector is None or matrix is None
-    if not has_content(query):  # nothing to look for: never arbitrary memories scored 0
-        return RecallResult(recall=Recall(hits=()), degraded=degraded)
-    evidence = LexicalEvidence.for_query(conn, query)  # once: the pool, the hop and explain
-    candidates = candidate_pool(conn, query, query_vector=query_vector, matrix=matrix,
-                                evidence=evidence)
-    scored = score_all(query, candidates, calibration, scoring)
-    mode: SelectMode = "degraded" if degraded else "explicit"
-    result = select(scored, calibration, now=now, tz=tz, mode=mode,
-                    note_due_ends=policy.intent_expiry)
-    if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
-        kept = {h.id for h in result.hits}
-        direct = [s for s in scored if s.candidate.id in kept]
-        neighbours = expand_one_hop(
-            conn, [s.candidate for s in direct], query=query, query_vector=query_vector,
-            matrix=matrix, exclude=[c.id for c in candidates],
-            room=MAX_CANDIDATES - len(direct), evidence=evidence)
-        if neighbours:
-            scored = score_all(query, [*(s.candidate for s in direct), *neighbours],
-                               calibration, scoring)
-            result = select(scored, calibration, now=now, tz=tz, mode=mode,
-                            note_due_ends=policy.intent_expiry)
-    # M31, M32: recency reorders the returned hits only, so the delivered set (and the access
-    # telemetry counted on it) is the one without it
-    hits = apply_recency(conn, result.hits[:limit], now=now, calibration=calibration,
-                         mode=mode, policy=policy)
-    trimmed = Recall(hits=hits, evidence=result.evidence, notes=result.notes)
-    if not explain:
-        return RecallResult(recall=trimmed, degraded=degraded)
-    return explained(trimmed, scored, evidence, calibration, scoring, mode, degraded)
-
-
 def auto_block(
     conn: apsw.Connection,
     text: str,
@@ -352,6 +290,7 @@ def auto_block(
     scoring: Scoring = "hybrid",
     tz: tzinfo | None = None,
     reserved_bytes: int = 0,
+    scored: Sequence[Scored] | None = None,
     policy: ReadPolicy = OFF,
     shown: Collection[str] = (),
 ) -> str:
@@ -361,11 +300,16 @@ def auto_block(
     only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
     before it, M6) comes out of the card's share. ``policy``: intentExpiry keeps dated and
     closed lines out of all three (M24). ``shown``: ids the context already carries (the
-    owner profile's entries), never repeated in the block or the background."""
-    candidates = [c for c in automatic_pool(candidate_pool(
-        conn, text, query_vector=query_vector, matrix=matrix, exclude_session=session), policy)
-        if c.id not in shown]
-    scored = score_all(text, candidates, calibration, scoring)
+    owner profile's entries), never repeated in the block or the background. ``scored`` is
+    the turn's direct lookup when the caller already made it (G34: the same pool
+    original-query mode reuses), scored again when ``policy`` or ``shown`` leave lines out
+    (name anchors come from the pool)."""
+    pool = ([s.candidate for s in scored] if scored is not None else
+            candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
+                           exclude_session=session))
+    candidates = [c for c in automatic_pool(pool, policy) if c.id not in shown]
+    if scored is None or len(candidates) != len(scored):
+        scored = score_all(text, candidates, calibration, scoring)
     zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
     hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
     background = background_select(scored, labelled_background(conn, candidates), calibration,

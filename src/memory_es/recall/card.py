@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from memory_es.ids import entity_key
+from memory_es.recall.factsheet import bare_key, key_text, value_text
 from memory_es.recall.policy import excluded_ids
 from memory_es.text import fold
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list
@@ -99,15 +100,16 @@ def card_lines(conn: apsw.Connection, entity_id: str, *, now: datetime,
         by_key.setdefault(key, []).append((value, source, recorded_at))
     lines: list[str] = []
     for key, facts in by_key.items():
-        shown = key.replace("_", " ")
-        values = {fold(v) for v, _, _ in facts}
+        shown = key_text(key)  # G28: no ``other:`` namespace, words not snake case
+        values = {fold(value_text(v)) for v, _, _ in facts}
         if len(values) > 1:
             lines.append(f"- {shown}: conflicting values — ask")
             continue
-        value, source, recorded_at = facts[-1]
+        raw, source, recorded_at = facts[-1]
+        value = value_text(raw)  # G28: text, not JSON
         notes = [f"{ATTRIBUTION[source]}, recorded {_local_day(recorded_at, tz)}"]
         born = _ISO_DATE.fullmatch(value.strip())
-        if key in BIRTH_KEYS and born:
+        if bare_key(key) in BIRTH_KEYS and born:
             try:
                 birth = date(int(born[1]), int(born[2]), int(born[3]))
             except ValueError:

@@ -19,7 +19,9 @@ import numpy as np
 
 from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
-from memory_es.recall.candidates import auto_block, check_query, recall
+from memory_es.recall.candidates import auto_block, check_query
+from memory_es.recall.explicit import Lookup, deliberate, direct_lookup, recall
+from memory_es.recall.guidance import GuidanceKind
 from memory_es.recall.policy import ReadPolicy
 from memory_es.recall.profile import Profile, owner_profile
 from memory_es.recall.result import AutoContext, RecallResult
@@ -121,13 +123,40 @@ class Recaller:
 
     def recall(self, conn: apsw.Connection, query: str, *, now: datetime,
                query_vector: np.ndarray | None, matrix: VectorMatrix | None,
-               limit: int = 10, explain: bool = False) -> RecallResult:
+               limit: int = 10, explain: bool = False, kind: GuidanceKind | None = None,
+               about: str | None = None) -> RecallResult:
         """MemoryRecall over ``conn`` (G*): lexical-only when ``query_vector`` or ``matrix`` is
-        None; flagged ``degraded`` with its reason whenever the semantic side is not whole."""
+        None; flagged ``degraded`` with its reason whenever the semantic side is not whole.
+        ``kind`` / ``about``: the guidance and fact-sheet options (G26-G28)."""
         result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
                         limit=limit, expand=self.expand, calibration=self.calibration,
                         scoring=self.config.recall.scoring, explain=explain, tz=self.tz,
-                        policy=self.policy)
+                        kind=kind, about=about, policy=self.policy)
+        return self._flagged(conn, result, query_vector, matrix)
+
+    def lookup(self, conn: apsw.Connection, query: str, *, query_vector: np.ndarray | None,
+               matrix: VectorMatrix | None, session: str | None = None) -> Lookup:
+        """One direct lookup of ``query`` a turn can reuse (G34, G35); ``session`` excludes
+        the current conversation, as the automatic block does (H21)."""
+        return direct_lookup(conn, query, query_vector=query_vector, matrix=matrix,
+                             calibration=self.calibration, scoring=self.config.recall.scoring,
+                             exclude_session=session)
+
+    def reuse(self, conn: apsw.Connection, lookup: Lookup, *, now: datetime,
+              matrix: VectorMatrix | None, limit: int = 10, explain: bool = False,
+              original: bool = False, kind: GuidanceKind | None = None,
+              about: str | None = None) -> RecallResult:
+        """MemoryRecall over an earlier lookup, never retrieving or embedding again: uncut in
+        original-query mode (``original``, G19, G34), else exactly :meth:`recall`."""
+        result = deliberate(conn, lookup, now=now, matrix=matrix, calibration=self.calibration,
+                            scoring=self.config.recall.scoring, limit=limit,
+                            expand=self.expand, explain=explain, tz=self.tz,
+                            original=original, kind=kind, about=about,
+                            policy=self.policy)
+        return self._flagged(conn, result, lookup.query_vector, matrix)
+
+    def _flagged(self, conn: apsw.Connection, result: RecallResult,
+                 query_vector: np.ndarray | None, matrix: VectorMatrix | None) -> RecallResult:
         if self.embedder is None:
             return replace(result, degraded=True, reason="lexical_only")
         pending = vector_backlog(conn, self.embedder.identity.key)
@@ -148,12 +177,13 @@ class Recaller:
 
     def auto_block(self, conn: apsw.Connection, text: str, *, now: datetime,
                    query_vector: np.ndarray | None, matrix: VectorMatrix | None,
-                   session: str | None, lines: bool = True) -> AutoContext:
+                   session: str | None, lines: bool = True,
+                   lookup: Lookup | None = None) -> AutoContext:
         """The automatic context for ``text`` (H1-H22; see :func:`auto_block`) and whether it
         was whole: no block, ``degraded``, without an embedder or a query vector (H15). With
         ``memory.profile.enabled`` the owner profile comes first, and stays when the block
         cannot be made (M8): it needs no vector. A line the profile shows is not repeated
-        below it."""
+        below it. ``lookup``: the turn's direct lookup of ``text``, already made (G34)."""
         profile = self.profile(conn, now=now) if self.config.profile.enabled else None
         shown = profile.text if profile is not None else ""
         if self.embedder is None:
@@ -166,6 +196,7 @@ class Recaller:
                            session=session, lines=lines, calibration=self.calibration,
                            scoring=self.config.recall.scoring, tz=self.tz,
                            reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0,
+                           scored=None if lookup is None else lookup.scored,
                            shown=[] if profile is None else [e.id for e in profile.entries],
                            policy=self.policy)
         whole = "\n\n".join(part for part in (shown, block) if part)
@@ -175,11 +206,12 @@ class Recaller:
         return AutoContext(whole, profile=shown)
 
     def search(self, conn: apsw.Connection, query: str, *, now: datetime,
-               limit: int = 10, explain: bool = False) -> RecallResult:
+               limit: int = 10, explain: bool = False, kind: GuidanceKind | None = None,
+               about: str | None = None) -> RecallResult:
         """A read-only caller's whole recall (``memory-es search``): embed the query, read the
         matrix only when that worked, then :meth:`recall`."""
         check_query(query)
         query_vector = self.embed_query(query)
         matrix = self.load_matrix(conn) if query_vector is not None else None
         return self.recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
-                           limit=limit, explain=explain)
+                           limit=limit, explain=explain, kind=kind, about=about)

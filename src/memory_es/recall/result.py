@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, tzinfo
 from typing import Any, Literal
 
+from memory_es.recall.factsheet import FactSheet
+from memory_es.recall.guidance import GuidanceLine, render_guidance
 from memory_es.recall.lexical import LexicalEvidence
 from memory_es.recall.render import Recall, format_recall
 from memory_es.recall.score import EPSILON, Calibration, Scored, Scoring
@@ -35,10 +38,32 @@ class RecallResult:
     # position the store had recorded then (0: nothing yet).
     as_of: str | None = None
     position: int | None = None
+    # Additive (G18): the "Preferences & lessons" lines (G26, G27) and the fact sheets of the
+    # people the query (or ``about``) names (G28, M23); ``zone`` is the host zone their dates
+    # read in.
+    guidance: tuple[GuidanceLine, ...] = ()
+    fact_sheets: tuple[FactSheet, ...] = ()
+    zone: tzinfo | None = None
 
     @property
     def text(self) -> str:
-        return format_recall(self.recall)
+        """The notes and hits as before (G18), then the guidance section and the fact
+        sheets, each after a blank line, when there are any."""
+        zone = self.zone or UTC
+        parts = [format_recall(self.recall), render_guidance(self.guidance, zone),
+                 *(sheet.text(zone) for sheet in self.fact_sheets)]
+        return "\n\n".join(part for part in parts if part)
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to show: no hit, no guidance line, no fact sheet."""
+        return not (self.recall.hits or self.guidance or self.fact_sheets)
+
+    def delivered(self) -> tuple[str, ...]:
+        """The memory ids this result shows (G30): hits, guidance lines, fact-sheet rows."""
+        ids = [h.id for h in self.recall.hits] + [g.id for g in self.guidance] + [
+            r.memory_id for sheet in self.fact_sheets for r in sheet.rows]
+        return tuple(dict.fromkeys(ids))
 
     def to_json(self, *, sources: bool = True) -> dict[str, Any]:
         """The JSON result. Each hit carries its ``source`` (conversation and intake id) for
@@ -55,6 +80,10 @@ class RecallResult:
             "degraded": self.degraded, "reason": self.reason,
             "vectors_pending": self.vectors_pending, "evidence": self.recall.evidence,
             "notes": list(self.recall.notes), "results": results}
+        if self.guidance:  # additive (G18): a result without them keeps its previous shape
+            body["guidance"] = [g.to_json() for g in self.guidance]
+        if self.fact_sheets:
+            body["factSheets"] = [sheet.to_json() for sheet in self.fact_sheets]
         if self.explanation is not None:
             body["explain"] = self.explanation
         if self.as_of is not None:
@@ -96,6 +125,8 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
         c = s.candidate
         if mode == "degraded":
             cut = "uncut: lexical-only results are never cut (G20)"
+        elif mode == "original-query":
+            cut = "uncut: original-query mode keeps the turn's lookup whole (G19)"
         elif hit.id == top:
             cut = "best hit: always kept (G11)"
         else:

@@ -164,8 +164,9 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
     * ``note_due_ends``: ``memory.recall.intentExpiry`` (M25, :func:`structured_ends`).
     """
     ranked = _live_ranked(scored)
-    if not ranked:
-        return Recall(hits=())
+    if not ranked:  # a conflicting fact sheet is evidence even without a hit (G16)
+        return (Recall(hits=(), evidence="conflicting", notes=(CONFLICTING_NOTE,))
+                if fact_sheet_conflict and mode != "degraded" else Recall(hits=()))
     best = ranked[0].score
     if mode == "explicit":
         floor_applies = best >= calibration.recall_floor - EPSILON

@@ -24,7 +24,7 @@ from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
 from memory_es.embeddings import Embedder
-from memory_es.errors import MemoryEsError
+from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import SEALED_FIELDS, Root
 from memory_es.history import fold_intakes, journal_guard
 from memory_es.intake import (
@@ -46,6 +46,7 @@ from memory_es.recall.inventory import LIST_DEFAULT_LIMIT, MemoryDetail, MemoryL
 from memory_es.recall.profile import Profile
 from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
+from memory_es.store.access import AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.forgetting import ForgetReceipt, Forgetter, complete_forgets
@@ -238,6 +239,7 @@ class MemoryStore:
             result = AdmissionResult(status="rejected", code="internal_error",
                                      detail=type(e).__name__)
         if result.status == "admitted":
+            self.reads.written()  # an in-turn write: the turns' lookups are stale (G34)
             self.kick()  # attempt 1 runs at admission, off the caller's path
         if result.status == "rejected":
             log.warning(
@@ -359,6 +361,8 @@ class MemoryStore:
         result = remember(self._opened, self.journal_writer, self.projections, text,
                           session=session, tier=self.config.mode, now=self._clock(),
                           terms=terms)
+        if result.status == "remembered":
+            self.reads.written()  # J13: the turns' cached searches are stale
         self.kick()  # the worker embeds the new line
         return result
 
@@ -382,20 +386,46 @@ class MemoryStore:
 
     # -- reading (G*, H*, I*): see store/reading.py ------------------------------------------
 
-    def recall(self, query: str, limit: int = 10, *, explain: bool = False,
-               as_of: datetime | str | None = None) -> RecallResult:
+    def recall(self, query: str | None = None, limit: int = 10, *, explain: bool = False,
+               as_of: datetime | str | None = None, kind: str | None = None,
+               about: str | None = None, turn: str | None = None,
+               use_original_query: bool = False) -> RecallResult:
         """Hybrid MemoryRecall (G*): FTS5 bm25 and vector candidates, lexical evidence fused
         with the cosine (``memory.recall.scoring``). Never raises for a provider outage: the
         result is lexical-only and ``degraded`` with its reason. ``explain`` adds each hit's
         score parts and the cut it passed. ``as_of`` (an aware datetime or an ISO instant with
         its offset) answers from what the journal held at that instant (a future one is now):
-        lines superseded since are current, later lines absent (issue 14 item 5)."""
+        lines superseded since are current, later lines absent (issue 14 item 5).
+
+        ``kind`` (``"preference"`` / ``"lesson"``) narrows the "Preferences & lessons" section
+        and lifts its floor (G26, G27); ``about`` (a person's entity id or unique prefix)
+        gives that person's fact sheet and no guidance section (G27, G28). ``turn`` names the
+        host's logical turn (see :meth:`auto_context`): an identical normalized query in it
+        shares one lookup (G35), delivered ids are counted once in it (G30), and
+        ``use_original_query=True`` (instead of ``query``) reuses the turn's automatic lookup
+        uncut (G19, G34; ``recall_original_unavailable`` when it cannot)."""
         if as_of is not None:
-            return self.reads.recall_as_of(query, limit, explain, as_of, self._opened)
-        return self.reads.recall(query, limit, explain)
+            if turn is not None or use_original_query:
+                raise InvalidArgumentError("recall_query_conflict: as_of reads the past and "
+                                           "takes no turn or use_original_query",
+                                           code="recall_query_conflict")
+            return self.reads.recall_as_of(query, limit, explain, as_of, self._opened,
+                                           kind=kind, about=about)
+        return self.reads.recall(query, limit, explain, kind=kind, about=about, turn=turn,
+                                 original=use_original_query)
+
+    def end_turn(self, turn: str) -> bool:
+        """Turn cleanup (G34): the turn's lookups go, so original-query mode is unavailable
+        for it from now on; True when the turn was open."""
+        return self.reads.end_turn(turn)
+
+    def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
+        """Access telemetry of these memory ids (G30): ``last_accessed_at`` and
+        ``access_count`` of those ever delivered; telemetry only, never ranking (G9)."""
+        return self.reads.access_stats(ids)
 
     def auto_recall(self, text: str, *, session: str | None = None, owner: bool = True,
-                    gate_owner_text: bool = True) -> str:
+                    gate_owner_text: bool = True, turn: str | None = None) -> str:
         """The automatic "possibly relevant" block for a turn, or "" (H1-H22): nothing for
         Lite or degraded results (H15), for turns that are not host-verified owner turns
         (``owner=False``, H16), or for owner text of at most 16 code points when the gate
@@ -403,10 +433,10 @@ class MemoryStore:
         records (``session``) are excluded (H21). :meth:`auto_context` also says why a
         block is missing, so the host can warn."""
         return self.auto_context(text, session=session, owner=owner,
-                                 gate_owner_text=gate_owner_text).text
+                                 gate_owner_text=gate_owner_text, turn=turn).text
 
     def auto_context(self, text: str, *, session: str | None = None, owner: bool = True,
-                     gate_owner_text: bool = True) -> AutoContext:
+                     gate_owner_text: bool = True, turn: str | None = None) -> AutoContext:
         """:meth:`auto_recall` with whether the block was whole: ``degraded`` with its
         ``reason`` (``lexical_only``, ``provider_unavailable``: no block, the host warns
         instead, H15; ``vectors_pending``: made from the memories that have vectors) and the
@@ -414,9 +444,10 @@ class MemoryStore:
         profile (:meth:`profile`) comes first, for owner turns only, and stays when the
         provider fails (M8); ``profile`` holds that part. Wrap it in a
         :class:`~memory_es.recall.receipts.ReceiptCache` for a retained provider session
-        (M10-M12)."""
+        (M10-M12). ``turn`` opens (or continues) the host's logical turn and binds this
+        lookup as its original question's (G34), until :meth:`end_turn`."""
         return self.reads.auto_recall(text, session=session, owner=owner,
-                                      gate_owner_text=gate_owner_text)
+                                      gate_owner_text=gate_owner_text, turn=turn)
 
     def profile(self) -> Profile:
         """The owner profile (M3-M7): whole entries of owner-stated facts and agent-scope
@@ -439,10 +470,11 @@ class MemoryStore:
         return self.reads.journal_continue(cursor)
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False,
-               as_of: datetime | str | None = None) -> RecallResult:
+               as_of: datetime | str | None = None, kind: str | None = None,
+               about: str | None = None) -> RecallResult:
         """The reference's ``memory search``: hybrid recall, exactly :meth:`recall` (one
         meaning for "search" on every door, the CLI's included)."""
-        return self.recall(query, limit, explain=explain, as_of=as_of)
+        return self.recall(query, limit, explain=explain, as_of=as_of, kind=kind, about=about)
 
     def lexical_search(self, query: str, limit: int = 5) -> list[SearchHit]:
         """Raw FTS5 hits of the active index ranked by bm25, without vectors or scoring
@@ -518,8 +550,9 @@ class MemoryStore:
         ``already_forgotten``."""
         ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
         with self.attempts.work_lock:  # no capture reconciles against a line being erased
-            return self._forgetter.forget(reason=reason, now=self._clock(), memory_ids=ids,
-                                          dry_run=dry_run, show_text=show_text)
+            return self._forgot(self._forgetter.forget(
+                reason=reason, now=self._clock(), memory_ids=ids, dry_run=dry_run,
+                show_text=show_text))
 
     def forget_turn(self, run_id: str, *, reason: str, dry_run: bool = False,
                     show_text: bool = False) -> ForgetReceipt:
@@ -527,8 +560,15 @@ class MemoryStore:
         supports (issue 14 item 4); ``turn_not_found``; ``turn_unresolved`` (pending or dead:
         resolve it first) refused."""
         with self.attempts.work_lock:
-            return self._forgetter.forget(reason=reason, now=self._clock(), run_id=run_id,
-                                          dry_run=dry_run, show_text=show_text)
+            return self._forgot(self._forgetter.forget(
+                reason=reason, now=self._clock(), run_id=run_id, dry_run=dry_run,
+                show_text=show_text))
+
+    def _forgot(self, receipt: ForgetReceipt) -> ForgetReceipt:
+        """A forgotten memory's access telemetry goes with it (G30)."""
+        if receipt.status == "forgotten":
+            self.reads.forget_access(receipt.memory_ids)
+        return receipt
 
     def forget_matching(self, query: str, *, reason: str, dry_run: bool = True,
                         limit: int = 20) -> ForgetReceipt:

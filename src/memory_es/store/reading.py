@@ -8,12 +8,12 @@ embedded before, with no lock held.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 
 from memory_es.config import MemoryConfig
-from memory_es.errors import IndexUnavailableError
+from memory_es.errors import IndexUnavailableError, InvalidArgumentError
 from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
 from memory_es.recall import (
@@ -25,12 +25,17 @@ from memory_es.recall import (
     RecallResult,
     check_limit,
     check_query,
+    has_content,
     owner_text_gate,
 )
 from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
+from memory_es.recall.asking import check_ask
+from memory_es.recall.explicit import Lookup
 from memory_es.recall.inventory import MemoryDetail, MemoryList, list_memories, show_memory
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.recall.profile import Profile
+from memory_es.recall.turns import TurnLookups, check_turn
+from memory_es.store.access import AccessLog, AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
@@ -56,6 +61,8 @@ class StoreReads:
         # (another process, the CLI, MemoryRoot) continues them (I*, issue 13 item 16).
         self._chronology = MemoryJournal(RootCursorKey(root), clock)
         self._as_of = AsOfStates()
+        self._turns = TurnLookups()  # the host's logical turns (G34, G35, G30)
+        self._access = AccessLog(root)  # telemetry only (G30, G9)
 
     def recaller(self) -> Recaller:
         """Recall bound to this store's config and embedder (calibration decided once)."""
@@ -63,31 +70,71 @@ class StoreReads:
             self._bound = Recaller(self._config, self._vectors.embedder(), self._tz)
         return self._bound
 
-    def recall(self, query: str, limit: int, explain: bool = False) -> RecallResult:
+    def recall(self, query: str | None, limit: int, explain: bool = False, *,
+               kind: str | None = None, about: str | None = None, turn: str | None = None,
+               original: bool = False) -> RecallResult:
+        """Deliberate recall (G*): a fresh lookup, or the turn's (G34 original-query mode;
+        G35 an identical normalized query made earlier in the turn), never embedded twice.
+        The ids it delivers are counted once per turn (G30)."""
+        ask = check_ask(query, limit, kind=kind, about=about, turn=turn, original=original)
         recaller = self.recaller()
-        query_vector = None if self._vectors.paused else recaller.embed_query(query)
+        lookup = (self._turns.original(ask.turn) if ask.turn is not None and original
+                  else self._turns.cached(ask.turn, ask.query) if ask.turn is not None
+                  else None)
+        query_vector = None
+        if lookup is None and not self._vectors.paused:
+            query_vector = recaller.embed_query(ask.query)
         with self._journal.exclusive():
             try:
                 conn = self._projections.get().index.conn
             except IndexUnavailableError:  # logged at open; admission goes on (issue 13)
                 return RecallResult(recall=Recall(hits=()), degraded=True,
                                     reason="index_unreadable")
+            vector = query_vector if lookup is None else lookup.query_vector
             matrix = (self._vectors.matrix(recaller.embedder, conn)
-                      if recaller.embedder is not None else None)
-            return recaller.recall(conn, query, now=self._clock(), query_vector=query_vector,
-                                   matrix=matrix, limit=limit, explain=explain)
+                      if recaller.embedder is not None and vector is not None else None)
+            if lookup is None:
+                lookup = recaller.lookup(conn, ask.query, query_vector=query_vector,
+                                         matrix=matrix)
+                if ask.turn is not None and (query_vector is not None
+                                             or recaller.embedder is None):
+                    self._turns.keep(ask.turn, lookup)  # never a lookup an outage degraded
+            result = recaller.reuse(conn, lookup, now=self._clock(), matrix=matrix,
+                                    limit=limit, explain=explain, original=original,
+                                    kind=ask.kind, about=ask.about)
+        self._access.record(self._turns.first_delivery(ask.turn, result.delivered()),
+                            self._clock())
+        return result
 
-    def recall_as_of(self, query: str, limit: int, explain: bool, as_of: datetime | str,
-                     opened: OpenedJournal) -> RecallResult:
+    def end_turn(self, turn: str) -> bool:
+        """Turn cleanup (G34): its lookups go; original-query mode is unavailable after."""
+        checked = check_turn(turn)
+        if checked is None:
+            raise InvalidArgumentError("recall_invalid_turn: end_turn needs the turn id",
+                                       code="recall_invalid_turn")
+        return self._turns.end(checked)
+
+    def written(self) -> None:
+        """A non-duplicate memory write: cached lookups of open turns are stale (G34, J13)."""
+        self._turns.written()
+
+    def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
+        return self._access.stats(list(ids))
+
+    def forget_access(self, ids: Sequence[str]) -> None:
+        self._access.forget(list(ids))
+
+    def recall_as_of(self, query: str | None, limit: int, explain: bool, as_of: datetime | str,
+                     opened: OpenedJournal, *, kind: str | None = None,
+                     about: str | None = None) -> RecallResult:
         """Recall over the journal's state at ``as_of`` (issue 14 item 5; a future instant is
         now). The events are read holding the journal; the fold, the vectors (cache first,
         no lock held: the provider may be called for text never embedded) and recall after."""
-        check_limit(limit)
-        check_query(query)
+        ask = check_ask(query, limit, kind=kind, about=about)
         now = self._clock()
         instant = min(check_as_of(as_of), now).astimezone(UTC)
         recaller = self.recaller()
-        query_vector = None if self._vectors.paused else recaller.embed_query(query)
+        query_vector = None if self._vectors.paused else recaller.embed_query(ask.query)
         with self._journal.exclusive():
             head = opened.recorder.max_notification_id() or 0
             state = self._as_of.cached(head, instant)
@@ -97,14 +144,23 @@ class StoreReads:
                                       head, instant)
         if query_vector is not None and recaller.embedder is not None:  # lexical: none
             state.fill(self._vectors.fill, recaller.embedder.identity.key)
-        return recall_as_of(recaller, state, query, instant=instant,
-                            query_vector=query_vector, limit=limit, explain=explain)
+        return recall_as_of(recaller, state, ask.query, instant=instant,
+                            query_vector=query_vector, limit=limit, explain=explain,
+                            kind=ask.kind, about=ask.about)
 
     def close(self) -> None:
         self._as_of.close()
+        self._access.close()
 
     def auto_recall(self, text: str, *, session: str | None, owner: bool,
-                    gate_owner_text: bool) -> AutoContext:
+                    gate_owner_text: bool, turn: str | None = None) -> AutoContext:
+        """The automatic context; with ``turn``, its direct lookup becomes the turn's original
+        lookup (G34), shared with an identical tool query (G35)."""
+        turn = check_turn(turn)
+        if turn is not None:
+            self._turns.begin(turn)
+            if not has_content(text):  # G34: an empty question seeds no original lookup
+                self._turns.keep(turn, Lookup(text, None, ()), original=True)
         if not owner:
             return AutoContext("")
         lines = not gate_owner_text or owner_text_gate(text)
@@ -121,8 +177,14 @@ class StoreReads:
                 return AutoContext("", degraded=True, reason="index_unreadable")
             matrix = (self._vectors.matrix(recaller.embedder, conn)
                       if recaller.embedder is not None and query_vector is not None else None)
+            lookup = None
+            if turn is not None and matrix is not None and has_content(text):
+                lookup = recaller.lookup(conn, text, query_vector=query_vector, matrix=matrix,
+                                         session=session)
+                self._turns.keep(turn, lookup, original=True)
             return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                                       matrix=matrix, session=session, lines=lines)
+                                       matrix=matrix, session=session, lines=lines,
+                                       lookup=lookup)
 
     def profile(self) -> Profile:
         """The owner profile over the live index (M3-M7, C11); no index, no profile."""
