@@ -496,8 +496,8 @@ def test_o6_bujo_only_switches_on_bujo_without_capture() -> None:
         )
     )
     assert cfg.recall.intent_expiry is True and cfg.recall.recency is True
-    with pytest.raises(ConfigError, match='memory.capture.intentLifecycle: requires '
-                                          'memory.writeMode "capture"'):
+    with pytest.raises(ConfigError, match=re.escape(
+            'memory.capture.intentLifecycle: requires memory.writeMode "capture"')):
         parse_config(bujo_capture(writeMode="append-host-summary",
                                   capture={"intentLifecycle": True}))
 
