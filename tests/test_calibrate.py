@@ -51,6 +51,7 @@ from memory_es.recall.calibrate import (
     evaluate,
     fit_auto,
     fit_calibration,
+    plateau_middle,
 )
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root, config_snippet
 from memory_es.recall.labelled import LabelledQuestion, load_labelled
@@ -276,7 +277,8 @@ def test_balanced_floor_takes_the_middle_of_the_best_interval() -> None:
 
 
 def test_fit_calibration_over_given_rankings() -> None:
-    """``full(nec, i)`` answers per question; a gold found only below nec 0.3 caps the grid."""
+    """``full(nec, i)`` answers per question; a gold found only up to nec 0.3 caps the
+    plateau (0.00 .. 0.30), whose middle is taken, not its edge."""
     golds = [frozenset({"a"}), frozenset({"b"}), frozenset(), frozenset()]
 
     def full(nec: float, i: int) -> tuple[list[str], float]:
@@ -285,10 +287,22 @@ def test_fit_calibration_over_given_rankings() -> None:
         return rankings[i], best
 
     cal, fit = fit_calibration(golds, full, range(4))
-    assert cal.no_evidence_cosine == 0.3  # the highest grid value that costs no ranking
+    assert cal.no_evidence_cosine == 0.15  # the middle of the values that cost no ranking
     assert cal.recall_floor == 0.65  # the middle of 0.5 .. 0.8
     assert cal.recall_tail == 0.15 and fit["scale"] == 1.0
     assert (cal.auto_floor, cal.auto_window) == (NOMIC_V15.auto_floor, NOMIC_V15.auto_window)
+
+
+def test_plateau_middle_keeps_away_from_the_cliff() -> None:
+    """USE's dev plateau at lexical weight 0.25 (ranking held at 0.00-0.11 and 0.20, fell from
+    0.21): the middle, not the edge the previous rule took."""
+    plateau = [round(0.01 * n, 2) for n in range(12)] + [0.2]
+    assert plateau_middle(plateau) == 0.06
+    assert plateau_middle(list(reversed(plateau))) == 0.06  # order does not matter
+    assert plateau_middle([0.19, 0.2]) == 0.2  # even: the upper one, as balanced_floor's ties
+    assert plateau_middle([0.3]) == 0.3
+    with pytest.raises(ValueError):
+        plateau_middle([])
 
 
 def test_evaluate_counts_kinds_apart() -> None:

@@ -1,9 +1,13 @@
 """Fitting a recall calibration on labelled questions (DESIGN 9.4): metrics and fitting rules,
 pure functions over per-question rankings and scores (shared with ``bench/recall_quality.py``).
 
-- ``no_evidence_cosine``: the highest value on a 0.01 grid (0.00-0.70) whose hybrid recall@5
+- ``no_evidence_cosine``: among the values on a 0.01 grid (0.00-0.70) whose hybrid recall@5
   stays within 0.005 of the grid's best, and whose MRR stays within 0.005 of the best MRR among
-  those: zeroing cosines below it must cost no ranking.
+  those (zeroing cosines below them costs no ranking), the middle one (:func:`plateau_middle`),
+  as the floor takes the middle of its best interval. The highest such value sits on the edge
+  of a cliff: with USE (lexical weight 0.25) the dev splits' ranking held from 0.00 to 0.11
+  and at 0.20 and fell from 0.21 on, and questions a little apart from dev lost answers whose
+  cosine sat just below 0.20 (README, "recall quality").
 - ``recall_floor``: with that no-evidence cosine, the threshold on each question's best hybrid
   score that maximises balanced accuracy between answerable and no-answer questions (the
   middle of the best interval), rounded to 0.001 (to 0.000001 when the best interval is
@@ -167,6 +171,16 @@ def nec_grid() -> list[float]:
     return [round(x * NEC_STEP, 3) for x in range(int(NEC_MAX / NEC_STEP) + 1)]
 
 
+def plateau_middle(values: Sequence[float]) -> float:
+    """The middle of the grid values that cost no ranking (the upper one of an even count, as
+    :func:`balanced_floor` takes its ties): away from both edges of the plateau, where a
+    question set unlike the one fitted on starts to lose answers (module docstring)."""
+    if not values:
+        raise ValueError("no grid value to choose from")
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
 def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence[int],
                     lexical_weight: float = NOMIC_V15.lexical_weight
                     ) -> tuple[Calibration, dict[str, Any]]:
@@ -191,7 +205,7 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
     top5 = max(r5 for r5, _ in grid.values())
     near = {n: mrr for n, (r5, mrr) in grid.items() if r5 >= top5 - RANKING_SLACK}
     top_mrr = max(near.values())  # the best MRR among the values that keep recall@5
-    nec = max(n for n, mrr in near.items() if mrr >= top_mrr - RANKING_SLACK)
+    nec = plateau_middle([n for n, mrr in near.items() if mrr >= top_mrr - RANKING_SLACK])
     pos_best = [full(nec, i)[1] for i in pos]
     neg_best = [full(nec, i)[1] for i in neg]
     exact, acc = balanced_floor(pos_best, neg_best)
