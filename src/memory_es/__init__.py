@@ -1,24 +1,33 @@
 """memory_es: a durable, event-sourced long-term memory engine for AI agent hosts.
 
 The face: the writer (:class:`MemoryStore`), the read-only door (:class:`MemoryRoot`), the
-turn and result types, the config and the errors. ``projections`` imports this package before
-its own modules, so either package may be imported first (docs/ARCHITECTURE.md, "Import
-order").
+turn and result types, the config and the errors. Each name is imported on first use (PEP 562),
+so ``import memory_es`` (and ``memory-es --version``) loads nothing heavy: numpy, apsw, the
+event classes and the store come in only with the names that need them (issue 16 item 4).
 """
 
-from memory_es.config import MemoryConfig, load_config
-from memory_es.errors import (
-    ConfigError,
-    IntegrityError,
-    LockTimeoutError,
-    MemoryEsError,
-    NotARootError,
-    UnsafePathError,
-)
-from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
-from memory_es.recall.receipts import ReceiptCache
-from memory_es.root import MemoryRoot
-from memory_es.store import MemoryStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module that defines it
+_FACE: dict[str, str] = {
+    "AdmissionResult": "memory_es.intake",
+    "Attachment": "memory_es.intake",
+    "CompletedTurn": "memory_es.intake",
+    "ConfigError": "memory_es.errors",
+    "IntegrityError": "memory_es.errors",
+    "LockTimeoutError": "memory_es.errors",
+    "MemoryConfig": "memory_es.config",
+    "MemoryEsError": "memory_es.errors",
+    "MemoryRoot": "memory_es.root",
+    "MemoryStore": "memory_es.store",
+    "NotARootError": "memory_es.errors",
+    "ReceiptCache": "memory_es.recall.receipts",
+    "UnsafePathError": "memory_es.errors",
+    "load_config": "memory_es.config",
+}
 
 __all__ = [
     "AdmissionResult",
@@ -36,3 +45,32 @@ __all__ = [
     "UnsafePathError",
     "load_config",
 ]
+
+if TYPE_CHECKING:
+    from memory_es.config import MemoryConfig, load_config
+    from memory_es.errors import (
+        ConfigError,
+        IntegrityError,
+        LockTimeoutError,
+        MemoryEsError,
+        NotARootError,
+        UnsafePathError,
+    )
+    from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
+    from memory_es.recall.receipts import ReceiptCache
+    from memory_es.root import MemoryRoot
+    from memory_es.store import MemoryStore
+
+
+def __getattr__(name: str) -> Any:
+    """A face name, imported from its module on first use and kept."""
+    module = _FACE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_es' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FACE})

@@ -68,7 +68,6 @@ from memory_es.recall.asking import check_ask
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
 from memory_es.recall.guidance import GuidanceKind
 from memory_es.recall.inventory import (
-    LIST_DEFAULT_LIMIT,
     MemoryDetail,
     MemoryList,
     list_memories,
@@ -81,6 +80,7 @@ from memory_es.recall.vectors import read_only_cache
 from memory_es.rootconfig import effective
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
+from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from memory_es.worker import snapshot_state, worker_status
 from projections.findings import Finding, HealthReport
 from projections.health import audit

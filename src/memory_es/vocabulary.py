@@ -26,6 +26,13 @@ STATUS_TRANSITIONS: Final = {
     "done": frozenset({"open", "dropped"}),
 }
 
+# ``list`` (``memory-es list``): the statuses it filters by and its page bounds; here so the
+# CLI's parser needs no read path to know them.
+LIST_STATUSES: Final = ("open", "done", "scheduled", "migrated", "dropped", "superseded",
+                        "invalidated")
+LIST_DEFAULT_LIMIT: Final = 50
+LIST_MAX_LIMIT: Final = 1000
+
 # The ``source`` of a Remember line (J*): capture never supersedes one unless it was written
 # ``replaceable`` (J10).
 REMEMBER_SOURCE: Final = "remember"

@@ -12,12 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from memory_es.cli.checks import check_args
-from memory_es.cli.commands import COMMANDS
 from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
-from memory_es.cli.forget import cmd_forget
 from memory_es.cli.parser import build_parser
-from memory_es.cli.profile import cmd_profile
 
 __all__ = ["build_parser", "main"]
 
@@ -49,6 +45,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as e:  # --help, --version
             return e.code if isinstance(e.code, int) else OK
         as_json = bool(getattr(args, "json", False))
+        # the commands (and the store, the read path, numpy) load only now: --help and
+        # --version never need them (issue 16 item 4)
+        from memory_es.cli.checks import check_args
+        from memory_es.cli.commands import COMMANDS
+        from memory_es.cli.forget import cmd_forget
+        from memory_es.cli.profile import cmd_profile
+
         check_args(parser, args)
         if args.func == "demo":
             return _cmd_demo()

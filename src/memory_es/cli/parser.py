@@ -7,11 +7,11 @@ raises :class:`~memory_es.cli.contract.UsageError` (exit 2, one line) instead of
 from __future__ import annotations
 
 import argparse
-from importlib.metadata import PackageNotFoundError, version
+import sys
 from typing import Any, NoReturn
 
 from memory_es.cli.contract import EXIT_CODES_HELP, UsageError
-from memory_es.recall.inventory import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
+from memory_es.vocabulary import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
 
 ROOT_HELP = "memory root directory (default: the config's memory.path, else ./.memory)"
 CONFIG_HELP = "JSON config file holding the memory block (default: the root's own)"
@@ -40,10 +40,27 @@ autoFloor / autoWindow stay at the reference's 0.62 / 0.04 (no automatic-block l
 
 
 def package_version() -> str:
+    """The installed distribution's version (importlib.metadata, read only when asked)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("memory-es")
     except PackageNotFoundError:  # a source checkout that was never installed
         return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: the version is looked up only when the option is given."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0,
+                         help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        sys.stdout.write(f"memory-es {package_version()}\n")  # stdout, as argparse's own
+        parser.exit()
 
 
 class Parser(argparse.ArgumentParser):
@@ -68,8 +85,7 @@ def _common(*, json: bool) -> argparse.ArgumentParser:
 def build_parser() -> Parser:
     parser = Parser(prog="memory-es", description="Durable, event-sourced memory for AI agents.",
                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"memory-es {package_version()}",
-                        help="print the version and exit")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--root", help=ROOT_HELP)
     parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -33,12 +33,9 @@ from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import Candidate, Source
 from memory_es.recall.select import currentness
 from memory_es.recall.vectors import optional_rows
+from memory_es.vocabulary import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
 
 # Every status a stored line can have (K14, DESIGN 9.8); forgotten lines are not stored.
-LIST_STATUSES: Final = ("open", "done", "scheduled", "migrated", "dropped", "superseded",
-                        "invalidated")
-LIST_DEFAULT_LIMIT: Final = 50
-LIST_MAX_LIMIT: Final = 1000
 MIN_PREFIX: Final = 8  # hex characters of a memory id prefix ``show`` accepts
 MAX_CHAIN: Final = 64  # supersession links followed each way (a cycle cannot loop)
 _PREFIX = re.compile(r"[0-9a-f]{8,64}")

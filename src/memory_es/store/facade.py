@@ -42,7 +42,7 @@ from memory_es.recall import (
     JournalPage,
     RecallResult,
 )
-from memory_es.recall.inventory import LIST_DEFAULT_LIMIT, MemoryDetail, MemoryList
+from memory_es.recall.inventory import MemoryDetail, MemoryList
 from memory_es.recall.profile import Profile
 from memory_es.rootconfig import RootConfig, effective, settle
 from memory_es.step import Processor
@@ -56,6 +56,7 @@ from memory_es.store.reading import StoreReads
 from memory_es.store.remembering import RememberResult, RememberTerms, remember
 from memory_es.store.vectors import Vectors
 from memory_es.validity import host_time_zone
+from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from memory_es.worker import Worker, publish_snapshot
 from projections.consolidation import ConsolidationSummary
 from projections.replay import DERIVED_ENTRIES, RebuildReport

@@ -1,0 +1,62 @@
+"""A CLI that starts at once (issue 16 item 4): ``memory-es --version`` and ``--help`` load
+the parser and nothing heavy. Checked by the modules a fresh interpreter has imported, never
+by a time (timings belong in bench/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numpy", "eventsourcing", "pydantic", "msgspec", "onnxruntime", "cryptography",
+         "tenacity", "memory_es.store", "memory_es.recall", "memory_es.root",
+         "memory_es.events", "memory_es.journal", "memory_es.config", "projections")
+
+PROBE = """
+import json, sys
+from memory_es.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def loaded(*argv: str) -> tuple[int, list[str], str]:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True,
+                          text=True, timeout=120, check=True)
+    *printed, last = done.stdout.strip().splitlines()
+    probe = json.loads(last)
+    return probe["code"], probe["modules"], "\n".join(printed)
+
+
+@pytest.mark.parametrize("argv", [("--version",), ("--help",), ("search", "--help")])
+def test_version_and_help_import_nothing_heavy(argv: tuple[str, ...]) -> None:
+    code, modules, out = loaded(*argv)
+    assert code == 0
+    heavy = [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+    assert heavy == [], heavy
+    if argv == ("--version",):
+        assert out.startswith("memory-es ")
+
+
+def test_the_package_face_is_lazy_and_complete() -> None:
+    """``import memory_es`` loads no submodule; each public name still resolves to the class
+    its module defines (and ``from memory_es import *`` gives all of them)."""
+    probe = ("import json, sys, memory_es\n"
+             "before = sorted(m for m in sys.modules if m.startswith('memory_es.'))\n"
+             "ns = {}\n"
+             "exec('from memory_es import *', ns)\n"
+             "names = sorted(k for k in ns if not k.startswith('__'))\n"
+             "print(json.dumps({'before': before, 'names': names,"
+             " 'store': memory_es.MemoryStore.__module__}))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    got = json.loads(done.stdout)
+    assert got["before"] == []
+    import memory_es
+
+    assert got["names"] == sorted(memory_es.__all__)
+    assert got["store"] == "memory_es.store.facade"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        memory_es.Nope  # noqa: B018
