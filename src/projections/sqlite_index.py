@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import apsw
 
@@ -393,24 +393,23 @@ class IndexProjection:
         self.touched.add(("daily", day))
 
     def _marked(self, e: Memory.Marked) -> None:
-        found = self._row_of(e.memory_id)
-        if found is None:
-            return
-        rowid, memory_id, day = found
-        self.conn.execute("INSERT OR IGNORE INTO memory_terms VALUES (?, ?, NULL, 0, NULL, "
-                          "NULL, NULL, 0)", (rowid, memory_id))
-        self.conn.execute("UPDATE memory_terms SET insight = ? WHERE rowid = ?",
-                          (int(e.insight), rowid))
-        self.touched.add(("daily", day))
+        self._set_term(e.memory_id, "insight", int(e.insight))
 
     def _due_stated(self, e: Memory.DueStated) -> None:
-        found = self._row_of(e.memory_id)
+        self._set_term(e.memory_id, "due_at", e.due_at)
+
+    def _set_term(self, memory_id: str, column: Literal["insight", "due_at"],
+                  value: object) -> None:
+        """One ``memory_terms`` column of a stored line (its row made on first use): a
+        Marked's insight, a DueStated's due date. ``column`` is ours, never input."""
+        found = self._row_of(memory_id)
         if found is None:
             return
         rowid, memory_id, day = found
         self.conn.execute("INSERT OR IGNORE INTO memory_terms VALUES (?, ?, NULL, 0, NULL, "
                           "NULL, NULL, 0)", (rowid, memory_id))
-        self.conn.execute("UPDATE memory_terms SET due_at = ? WHERE rowid = ?", (e.due_at, rowid))
+        self.conn.execute(f"UPDATE memory_terms SET {column} = ? WHERE rowid = ?",
+                          (value, rowid))
         self.touched.add(("daily", day))
 
     def _audit(self, position: int, e: Intake.Admitted) -> None:
