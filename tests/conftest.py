@@ -6,7 +6,8 @@ outbound connection fails the test; ``local_embedder``: the offline ``local`` em
 
 Every test runs with a private owner-only key store (``MEMORY_ES_KEY_STORE``, set for the
 whole session before any fixture of any scope): no test writes a chain key to the real home
-directory, and subprocesses inherit the variable. Tests that damage a key store use their own
+directory, and subprocesses inherit the variable. The local model's load cache
+(``MEMORY_ES_MODEL_CACHE``) is the session's own too. Tests that damage a key store use their own
 (``monkeypatch.setenv`` or ``key_store=``)."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pytest
 from local_http import Drip, FakeServer, Recorded
 from memory_es import transport
 from memory_es.embeddings import LocalEmbedder
+from memory_es.embeddings.use_cache import CACHE_ENV
 from memory_es.keystore import KEY_STORE_ENV
 
 
@@ -39,6 +41,8 @@ def key_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.chmod(store.parent, 0o700)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(KEY_STORE_ENV, str(store))
+        # the local model's load cache: the session's own, never the real home directory
+        patch.setenv(CACHE_ENV, str(tmp_path_factory.mktemp("model-cache")))
         yield store
 
 

