@@ -32,6 +32,7 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/recall_latency.py
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/remember.py --quick
+	$(BIN)/python bench/embedding.py
 
 spec-coverage:  # regenerate docs/SPEC-COVERAGE.md from ../shared/SPEC.md and the test names (stdlib only)
 	$(PYTHON) docs/spec_coverage.py $(SPEC)

@@ -1,0 +1,91 @@
+"""Background embedding at the model's speed (issue 16 item 5): the store's vector queue,
+beside the model alone on the same texts, measured in the same run.
+
+- store: a Journal root with the default ``local`` model (USE multilingual v3), ``N`` turns
+  admitted and projected with ``drain(embed=False)`` (so every line waits for its vector), then
+  ``embed_pending()`` until nothing waits, timed: what the background worker runs (batches of
+  32, the vector cache, the index writes and the matrix refresh included).
+- floor: ``UseEmbedder.embed`` on the same texts in batches of 32, nothing else.
+
+Figure: texts/s of each and the ratio store / floor (goal >= 0.8). The two alternate for
+``--rounds`` rounds (fresh root and a fresh vector cache each round), medians reported. The
+model is loaded once per side before timing. Ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from memory_es import CompletedTurn, MemoryStore
+from memory_es.config import parse_config
+from memory_es.embeddings import UseEmbedder
+from memory_es.embeddings.base import batched
+from memory_es.keystore import throwaway_key_store
+from rebuild import sentences  # bench/ is sys.path[0] when run as a script
+
+SEED = 20262
+GOAL = 0.8
+
+
+def store_round(texts: list[str], embedder: UseEmbedder) -> float:
+    """Seconds the store takes to embed every pending line of a fresh root."""
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    with tempfile.TemporaryDirectory() as tmp, throwaway_key_store() as keys, \
+            MemoryStore.open(Path(tmp) / "root", config, background=False, key_store=keys,
+                             embedder=embedder) as store:
+        for i, text in enumerate(texts):
+            store.persist_completed_turn(CompletedTurn(
+                run_id=f"e{i}", outcome="success", answer=text))
+        store.drain(embed=False)
+        start = time.perf_counter()
+        done = 0
+        while (n := store.embed_pending()):
+            done += n
+        elapsed = time.perf_counter() - start
+        assert done == len(texts), (done, len(texts))
+        assert store.vector_backlog() == 0
+    return elapsed
+
+
+def floor_round(texts: list[str], embedder: UseEmbedder) -> float:
+    start = time.perf_counter()
+    for batch in batched(texts, 32):
+        embedder.embed(batch)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=2000, help="texts per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--small", action="store_true", help="200 texts, 1 round (CI smoke)")
+    args = parser.parse_args()
+    n, rounds = (200, 1) if args.small else (args.n, args.rounds)
+    logging.getLogger("memory_es").setLevel(logging.ERROR)
+    texts = sorted(set(sentences(n * 2, SEED)))[:n]  # distinct: no cache hit inside a round
+    embedder = UseEmbedder()
+    embedder.embed(texts[:32])  # warm
+    stores, floors = [], []
+    for _ in range(rounds):
+        floors.append(floor_round(texts, embedder))
+        stores.append(store_round(texts, embedder))
+    store_rate = len(texts) / statistics.median(stores)
+    floor_rate = len(texts) / statistics.median(floors)
+    ratio = store_rate / floor_rate
+    print(f"{len(texts)} texts, {rounds} rounds: store {store_rate:,.0f} texts/s | model alone "
+          f"{floor_rate:,.0f} texts/s | ratio {ratio:.2f} (goal >= {GOAL}) "
+          f"{'✓' if ratio >= GOAL else '✗'}")
+    print(json.dumps({"bench": "embedding", "texts": len(texts), "rounds": rounds,
+                      "store_texts_per_s": round(store_rate, 1),
+                      "floor_texts_per_s": round(floor_rate, 1), "ratio": round(ratio, 3)},
+                     sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
