@@ -134,7 +134,7 @@ def small(small_root: Path) -> Iterator[apsw.Connection]:
 # -- I3: inclusive civil dates, half-open UTC interval ----------------------------------------
 
 
-def test_half_open_utc_interval_echo_and_boundaries(small: apsw.Connection) -> None:
+def test_i3_i10_i13_half_open_utc_interval_echo_and_boundaries(small: apsw.Connection) -> None:
     """I3: the range echo carries the civil dates, the zone and [fromUtc, toUtc) between
     local midnights; an entry at fromUtc is in, one at toUtc is out."""
     page = MemoryJournal().query(small, "2026-03-02", "2026-03-02", BERLIN)
@@ -156,7 +156,7 @@ def test_half_open_utc_interval_echo_and_boundaries(small: apsw.Connection) -> N
         "bytes": sum(entry_bytes(e) for e in page.entries)}
 
 
-def test_same_dates_in_another_zone_shift_the_interval(small: apsw.Connection) -> None:
+def test_i3_i4_same_dates_in_another_zone_shift_the_interval(small: apsw.Connection) -> None:
     """I3/I4: the zone is taken literally; explicit UTC is a zone like any other."""
     page = MemoryJournal().query(small, "2026-03-02", "2026-03-02", "UTC")
     assert (page.range.to_json()["fromUtc"], page.range.to_json()["toUtc"]) == (
@@ -167,7 +167,7 @@ def test_same_dates_in_another_zone_shift_the_interval(small: apsw.Connection) -
     assert tokyo.range.to_json()["fromUtc"] == "2026-03-01T15:00:00.000Z"
 
 
-def test_dst_spring_forward_day_has_23_hours(small: apsw.Connection) -> None:
+def test_i3_dst_spring_forward_day_has_23_hours(small: apsw.Connection) -> None:
     """2026-03-29 in Berlin: CET midnight to CEST midnight, 23 hours."""
     page = MemoryJournal().query(small, "2026-03-29", "2026-03-29", BERLIN)
     start = datetime.fromisoformat(page.range.to_json()["fromUtc"].replace("Z", "+00:00"))
@@ -180,7 +180,7 @@ def test_dst_spring_forward_day_has_23_hours(small: apsw.Connection) -> None:
     assert [e.time for e in page.entries] == ["00:00", "03:30", "23:59"]
 
 
-def test_dst_fall_back_day_has_25_hours(small: apsw.Connection) -> None:
+def test_i3_dst_fall_back_day_has_25_hours(small: apsw.Connection) -> None:
     page = MemoryJournal().query(small, "2026-10-25", "2026-10-25", BERLIN)
     assert page.range.to_json()["fromUtc"] == "2026-10-24T22:00:00.000Z"
     assert page.range.to_json()["toUtc"] == "2026-10-25T23:00:00.000Z"
@@ -189,7 +189,7 @@ def test_dst_fall_back_day_has_25_hours(small: apsw.Connection) -> None:
 # -- I4: rejected ranges, dates and zones --------------------------------------------------------
 
 
-def test_31_civil_days_inclusive_ok_32_rejected(small: apsw.Connection) -> None:
+def test_i4_31_civil_days_inclusive_ok_32_rejected(small: apsw.Connection) -> None:
     journal = MemoryJournal()
     page = journal.query(small, "2026-03-01", "2026-03-31", BERLIN)
     assert page.range.to_json()["days"] == 31
@@ -212,7 +212,7 @@ def test_from_after_through_rejected(small: apsw.Connection) -> None:
 
 @pytest.mark.parametrize("bad", ["2026-02-30", "2026-13-01", "2026-3-01", "20260301",
                                  "2026-03-01T00:00", "", "2026-02-29"])
-def test_nonexistent_or_malformed_dates_rejected(small: apsw.Connection, bad: str) -> None:
+def test_i4_nonexistent_or_malformed_dates_rejected(small: apsw.Connection, bad: str) -> None:
     for args in ((bad, "2026-03-05"), ("2026-02-01", bad)):
         with pytest.raises(MemoryEsError) as e:
             MemoryJournal().query(small, *args, BERLIN)
@@ -221,13 +221,13 @@ def test_nonexistent_or_malformed_dates_rejected(small: apsw.Connection, bad: st
 
 @pytest.mark.parametrize("zone", ["Mars/Olympus", "localtime", "posixrules", "", "utc+1",
                                   "../etc/passwd", "/usr/share/zoneinfo/UTC", 3])
-def test_unknown_zones_rejected(small: apsw.Connection, zone: Any) -> None:
+def test_i4_unknown_zones_rejected(small: apsw.Connection, zone: Any) -> None:
     with pytest.raises(MemoryEsError) as e:
         MemoryJournal().query(small, "2026-03-02", "2026-03-02", zone)
     assert code_of(e) == "journal_invalid_zone"
 
 
-def test_no_default_zone(small: apsw.Connection) -> None:
+def test_i2_i4_no_default_zone(small: apsw.Connection) -> None:
     """I2/I4: a missing zone is an error, never the host zone or UTC."""
     journal = MemoryJournal()
     with pytest.raises(MemoryEsError) as e:
@@ -258,7 +258,7 @@ def thirty(thirty_root: Path) -> Iterator[apsw.Connection]:
     conn.close()
 
 
-def test_limit_defaults_to_10(thirty: apsw.Connection) -> None:
+def test_i5_limit_defaults_to_10(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     page = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN)
     assert page.limit == 10
@@ -269,7 +269,7 @@ def test_limit_defaults_to_10(thirty: apsw.Connection) -> None:
     assert len(via_call.entries) == 10
 
 
-def test_limit_25_ok_and_pages_follow(thirty: apsw.Connection) -> None:
+def test_i5_limit_25_ok_and_pages_follow(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     pages = list(all_pages(journal, thirty,
                            journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 25)))
@@ -279,7 +279,7 @@ def test_limit_25_ok_and_pages_follow(thirty: apsw.Connection) -> None:
     assert pages[-1].cursor is None
 
 
-def test_page_never_exceeds_25_entries(thirty: apsw.Connection) -> None:
+def test_i9_page_never_exceeds_25_entries(thirty: apsw.Connection) -> None:
     """I9 holds even for a snapshot whose limit bypassed validation."""
     journal = MemoryJournal()
     first = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN, 1)
@@ -289,7 +289,7 @@ def test_page_never_exceeds_25_entries(thirty: apsw.Connection) -> None:
 
 
 @pytest.mark.parametrize("limit", [26, 0, -1, 100, True, "10", 2.5])
-def test_bad_limits_rejected_never_clamped(thirty: apsw.Connection, limit: Any) -> None:
+def test_i5_bad_limits_rejected_never_clamped(thirty: apsw.Connection, limit: Any) -> None:
     with pytest.raises(MemoryEsError) as e:
         MemoryJournal().query(thirty, "2026-04-10", "2026-04-10", BERLIN, limit)
     assert code_of(e) == "journal_invalid_limit"
@@ -305,7 +305,7 @@ def test_limit_is_kept_on_continuation(thirty: apsw.Connection) -> None:
 # -- I11: noData ---------------------------------------------------------------------------------
 
 
-def test_complete_empty_range_is_no_data(small: apsw.Connection) -> None:
+def test_i11_complete_empty_range_is_no_data(small: apsw.Connection) -> None:
     page = MemoryJournal().query(small, "2026-05-01", "2026-05-31", BERLIN)
     assert page.no_data is True
     assert page.entries == () and page.cursor is None
@@ -314,7 +314,7 @@ def test_complete_empty_range_is_no_data(small: apsw.Connection) -> None:
     assert MemoryJournal().query(small, "2026-03-01", "2026-03-01", "Asia/Tokyo").no_data
 
 
-def test_backend_failure_is_generic_journal_unavailable(tmp_path: Path) -> None:
+def test_i11_backend_failure_is_generic_journal_unavailable(tmp_path: Path) -> None:
     conn = apsw.Connection(str(tmp_path / "empty.db"))
     with pytest.raises(MemoryEsError) as e:
         MemoryJournal().query(conn, "2026-03-01", "2026-03-01", BERLIN)
@@ -335,7 +335,7 @@ def long_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_root(tmp_path_factory.mktemp("long") / "root", items)
 
 
-def test_page_capped_at_8_kib(long_root: Path) -> None:
+def test_i9_page_capped_at_8_kib(long_root: Path) -> None:
     conn = index(long_root)
     journal = MemoryJournal()
     pages = list(all_pages(journal, conn,
@@ -350,7 +350,7 @@ def test_page_capped_at_8_kib(long_root: Path) -> None:
     conn.close()
 
 
-def test_text_capped_at_2_kib_with_marker(long_root: Path) -> None:
+def test_i9_text_capped_at_2_kib_with_marker(long_root: Path) -> None:
     conn = index(long_root)
     journal = MemoryJournal()
     pages = list(all_pages(journal, conn,
@@ -373,7 +373,7 @@ def test_text_capped_at_2_kib_with_marker(long_root: Path) -> None:
 # -- I8: snapshot caps ---------------------------------------------------------------------------
 
 
-def test_snapshot_capped_at_1000_entries(tmp_path: Path) -> None:
+def test_i8_i10_snapshot_capped_at_1000_entries(tmp_path: Path) -> None:
     items = [(utc(6, 1, 0) + timedelta(seconds=i), f"n{i}") for i in range(1001)]
     root = build_root(tmp_path / "root", items)
     conn = index(root)
@@ -389,7 +389,7 @@ def test_snapshot_capped_at_1000_entries(tmp_path: Path) -> None:
     assert pages[0].no_data is False
 
 
-def test_snapshot_capped_at_2_mib(tmp_path: Path) -> None:
+def test_i8_i10_snapshot_capped_at_2_mib(tmp_path: Path) -> None:
     items = [(utc(6, 2, 0) + timedelta(seconds=i), f"{i:04d} " + "b" * 3000)
              for i in range(950)]
     root = build_root(tmp_path / "root", items)
@@ -411,7 +411,7 @@ def test_snapshot_capped_at_2_mib(tmp_path: Path) -> None:
 # -- I6/I7: cursors and snapshots ----------------------------------------------------------------
 
 
-def test_fifth_snapshot_evicts_the_oldest(thirty: apsw.Connection) -> None:
+def test_i7_fifth_snapshot_evicts_the_oldest(thirty: apsw.Connection) -> None:
     """A handle holds 4 snapshots (I7); an evicted one's cursor reads the range again and is
     served only because its content digest still matches (issue 13 item 16)."""
     journal = MemoryJournal()
@@ -429,7 +429,7 @@ def test_fifth_snapshot_evicts_the_oldest(thirty: apsw.Connection) -> None:
     assert code_of(e) == "journal_unavailable"
 
 
-def test_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
+def test_i6_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     cursor = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
     assert isinstance(cursor, str)
@@ -447,7 +447,7 @@ def test_tampered_cursor_rejected(thirty: apsw.Connection) -> None:
     assert len(journal.continue_(thirty, cursor).entries) == 10  # the original still works
 
 
-def test_cursor_from_another_key_rejected(thirty: apsw.Connection) -> None:
+def test_i6_cursor_from_another_key_rejected(thirty: apsw.Connection) -> None:
     """Handles share cursors only through their root's key; two random keys never agree."""
     one, other = MemoryJournal(), MemoryJournal()
     cursor = one.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
@@ -462,7 +462,7 @@ def test_cursor_from_another_key_rejected(thirty: apsw.Connection) -> None:
         [f"entry {i:02d}" for i in range(10, 20)]
 
 
-def test_cursor_accepts_only_its_exact_issued_offset(thirty: apsw.Connection) -> None:
+def test_i6_cursor_accepts_only_its_exact_issued_offset(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     first = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN)
     snapshot = next(iter(journal._snapshots.values()))
@@ -477,7 +477,7 @@ def test_cursor_accepts_only_its_exact_issued_offset(thirty: apsw.Connection) ->
     assert journal.continue_(thirty, first.cursor) == second  # the same offset, same page
 
 
-def test_continuation_rejects_range_or_limit_overrides(thirty: apsw.Connection) -> None:
+def test_i6_continuation_rejects_range_or_limit_overrides(thirty: apsw.Connection) -> None:
     journal = MemoryJournal()
     cursor = journal.query(thirty, "2026-04-10", "2026-04-10", BERLIN).cursor
     for extra in ({"limit": 25}, {"fromDate": "2026-04-01"}, {"timeZone": "UTC"},
@@ -490,7 +490,7 @@ def test_continuation_rejects_range_or_limit_overrides(thirty: apsw.Connection) 
     assert page.range.to_json()["fromDate"] == "2026-04-10"
 
 
-def test_continuation_is_frozen_against_later_writes(tmp_path: Path) -> None:
+def test_i6_i13_continuation_is_frozen_against_later_writes(tmp_path: Path) -> None:
     """I6/I13: later admissions and status changes never shift or alter a snapshot's pages."""
     root = tmp_path / "root"
     clock = Clock()
@@ -519,7 +519,7 @@ def test_continuation_is_frozen_against_later_writes(tmp_path: Path) -> None:
 # -- I14/I15: exclusions and markers -------------------------------------------------------------
 
 
-def test_terminal_statuses_excluded(tmp_path: Path) -> None:
+def test_i14_terminal_statuses_excluded(tmp_path: Path) -> None:
     root = build_root(tmp_path / "root", [(utc(8, 1, 9, i), f"m{i}") for i in range(5)])
     writer = index(root, writable=True)
     writer.execute("UPDATE memories SET status = 'dropped' WHERE text = 'm1'")
@@ -538,7 +538,7 @@ def test_terminal_statuses_excluded(tmp_path: Path) -> None:
     conn.close()
 
 
-def test_no_session_run_hash_paths_or_audit_rows(small_root: Path) -> None:
+def test_i14_no_session_run_hash_paths_or_audit_rows(small_root: Path) -> None:
     writer = index(small_root, writable=True)
     writer.execute("INSERT INTO audit VALUES (999999, 'h', '2026-03-02', "
                    "'2026-03-02T10:00:00.000Z', 'raw audit observation', 'human', "
@@ -561,7 +561,7 @@ def test_no_session_run_hash_paths_or_audit_rows(small_root: Path) -> None:
     assert len(page.entries) == 10 and page.to_json()["untrusted"] is True
 
 
-def test_unsafe_text_and_ids_become_markers(tmp_path: Path) -> None:
+def test_i15_unsafe_text_and_ids_become_markers(tmp_path: Path) -> None:
     root = build_root(tmp_path / "root", [(utc(8, 2, 9, i), f"t{i}") for i in range(5)])
     writer = index(root, writable=True)
     writer.execute("UPDATE memories SET text = 'ok \u202eevil' WHERE text = 't0'")

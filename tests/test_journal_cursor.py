@@ -120,7 +120,7 @@ def test_api_and_cli_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
             [f"entry {i:02d}" for i in range(7, 14)]
 
 
-def test_cursor_from_another_root_is_invalid(tmp_path: Path,
+def test_i6_cursor_from_another_root_is_invalid(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """Two roots with byte-identical memories still have their own keys."""
     one, other = thirty(tmp_path / "one"), thirty(tmp_path / "other")
@@ -134,7 +134,7 @@ def test_cursor_from_another_root_is_invalid(tmp_path: Path,
     assert (one / KEY).read_bytes() != (other / KEY).read_bytes()
 
 
-def test_tampered_cursor_byte_exits_2(tmp_path: Path) -> None:
+def test_i6_tampered_cursor_byte_exits_2(tmp_path: Path) -> None:
     root = thirty(tmp_path / "root")
     cursor = MemoryRoot.open(root).journal(RANGE).cursor
     assert cursor is not None
@@ -147,7 +147,7 @@ def test_tampered_cursor_byte_exits_2(tmp_path: Path) -> None:
         "journal_cursor_invalid"
 
 
-def test_change_inside_the_range_makes_the_cursor_stale(tmp_path: Path) -> None:
+def test_i6_change_inside_the_range_makes_the_cursor_stale(tmp_path: Path) -> None:
     root = thirty(tmp_path / "root")
     handle = MemoryRoot.open(root)
     first = handle.journal(RANGE)
@@ -175,7 +175,7 @@ def test_change_outside_the_range_keeps_the_cursor(tmp_path: Path) -> None:
     assert MemoryRoot.open(root).journal({"cursor": first.cursor}).to_json() == expected
 
 
-def test_an_evicted_snapshot_is_recomputed(tmp_path: Path) -> None:
+def test_i7_an_evicted_snapshot_is_recomputed(tmp_path: Path) -> None:
     root = thirty(tmp_path / "root")
     handle = MemoryRoot.open(root)
     first = handle.journal({**RANGE, "limit": 5})
