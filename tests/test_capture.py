@@ -69,7 +69,7 @@ def seed_morgan(text: str = "Morgan lives in Berlin") -> list[dict[str, str]]:
 # E2, E26, L1, K2, K3: a novel turn is added, with its graph and provenance
 
 
-def test_e2_novel_lines_are_added_with_graph_and_metadata(root: Path) -> None:
+def test_e2_k3_novel_lines_are_added_with_graph_and_metadata(root: Path) -> None:
     plan = extraction(
         [memory("Morgan works at Acme Robotics", entities=["m", "a"]),
          memory("I prefer window seats on trains", labels=["preference"])],
@@ -114,7 +114,7 @@ def test_e2_novel_lines_are_added_with_graph_and_metadata(root: Path) -> None:
     ("Morgan vive en Berlín", "En realidad Morgan se mudó a Madrid",
      "Morgan vive en Madrid"),
 ])
-def test_e13_correction_supersedes_in_english_polish_and_spanish(
+def test_e13_k3_correction_supersedes_in_english_polish_and_spanish(
         root: Path, old: str, correction: str, replacement: str) -> None:
     records = seed_morgan(old) + script(
         ("extract", "fix", extraction([memory(correction, entities=["m"])], MORGAN)),
@@ -1342,7 +1342,7 @@ def test_f8_a_full_sidecar_fails_the_capture_closed_and_projections_keep_working
     assert sorted(p.name for p in (root / "index").iterdir()) == ["CURRENT", "gen-2"]
 
 
-def test_a_failed_rebuild_leaves_no_half_built_generation(
+def test_d10_a_failed_rebuild_leaves_no_half_built_generation(
         root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import projections.replay as replay
     from memory_es.transfer import rebuild_root

@@ -121,7 +121,7 @@ def daily_files(root: Path) -> list[str]:
 # -- D2 / D12: Lite ------------------------------------------------------------------------------
 
 
-def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: Path) -> None:
+def test_d2_d12_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: Path) -> None:
     """D2/D12/K2: each drained turn is one two-line bullet in daily/<admission day>.md whose
     fields equal its index row; FTS finds it; the drain instant does not pick the day."""
     root = tmp_path / "root"
@@ -179,7 +179,7 @@ def test_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_path: P
     assert MemoryRoot.open(root).health().status == "clean"
 
 
-def test_lite_normalises_whitespace_but_keeps_each_run(tmp_path: Path) -> None:
+def test_d2_lite_normalises_whitespace_but_keeps_each_run(tmp_path: Path) -> None:
     """D2: Lite collapses whitespace; identical text from two runs stays two memories."""
     root = tmp_path / "root"
     with MemoryStore.open(root, clock=Clock(at(1, 9)), background=False) as store:
@@ -191,7 +191,7 @@ def test_lite_normalises_whitespace_but_keeps_each_run(tmp_path: Path) -> None:
     assert index_rows(root, "SELECT COUNT(*) FROM memories") == [(2,)]
 
 
-def test_k7_session_limit_and_absent_session(tmp_path: Path) -> None:
+def test_k6_k7_k12_d12_session_limit_and_absent_session(tmp_path: Path) -> None:
     """K6/K7/K12/D12: a session of exactly 512 UTF-8 bytes is kept; 513 bytes is 'unknown' in
     Markdown and index alike; no session means no source_session key (and NULL in the index)."""
     root = tmp_path / "root"
@@ -223,7 +223,7 @@ def test_k7_session_limit_and_absent_session(tmp_path: Path) -> None:
 # -- D3 / D5: Journal ------------------------------------------------------------------------------
 
 
-def test_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> None:
+def test_d3_d5_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> None:
     """D3/D5: same text, whitespace variants and NFKC-equivalent forms (full-width letters)
     converge on one line and one row, across drains; a different case is a different memory."""
     root = tmp_path / "root"
@@ -258,7 +258,7 @@ def test_journal_repeated_content_converges_case_preserved(tmp_path: Path) -> No
 # -- D7 / D8 / A13: BuJo -------------------------------------------------------------------------
 
 
-def test_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
+def test_d7_d8_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
     """D7/D8: BuJo append-host-summary writes audit/<day>.md lines only: no daily file, no
     memory rows, nothing recallable."""
     root = tmp_path / "root"

@@ -193,7 +193,7 @@ def test_n14_lite_never_embeds_and_recall_is_lexical(tmp_path: Path, fake: FakeE
 # -- D4 / D6: batches of 32, at most 256 texts / 2 MiB in flight ----------------------------------
 
 
-def test_admission_never_embeds_and_batches_hold_at_most_32(
+def test_d4_admission_never_embeds_and_batches_hold_at_most_32(
     tmp_path: Path, fake: FakeEmbedder
 ) -> None:
     root = tmp_path / "root"
@@ -209,7 +209,7 @@ def test_admission_never_embeds_and_batches_hold_at_most_32(
         assert vector_count(root) == 70
 
 
-def test_at_most_256_texts_per_embed_pending(tmp_path: Path, fake: FakeEmbedder) -> None:
+def test_d6_at_most_256_texts_per_embed_pending(tmp_path: Path, fake: FakeEmbedder) -> None:
     root = tmp_path / "root"
     texts = [f"Short note {i} on apples" for i in range(300)]
     with open_store(root, fake) as store:
@@ -226,7 +226,7 @@ def test_at_most_256_texts_per_embed_pending(tmp_path: Path, fake: FakeEmbedder)
         assert vector_count(root) == 300
 
 
-def test_at_most_2_mib_in_flight(tmp_path: Path, fake: FakeEmbedder) -> None:
+def test_d6_at_most_2_mib_in_flight(tmp_path: Path, fake: FakeEmbedder) -> None:
     root = tmp_path / "root"
     filler = "lorem ipsum " * 850
     texts = [f"doc {i:04d} {filler}".strip() for i in range(250)]
@@ -236,6 +236,7 @@ def test_at_most_2_mib_in_flight(tmp_path: Path, fake: FakeEmbedder) -> None:
         admit(store, texts)
         store.drain(embed=False)
         first = store.embed_pending()
+        assert MAX_IN_FLIGHT_BYTES == 2 * 1024 * 1024  # D6: 2 MiB, not just "the constant"
         assert first == MAX_IN_FLIGHT_BYTES // size
         assert first < 256
         in_flight = fake.embedded()
@@ -315,7 +316,7 @@ def test_changed_identity_reembeds_and_drops_old_vectors(
 # -- D9 / G10: a memory waiting for its vector is found lexically ---------------------------------
 
 
-def test_memory_without_vector_is_found_lexically(
+def test_d9_g10_memory_without_vector_is_found_lexically(
     facts_root: tuple[Path, MemoryStore], fake: FakeEmbedder
 ) -> None:
     root, store = facts_root

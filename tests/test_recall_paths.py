@@ -80,7 +80,7 @@ def test_cli_drain_embeds_and_search_says_degraded_until_then(
     assert texts(found)[0] == DENTIST
 
 
-def test_rebuild_and_replay_fill_vectors_before_activating(
+def test_d10_rebuild_and_replay_fill_vectors_before_activating(
         tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "root"
     admit_all(capsys, root, config_file)

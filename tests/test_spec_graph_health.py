@@ -196,7 +196,7 @@ def test_n10_replay_state_without_its_sidecar_is_never_trusted(replay_root: Path
     assert health(replay_root).status == "clean"
 
 
-def test_n10_a_legacy_memory_db_is_never_read_as_a_root(replay_root: Path,
+def test_n10_d10_a_legacy_memory_db_is_never_read_as_a_root(replay_root: Path,
                                                         tmp_path: Path) -> None:
     legacy = tmp_path / "legacy"
     legacy.mkdir(mode=0o700)
