@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from helpers_attack import EchoModel, tier_config
@@ -28,7 +29,7 @@ from helpers_capture import (
     script,
     turn,
 )
-from helpers_index import index_rows
+from helpers_index import active_index_path, index_rows
 from memory_es import MemoryRoot, MemoryStore
 from memory_es.cli import main
 from memory_es.config import parse_config
@@ -200,3 +201,125 @@ def test_i17_recency_and_access_never_reorder_the_journal(tmp_path: Path) -> Non
     assert [e["recordedAt"] for e in on["entries"]] == sorted(e["recordedAt"]
                                                               for e in on["entries"])
     assert on["entries"] == off["entries"]
+
+
+# -- K5, K8, K9, K11: provenance and daily-file rewrites -----------------------------------------
+
+
+def daily(root: Path, day: str = DAY) -> str:
+    return (root / "daily" / f"{day}.md").read_text("utf-8")
+
+
+def test_k5_source_session_survives_restart_and_a_rebuild_restores_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each line's ``source_session`` is the same in Markdown and index after a restart and
+    after ``memory-es rebuild``; a session edited away in the index comes back on rebuild."""
+    root = tmp_path / "root"
+    clock = Clock(datetime(2026, 5, 4, 9, tzinfo=UTC))
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    sessions = {"Otter seen at the weir": "web:t-1", "Bread rises overnight": "web:t-2",
+                "Fence paint is sage green": None}
+    with MemoryStore.open(root, config, clock=clock, background=False,
+                          embedder=WordBagEmbedder()) as store:
+        for i, (text, session) in enumerate(sessions.items()):
+            store.persist_completed_turn(CompletedTurn(run_id=f"k5-{i}", outcome="success",
+                                                       answer=text, session=session))
+        assert store.drain() == 3
+    query = "SELECT text, source_session FROM memories"
+    assert dict(index_rows(root, query)) == sessions
+    markdown = daily(root)
+    with MemoryStore.open(root, config, clock=clock, background=False,
+                          embedder=WordBagEmbedder()):
+        pass  # a restart changes nothing
+    assert daily(root) == markdown and dict(index_rows(root, query)) == sessions
+    writer = apsw.Connection(str(active_index_path(root)), flags=apsw.SQLITE_OPEN_READWRITE)
+    writer.execute("UPDATE memories SET source_session = NULL")
+    writer.close()
+    assert main(["--root", str(root), "rebuild"]) == 0
+    capsys.readouterr()
+    assert dict(index_rows(root, query)) == sessions
+    assert daily(root) == markdown
+    for text, session in sessions.items():
+        line = markdown[markdown.index(f"- {text}\n"):].split("\n")[1]
+        assert line.endswith(f" source_session={session}-->" if session else "-->")
+        assert (session is None) == ("source_session=" not in line)
+
+
+def test_k8_no_backfill_from_later_turns_or_text(tmp_path: Path) -> None:
+    """A line recorded without a conversation id stays without one: a later repeat of the
+    same content from a known conversation (Journal converges on one line, D5) does not fill
+    it in, nor does an id-like string in the text; a rebuild guesses nothing either."""
+    root = tmp_path / "root"
+    clock = Clock(datetime(2026, 5, 4, 9, tzinfo=UTC))
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    texts = ["Buy oat milk today", "Ask web:thread-9 about the invoice"]
+    with MemoryStore.open(root, config, clock=clock, background=False,
+                          embedder=WordBagEmbedder()) as store:
+        for i, text in enumerate(texts):
+            store.persist_completed_turn(CompletedTurn(run_id=f"k8-{i}", outcome="success",
+                                                       answer=text))
+        assert store.drain() == 2
+        clock.advance(hours=1)
+        store.persist_completed_turn(CompletedTurn(run_id="k8-again", outcome="success",
+                                                   answer=texts[0], session="web:later"))
+        assert store.drain() == 1
+        store.rebuild()
+    assert dict(index_rows(root, "SELECT text, source_session FROM memories")) == {
+        text: None for text in texts}
+    assert "source_session" not in daily(root)
+    assert "web:later" not in daily(root)
+
+
+def test_k9_label_and_card_readers_do_not_expose_provenance(tmp_path: Path) -> None:
+    """The labelled background and the person card show the stated facts, never the
+    conversation they came from (which Markdown and index do record)."""
+    root = tmp_path / "root"
+    secret = "web:secret-thread-77"
+    plan = extraction([
+        memory("I prefer aisle seats on trains", labels=["preference"]),
+        memory("Morgan works at Acme", entities=["m"], fact=("m", "employer", "Acme"))],
+        [entity("m", "Morgan")])
+    store, _ = open_capture(root, script(("extract", "r1", plan),
+                                         ("review", "r1", review("keep"))))
+    with store:
+        store.persist_completed_turn(turn("r1", "about Morgan", session=secret))
+        store.drain()
+        while store.embed_pending():
+            pass
+        card = store.auto_recall("Where does Morgan work these days, remind me?",
+                                 session="web:now")
+        background = store.auto_recall("aisle seats?", session="web:now")
+    assert secret in daily(root)
+    assert {s for (s,) in index_rows(root, "SELECT source_session FROM memories")} == {secret}
+    assert "## Person: Morgan" in card and "employer: Acme (you said" in card
+    assert "I prefer aisle seats on trains" in background
+    for block in (card, background):
+        assert "secret-thread-77" not in block and "source_session" not in block
+        assert "conversation" not in block.lower()
+
+
+def test_k11_a_rewrite_reserializes_every_bullet_and_fixes_one_line_bullets(
+        tmp_path: Path) -> None:
+    """A status change rewrites its daily file: every bullet, including one left in the legacy
+    one-line form, comes out in the two-line form with its metadata intact."""
+    root = tmp_path / "root"
+    clock = Clock(datetime(2026, 5, 4, 9, tzinfo=UTC))
+    with MemoryStore.open(root, clock=clock, background=False) as store:
+        alpha = store.remember("Alpha fact about the shed", session="web:a")
+        beta = store.remember("Beta task: oil the hinges", session="web:b")
+    two_line = daily(root)
+    legacy = two_line.replace("- Alpha fact about the shed\n  <!--mem",
+                              "- Alpha fact about the shed <!--mem")
+    assert legacy != two_line
+    (root / "daily" / f"{DAY}.md").write_text(legacy, "utf-8")
+    with MemoryStore.open(root, clock=clock, background=False) as store:
+        assert store.set_status(beta.memory_id, "done").outcome == "changed"
+    rewritten = daily(root)
+    assert rewritten == two_line.replace(
+        f"id={beta.memory_id} type=note status=open", f"id={beta.memory_id} type=note status=done")
+    bullets = [b for b in rewritten.split("\n\n") if b.startswith("- ")]
+    assert len(bullets) == 2
+    for bullet in bullets:
+        text_line, meta_line = bullet.rstrip("\n").split("\n")
+        assert "<!--" not in text_line and meta_line.startswith("  <!--mem id=")
+    assert f"id={alpha.memory_id} type=note status=open" in rewritten
