@@ -323,3 +323,77 @@ def test_k11_a_rewrite_reserializes_every_bullet_and_fixes_one_line_bullets(
         text_line, meta_line = bullet.rstrip("\n").split("\n")
         assert "<!--" not in text_line and meta_line.startswith("  <!--mem id=")
     assert f"id={alpha.memory_id} type=note status=open" in rewritten
+
+
+# -- D1, D14: the three tiers and what each one has ----------------------------------------------
+
+TIER_OF = {"lite": "lite", "journal": "journal", "bujo_capture": "bujo"}
+
+
+def validate(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+             block: dict[str, Any]) -> tuple[int, str]:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"memory": block}), "utf-8")
+    code = main(["--config", str(path), "validate"])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_d1_memory_mode_selects_one_of_three_tiers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``lite``, ``journal`` and ``bujo`` are the only modes; the mode a root is opened with is
+    the tier its lines are projected under."""
+    embeddings, llm = {"provider": "local"}, {"provider": "ollama", "model": "m"}
+    for block in ({"mode": "lite"}, {"mode": "journal", "embeddings": embeddings},
+                  {"mode": "bujo", "embeddings": embeddings, "llm": llm}):
+        assert validate(capsys, tmp_path, block) == (0, "OK\n")
+    for bad in ("full", "Lite", "", "bujo-capture", None, 1):
+        code, said = validate(capsys, tmp_path, {"mode": bad, "embeddings": embeddings,
+                                                 "llm": llm})
+        assert code == 1 and "memory.mode" in said, bad
+    for tier, mode in TIER_OF.items():
+        root = tmp_path / tier
+        with open_tier(root, tier, Clock(datetime(2026, 5, 4, 9, tzinfo=UTC))) as store:
+            store.remember(f"Written under the {mode} tier", session="web:d1")
+        assert index_rows(root, "SELECT tier, text FROM memories") == [
+            (mode, f"Written under the {mode} tier")]
+
+
+def test_d14_tier_feature_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Graph: BuJo only; capture, profile, intentLifecycle and recency: BuJo only (refused
+    elsewhere); Remember, MemoryJournal and FTS: every tier; vectors: Journal and BuJo."""
+    for mode, block in (("lite", {}), ("journal", {"embeddings": {"provider": "local"}})):
+        for key, value, where in (("writeMode", "capture", "memory.writeMode"),
+                                  ("recall", {"recency": True}, "memory.recall.recency"),
+                                  ("profile", {"enabled": True}, "memory.profile.enabled")):
+            code, said = validate(capsys, tmp_path, {"mode": mode, **block, key: value})
+            assert code == 1 and where in said, (mode, key)
+        code, said = validate(capsys, tmp_path, {"mode": mode, **block,
+                                                 "capture": {"intentLifecycle": True}})
+        assert code == 1 and "intentLifecycle" in said, mode
+    code, _ = validate(capsys, tmp_path, {**CAPTURE, "recall": {"recency": True},
+                                          "profile": {"enabled": True},
+                                          "capture": {"intentLifecycle": True}})
+    assert code == 0
+    for tier, mode in TIER_OF.items():
+        root = tmp_path / f"matrix-{tier}"
+        clock = Clock(datetime(2026, 5, 4, 9, tzinfo=UTC))
+        with open_tier(root, tier, clock) as store:
+            clock.advance(minutes=1)
+            written = store.remember("Morgan keeps the ladder in the garage", session="web:m")
+            assert written.status == "remembered"  # Remember: every tier
+            if tier == "bujo_capture":  # a captured turn grows the graph
+                store.persist_completed_turn(CompletedTurn(
+                    run_id="m1", outcome="success", answer="Noted.",
+                    capture_text="Remember that Morgan fixed the gate.", session="web:m",
+                    speaker_kind="human-turn"))
+                store.drain()
+            while store.embed_pending():
+                pass
+            assert [h.id for h in store.lexical_search("ladder")] == [written.memory_id]
+            journal = store.journal(DAY, DAY, "UTC", limit=25)  # MemoryJournal: every tier
+            assert written.memory_id in [e.id for e in journal.entries]
+        vectors = index_rows(root, "SELECT COUNT(*) FROM vectors")[0][0]
+        assert (vectors > 0) == (mode != "lite"), tier
+        graph = root / "graph.jsonl"
+        assert (graph.is_file() and graph.stat().st_size > 0) == (mode == "bujo"), tier
