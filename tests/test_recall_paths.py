@@ -58,7 +58,7 @@ def admit_all(capsys: pytest.CaptureFixture[str], root: Path, config: Path) -> N
         cli(capsys, root, config, "admit", "--run-id", f"run-{n}", "--answer", text)
 
 
-def test_cli_drain_embeds_and_search_says_degraded_until_then(
+def test_c9_cli_drain_embeds_and_search_says_degraded_until_then(
         tmp_path: Path, config_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "root"
     admit_all(capsys, root, config_file)
