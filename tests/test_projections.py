@@ -176,6 +176,7 @@ def test_d2_d12_lite_daily_bullets_match_index_and_day_comes_from_admission(tmp_
             md_text, md_day, fields["recorded"], fields["type"], fields["status"],
             fields["source_session"])
         assert (tier, source) == ("lite", "host-summary")
+    assert index_rows(root, "SELECT COUNT(*) FROM vectors") == [(0,)]  # D2: Lite never embeds
     assert MemoryRoot.open(root).health().status == "clean"
 
 
