@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from helpers_index import index_rows
+from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.errors import IntegrityError
 from memory_es.history import iter_events, open_reader
@@ -264,7 +265,9 @@ def test_d7_d8_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
     memory rows, nothing recallable."""
     root = tmp_path / "root"
     clock = Clock(at(1, 23, 59))
-    with MemoryStore.open(root, config(BUJO), clock=clock, background=False) as store:
+    model = ScriptedChat([])  # D8: append-host-summary never asks the memory model
+    with MemoryStore.open(root, config(BUJO), clock=clock, background=False,
+                          chat_model=model) as store:
         admit(store, "b1", "Kestrel hovering\nover the field", "web:k")
         admission1 = clock.now
         clock.now = at(2, 8)
@@ -274,6 +277,7 @@ def test_d7_d8_bujo_append_host_summary_is_audit_only(tmp_path: Path) -> None:
         assert store.drain() == 2
         assert store.lexical_search("kestrel") == []
         assert store.lexical_search("Kestrel hovering") == []
+    assert model.calls == []
     assert not (root / "daily").exists()
     assert sorted(os.listdir(root / "audit")) == ["2026-03-01.md", "2026-03-02.md"]
     (b1,) = parse_md((root / "audit" / "2026-03-01.md").read_bytes(), "2026-03-01", "audit")
