@@ -36,7 +36,6 @@ from memory_es.capture.rules import (
     apply_review,
     bound_plan,
     fresh_lines,
-    restatements,
     turn_facts,
 )
 from memory_es.events import Intake
@@ -148,8 +147,7 @@ class CaptureProcessor:
             lines = apply_review(lines, [decisions[line.index] for line in lines])
         # 4. structural duplicates, in the plan and against live lines; a duplicate that
         # changes its line's intention state or end replaces it (M21)
-        fresh = fresh_lines(lines, reads)
-        restated = restatements(lines, reads)
+        fresh, restated = fresh_lines(lines, reads)
         # 5. reconcile
         keys = {e.id: entity_key(e.name, e.type) for e in plan.entities}  # ref -> entity id
         choices = retained.reconcile

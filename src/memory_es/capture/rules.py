@@ -129,32 +129,24 @@ def apply_review(lines: list[Line], decisions: Sequence[str | None]) -> list[Lin
     return kept
 
 
-def fresh_lines(lines: Sequence[Line], reads: CaptureReads) -> list[Line]:
+def fresh_lines(lines: Sequence[Line], reads: CaptureReads
+                ) -> tuple[list[Line], list[tuple[Line, str]]]:
     """E16: the lines whose words, in order (NFKC, whitespace collapsed, case kept), are neither
-    a live line nor an earlier line of the plan; the others are NOOPs."""
+    a live line nor an earlier line of the plan; the others are NOOPs, except (M21) a duplicate
+    of a live line whose honoured proposal changes that line's state or end: returned apart,
+    with that line's id, it supersedes it (a repeat without its end keeps the end, M22)."""
     first: dict[str, Line] = {}  # text key -> the plan's first line with it
     for line in lines:
         first.setdefault(text_key(line.text), line)
     stored_dupes = reads.duplicates(list(first))
-    return [line for key, line in first.items() if key not in stored_dupes]
-
-
-def restatements(lines: Sequence[Line], reads: CaptureReads) -> list[tuple[Line, str]]:
-    """M21: the structural duplicates (E16) whose honoured proposal changes the live line's
-    state or end, each with that line's id: they supersede it; the other duplicates stay
-    NOOPs, so a repeat without its end keeps the end (M22)."""
-    first: dict[str, Line] = {}
-    for line in lines:
-        first.setdefault(text_key(line.text), line)
-    asked = {key: line for key, line in first.items() if line.intent is not None}
-    if not asked:
-        return []
-    dupes = reads.duplicates(list(asked))
-    stored = reads.lines(list(dupes.values()))
-    out: list[tuple[Line, str]] = []
-    for key, memory_id in dupes.items():
-        line, target = asked[key], stored.get(memory_id)
+    fresh = [line for key, line in first.items() if key not in stored_dupes]
+    asked = {key: memory_id for key, memory_id in stored_dupes.items()
+             if first[key].intent is not None}
+    stored = reads.lines(list(asked.values())) if asked else {}
+    restated: list[tuple[Line, str]] = []
+    for key, memory_id in asked.items():
+        line, target = first[key], stored.get(memory_id)
         if line.intent is not None and target is not None and \
                 line.intent.changes(target.status, target.due_at):
-            out.append((line, memory_id))
-    return sorted(out, key=lambda pair: pair[0].index)
+            restated.append((line, memory_id))
+    return fresh, sorted(restated, key=lambda pair: pair[0].index)
