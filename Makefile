@@ -19,7 +19,7 @@ test: $(BIN)/memory-es
 	$(BIN)/ruff check src tests bench replay_fixtures docs
 	$(BIN)/mypy
 	$(BIN)/mypy --strict docs/spec_coverage.py
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 soak: $(BIN)/memory-es  # the attack suite at length: 1,000 random SIGKILLs per tier
 	MEMORY_ES_ATTACK_KILLS=1000 $(BIN)/python -m pytest -q -s tests/test_attacks.py
