@@ -57,8 +57,10 @@ def test_callers_queued_behind_a_commit_share_the_next_transaction(tmp_path: Pat
     release_first.set()
     for t in [first, *others]:
         t.join(5)
+    batch_sizes = store.batch_sizes
     store.close()
 
+    assert batch_sizes == {1: 1, 7: 1}  # what bench/admission.py reports as the distribution
     assert batches == [2, 7]  # the first transaction also records the root's configuration
     assert returned_before_commit == []
     assert set(results.values()) == {"admitted"} and len(results) == 8

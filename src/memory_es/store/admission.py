@@ -11,6 +11,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ class GroupCommit:
         self._last_batch = 0
         self.closed = False
         self.commits = 0  # journal transactions written by admission (shared by a batch)
+        self.batch_sizes: Counter[int] = Counter()  # admissions decided per leader's batch
         # Events that open the next transaction, whatever it holds: the root's configuration
         # (rootconfig), recorded with the first thing written, never on its own.
         self.preface: list[Any] = []
@@ -91,6 +93,7 @@ class GroupCommit:
         with self.cv:
             batch, self.queue = self.queue, []
             self._last_batch = len(batch)
+            self.batch_sizes[len(batch)] += 1
         try:
             self._commit(batch)
         finally:

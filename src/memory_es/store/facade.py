@@ -268,6 +268,12 @@ class MemoryStore:
         """Journal transactions written by admission (group commit shares them)."""
         return self.journal_writer.commits
 
+    @property
+    def batch_sizes(self) -> dict[int, int]:
+        """How many group-commit batches held each number of admissions (issue 16)."""
+        with self.journal_writer.cv:
+            return dict(self.journal_writer.batch_sizes)
+
     # -- background work (the worker's WorkSource) -------------------------------------------
 
     def drain(self, timeout: float | None = None, *, embed: bool = True) -> int:
