@@ -46,7 +46,8 @@ from memory_es.embeddings import USE_DIM, USE_MODEL, EmbeddingIdentity
 from memory_es.events import Memory
 from memory_es.ids import sha256_hex
 from memory_es.recall import VectorMatrix, recall, store_vectors
-from memory_es.recall.candidates import RETRIEVER_DEPTH
+from memory_es.recall.candidates import RETRIEVER_DEPTH, _lexical_ranks
+from memory_es.recall.lexical import LexicalEvidence
 from projections.replay import build_generation
 from projections.sqlite_index import fts_query
 from rebuild import peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script
@@ -129,6 +130,26 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def known_items(conn: Any, size: int, count: int, seed: int) -> dict[str, float]:
+    """Fragments (3-7 words) of stored texts: how often the bm25 lookup recall makes (the
+    rarest words within the posting budget, ``LexicalEvidence.retrieval_words``) still ranks
+    the source in its top 10, against the lookup of every word (what the budget costs)."""
+    rng = random.Random(seed)
+    stored = sentences(size, SEED)
+    hits = {"budget": 0, "all_words": 0}
+    for _ in range(count):
+        rowid = rng.randrange(size) + 1  # build_index writes rows in text order from 1
+        words = stored[rowid - 1].rstrip(".!?").split()
+        k = rng.randint(3, 7)
+        start = rng.randint(0, max(0, len(words) - k))
+        query = " ".join(words[start:start + k])
+        kept = LexicalEvidence.for_query(conn, query).retrieval_words(query)
+        for name, lookup in (("budget", kept), ("all_words", query.split())):
+            ranks = _lexical_ranks(conn, " ".join(lookup))
+            hits[name] += ranks.get(rowid, 99) <= 10
+    return {name: hit / count for name, hit in hits.items()}
+
+
 def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str, Any]:
     index, matrix, build_s = build_index(directory / f"gen-{size}.db", size, SEED)
     conn = index.conn
@@ -151,6 +172,7 @@ def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
         prof_text = buf.getvalue()
+    known = known_items(conn, size, min(queries, 200), SEED + 3)
     index.close()
     for suffix in ("", "-wal", "-shm"):
         Path(str(directory / f"gen-{size}.db") + suffix).unlink(missing_ok=True)
@@ -159,6 +181,7 @@ def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str
         "p50_ms": statistics.median(ours) * 1e3, "p95_ms": pct(ours, 0.95) * 1e3,
         "floor_p50_ms": statistics.median(floor) * 1e3, "floor_p95_ms": pct(floor, 0.95) * 1e3,
         "ratio": statistics.median(ours) / statistics.median(floor), "profile": prof_text,
+        "known_budget": known["budget"], "known_all": known["all_words"],
     }
 
 
@@ -207,7 +230,9 @@ def main() -> None:
             print(f"{size:>7} memories (built in {r['build_s']:.1f} s): recall p50 "
                   f"{r['p50_ms']:.2f} ms p95 {r['p95_ms']:.2f} ms | floor p50 "
                   f"{r['floor_p50_ms']:.2f} ms p95 {r['floor_p95_ms']:.2f} ms | ratio "
-                  f"{r['ratio']:.2f}", flush=True)
+                  f"{r['ratio']:.2f} | a stored text's fragment in the bm25 top 10: "
+                  f"{r['known_budget']:.1%} (all words looked up: {r['known_all']:.1%})",
+                  flush=True)
             if r["profile"]:
                 print(r["profile"])
     emb = embedder_latency(50 if args.small else 200)
@@ -223,6 +248,8 @@ def main() -> None:
         figures[f"p95_ms_{tag}"] = round(r["p95_ms"], 3)
         figures[f"floor_p50_ms_{tag}"] = round(r["floor_p50_ms"], 3)
         figures[f"ratio_{tag}"] = round(r["ratio"], 3)
+        figures[f"known_item_top10_{tag}"] = round(r["known_budget"], 3)
+        figures[f"known_item_top10_all_words_{tag}"] = round(r["known_all"], 3)
     if emb is not None:
         figures["embed_p50_ms"] = round(emb["p50_ms"], 3)
     figures["peak_rss_mb"] = round(peak_rss_mb(), 1)

@@ -16,6 +16,7 @@ import pytest
 
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
+from memory_es.recall import lexical
 from memory_es.recall.lexical import LexicalEvidence, index_tokenizer
 from memory_es.recall.score import NOMIC_V15, Candidate, score_all
 from projections.sqlite_index import FTS_DDL
@@ -129,7 +130,28 @@ def test_words_most_records_hold_are_not_looked_up_in_a_large_index() -> None:
     texts.append("The dentist is on Tuesday.")
     conn = index_of(texts)
     evidence = LexicalEvidence.for_query(conn, "when is the dentist?")
-    assert evidence.retrieval_words("when is the dentist?") == ["when", "dentist?"]
+    # "when" is in no record: it matches nothing and is not looked up either
+    assert evidence.retrieval_words("when is the dentist?") == ["dentist?"]
     assert evidence.retrieval_words("the is") == ["the"]  # all common: the first rarest
     small = LexicalEvidence.for_query(index_of(texts[:20]), "when is the dentist?")
     assert small.retrieval_words("when is the dentist?") == ["when", "is", "the", "dentist?"]
+
+
+def test_the_bm25_lookup_takes_rarest_words_within_a_posting_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: the lookup's cost is bounded by the postings it reads, whatever the index
+    size. Words go in rarest first until the budget would be passed; the rarest always goes
+    in, even alone over budget; the query's word order is kept; a word no record holds
+    ("on") matches nothing and is left out."""
+    texts = [f"Garden note {n} about roses." for n in range(1100)]
+    texts += [f"Tuesday dentist visit {n}." for n in range(30)]
+    texts += [f"Tuesday shopping {n}." for n in range(300)]
+    conn = index_of(texts)
+    evidence = LexicalEvidence.for_query(conn, "garden roses on tuesday dentist")
+    # roses/garden: 1100 of 1430 (over half); tuesday 330; dentist 30
+    monkeypatch.setattr(lexical, "POSTING_BUDGET", 400)
+    assert evidence.retrieval_words("garden roses on tuesday dentist") == ["tuesday", "dentist"]
+    monkeypatch.setattr(lexical, "POSTING_BUDGET", 100)
+    assert evidence.retrieval_words("garden roses on tuesday dentist") == ["dentist"]
+    monkeypatch.setattr(lexical, "POSTING_BUDGET", 10)
+    assert evidence.retrieval_words("garden roses on tuesday dentist") == ["dentist"]

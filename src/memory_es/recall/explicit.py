@@ -153,9 +153,10 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
     scored = list(pool)
     result = select(scored, calibration, now=now, tz=zone, mode=mode,
                     fact_sheet_conflict=conflict, note_due_ends=due)
-    evidence = LexicalEvidence.for_query(conn, lookup.query)
+    evidence: LexicalEvidence | None = None  # read when needed: a cost on a large index
     if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
         kept = {h.id for h in result.hits}
+        evidence = LexicalEvidence.for_query(conn, lookup.query)
         direct = [s for s in scored if s.candidate.id in kept]
         neighbours = retrieval.expand_one_hop(
             conn, [s.candidate for s in direct], query=lookup.query,
@@ -174,7 +175,9 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
                          mode=mode, policy=policy)
     trimmed = Recall(hits=hits, evidence=result.evidence, notes=result.notes)
     out = (RecallResult(recall=trimmed, degraded=degraded) if not explain
-           else explained(trimmed, scored, evidence, calibration, scoring, mode, degraded))
+           else explained(trimmed, scored,
+                          evidence or LexicalEvidence.for_query(conn, lookup.query),
+                          calibration, scoring, mode, degraded))
     return replace(out, guidance=guidance, fact_sheets=sheets, zone=zone)
 
 
