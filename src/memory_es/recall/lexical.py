@@ -123,9 +123,9 @@ class LexicalEvidence:
             return words
         rarity: list[tuple[int, int]] = []  # (the word's rarest term's frequency, index)
         for n, word in enumerate(words):
-            freqs = [self._frequency.get(t, 0) for t in self._tokens(word)]
-            if freqs and min(freqs):  # a word with a term no record holds matches nothing
-                rarity.append((min(freqs), n))
+            rarest = min((self._frequency.get(t, 0) for t in self._tokens(word)), default=0)
+            if rarest:  # a word with a term no record holds (or no term) matches nothing
+                rarity.append((rarest, n))
         rarity.sort()
         keep: list[int] = []
         postings = 0
