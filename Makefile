@@ -4,7 +4,7 @@ VENV ?= .venv
 SPEC ?= ../shared/SPEC.md
 BIN := $(VENV)/bin
 
-.PHONY: demo test soak lint bench spec-coverage clean
+.PHONY: demo test soak lint bench bench-large spec-coverage clean
 
 $(BIN)/memory-es: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/remember.py --quick
 	$(BIN)/python bench/embedding.py
+
+bench-large: $(BIN)/memory-es  # bench/scale.py at 10k, 100k and 1M memories (about an hour)
+	$(BIN)/python bench/scale.py --large
 
 spec-coverage:  # regenerate docs/SPEC-COVERAGE.md from ../shared/SPEC.md and the test names (stdlib only)
 	$(PYTHON) docs/spec_coverage.py $(SPEC)
