@@ -190,11 +190,16 @@ def phase_floor(root: Path, scratch: Path) -> dict[str, Any]:
 
     from memory_es.events import Memory
     from memory_es.journal import MsgspecMapper
+    from memory_es.journal.open import open_journal
 
     scratch.mkdir(parents=True, exist_ok=True)
     fts_path = scratch / f"floor-{os.getpid()}-{time.monotonic_ns()}.db"
+    # Content fields are sealed (issue 14) and opening them is work any rebuild must do: the
+    # floor decodes with the root's read-only sealer, found (chain verified, keys opened)
+    # before its clock starts.
+    opened = open_journal(root, writable=False, create=False)
     t0 = time.perf_counter()
-    mapper = MsgspecMapper()
+    mapper = MsgspecMapper(opened.recorder.sealer)
     journal = apsw.Connection(str(root / "journal.db"), flags=apsw.SQLITE_OPEN_READONLY)
     fts = apsw.Connection(str(fts_path))
     fts.execute("PRAGMA journal_mode=WAL").fetchall()
@@ -213,6 +218,7 @@ def phase_floor(root: Path, scratch: Path) -> dict[str, Any]:
     with fts:
         fts.executemany("INSERT INTO t (rowid, text) VALUES (?, ?)", texts)
     journal.close()
+    opened.close()
     fts.close()
     seconds = time.perf_counter() - t0
     for suffix in ("", "-wal", "-shm"):
@@ -258,6 +264,17 @@ def run_child(phase: str, root: Path, scratch: Path, *, observations: int = 0,
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _cache_argument() -> Path | None:
+    """``--cache DIR`` of this command line, read before the parser runs (the key store is
+    chosen before anything opens a root)."""
+    for n, arg in enumerate(sys.argv):
+        if arg == "--cache" and n + 1 < len(sys.argv):
+            return Path(sys.argv[n + 1])
+        if arg.startswith("--cache="):
+            return Path(arg.split("=", 1)[1])
+    return None
 
 
 def mark(ok: bool) -> str:
@@ -355,7 +372,13 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from memory_es.keystore import throwaway_key_store
+    from memory_es.keystore import KEY_STORE_ENV, throwaway_key_store
 
-    with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+    with contextlib.ExitStack() as keys:
+        if "--phase" in sys.argv:  # a child: the parent's key store holds the root's keys
+            pass
+        elif (cache := _cache_argument()) is not None:  # a cached root's keys live beside it
+            os.environ[KEY_STORE_ENV] = str((cache / "keys").absolute())
+        else:  # the bench's roots are thrown away, so are their keys
+            keys.enter_context(throwaway_key_store())
         main()

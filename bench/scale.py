@@ -71,23 +71,6 @@ GOALS = {"recall_ms": 30.0, "rebuild_s": 600.0, "peak_rss_mb": 2048.0}  # at 1,0
 # Child phases (run through bench/rebuild.py's run_phase; each prints one JSON line).
 
 
-def phase_floor(root: Path, scratch: Path) -> dict[str, Any]:
-    """bench/rebuild.py's floor, its mapper given the root's read-only sealer: the journal's
-    content fields are sealed (issue 14), and opening them is work any rebuild must do. The
-    journal is opened (chain verified, keys found) before the floor's clock starts."""
-    import memory_es.journal as journal
-    from memory_es.journal.open import open_journal
-
-    opened = open_journal(root, writable=False, create=False)
-    real = journal.MsgspecMapper
-    journal.MsgspecMapper = lambda: real(opened.recorder.sealer)
-    try:
-        return rebuild.phase_floor(root, scratch)
-    finally:
-        journal.MsgspecMapper = real
-        opened.close()
-
-
 def phase_vectors(root: Path) -> dict[str, Any]:
     """A seeded unit vector per distinct memory text into the root's vector cache."""
     from memory_es.ids import sha256_hex
@@ -189,8 +172,7 @@ def phase_admit(root: Path, scratch: Path, turns: int) -> dict[str, Any]:
 
 
 def child(phase: str, root: Path, scratch: Path, *extra: str) -> dict[str, Any]:
-    """Every child is this script's, so it shares the parent's key store (bench/rebuild.py's own
-    children each make a throwaway one, which loses a sealed root's record keys)."""
+    """A child of this script: it shares the parent's key store, which holds the roots' keys."""
     return run_phase(__file__, phase, root, "--scratch", str(scratch), *extra)
 
 
@@ -368,7 +350,7 @@ def main() -> None:
     if args.phase is not None:  # a child: the key store its parent chose
         phases: dict[str, Any] = {
             "generate": lambda: rebuild.phase_generate(args.root, args.n, SEED),
-            "floor": lambda: phase_floor(args.root, args.scratch),
+            "floor": lambda: rebuild.phase_floor(args.root, args.scratch),
             "health": lambda: rebuild.phase_health(args.root),
             "vectors": lambda: phase_vectors(args.root),
             "rebuild": lambda: phase_rebuild(args.root),

@@ -206,7 +206,7 @@ def phase_worker(root: Path, n: int, seed: int) -> dict[str, Any]:
         rss = next((r for _, a, r in samples if a >= target), rss_admitted)
         marks[target] = round(rss / 1024, 1)
     return {"admit_s": admit_s, "resolve_s": resolve_s, "close_s": close_s, "seconds": seconds,
-            "rejections": sum(rejections), "counts": counts, "polls": polls,
+            "rejections": sum(rejections), "counts": counts.to_json(), "polls": polls,
             "rss_start_mb": round(rss_start / 1024, 1), "rss_marks_mb": marks,
             "rss_admitted_mb": round(rss_admitted / 1024, 1),
             "rss_resolved_mb": round(rss_resolved / 1024, 1),
@@ -376,7 +376,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import sys
+
     from memory_es.keystore import throwaway_key_store
 
-    with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+    if "--phase" in sys.argv:  # a child: the parent's key store holds the root's keys
         main()
+    else:
+        with throwaway_key_store():  # the bench's roots are thrown away, so are their keys
+            main()

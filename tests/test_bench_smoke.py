@@ -1,0 +1,47 @@
+"""Every benchmark runs, at its smallest size, as a smoke test (issue 16: CI runs the small
+sizes, with no timing assertion). A bench that rots (a changed API, a root it can no longer
+open, a figure it can no longer encode) fails here instead of at the next ``make bench``.
+
+Each runs as its own process from the checkout, as ``make bench`` runs it, and must exit 0 and
+end with its one JSON line of figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+SMALL = {
+    "admission": ["--n", "50", "--rounds", "1", "--total", "320"],
+    "rebuild": ["--observations", "300", "--rounds", "1"],
+    "worker": ["--admissions", "300", "--rounds", "1"],
+    "recall_latency": ["--small"],
+    "capture": ["--quick"],
+    "remember": ["--sizes", "200", "--rounds", "1", "--per-round", "20"],
+    "embedding": ["--small"],
+    "scale": ["--sizes", "500", "--queries", "10", "--turns", "10", "--no-plot"],
+    "recall_quality": ["--small"],
+}
+
+
+def test_every_bench_script_has_a_smoke_run() -> None:
+    scripts = {p.stem for p in BENCH.glob("*.py")}
+    helpers = {"models", "recall_transform"}  # comparisons run by hand (README), not `make bench`
+    assert scripts - helpers == set(SMALL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_bench_runs_small_and_ends_with_its_json_line(name: str, tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *SMALL[name]],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert isinstance(figures, dict) and figures["bench"] == name
