@@ -32,6 +32,7 @@ CACHE_DIR = "embeddings"
 CACHE_FILE = "cache.db"
 MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
 MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
+_LOAD_CHUNK = 8192  # vectors read per query when the matrix loads
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
 _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 
@@ -56,12 +57,14 @@ class VectorCache:
             "vector BLOB NOT NULL, PRIMARY KEY (identity, sha256)) WITHOUT ROWID")
 
     def get_many(self, identity: str, shas: Sequence[str]) -> dict[str, bytes]:
+        """The cached vectors of these texts, one query per 256 (a rebuild reads a million)."""
         found: dict[str, bytes] = {}
-        for sha in shas:
-            row = self.conn.execute("SELECT vector FROM vectors WHERE identity = ? AND sha256 = ?",
-                                    (identity, sha)).fetchone()
-            if row is not None:
-                found[sha] = bytes(row[0])
+        for start in range(0, len(shas), MAX_IN_FLIGHT):
+            chunk = shas[start:start + MAX_IN_FLIGHT]
+            marks = ",".join("?" * len(chunk))
+            found.update((str(sha), bytes(blob)) for sha, blob in self.conn.execute(
+                f"SELECT sha256, vector FROM vectors WHERE identity = ? AND sha256 IN ({marks})",
+                (identity, *chunk)))
         return found
 
     def put_many(self, identity: str, items: Sequence[tuple[str, bytes]]) -> None:
@@ -213,13 +216,22 @@ class VectorMatrix:
         self._readd.update(int(r) for r in rowids)
 
     def refresh(self, conn: apsw.Connection, identity: str) -> None:
-        rows = list(conn.execute(
-            "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-            f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
-            "ORDER BY v.rowid", (identity, self._last)))
-        self._append(rows)
-        if rows:
-            self._last = int(rows[-1][0])
+        # New rows in chunks into a matrix sized once: a first load of N vectors peaks at
+        # the matrix plus one chunk, not at a list of every blob, their join and a doubling.
+        if self._last == 0:
+            count: Any = conn.execute("SELECT count(*) FROM vectors WHERE identity = ?",
+                                      (identity,)).fetchone()
+            self._reserve(int(count[0]))
+        while True:
+            rows = list(conn.execute(
+                "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+                f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
+                "ORDER BY v.rowid LIMIT ?", (identity, self._last, _LOAD_CHUNK)))
+            self._append(rows)
+            if rows:
+                self._last = int(rows[-1][0])
+            if len(rows) < _LOAD_CHUNK:
+                break
         # A row below the high-water mark still waiting for its vector (a text rewritten before
         # this matrix existed, or since) is read once it has one.
         self._readd.update(r[0] for r in optional_rows(
@@ -239,21 +251,26 @@ class VectorMatrix:
             wanted))
         self._append(back)
 
+    def _reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` rows without another copy."""
+        if capacity <= len(self._rowids):
+            return
+        rowids = np.zeros(capacity, dtype=np.int64)
+        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        rowids[:self._size] = self.rowids
+        matrix[:self._size] = self.matrix
+        self._rowids, self._matrix = rowids, matrix
+
     def _append(self, rows: list[Any]) -> None:
         if not rows:
             return
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        block = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32)
         end = self._size + len(rows)
         if end > len(self._rowids):  # grow by doubling: appends stay amortised O(1)
-            capacity = max(end, 2 * len(self._rowids), 64)
-            rowids = np.zeros(capacity, dtype=np.int64)
-            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-            rowids[:self._size] = self.rowids
-            matrix[:self._size] = self.matrix
-            self._rowids, self._matrix = rowids, matrix
-        self._rowids[self._size:end] = ids
-        self._matrix[self._size:end] = block.reshape(len(rows), self.dim)
+            self._reserve(max(end, 2 * len(self._rowids), 64))
+        self._rowids[self._size:end] = np.fromiter((r[0] for r in rows), dtype=np.int64,
+                                                   count=len(rows))
+        self._matrix[self._size:end] = np.frombuffer(
+            b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
         self._size = end
 
     def top_many(self, queries: Sequence[np.ndarray], k: int) -> list[list[tuple[int, float]]]:
