@@ -63,6 +63,7 @@ from memory_es.recall import (
     fill_vectors,
     vector_backlog,
 )
+from memory_es.recall.ann import ann_paths, saved_state
 from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
 from memory_es.recall.asking import check_ask
 from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
@@ -76,7 +77,7 @@ from memory_es.recall.inventory import (
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.recall.profile import Profile
 from memory_es.recall.turns import unavailable
-from memory_es.recall.vectors import read_only_cache
+from memory_es.recall.vectors import VectorMatrix, read_only_cache
 from memory_es.rootconfig import effective
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
@@ -166,6 +167,23 @@ class MemoryRoot:
         with self.index() as conn:
             return vector_backlog(conn, identity.key) if conn is not None else 0
 
+    def ann_index(self) -> str | None:
+        """The active generation's saved ANN index for the configured identity (issue 16):
+        "absent", "current", "stale" or "invalid"; None when this config never embeds."""
+        block = embeddings_block(self.config)
+        identity = configured_identity(block) if block is not None else None
+        if identity is None:
+            return None
+        with self.index() as conn:
+            if conn is None:
+                return "absent"
+            files = ann_paths(Path(conn.filename).parent, identity.key)
+            if not any(f.exists() for f in files):
+                return "absent"
+            matrix = VectorMatrix(identity.dim, identity.key)
+            matrix.refresh(conn, identity.key)
+            return saved_state(*files, identity.dim, matrix.rowids, matrix.matrix)
+
     def events(self) -> list[tuple[int, Any]]:
         """Every decoded event with its journal position, in order."""
         with self.reader() as opened:
@@ -237,10 +255,10 @@ class MemoryRoot:
         if report.status == "cannot_audit":
             return report
         try:
-            backlog = self.vector_backlog()
+            backlog, ann = self.vector_backlog(), self.ann_index()
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
-            backlog = None
-        return msgspec.structs.replace(report, vectors_pending=backlog,
+            backlog = ann = None
+        return msgspec.structs.replace(report, vectors_pending=backlog, ann_index=ann,
                                        worker=worker_status(self.root),
                                        runtime=snapshot_state(self.root))
 

@@ -70,6 +70,9 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
     vectors_pending: int | None = None  # live memories without a vector; None: not embedded
     worker: str | None = None  # "running", "stalled", "not_running"; None: not asked
     runtime: str | None = None  # the snapshot: "absent", "current", "stale", "invalid"
+    # the generation's saved ANN index (a cache, never drift): "absent", "current", "stale"
+    # (the next writer open builds it again), "invalid"; None: not embedded
+    ann_index: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -89,6 +92,6 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
                 "projection_position": self.projection_position,
                 "findings": [f.to_json() for f in sorted(self.findings)],
                 "vectors_pending": self.vectors_pending, "worker": self.worker,
-                "runtime": self.runtime}
+                "runtime": self.runtime, "ann_index": self.ann_index}
 
 

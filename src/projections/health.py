@@ -9,6 +9,7 @@ content-free detail; memory text never appears (N12).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -80,6 +81,9 @@ def hygiene(root: Path) -> Iterator[Finding]:
                 yield Finding("hard_link", rel, f"{st.st_nlink} hard links")
 
 
+_ANN_FILE = re.compile(r"vectors-[0-9a-f]{16}\.(?:usearch|json)")
+
+
 def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
     """Files that are neither the journal, the active index generation, nor managed Markdown."""
     markdown = set(managed_files(root))  # compared against replay in compare_files
@@ -94,6 +98,9 @@ def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:
                 continue
             if top == INDEX_DIR and rest in allowed_index:
                 continue
+            if top == INDEX_DIR and generation is not None \
+                    and _ANN_FILE.fullmatch(rest.removeprefix(f"gen-{generation}/")):
+                continue  # the ANN index of the generation's vectors: a cache (root.health)
             if rel in markdown:
                 continue  # compared against replay below
             if top == RUNTIME_DIR and "/" not in rest:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -25,6 +26,7 @@ import numpy as np
 from memory_es.embeddings import BATCH_SIZE, Embedder
 from memory_es.fsutil import make_private_dir
 from memory_es.ids import sha256_hex
+from memory_es.recall.ann import AnnCache, ann_paths
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import connect_derived
 
@@ -190,7 +192,11 @@ def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],
 class VectorMatrix:
     """The active generation's vectors in memory, refreshed incrementally by rowid."""
 
-    def __init__(self, dim: int, identity: str = "") -> None:
+    def __init__(self, dim: int, identity: str = "", *, approximate: bool = False,
+                 ann_dir: Path | None = None) -> None:
+        """``approximate``: past :data:`ann.ANN_THRESHOLD` rows, search an ANN index once it
+        is built (a long-lived writer; a one-shot reader searches exactly). ``ann_dir``: the
+        generation directory that keeps the index between opens."""
         self.dim = dim
         self.identity = identity
         self._rowids = np.zeros(0, dtype=np.int64)
@@ -198,6 +204,18 @@ class VectorMatrix:
         self._size = 0
         self._last = 0
         self._readd: set[int] = set()  # forgotten rows to read again once re-embedded
+        self._ann = AnnCache(dim, ann_paths(ann_dir, identity) if ann_dir else None,
+                             lambda: (self.rowids, self.matrix)) if approximate else None
+
+    @property
+    def approximate(self) -> bool:
+        """Is an ANN index proposing rows now?"""
+        return self._ann is not None and self._ann.ready
+
+    def close(self) -> None:
+        """Stop an index build; keep a grown index for the next open."""
+        if self._ann is not None:
+            self._ann.close()
 
     @property
     def rowids(self) -> np.ndarray:
@@ -211,8 +229,11 @@ class VectorMatrix:
         """Drop these rows (their vector went stale or they left recall); a row that gets a
         vector again is re-read by the next :meth:`refresh`."""
         gone = np.isin(self.rowids, np.asarray(rowids, dtype=np.int64))
-        self._matrix[:self._size][gone] = 0.0
-        self._rowids[:self._size][gone] = -1
+        with self._guard():
+            self._matrix[:self._size][gone] = 0.0
+            self._rowids[:self._size][gone] = -1
+            if self._ann is not None and gone.any():
+                self._ann.removed(np.nonzero(gone)[0])
         self._readd.update(int(r) for r in rowids)
 
     def refresh(self, conn: apsw.Connection, identity: str) -> None:
@@ -261,9 +282,18 @@ class VectorMatrix:
         matrix[:self._size] = self.matrix
         self._rowids, self._matrix = rowids, matrix
 
+    def _guard(self) -> Any:
+        return self._ann.lock if self._ann is not None else contextlib.nullcontext()
+
     def _append(self, rows: list[Any]) -> None:
         if not rows:
             return
+        with self._guard():
+            self._append_held(rows)
+            if self._ann is not None:
+                self._ann.grown()
+
+    def _append_held(self, rows: list[Any]) -> None:
         end = self._size + len(rows)
         if end > len(self._rowids):  # grow by doubling: appends stay amortised O(1)
             self._reserve(max(end, 2 * len(self._rowids), 64))
@@ -279,7 +309,10 @@ class VectorMatrix:
             return []
         if not self._size:
             return [[] for _ in queries]
-        sims = self.matrix @ np.stack(queries).astype(np.float32).T
+        stacked = np.stack(queries).astype(np.float32)
+        if (exact := self._proposed(stacked, k)) is not None:
+            return exact
+        sims = self.matrix @ stacked.T
         k = min(k, self._size)
         out = []
         for column in sims.T:
@@ -293,11 +326,32 @@ class VectorMatrix:
         """(rowid, cosine) of the ``k`` nearest rows; rows are L2-normalised, so dot = cosine."""
         if not len(self.rowids):
             return []
+        if (exact := self._proposed(query.astype(np.float32)[None, :], k)) is not None:
+            return exact[0]
         sims = self.matrix @ query.astype(np.float32)
         k = min(k, len(sims))
         best = np.argpartition(-sims, k - 1)[:k]
         best = best[np.argsort(-sims[best], kind="stable")]
         return [(int(self.rowids[i]), float(sims[i])) for i in best if self.rowids[i] >= 0]
+
+    def _proposed(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]] | None:
+        """The ANN index's proposals for each query, scored exactly against the matrix and
+        cut to ``k``; None when no index serves (search exactly)."""
+        if self._ann is None:
+            return None
+        with self._guard():
+            proposed = self._ann.search(queries, k)
+            if proposed is None:
+                return None
+            rowids, matrix = self.rowids, self.matrix
+            out = []
+            for query, positions in zip(queries, proposed, strict=True):
+                positions = positions[(positions < len(rowids))]
+                positions = positions[rowids[positions] >= 0]
+                sims = matrix[positions] @ query
+                best = np.argsort(-sims, kind="stable")[:k]
+                out.append([(int(rowids[positions[i]]), float(sims[i])) for i in best])
+            return out
 
     def cosine(self, query: np.ndarray, rowid: int) -> float | None:
         hit = np.nonzero(self.rowids == rowid)[0]

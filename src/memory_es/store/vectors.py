@@ -150,10 +150,14 @@ class Vectors:
         """The in-memory matrix for this identity (a new identity starts a new one), told which
         rows went stale since it last looked (text updates, invalidations), then refreshed.
         The caller holds the journal."""
-        rewritten = self._projections.get().index.rewritten
+        index = self._projections.get().index
+        rewritten = index.rewritten
         if self._matrix is None or self._matrix.identity != embedder.identity.key \
                 or self._matrix_rewrites > len(rewritten):
-            self._matrix = VectorMatrix(embedder.identity.dim, embedder.identity.key)
+            self.forget_matrix()
+            # a long-lived writer: past the threshold an ANN index, kept beside the generation
+            self._matrix = VectorMatrix(embedder.identity.dim, embedder.identity.key,
+                                        approximate=True, ann_dir=index.path.parent)
             self._matrix_rewrites = len(rewritten)
         if self._matrix_rewrites < len(rewritten):
             self._matrix.forget(rewritten[self._matrix_rewrites:])
@@ -163,6 +167,8 @@ class Vectors:
 
     def forget_matrix(self) -> None:
         """A rebuilt index has new row ids: the matrix starts over."""
+        if self._matrix is not None:
+            self._matrix.close()
         self._matrix = None
 
     def candidates(self, texts: Sequence[str]) -> list[Any] | None:
@@ -193,5 +199,6 @@ class Vectors:
             return matrix.top_many(vectors, k)
 
     def close(self) -> None:
+        self.forget_matrix()  # stops an index build, keeps a grown index for the next open
         if self._cache is not None:
             self._cache.close()

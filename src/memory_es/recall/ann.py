@@ -1,0 +1,262 @@
+"""Approximate nearest neighbours for a large vector matrix (issue 16 item 2).
+
+Below :data:`ANN_THRESHOLD` live vectors recall searches the matrix exactly (numpy). Past it, a
+writable store builds an HNSW index (usearch, chosen by ``bench/ann.py``: the one candidate
+with wheels, add, remove, save and load; f16 storage halves its memory at the same recall) in a
+background thread, and recall searches it once it is ready. The index only proposes rows: every
+proposed row is scored exactly against the float32 matrix, so a score never depends on the
+index, only which rows are proposed can (recall@10 against exact >= 0.98 on the bench's
+queries, ``bench/recall_latency.py``).
+
+The index is a cache of the generation's vectors, never an authority. Its keys are positions
+in the matrix, and it is saved beside the generation (``vectors-<identity>.usearch`` with a
+``.json`` of what it covers: the row count and SHA-256 of the rowids and of the matrix) only
+when it was built or grown from a matrix nothing was removed from, which is exactly the matrix
+a fresh load reads. A load that finds a different matrix ignores the file and builds again. A
+removal (a forgotten or rewritten row) deletes the file at once, so a forgotten text's vector
+never outlives it on disk (issue 14); the next open builds a fresh one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import numpy as np
+
+from memory_es.fsutil import atomic_write
+
+ANN_THRESHOLD: Final = 20_000  # live vectors; below it exact numpy search is as fast (bench)
+CONNECTIVITY: Final = 16
+EXPANSION_ADD: Final = 128
+BUILD_CHUNK: Final = 1024  # rows per add while building: a close stops a build between chunks
+OVERFETCH: Final = 2  # rows proposed per row asked, before exact scoring drops the dead ones
+
+AnnState = Literal["absent", "current", "stale", "invalid"]
+
+
+def expansion(size: int, k: int) -> int:
+    """The search breadth that kept recall@k >= 0.985 in ``bench/ann.py`` (M=16): 96 / 192
+    at 10k for k 10 / 50, 256 / 512 at 100k; wider for larger indexes."""
+    base = 96 if size <= 10_000 else 256 if size <= 100_000 else 512
+    return base * (2 if k > 10 else 1)
+
+
+def ann_paths(generation_dir: Path, identity: str) -> tuple[Path, Path]:
+    """(index file, its coverage record) for one embedding identity in one generation."""
+    tag = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    return (generation_dir / f"vectors-{tag}.usearch",
+            generation_dir / f"vectors-{tag}.json")
+
+
+def coverage(rowids: np.ndarray, matrix: np.ndarray) -> dict[str, Any]:
+    """What an index built over these rows covers: compared on load and by health."""
+    return {"rows": len(rowids),
+            "rowids_sha256": hashlib.sha256(rowids.astype("<i8").tobytes()).hexdigest(),
+            "matrix_sha256": hashlib.sha256(
+                np.ascontiguousarray(matrix, dtype="<f4").tobytes()).hexdigest()}
+
+
+class AnnIndex:
+    """An HNSW index over matrix positions (inner product of L2-normalised rows = cosine)."""
+
+    def __init__(self, dim: int, index: Any = None) -> None:
+        from usearch.index import Index  # imported on the large-store path only
+
+        self.dim = dim
+        self._index = index if index is not None else Index(
+            ndim=dim, metric="ip", dtype="f16", connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD)
+        self._lock = threading.Lock()  # usearch calls from the build thread and from readers
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, positions: np.ndarray, block: np.ndarray) -> None:
+        if len(positions):
+            with self._lock:  # one thread: the same insertion order gives the same graph
+                self._index.add(positions.astype(np.uint64), block, threads=1)
+
+    def remove(self, positions: np.ndarray) -> None:
+        with self._lock:
+            for position in positions.tolist():
+                if position in self._index:
+                    self._index.remove(position)
+
+    def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
+        """Up to ``k`` proposed positions per query (rows of ``queries``)."""
+        with self._lock:
+            self._index.expansion_search = expansion(len(self._index), k)  # type: ignore[misc]  # a setter usearch declares oddly
+            found = self._index.search(queries, min(k, len(self._index)), threads=1)
+        if not hasattr(found, "counts"):  # one query: usearch answers with plain Matches
+            return [np.asarray(found.keys, dtype=np.int64)]
+        return [found.keys[i, :found.counts[i]].astype(np.int64) for i in range(len(queries))]
+
+    def save(self, path: Path, meta: Path, covered: dict[str, Any]) -> None:
+        """The index, then its coverage record: a record always describes the file beside it."""
+        tmp = path.with_name(path.name + ".tmp")
+        with self._lock:
+            self._index.save(str(tmp))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+        atomic_write(meta, json.dumps({**covered, "dim": self.dim}, sort_keys=True).encode(),
+                     durable=False)  # a cache: a lost file is built again
+
+    @classmethod
+    def load(cls, path: Path, meta: Path, dim: int,
+             covered: dict[str, Any]) -> AnnIndex | None:
+        """The saved index when it covers exactly ``covered``; None otherwise."""
+        try:
+            saved = json.loads(meta.read_bytes())
+        except (OSError, ValueError):
+            return None
+        if saved != {**covered, "dim": dim}:
+            return None
+        from usearch.index import Index
+
+        try:
+            index = Index.restore(str(path))  # a copy in memory: a view cannot grow
+        except (OSError, RuntimeError, ValueError):
+            return None
+        if index is None or len(index) != covered["rows"] or index.ndim != dim:
+            return None
+        return cls(dim, index)
+
+
+def discard(path: Path, meta: Path) -> None:
+    for file in (meta, path, path.with_name(path.name + ".tmp")):
+        with contextlib.suppress(FileNotFoundError):
+            file.unlink()
+
+
+def saved_state(path: Path, meta: Path, dim: int, rowids: np.ndarray,
+                matrix: np.ndarray) -> AnnState:
+    """Health's view of a generation's saved index: absent, current (it covers exactly these
+    live vectors), stale (it covers others: the next writer open builds again) or invalid
+    (unreadable)."""
+    if not path.exists() and not meta.exists():
+        return "absent"
+    covered = coverage(rowids, matrix)
+    if AnnIndex.load(path, meta, dim, covered) is not None:
+        return "current"
+    try:
+        json.loads(meta.read_bytes())
+    except (OSError, ValueError):
+        return "invalid"
+    return "stale"
+
+
+Rows = tuple[np.ndarray, np.ndarray]  # (rowids, matrix) of a VectorMatrix, -1: a dead slot
+
+
+class AnnCache:
+    """The index of one growing matrix: loaded or built (in a background thread) once the
+    matrix holds :data:`ANN_THRESHOLD` live rows, grown with it, saved when nothing was removed.
+
+    ``lock`` is held by the matrix while it changes, so the build thread's catch-up sees a
+    consistent matrix; ``current`` returns the matrix as it is.
+    """
+
+    def __init__(self, dim: int, files: tuple[Path, Path] | None,
+                 current: Any) -> None:
+        self.dim = dim
+        self.lock = threading.RLock()
+        self._files = files
+        self._current = current
+        self._index: AnnIndex | None = None
+        self._covered = 0  # matrix positions the index has seen (dead ones skipped)
+        self._removed = False  # since the matrix loaded: its file would not be a fresh load's
+        self._removed_in_build: list[int] = []
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._saved = 0  # positions covered by the file on disk
+
+    @property
+    def ready(self) -> bool:
+        return self._index is not None
+
+    def grown(self) -> None:
+        """The matrix took new rows (call with :attr:`lock` held)."""
+        rowids, matrix = self._current()
+        if self._index is not None:
+            self._add(self._index, rowids, matrix, self._covered, len(rowids))
+            self._covered = len(rowids)
+            return
+        if self._thread is not None or int(np.count_nonzero(rowids >= 0)) < ANN_THRESHOLD:
+            return
+        if self._files is not None and not self._removed:
+            loaded = AnnIndex.load(*self._files, self.dim, coverage(rowids, matrix))
+            if loaded is not None:
+                self._index, self._covered, self._saved = loaded, len(rowids), len(rowids)
+                return
+        self._thread = threading.Thread(target=self._build, args=(rowids, matrix),
+                                        name="memory-es-ann", daemon=True)
+        self._thread.start()
+
+    def removed(self, positions: np.ndarray) -> None:
+        """These matrix positions died (call with :attr:`lock` held): out of the index, and
+        the file goes at once (a forgotten text's vector never outlives it, issue 14)."""
+        self._removed = True
+        if self._files is not None:
+            discard(*self._files)
+        if self._index is not None:
+            self._index.remove(positions)
+        elif self._thread is not None:
+            self._removed_in_build.extend(positions.tolist())
+
+    def search(self, queries: np.ndarray, k: int) -> list[np.ndarray] | None:
+        """Proposed matrix positions per query, or None while there is no index (search the
+        matrix exactly)."""
+        index = self._index
+        if index is None or not len(index):
+            return None
+        return index.search(queries, k * OVERFETCH)
+
+    def close(self) -> None:
+        """Stop a build; save a grown index that covers a fresh load's matrix."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self.lock:
+            if self._index is not None and self._files is not None and not self._removed \
+                    and self._saved != self._covered:
+                self._save(self._index)
+
+    def _build(self, rowids: np.ndarray, matrix: np.ndarray) -> None:
+        index = AnnIndex(self.dim)
+        end = len(rowids)
+        for start in range(0, end, BUILD_CHUNK):
+            if self._stop.is_set():
+                return
+            self._add(index, rowids, matrix, start, min(end, start + BUILD_CHUNK))
+        with self.lock:  # catch up with what the matrix did meanwhile, then serve
+            index.remove(np.asarray(self._removed_in_build, dtype=np.int64))
+            self._removed_in_build.clear()
+            now_rowids, now_matrix = self._current()
+            self._add(index, now_rowids, now_matrix, end, len(now_rowids))
+            self._covered = len(now_rowids)
+            self._index = index
+            if self._files is not None and not self._removed:
+                self._save(index)
+
+    def _save(self, index: AnnIndex) -> None:
+        assert self._files is not None
+        rowids, matrix = self._current()
+        try:
+            index.save(*self._files, coverage(rowids, matrix))
+            self._saved = len(rowids)
+        except OSError:  # a cache: the next open builds again
+            discard(*self._files)
+
+    @staticmethod
+    def _add(index: AnnIndex, rowids: np.ndarray, matrix: np.ndarray,
+             start: int, end: int) -> None:
+        if end <= start:
+            return
+        live = np.nonzero(rowids[start:end] >= 0)[0]
+        index.add(live + start, matrix[start:end][live])
