@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -182,3 +184,35 @@ def test_a_store_past_the_threshold_recalls_through_the_index_and_health_sees_it
     report = MemoryRoot.open(root, parse_config(JOURNAL)).health()
     assert (report.status, report.findings, report.ann_index) == ("clean", (), "current")
     assert report.to_json()["ann_index"] == "current"
+
+
+def test_many_dead_rows_make_the_index_build_afresh(
+        generation: tuple[apsw.Connection, Path, np.ndarray]) -> None:
+    """faiss cannot remove a row: dead rows are filtered from proposals, and once more than
+    a tenth of the index is dead it is built again without them crowding the proposals."""
+    conn, gen, vectors = generation
+    matrix = VectorMatrix(DIM, IDENTITY, approximate=True, ann_dir=gen)
+    matrix.refresh(conn, IDENTITY)
+    ready(matrix)
+    matrix.forget(list(range(1, 200)))  # 199 of 3000: under a tenth, the index stays
+    assert matrix.approximate
+    matrix.forget(list(range(200, 400)))  # 399: past a tenth
+    assert not matrix.approximate
+    ready(matrix)
+    assert not {r for r, _ in matrix.top(vectors[100], 50)} & set(range(1, 400))
+    matrix.close()
+
+
+def test_the_index_library_and_the_onnx_runtime_share_a_process() -> None:
+    """usearch, measured alike, crashed the interpreter when onnxruntime was imported after
+    it: whichever comes first, both load and work."""
+    pytest.importorskip("onnxruntime")
+    code = ("import numpy as np\n"
+            "from memory_es.recall.ann import AnnIndex\n"
+            "index = AnnIndex(8)\n"
+            "index.add(0, np.eye(8, dtype=np.float32))\n"
+            "import onnxruntime\n"
+            "assert index.search(np.eye(8, dtype=np.float32)[:1], 1)[0].tolist() == [0]\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-1000:]

@@ -81,7 +81,7 @@ def hygiene(root: Path) -> Iterator[Finding]:
                 yield Finding("hard_link", rel, f"{st.st_nlink} hard links")
 
 
-_ANN_FILE = re.compile(r"vectors-[0-9a-f]{16}\.(?:usearch|json)")
+_ANN_FILE = re.compile(r"vectors-[0-9a-f]{16}\.(?:faiss|json)")
 
 
 def _unexpected_files(root: Path, generation: int | None) -> Iterator[Finding]:

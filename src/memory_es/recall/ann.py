@@ -1,20 +1,25 @@
 """Approximate nearest neighbours for a large vector matrix (issue 16 item 2).
 
 Below :data:`ANN_THRESHOLD` live vectors recall searches the matrix exactly (numpy). Past it, a
-writable store builds an HNSW index (usearch, chosen by ``bench/ann.py``: the one candidate
-with wheels, add, remove, save and load; f16 storage halves its memory at the same recall) in a
-background thread, and recall searches it once it is ready. The index only proposes rows: every
-proposed row is scored exactly against the float32 matrix, so a score never depends on the
-index, only which rows are proposed can (recall@10 against exact >= 0.98 on the bench's
-queries, ``bench/recall_latency.py``).
+writable store builds an HNSW index in a background thread and searches it once it is ready.
+The library is faiss (``IndexHNSWSQ``, f16 storage: half the memory at the same recall), chosen
+with ``bench/ann.py``: wheels for every platform, save and load, the fastest queries measured
+here. usearch measured alike and can remove rows, but the process crashes when onnxruntime (the
+MiniLM provider) is imported after it. faiss cannot remove a row: the matrix marks dead rows
+and they are filtered out of every proposal; past :data:`REBUILD_SHARE` dead rows the index is
+built afresh.
 
-The index is a cache of the generation's vectors, never an authority. Its keys are positions
-in the matrix, and it is saved beside the generation (``vectors-<identity>.usearch`` with a
-``.json`` of what it covers: the row count and SHA-256 of the rowids and of the matrix) only
-when it was built or grown from a matrix nothing was removed from, which is exactly the matrix
-a fresh load reads. A load that finds a different matrix ignores the file and builds again. A
-removal (a forgotten or rewritten row) deletes the file at once, so a forgotten text's vector
-never outlives it on disk (issue 14); the next open builds a fresh one.
+The index only proposes rows. Every proposed row is scored exactly against the float32 matrix,
+so a score never depends on the index; only which rows are proposed can (recall@10 against
+exact >= 0.98 on the bench's queries, ``bench/recall_latency.py``).
+
+The index is a cache of the generation's vectors, never an authority. Its ids are positions in
+the matrix. It is saved beside the generation (``vectors-<identity>.faiss``, with a ``.json``
+of what it covers: the row count and SHA-256 of the rowids and of the matrix) only when it was
+built or grown from a matrix nothing was removed from, which is exactly the matrix a fresh load
+reads. A load that finds a different matrix ignores the file and builds again. A removal (a
+forgotten or rewritten row) deletes the file at once, so a forgotten text's vector never
+outlives it on disk (issue 14); the next open builds a fresh one.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ CONNECTIVITY: Final = 16
 EXPANSION_ADD: Final = 128
 BUILD_CHUNK: Final = 1024  # rows per add while building: a close stops a build between chunks
 OVERFETCH: Final = 2  # rows proposed per row asked, before exact scoring drops the dead ones
+REBUILD_SHARE: Final = 0.1  # dead positions past this share of the index: build it afresh
 
 AnnState = Literal["absent", "current", "stale", "invalid"]
 
@@ -50,7 +56,7 @@ def expansion(size: int, k: int) -> int:
 def ann_paths(generation_dir: Path, identity: str) -> tuple[Path, Path]:
     """(index file, its coverage record) for one embedding identity in one generation."""
     tag = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
-    return (generation_dir / f"vectors-{tag}.usearch",
+    return (generation_dir / f"vectors-{tag}.faiss",
             generation_dir / f"vectors-{tag}.json")
 
 
@@ -63,45 +69,51 @@ def coverage(rowids: np.ndarray, matrix: np.ndarray) -> dict[str, Any]:
 
 
 class AnnIndex:
-    """An HNSW index over matrix positions (inner product of L2-normalised rows = cosine)."""
+    """An HNSW index over matrix positions (inner product of L2-normalised rows = cosine).
+
+    faiss numbers rows in the order they are added, so every matrix position is added, a dead
+    one as the zero row the matrix holds for it: ids are positions, and the matrix's dead
+    marks filter what the index cannot remove.
+    """
 
     def __init__(self, dim: int, index: Any = None) -> None:
-        from usearch.index import Index  # imported on the large-store path only
+        import faiss  # imported on the large-store path only
 
+        faiss.omp_set_num_threads(1)  # one core: the same insertion order gives the same graph
         self.dim = dim
-        self._index = index if index is not None else Index(
-            ndim=dim, metric="ip", dtype="f16", connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD)
-        self._lock = threading.Lock()  # usearch calls from the build thread and from readers
+        if index is None:
+            index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_fp16, CONNECTIVITY,
+                                      faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = EXPANSION_ADD
+        self._index = index
+        self._lock = threading.Lock()  # faiss calls from the build thread and from readers
 
     def __len__(self) -> int:
-        return len(self._index)
+        return int(self._index.ntotal)
 
-    def add(self, positions: np.ndarray, block: np.ndarray) -> None:
-        if len(positions):
-            with self._lock:  # one thread: the same insertion order gives the same graph
-                self._index.add(positions.astype(np.uint64), block, threads=1)
-
-    def remove(self, positions: np.ndarray) -> None:
-        with self._lock:
-            for position in positions.tolist():
-                if position in self._index:
-                    self._index.remove(position)
+    def add(self, start: int, block: np.ndarray) -> None:
+        """Rows for positions ``start``, ``start + 1``, ... (``start`` is the next id)."""
+        if len(block):
+            with self._lock:
+                if start != self._index.ntotal:
+                    raise ValueError(f"ANN index holds {self._index.ntotal} rows, not {start}")
+                self._index.add(np.ascontiguousarray(block, dtype=np.float32))
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
         """Up to ``k`` proposed positions per query (rows of ``queries``)."""
         with self._lock:
-            self._index.expansion_search = expansion(len(self._index), k)  # type: ignore[misc]  # a setter usearch declares oddly
-            found = self._index.search(queries, min(k, len(self._index)), threads=1)
-        if not hasattr(found, "counts"):  # one query: usearch answers with plain Matches
-            return [np.asarray(found.keys, dtype=np.int64)]
-        return [found.keys[i, :found.counts[i]].astype(np.int64) for i in range(len(queries))]
+            self._index.hnsw.efSearch = expansion(len(self), k)
+            _, found = self._index.search(np.ascontiguousarray(queries, dtype=np.float32),
+                                          min(k, len(self)))
+        return [row[row >= 0].astype(np.int64) for row in found]
 
     def save(self, path: Path, meta: Path, covered: dict[str, Any]) -> None:
         """The index, then its coverage record: a record always describes the file beside it."""
+        import faiss
+
         tmp = path.with_name(path.name + ".tmp")
         with self._lock:
-            self._index.save(str(tmp))
+            faiss.write_index(self._index, str(tmp))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
         atomic_write(meta, json.dumps({**covered, "dim": self.dim}, sort_keys=True).encode(),
@@ -117,13 +129,13 @@ class AnnIndex:
             return None
         if saved != {**covered, "dim": dim}:
             return None
-        from usearch.index import Index
+        import faiss
 
         try:
-            index = Index.restore(str(path))  # a copy in memory: a view cannot grow
-        except (OSError, RuntimeError, ValueError):
+            index = faiss.read_index(str(path))
+        except (OSError, RuntimeError):
             return None
-        if index is None or len(index) != covered["rows"] or index.ndim != dim:
+        if index.ntotal != covered["rows"] or index.d != dim:
             return None
         return cls(dim, index)
 
@@ -171,7 +183,7 @@ class AnnCache:
         self._index: AnnIndex | None = None
         self._covered = 0  # matrix positions the index has seen (dead ones skipped)
         self._removed = False  # since the matrix loaded: its file would not be a fresh load's
-        self._removed_in_build: list[int] = []
+        self._dead = 0  # dead positions the index still holds (faiss cannot remove)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._saved = 0  # positions covered by the file on disk
@@ -194,6 +206,11 @@ class AnnCache:
             if loaded is not None:
                 self._index, self._covered, self._saved = loaded, len(rowids), len(rowids)
                 return
+        self._start_build()
+
+    def _start_build(self) -> None:
+        rowids, matrix = self._current()
+        self._dead = int(np.count_nonzero(rowids < 0))
         self._thread = threading.Thread(target=self._build, args=(rowids, matrix),
                                         name="memory-es-ann", daemon=True)
         self._thread.start()
@@ -204,10 +221,10 @@ class AnnCache:
         self._removed = True
         if self._files is not None:
             discard(*self._files)
-        if self._index is not None:
-            self._index.remove(positions)
-        elif self._thread is not None:
-            self._removed_in_build.extend(positions.tolist())
+        self._dead += len(positions)
+        if self._index is not None and self._dead > REBUILD_SHARE * len(self._index):
+            self._index, self._dead = None, 0  # too many dead proposals: build afresh
+            self._start_build()
 
     def search(self, queries: np.ndarray, k: int) -> list[np.ndarray] | None:
         """Proposed matrix positions per query, or None while there is no index (search the
@@ -235,8 +252,6 @@ class AnnCache:
                 return
             self._add(index, rowids, matrix, start, min(end, start + BUILD_CHUNK))
         with self.lock:  # catch up with what the matrix did meanwhile, then serve
-            index.remove(np.asarray(self._removed_in_build, dtype=np.int64))
-            self._removed_in_build.clear()
             now_rowids, now_matrix = self._current()
             self._add(index, now_rowids, now_matrix, end, len(now_rowids))
             self._covered = len(now_rowids)
@@ -256,7 +271,6 @@ class AnnCache:
     @staticmethod
     def _add(index: AnnIndex, rowids: np.ndarray, matrix: np.ndarray,
              start: int, end: int) -> None:
-        if end <= start:
-            return
-        live = np.nonzero(rowids[start:end] >= 0)[0]
-        index.add(live + start, matrix[start:end][live])
+        """Positions ``start``..``end``, dead ones as the zero rows the matrix holds."""
+        if end > start:
+            index.add(start, matrix[start:end])
