@@ -25,6 +25,7 @@ soak: $(BIN)/memory-es  # the attack suite at length: 1,000 random SIGKILLs per 
 	MEMORY_ES_ATTACK_KILLS=1000 $(BIN)/python -m pytest -q -s tests/test_attacks.py
 
 bench: $(BIN)/memory-es
+	$(BIN)/python -m pip install -q -e '.[bench]'  # matplotlib: bench/scale.py's plot
 	$(BIN)/python bench/admission.py
 	$(BIN)/python bench/rebuild.py
 	$(BIN)/python bench/worker.py
@@ -33,6 +34,7 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/remember.py --quick
 	$(BIN)/python bench/embedding.py
+	$(BIN)/python bench/scale.py  # 10k and 100k; writes docs/scale.png
 
 bench-large: $(BIN)/memory-es  # bench/scale.py at 10k, 100k and 1M memories (about an hour)
 	$(BIN)/python bench/scale.py --large

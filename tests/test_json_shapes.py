@@ -126,7 +126,7 @@ def test_health_json_shape(root: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert shape(obj) == {"findings": [{"code": "str", "detail": "str", "path": "str"}],
                           "journal_position": "int", "projection_position": "int",
                           "runtime": "str", "status": "str", "vectors_pending": "null",
-                          "worker": "str"}
+                          "worker": "str", "ann_index": "null"}
     assert obj["status"] == "recoverable"
     assert obj["findings"][0]["code"] == "projection_behind"
     report = MemoryRoot.open(root).health()

@@ -37,7 +37,6 @@ from memory_es.history import (
     iter_events,
     journal_guard,
     open_reader,
-    verified_index,
     verified_journal_and_index,
 )
 from memory_es.intake import IntakeReport, payload_problem, utc_now
@@ -268,7 +267,9 @@ class MemoryRoot:
     def index(self) -> Iterator[apsw.Connection | None]:
         """The active index generation, read-only, after the journal is verified; None when
         no generation was ever activated."""
-        with verified_index(self.root, self._keys) as conn:
+        with verified_journal_and_index(self.root, self._keys) as (opened, conn):
+            if self._config is None:  # read from the journal this read verified: one pass
+                self._config = effective(opened, None)
             yield conn
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False,
