@@ -289,7 +289,7 @@ def main() -> None:
               f"{emb['p50_ms']:.2f} ms p95 {emb['p95_ms']:.2f} ms")
 
     figures: dict[str, Any] = {"bench": "recall_latency", "queries": args.queries,
-                               "method": "build_generation + random unit vectors"}
+                               "method": "build_generation + clustered unit vectors"}
     for r in results:
         tag = f"{r['size'] // 1000}k" if r["size"] % 1000 == 0 else str(r["size"])
         figures[f"p50_ms_{tag}"] = round(r["p50_ms"], 3)
