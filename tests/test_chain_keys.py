@@ -521,3 +521,24 @@ def test_open_loads_the_key_once(root: Path, monkeypatch: pytest.MonkeyPatch) ->
     opened = open_journal(root, writable=False)
     opened.close()
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("key_bytes", [16, 32, 64, 65, 100])
+def test_a_keyed_link_is_rfc_2104_hmac_sha256_of_its_fields(key_bytes: int) -> None:
+    """The link computes HMAC from the key's padded hash states (issue 16: a third faster);
+    every journal ever written must still verify, so it equals ``hmac.new`` byte for byte,
+    keys longer than a block included."""
+    import hashlib
+    import hmac
+    import random
+
+    from memory_es.journal.chain import Chain, _fields
+
+    rng = random.Random(key_bytes)
+    key = rng.randbytes(key_bytes)
+    chain = Chain(key, 1)
+    for n in range(50):
+        prev, state = rng.randbytes(32), rng.randbytes(rng.randint(0, 3000))
+        fields = _fields(n + 1, f"oid-{n}", n, "memory_es/Topic.é", state)
+        assert chain.link(prev, n + 1, f"oid-{n}", n, "memory_es/Topic.é", state) == \
+            hmac.new(key, prev + fields, hashlib.sha256).digest()

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
@@ -170,3 +171,26 @@ def test_keys_taken_by_many_threads_are_distinct_and_durable(tmp_path: Path) -> 
     assert len({key_id for key_id, _ in taken}) == len(taken) == 2400
     assert all(keys.get(key_id) == key for key_id, key in taken)
     keys.close()
+
+
+def test_the_intake_fold_opens_no_sealed_field(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16: the intake view keeps no content, so folding it (every store open, every
+    inspect) looks up no record key and decrypts nothing, and gives the same view as a fold
+    that opens everything."""
+    from memory_es.history import fold_intakes
+    from memory_es.journal.sealing import Sealer
+
+    root = tmp_path / "root"
+    make_root(root)
+    with open_reader(root) as opened:
+        whole = fold_intakes(opened).report(datetime(2026, 12, 4, tzinfo=UTC), None)
+
+        def no_key(self: Sealer, key_id: int) -> bytes | None:
+            raise AssertionError("a record key was looked up")
+
+        monkeypatch.setattr(Sealer, "_key", no_key)
+        folded = fold_intakes(opened).report(datetime(2026, 12, 4, tzinfo=UTC), None)
+        assert folded == whole and folded.counts.total == 1
+        with pytest.raises(AssertionError, match="record key"):
+            list(iter_events(opened))  # a read of content still opens it

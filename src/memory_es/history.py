@@ -16,7 +16,14 @@ from eventsourcing.persistence import StoredEvent
 from memory_es.errors import storage_guard, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS
 from memory_es.intake import IntakeView
-from memory_es.journal import GENESIS, JOURNAL_FILE, OpenedJournal, chain_link, open_journal
+from memory_es.journal import (
+    GENESIS,
+    JOURNAL_FILE,
+    MsgspecMapper,
+    OpenedJournal,
+    chain_link,
+    open_journal,
+)
 from memory_es.keystore import KeyStore
 from projections.replay import INDEX_DIR, open_active_index, unreadable
 
@@ -99,12 +106,16 @@ def iter_events(
 
 
 def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
-    """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only)."""
+    """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only).
+    The view keeps no content, so sealed fields are not opened (half the cost of a store
+    open on a large journal)."""
     view = IntakeView(retain_resolved=retain_resolved)
     mapper = opened.app.mapper
+    assert isinstance(mapper, MsgspecMapper)
     for position, oid, version, topic, state, _chain in opened.recorder.rows():
         if topic.startswith(INTAKE_TOPIC_PREFIX):
-            view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state)))
+            view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state),
+                                                        content=False))
     return view
 
 

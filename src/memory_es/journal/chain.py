@@ -22,7 +22,6 @@ import hmac
 import struct
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from memory_es.errors import IntegrityError
@@ -31,17 +30,18 @@ GENESIS = bytes(32)
 NEVER = 2**63 - 1  # keyed_from of a plain (schema 1) chain
 
 
-def _feed(h: Any, position: int, originator_id: UUID | str, version: int, topic: str,
-          state: bytes) -> None:
+_HEAD = struct.Struct(">QqI")
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+
+
+def _fields(position: int, originator_id: UUID | str, version: int, topic: str,
+            state: bytes) -> bytes:
     """Fixed-width integers and length prefixes make the encoding unambiguous."""
     oid = str(originator_id).encode()
     t = topic.encode()
-    h.update(struct.pack(">QqI", position, version, len(oid)))
-    h.update(oid)
-    h.update(struct.pack(">I", len(t)))
-    h.update(t)
-    h.update(struct.pack(">Q", len(state)))
-    h.update(state)
+    return b"".join((_HEAD.pack(position, version, len(oid)), oid, _U32.pack(len(t)), t,
+                     _U64.pack(len(state)), state))
 
 
 def chain_link(
@@ -49,9 +49,7 @@ def chain_link(
 ) -> bytes:
     """The plain link: chain_n = sha256(chain_{n-1} || position || originator_id || version
     || topic || state)."""
-    h = hashlib.sha256(prev)
-    _feed(h, position, originator_id, version, topic, state)
-    return h.digest()
+    return hashlib.sha256(prev + _fields(position, originator_id, version, topic, state)).digest()
 
 
 class Chain:
@@ -64,7 +62,7 @@ class Chain:
         self.keyed_from = keyed_from
         self.root_id = root_id
         self._key = key
-        self._base = hmac.new(key, digestmod=hashlib.sha256) if key is not None else None
+        self._pads = _hmac_pads(key) if key is not None else None
 
     @classmethod
     def plain(cls) -> Chain:
@@ -72,16 +70,18 @@ class Chain:
 
     @property
     def keyed(self) -> bool:
-        return self._base is not None
+        return self._pads is not None
 
     def link(self, prev: bytes, position: int, originator_id: UUID | str, version: int,
              topic: str, state: bytes) -> bytes:
-        if self._base is None or position < self.keyed_from:
+        if self._pads is None or position < self.keyed_from:
             return chain_link(prev, position, originator_id, version, topic, state)
-        h = self._base.copy()  # one key schedule per open, not per row
-        h.update(prev)
-        _feed(h, position, originator_id, version, topic, state)
-        return h.digest()
+        # HMAC-SHA256 (RFC 2104) from the key's two padded hash states, computed once per
+        # open: a link is then two hash copies and one message, a third faster than hmac.HMAC
+        inner, outer = self._pads[0].copy(), self._pads[1].copy()
+        inner.update(prev + _fields(position, originator_id, version, topic, state))
+        outer.update(inner.digest())
+        return outer.digest()
 
     def mac(self, label: bytes, data: bytes) -> bytes:
         """HMAC-SHA256 of ``label || 0 || data`` under the chain key (anchors, the marker);
@@ -90,6 +90,13 @@ class Chain:
             raise IntegrityError("chain_unkeyed: this root's chain has no key",
                                  code="chain_unkeyed")
         return hmac.new(self._key, label + b"\0" + data, hashlib.sha256).digest()
+
+
+def _hmac_pads(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
+    """SHA-256 states after the HMAC inner and outer key blocks (RFC 2104)."""
+    block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    return (hashlib.sha256(bytes(b ^ 0x36 for b in block)),
+            hashlib.sha256(bytes(b ^ 0x5C for b in block)))
 
 
 def verify_chain(

@@ -82,11 +82,15 @@ class MsgspecMapper(Mapper[UUID]):
         return StoredEvent(originator_id, originator_version, topic,
                            self.transcoder.encode(state))
 
-    def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
+    def to_domain_event(self, stored_event: StoredEvent, *,
+                        content: bool = True) -> DomainEventProtocol[UUID]:
+        """The typed event; without ``content`` its sealed fields read as their tombstones
+        (:meth:`Sealer.unseal`), for folds that need none of them."""
         cls = resolve_topic(stored_event.topic)
         class_version = getattr(cls, "class_version", 1)
         opened = self.sealer.unseal(stored_event.topic, stored_event.originator_id,
-                                    stored_event.originator_version, stored_event.state)
+                                    stored_event.originator_version, stored_event.state,
+                                    content=content)
         data = opened.state
         try:
             if class_version > 1:  # upcast old states, then decode the result strictly
