@@ -62,10 +62,17 @@ def ann_paths(generation_dir: Path, identity: str) -> tuple[Path, Path]:
 
 def coverage(rowids: np.ndarray, matrix: np.ndarray) -> dict[str, Any]:
     """What an index built over these rows covers: compared on load and by health."""
-    return {"rows": len(rowids),
-            "rowids_sha256": hashlib.sha256(rowids.astype("<i8").tobytes()).hexdigest(),
-            "matrix_sha256": hashlib.sha256(
-                np.ascontiguousarray(matrix, dtype="<f4").tobytes()).hexdigest()}
+    return {"rows": len(rowids), "rowids_sha256": _sha256(rowids, "<i8"),
+            "matrix_sha256": _sha256(matrix, "<f4")}
+
+
+def _sha256(array: np.ndarray, dtype: str) -> str:
+    """SHA-256 of the array's bytes in ``dtype``, read in slices: never a second copy of a
+    matrix that may hold a million rows."""
+    digest = hashlib.sha256()
+    for start in range(0, len(array), 65_536):
+        digest.update(np.ascontiguousarray(array[start:start + 65_536], dtype=dtype).data)
+    return digest.hexdigest()
 
 
 class AnnIndex:
