@@ -179,6 +179,18 @@ def known_items(conn: Any, size: int, count: int, seed: int) -> dict[str, float]
     return {name: hit / count for name, hit in hits.items()}
 
 
+def profile_recall(conn: Any, matrix: VectorMatrix, qs: list[tuple[str, np.ndarray]]) -> str:
+    """cProfile of 100 recalls, the hot spots by cumulative time."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for query, vec in qs[: min(100, len(qs))]:
+        recall_once(conn, matrix, query, vec)
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(24)
+    return buf.getvalue()
+
+
 def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str, Any]:
     index, matrix, build_s = build_index(directory / f"gen-{size}.db", size, SEED)
     conn = index.conn
@@ -191,16 +203,7 @@ def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str
     for query, vec in qs:
         floor.append(floor_once(conn, matrix, query, vec))
         ours.append(recall_once(conn, matrix, query, vec))
-    prof_text = None
-    if profile:
-        prof = cProfile.Profile()
-        prof.enable()
-        for query, vec in qs[: min(100, len(qs))]:
-            recall_once(conn, matrix, query, vec)
-        prof.disable()
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(18)
-        prof_text = buf.getvalue()
+    prof_text = profile_recall(conn, matrix, qs) if profile else None
     known = known_items(conn, size, min(queries, 200), SEED + 3)
     ann: dict[str, float] = {}
     if (built := approximate(conn, size)) is not None:
@@ -214,6 +217,8 @@ def measure(size: int, queries: int, directory: Path, profile: bool) -> dict[str
         ann["p50_ms"] = statistics.median(fast_ours) * 1e3
         ann["p95_ms"] = pct(fast_ours, 0.95) * 1e3
         ann["ratio"] = statistics.median(fast_ours) / statistics.median(fast_floor)
+        if profile:
+            prof_text = profile_recall(conn, fast, qs)
         fast.close()
     index.close()
     for suffix in ("", "-wal", "-shm"):

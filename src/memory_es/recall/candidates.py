@@ -108,23 +108,26 @@ def candidate_pool(
     excluded = session_key(exclude_session)
     pool = sorted(set(lexical) | set(vector_ranks),
                   key=lambda r: (min(lexical.get(r, 10**9), vector_ranks.get(r, 10**9)), r))
-    candidates: list[Candidate] = []
+    rows = {r[6]: r for r in conn.execute(  # the pool's rows in one query, not one each
+        "SELECT id, text, kind, status, recorded_at, source_session, rowid, run_hash "
+        f"FROM memories WHERE rowid IN ({','.join('?' * len(pool))})", pool)} if pool else {}
+    chosen: list[Any] = []
     for rowid in pool:
-        if len(candidates) >= MAX_CANDIDATES:
+        if len(chosen) >= MAX_CANDIDATES:
             break
-        row = conn.execute("SELECT id, text, kind, status, recorded_at, source_session, "
-                           "rowid, run_hash FROM memories WHERE rowid = ?", (rowid,)).fetchone()
+        row = rows.get(rowid)
         if row is None:
             continue
         session = row[5]
         if excluded is not None and session not in (None, "unknown") \
                 and session_key(session) == excluded:
             continue
-        cosine = cosines.get(rowid)
-        if cosine is None and query_vector is not None and matrix is not None:
-            cosine = matrix.cosine(query_vector, rowid)  # a lexical hit that has a vector
-        candidates.append(_candidate(row, cosine, lexical.get(rowid), vector_ranks.get(rowid),
-                                     evidence))
+        chosen.append(row)
+    if query_vector is not None and matrix is not None:  # lexical hits that have a vector
+        cosines.update(matrix.cosines(query_vector,
+                                      [r[6] for r in chosen if r[6] not in cosines]))
+    candidates = [_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
+                             vector_ranks.get(row[6]), evidence) for row in chosen]
     return with_entity_names(conn, candidates)
 
 
@@ -247,11 +250,10 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
     neighbours = []
     if evidence is None:
         evidence = LexicalEvidence.for_query(conn, query)
+    cosines = matrix.cosines(query_vector, [row[6] for row in rows]) \
+        if query_vector is not None and matrix is not None else {}
     for row in rows:
-        cosine = None
-        if query_vector is not None and matrix is not None:
-            cosine = matrix.cosine(query_vector, row[6])
-        neighbours.append(replace(_candidate(row, cosine, None, None, evidence),
+        neighbours.append(replace(_candidate(row, cosines.get(row[6]), None, None, evidence),
                                   graph_hop=True))
     return with_entity_names(conn, neighbours)
 

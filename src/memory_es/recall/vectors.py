@@ -353,9 +353,14 @@ class VectorMatrix:
                 out.append([(int(rowids[positions[i]]), float(sims[i])) for i in best])
             return out
 
-    def cosine(self, query: np.ndarray, rowid: int) -> float | None:
-        hit = np.nonzero(self.rowids == rowid)[0]
-        return float(self.matrix[hit[0]] @ query) if len(hit) else None
+    def cosines(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
+        """The cosines of those of these rows the matrix holds, with one pass over the row
+        ids (a scan per row cost ~1 ms a query at 100,000 rows)."""
+        if not rowids or not self._size:
+            return {}
+        hits = np.nonzero(np.isin(self.rowids, np.asarray(rowids, dtype=np.int64)))[0]
+        return {int(self.rowids[i]): float(self.matrix[i] @ query) for i in hits}
+
 
 
 def optional_rows(conn: apsw.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
