@@ -20,7 +20,7 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import get_topic, resolve_topic
 
-from memory_es.journal.sealing import Sealer
+from memory_es.journal.sealing import Sealer, is_sealed
 
 FORGOTTEN = "_forgotten"  # set on a decoded event whose sealed content was destroyed
 
@@ -85,22 +85,28 @@ class MsgspecMapper(Mapper[UUID]):
     def to_domain_event(self, stored_event: StoredEvent, *,
                         content: bool = True) -> DomainEventProtocol[UUID]:
         """The typed event; without ``content`` its sealed fields read as their tombstones
-        (:meth:`Sealer.unseal`), for folds that need none of them."""
+        and nothing is decrypted or encoded again, for folds that need none of them (the
+        intake view: a third of the cost per event)."""
         cls = resolve_topic(stored_event.topic)
         class_version = getattr(cls, "class_version", 1)
-        opened = self.sealer.unseal(stored_event.topic, stored_event.originator_id,
-                                    stored_event.originator_version, stored_event.state,
-                                    content=content)
-        data = opened.state
+        forgotten = False
         try:
-            if class_version > 1:  # upcast old states, then decode the result strictly
-                state = msgspec.json.decode(data)
-                from_version = state.pop("class_version", 1)
-                while from_version < class_version:
-                    getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
-                    from_version += 1
-                data = msgspec.json.encode(state)
-            typed = msgspec.json.decode(data, type=_decode_type(cls))
+            if not content:
+                state = msgspec.json.decode(stored_event.state)
+                for field, value in state.items():
+                    if is_sealed(value):
+                        state[field] = value.get("void")
+                _upcast(cls, state, class_version)
+                typed = msgspec.convert(state, type=_decode_type(cls))
+            else:
+                opened = self.sealer.unseal(stored_event.topic, stored_event.originator_id,
+                                            stored_event.originator_version, stored_event.state)
+                forgotten, data = opened.forgotten, opened.state
+                if class_version > 1:  # upcast old states, then decode the result strictly
+                    state = msgspec.json.decode(data)
+                    _upcast(cls, state, class_version)
+                    data = msgspec.json.encode(state)
+                typed = msgspec.json.decode(data, type=_decode_type(cls))
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             msg = (
                 f"event {stored_event.originator_id} v{stored_event.originator_version} "
@@ -112,11 +118,19 @@ class MsgspecMapper(Mapper[UUID]):
         oid = stored_event.originator_id
         event_state["originator_id"] = oid if isinstance(oid, UUID) else UUID(oid)
         event_state["originator_version"] = stored_event.originator_version
-        if opened.forgotten:
+        if forgotten:
             event_state[FORGOTTEN] = True
         domain_event = object.__new__(cls)
         object.__setattr__(domain_event, "__dict__", event_state)
         return domain_event  # type: ignore[no-any-return]
+
+
+def _upcast(cls: type, state: dict[str, Any], class_version: int) -> None:
+    """Bring an older stored state up to the class's version, in place."""
+    from_version = state.pop("class_version", 1)
+    while from_version < class_version:
+        getattr(cls, f"upcast_v{from_version}_v{from_version + 1}")(state)
+        from_version += 1
 
 
 class _AdmittedHash(msgspec.Struct):

@@ -122,20 +122,12 @@ class Sealer:
     # -- opening (everyone) ----------------------------------------------------------------------
 
     def unseal(self, topic: str, oid: UUID | str, version: int, state: bytes, *,
-               export: bool = False, content: bool = True) -> Unsealed:
+               export: bool = False) -> Unsealed:
         """Open every sealed field: plaintext while its key exists, else its tombstone (with
-        ``export``: the content-free sealed form, so a replay of the export keeps it void).
-        Without ``content`` every sealed field reads as its tombstone and no key is looked up:
-        for folds that use none of them (the intake view at open); the chain, which covers
-        the sealed bytes, has vouched for them."""
+        ``export``: the content-free sealed form, so a replay of the export keeps it void)."""
         if SEALED_MARK not in state:
             return Unsealed(state, False, ())
         data = msgspec.json.decode(state)
-        if not content:
-            for field, value in data.items():
-                if is_sealed(value):
-                    data[field] = value.get("void")
-            return Unsealed(msgspec.json.encode(data, order="sorted"), False, ())
         forgotten = False
         key_ids: list[int] = []
         for field, value in data.items():
