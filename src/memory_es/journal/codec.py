@@ -20,7 +20,7 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import get_topic, resolve_topic
 
-from memory_es.journal.sealing import Sealer, is_sealed
+from memory_es.journal.sealing import SEALED_MARK, Sealer, is_sealed
 
 FORGOTTEN = "_forgotten"  # set on a decoded event whose sealed content was destroyed
 
@@ -93,9 +93,10 @@ class MsgspecMapper(Mapper[UUID]):
         try:
             if not content:
                 state = msgspec.json.decode(stored_event.state)
-                for field, value in state.items():
-                    if is_sealed(value):
-                        state[field] = value.get("void")
+                if SEALED_MARK in stored_event.state:
+                    for field, value in state.items():
+                        if is_sealed(value):
+                            state[field] = value.get("void")
                 _upcast(cls, state, class_version)
                 typed = msgspec.convert(state, type=_decode_type(cls))
             else:
