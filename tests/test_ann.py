@@ -216,3 +216,18 @@ def test_the_index_library_and_the_onnx_runtime_share_a_process() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-1000:]
+
+
+def test_an_index_that_grew_past_its_coverage_is_not_written(tmp_path: Path) -> None:
+    """The file is written outside the matrix's lock: an index that took rows after its
+    coverage was read is not saved under a record that describes fewer rows."""
+    rows = clustered(10)
+    index = ann.AnnIndex(DIM)
+    index.add(0, rows[:5])
+    covered = ann.coverage(np.arange(1, 6), rows[:5])
+    files = ann.ann_paths(tmp_path, IDENTITY)
+    index.add(5, rows[5:])
+    assert not index.save(*files, covered)
+    assert not any(f.exists() for f in files)
+    assert index.save(*files, ann.coverage(np.arange(1, 11), rows))
+    assert ann.AnnIndex.load(*files, DIM, ann.coverage(np.arange(1, 11), rows)) is not None

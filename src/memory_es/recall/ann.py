@@ -114,17 +114,21 @@ class AnnIndex:
                                           min(k, len(self)))
         return [row[row >= 0].astype(np.int64) for row in found]
 
-    def save(self, path: Path, meta: Path, covered: dict[str, Any]) -> None:
-        """The index, then its coverage record: a record always describes the file beside it."""
+    def save(self, path: Path, meta: Path, covered: dict[str, Any]) -> bool:
+        """The index, then its coverage record: a record always describes the file beside it.
+        False (nothing written) when the index has grown past what ``covered`` describes."""
         import faiss
 
         tmp = path.with_name(path.name + ".tmp")
         with self._lock:
+            if self._index.ntotal != covered["rows"]:
+                return False
             faiss.write_index(self._index, str(tmp))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
         atomic_write(meta, json.dumps({**covered, "dim": self.dim}, sort_keys=True).encode(),
                      durable=False)  # a cache: a lost file is built again
+        return True
 
     @classmethod
     def load(cls, path: Path, meta: Path, dim: int,
@@ -247,9 +251,9 @@ class AnnCache:
         if self._thread is not None:
             self._thread.join()
         with self.lock:
-            if self._index is not None and self._files is not None and not self._removed \
-                    and self._saved != self._covered:
-                self._save(self._index)
+            index, rows = self._index, self._savable()
+        if index is not None and rows is not None and self._saved != len(rows[0]):
+            self._save(index, rows)
 
     def _build(self, rowids: np.ndarray, matrix: np.ndarray) -> None:
         index = AnnIndex(self.dim)
@@ -263,17 +267,29 @@ class AnnCache:
             self._add(index, now_rowids, now_matrix, end, len(now_rowids))
             self._covered = len(now_rowids)
             self._index = index
-            if self._files is not None and not self._removed:
-                self._save(index)
+            rows = self._savable()
+        if rows is not None:
+            self._save(index, rows)
 
-    def _save(self, index: AnnIndex) -> None:
+    def _savable(self) -> Rows | None:
+        """The matrix as it is, when a file of it may be kept (call with :attr:`lock` held)."""
+        return self._current() if self._files is not None and not self._removed else None
+
+    def _save(self, index: AnnIndex, rows: Rows) -> None:
+        """Write the index of these rows without holding :attr:`lock` (hashing and writing a
+        large matrix takes a while, and the matrix's writer must not wait): rows below their
+        count change only by a removal, which discards the file again."""
         assert self._files is not None
-        rowids, matrix = self._current()
         try:
-            index.save(*self._files, coverage(rowids, matrix))
-            self._saved = len(rowids)
+            written = index.save(*self._files, coverage(*rows))
         except OSError:  # a cache: the next open builds again
+            written = False
             discard(*self._files)
+        with self.lock:
+            if self._removed:  # a removal raced the write
+                discard(*self._files)
+            elif written:
+                self._saved = len(rows[0])
 
     @staticmethod
     def _add(index: AnnIndex, rowids: np.ndarray, matrix: np.ndarray,
