@@ -20,7 +20,6 @@ from eventsourcing.persistence import StoredEvent
 
 from memory_es.errors import MemoryEsError, io_problem
 from memory_es.events import Intake
-from memory_es.ids import intake_uuid
 from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIntake
 from memory_es.journal import OpenedJournal, Payload
 
@@ -169,7 +168,8 @@ class GroupCommit:
             p = req.prepared
             known = self.view.records.get(p.run_hash)
             known_hash = (known.content_sha256 if known else decided.get(p.run_hash)
-                          or self._opened.recorder.admitted_content_hash(intake_uuid(p.run_hash)))
+                          or self._opened.recorder.admitted_content_hash(
+                              req.event.originator_id))  # the intake's uuid, made once
             if known is None and p.run_hash in decided:
                 rides_on_write.append(i)
             if known_hash is not None:
