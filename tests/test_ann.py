@@ -231,3 +231,53 @@ def test_an_index_that_grew_past_its_coverage_is_not_written(tmp_path: Path) -> 
     assert not any(f.exists() for f in files)
     assert index.save(*files, ann.coverage(np.arange(1, 11), rows))
     assert ann.AnnIndex.load(*files, DIM, ann.coverage(np.arange(1, 11), rows)) is not None
+
+
+def test_a_forget_takes_every_ann_file_with_it_and_close_writes_none_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14 on the index (found in review): the forget path removes rows the matrix has
+    not seen yet; every ANN file of the generation goes at once, and closing the store does
+    not save an index that still holds the forgotten vector."""
+    monkeypatch.setattr(ann, "ANN_THRESHOLD", 60)
+    root = tmp_path / "root"
+    embedder = WordBagEmbedder(64, provider="ollama", model="bag")
+    store = MemoryStore.open(root, parse_config(JOURNAL), background=False, embedder=embedder)
+    for i in range(85):
+        store.persist_completed_turn(CompletedTurn(
+            run_id=f"r{i}", outcome="success", answer=f"Locker {i} holds crate-{i:03d}"))
+        if i == 79:
+            store.drain()
+            deadline = time.monotonic() + 30
+            while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
+                assert time.monotonic() < deadline
+                store.recall("crate-001")
+                time.sleep(0.02)
+    store.drain()
+    store.recall("crate-081")  # the index grows past what its file covers
+    stray = ann.ann_paths(next(root.glob("index/gen-*")), "another/identity")[0]
+    stray.write_bytes(b"an older identity's index")
+    hit = store.recall("which locker holds crate-033").recall.hits[0]
+    assert "crate-033" in hit.text
+    store.forget(hit.id, reason="user-request")
+    assert not list(root.rglob("vectors-*"))  # every identity's file, at once
+    store.close()
+    assert not list(root.rglob("vectors-*"))
+
+
+def test_dead_rows_that_crowd_the_proposals_fall_back_to_exact_search(
+        generation: tuple[apsw.Connection, Path, np.ndarray]) -> None:
+    """Rows dead since the build keep their vectors in the index; when they crowd out the
+    live ones a query gets the exact answer, never fewer rows than exist."""
+    conn, gen, vectors = generation
+    matrix = VectorMatrix(DIM, IDENTITY, approximate=True, ann_dir=gen)
+    matrix.refresh(conn, IDENTITY)
+    ready(matrix)
+    query = vectors[0]
+    nearest = [r for r, _ in matrix.top(query, 20)]
+    matrix.forget(nearest)  # 20 of 3000: no rebuild
+    exact = VectorMatrix(DIM, IDENTITY)
+    exact.refresh(conn, IDENTITY)
+    exact.forget(nearest)
+    assert matrix.top(query, 10) == exact.top(query, 10)
+    assert len(matrix.top(query, 10)) == 10
+    matrix.close()

@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from memory_es.fsutil import atomic_write
+from memory_es.fsutil import atomic_write, private_temp
 
 ANN_THRESHOLD: Final = 20_000  # live vectors; below it exact numpy search is as fast (bench)
 CONNECTIVITY: Final = 16
@@ -114,20 +114,26 @@ class AnnIndex:
                                           min(k, len(self)))
         return [row[row >= 0].astype(np.int64) for row in found]
 
-    def save(self, path: Path, meta: Path, covered: dict[str, Any]) -> bool:
-        """The index, then its coverage record: a record always describes the file beside it.
-        False (nothing written) when the index has grown past what ``covered`` describes."""
+    def write(self, tmp: Path, rows: int) -> bool:
+        """The index into ``tmp`` (private); False (nothing written) when it has grown past
+        ``rows``, what its coverage record describes."""
         import faiss
 
-        tmp = path.with_name(path.name + ".tmp")
         with self._lock:
-            if self._index.ntotal != covered["rows"]:
+            if self._index.ntotal != rows:
                 return False
+            fd, name = private_temp(tmp)
+            os.close(fd)
+            os.replace(name, tmp)
             faiss.write_index(self._index, str(tmp))
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-        atomic_write(meta, json.dumps({**covered, "dim": self.dim}, sort_keys=True).encode(),
-                     durable=False)  # a cache: a lost file is built again
+        return True
+
+    def save(self, path: Path, meta: Path, covered: dict[str, Any]) -> bool:
+        """:meth:`write`, then :func:`publish`."""
+        tmp = path.with_name(path.name + ".tmp")
+        if not self.write(tmp, covered["rows"]):
+            return False
+        publish(tmp, path, meta, {**covered, "dim": self.dim})
         return True
 
     @classmethod
@@ -151,10 +157,29 @@ class AnnIndex:
         return cls(dim, index)
 
 
+def publish(tmp: Path, path: Path, meta: Path, record: dict[str, Any]) -> None:
+    """Put a written index in place, then its record: the old record goes first, so a crash
+    between the two never leaves a record beside an index it does not describe."""
+    with contextlib.suppress(FileNotFoundError):
+        meta.unlink()
+    os.replace(tmp, path)
+    atomic_write(meta, json.dumps(record, sort_keys=True).encode(),
+                 durable=False)  # a cache: a lost file is built again
+
+
 def discard(path: Path, meta: Path) -> None:
-    for file in (meta, path, path.with_name(path.name + ".tmp")):
-        with contextlib.suppress(FileNotFoundError):
-            file.unlink()
+    """Remove every ANN file of the generation ``path`` lies in, of every identity, temps
+    included: a removed row's vector must not survive in any of them (issue 14)."""
+    discard_all(path.parent)
+
+
+def discard_all(generation_dir: Path) -> None:
+    """:func:`discard` for a generation directory (the forget path, which has no matrix)."""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for name in os.listdir(generation_dir):
+            if name.startswith("vectors-") and name.endswith((".faiss", ".json", ".tmp")):
+                with contextlib.suppress(FileNotFoundError):
+                    (generation_dir / name).unlink()
 
 
 def saved_state(path: Path, meta: Path, dim: int, rowids: np.ndarray,
@@ -196,6 +221,7 @@ class AnnCache:
         self._removed = False  # since the matrix loaded: its file would not be a fresh load's
         self._dead = 0  # dead positions the index still holds (faiss cannot remove)
         self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []  # every build started: close joins all
         self._stop = threading.Event()
         self._saved = 0  # positions covered by the file on disk
 
@@ -221,10 +247,18 @@ class AnnCache:
 
     def _start_build(self) -> None:
         rowids, matrix = self._current()
-        self._dead = int(np.count_nonzero(rowids < 0))
+        self._dead = 0  # rows dead now are zero rows in the new index: they crowd nothing
         self._thread = threading.Thread(target=self._build, args=(rowids, matrix),
                                         name="memory-es-ann", daemon=True)
+        self._threads.append(self._thread)
         self._thread.start()
+
+    def mark_removed(self) -> None:
+        """Rows went away elsewhere (a forget): never save again, and no file stays."""
+        with self.lock:
+            self._removed = True
+            if self._files is not None:
+                discard(*self._files)
 
     def removed(self, positions: np.ndarray) -> None:
         """These matrix positions died (call with :attr:`lock` held): out of the index, and
@@ -248,8 +282,8 @@ class AnnCache:
     def close(self) -> None:
         """Stop a build; save a grown index that covers a fresh load's matrix."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        for thread in self._threads:
+            thread.join()
         with self.lock:
             index, rows = self._index, self._savable()
         if index is not None and rows is not None and self._saved != len(rows[0]):
@@ -276,20 +310,23 @@ class AnnCache:
         return self._current() if self._files is not None and not self._removed else None
 
     def _save(self, index: AnnIndex, rows: Rows) -> None:
-        """Write the index of these rows without holding :attr:`lock` (hashing and writing a
-        large matrix takes a while, and the matrix's writer must not wait): rows below their
-        count change only by a removal, which discards the file again."""
+        """Hash the rows and write the index without holding :attr:`lock` (the matrix's
+        writer and readers wait only on faiss's own write); put it in place under the lock,
+        unless a removal came meanwhile: rows below their count change only by a removal."""
         assert self._files is not None
+        path, meta = self._files
+        tmp = path.with_name(path.name + ".tmp")
         try:
-            written = index.save(*self._files, coverage(*rows))
-        except OSError:  # a cache: the next open builds again
-            written = False
-            discard(*self._files)
-        with self.lock:
-            if self._removed:  # a removal raced the write
-                discard(*self._files)
-            elif written:
-                self._saved = len(rows[0])
+            covered = coverage(*rows)
+            written = index.write(tmp, covered["rows"])
+            with self.lock:
+                if written and not self._removed:
+                    publish(tmp, path, meta, {**covered, "dim": self.dim})
+                    self._saved = len(rows[0])
+                else:
+                    discard(path, meta)
+        except (OSError, RuntimeError):  # a cache (faiss raises RuntimeError): built again
+            discard(path, meta)
 
     @staticmethod
     def _add(index: AnnIndex, rowids: np.ndarray, matrix: np.ndarray,

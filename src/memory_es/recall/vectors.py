@@ -259,6 +259,7 @@ class VectorMatrix:
             conn, "SELECT rowid FROM vector_pending WHERE rowid <= ?", (self._last,)))
         wanted = sorted(r for r in self._readd if r <= self._last)
         if not wanted:
+            self._grown()
             return
         marks = ",".join("?" * len(wanted))
         back = list(conn.execute(
@@ -271,6 +272,7 @@ class VectorMatrix:
             f"SELECT rowid FROM memories WHERE rowid IN ({marks}) AND status IN {_TERMINAL_SQL}",
             wanted))
         self._append(back)
+        self._grown()
 
     def _reserve(self, capacity: int) -> None:
         """Room for ``capacity`` rows without another copy."""
@@ -282,6 +284,19 @@ class VectorMatrix:
         matrix[:self._size] = self.matrix
         self._rowids, self._matrix = rowids, matrix
 
+    def _grown(self) -> None:
+        """Once a refresh is done (not per chunk: a first load's partial matrix is never what
+        a saved index covers), the ANN index catches up or starts."""
+        if self._ann is not None:
+            with self._guard():
+                self._ann.grown()
+
+    def rows_removed(self) -> None:
+        """Rows left the index by a path this matrix does not see (a forget): its ANN index
+        is never saved again and no file of it stays."""
+        if self._ann is not None:
+            self._ann.mark_removed()
+
     def _guard(self) -> Any:
         return self._ann.lock if self._ann is not None else contextlib.nullcontext()
 
@@ -290,8 +305,6 @@ class VectorMatrix:
             return
         with self._guard():
             self._append_held(rows)
-            if self._ann is not None:
-                self._ann.grown()
 
     def _append_held(self, rows: list[Any]) -> None:
         end = self._size + len(rows)
@@ -344,10 +357,13 @@ class VectorMatrix:
             if proposed is None:
                 return None
             rowids, matrix = self.rowids, self.matrix
+            want = min(k, int(np.count_nonzero(rowids >= 0)))
             out = []
             for query, positions in zip(queries, proposed, strict=True):
                 positions = positions[(positions < len(rowids))]
                 positions = positions[rowids[positions] >= 0]
+                if len(positions) < want:  # dead rows crowded the proposals: search exactly
+                    return None
                 sims = matrix[positions] @ query
                 best = np.argsort(-sims, kind="stable")[:k]
                 out.append([(int(rowids[positions[i]]), float(sims[i])) for i in best])

@@ -129,7 +129,8 @@ class MemoryStore:
         self.attempts.prune_payloads()
         self.reads = StoreReads(config, self.journal_writer, self.projections, self.vectors,
                                 clock, self.root, time_zone)
-        self._forgetter = Forgetter(opened, self.journal_writer, self.projections, self.root)
+        self._forgetter = Forgetter(opened, self.journal_writer, self.projections, self.root,
+                                    self.vectors.rows_removed)
         self._worker = Worker(self) if background else None
 
     @classmethod

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from memory_es.fsutil import crash_point
 from memory_es.ids import run_hash as run_hash_of
 from memory_es.ids import sha256_hex
 from memory_es.journal import OpenedJournal
+from memory_es.recall.ann import discard_all
 from memory_es.recall.inventory import check_memory_id, resolve_id
 from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE
 from memory_es.store.admission import GroupCommit
@@ -41,6 +42,7 @@ from memory_es.store.forget_plan import Plan, Planner
 from memory_es.store.projecting import LiveProjections
 from projections.forgetting import vacuum
 from projections.markdown import forget_rendered
+from projections.replay import generation_dirs
 
 Status = Literal["forgotten", "already_forgotten", "dry_run"]
 
@@ -91,11 +93,13 @@ class Forgetter:
     capture runs against a memory while it is being erased."""
 
     def __init__(self, opened: OpenedJournal, journal: GroupCommit,
-                 projections: LiveProjections, root: Path) -> None:
+                 projections: LiveProjections, root: Path,
+                 rows_removed: Callable[[], None] = lambda: None) -> None:
         self._opened = opened
         self._journal = journal
         self._projections = projections
         self._root = root
+        self._rows_removed = rows_removed  # the ANN index: no file may keep their vectors
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -195,6 +199,7 @@ class Forgetter:
         self._journal.commit_held(events)
         crash_point("forget.after_commit")
         purge_vector_cache(self._root, [sha256_hex(t) for t in plan.scan_texts()])
+        self._rows_removed()
         crash_point("forget.after_cache")
         keys = self._opened.recorder.sealer.keys
         if keys is not None:
@@ -335,6 +340,8 @@ def complete_forgets(opened: OpenedJournal, root: Path) -> int:
     if not present:
         return 0
     purge_vector_cache(root, [sha256_hex(t) for t in _texts_under(opened, set(present))])
+    for generation in generation_dirs(root).values():  # the ANN index files (issue 16)
+        discard_all(generation)
     keys.destroy(present)
     return len(present)
 

@@ -28,6 +28,7 @@ from memory_es.recall import (
     store_vectors,
     vector_backlog,
 )
+from memory_es.recall.ann import discard_all
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from projections.replay import open_active_index
@@ -164,6 +165,13 @@ class Vectors:
             self._matrix_rewrites = len(rewritten)
         self._matrix.refresh(conn, embedder.identity.key)
         return self._matrix
+
+    def rows_removed(self) -> None:
+        """A forget removed rows: the live ANN index is never saved again and no ANN file of
+        the generation keeps their vectors (issue 14)."""
+        if self._matrix is not None:
+            self._matrix.rows_removed()
+        discard_all(self._projections.get().index.path.parent)
 
     def forget_matrix(self) -> None:
         """A rebuilt index has new row ids: the matrix starts over."""
