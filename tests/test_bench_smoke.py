@@ -27,6 +27,7 @@ SMALL = {
     "embedding": ["--small"],
     "scale": ["--sizes", "500", "--queries", "10", "--turns", "10", "--no-plot"],
     "recall_quality": ["--small"],
+    "cli_start": ["--small"],
 }
 
 

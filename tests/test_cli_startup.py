@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,24 @@ def test_the_package_face_is_lazy_and_complete() -> None:
     assert got["store"] == "memory_es.store.facade"
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         memory_es.Nope  # noqa: B018
+
+
+WRITER = ("memory_es.store.facade", "memory_es.capture", "memory_es.transfer")
+
+
+def test_a_read_command_does_not_import_the_writer(tmp_path: Path) -> None:
+    """``memory-es search`` on a Lite root reads the index: the writable store, the capture
+    pipeline and rebuild stay unimported (the store package resolves its names lazily)."""
+    from memory_es import CompletedTurn, MemoryStore
+    from memory_es.config import parse_config
+
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config({"mode": "lite"}), background=False) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="r1", outcome="success",
+                                                   answer="The dentist is on Tuesday."))
+        store.drain()
+    code, modules, out = loaded("search", "--root", str(root), "dentist")
+    assert code == 0 and "dentist is on Tuesday" in out
+    writer = [m for m in modules if any(m == w or m.startswith(w + ".") for w in WRITER)]
+    assert writer == [], writer
+    assert "memory_es.root" in modules  # the probe did run the read path

