@@ -186,7 +186,9 @@ def _threadpool() -> Any:
     """What the backend's own constructor keeps to bound BLAS threads: threadpoolctl's
     ``limit`` when that package is installed, else None."""
     try:
-        from threadpoolctl import ThreadpoolController  # type: ignore[import-not-found]
+        from threadpoolctl import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+            ThreadpoolController,
+        )
     except ImportError:
         return None
     return ThreadpoolController().limit
