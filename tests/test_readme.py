@@ -22,6 +22,7 @@ narrow and listed there. ``memory-es`` is this checkout's CLI (``python -m memor
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import shutil
@@ -193,8 +194,21 @@ def _make_targets_run_the_tested_commands() -> None:
     assert "def test_demo" in (REPO / "tests" / "test_cli.py").read_text("utf-8")
 
 
+def _mcp_client_config_starts_the_server() -> None:
+    """The client config's command and arguments are the CLI's: ``serve-mcp`` parses them
+    (the server itself is driven over stdio and HTTP by tests/test_mcp_server.py)."""
+    from memory_es.cli.parser import build_parser
+
+    (block,) = [b for b in BLOCKS if "mcpServers" in b.body]
+    entry = json.loads(block.body)["mcpServers"]["memory"]
+    assert entry["command"] == "memory-es"
+    args = build_parser().parse_args(entry["args"])
+    assert args.func == "serve_mcp" and args.transport == "stdio"
+
+
 NOT_RUN: dict[str, Callable[[], None]] = {
     "make builds a venv with pip (network)": _make_targets_run_the_tested_commands,
+    "an MCP client's config (see test_mcp_server.py)": _mcp_client_config_starts_the_server,
 }
 
 

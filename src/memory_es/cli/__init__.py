@@ -59,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_forget(args)
         if args.func == "profile":
             return cmd_profile(args)
+        if args.func == "serve_mcp":
+            from memory_es.cli.serve import cmd_serve_mcp
+
+            return cmd_serve_mcp(args)
         return COMMANDS[args.func](args)
     except BrokenPipeError:
         _quiet_stdout()

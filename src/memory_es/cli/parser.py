@@ -170,6 +170,22 @@ def build_parser() -> Parser:
                         "lexically meanwhile)")
     p.set_defaults(func="drain")
 
+    p = command("serve-mcp", "serve the memory tools (recall, journal, remember; forget "
+                "when enabled) to MCP clients over stdio or HTTP, holding the store open",
+                parents=[_common(json=False)])
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (default: the client starts this process) or http (Streamable "
+                        "HTTP with a bearer token)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="http: the address to bind (default 127.0.0.1; another address "
+                        "serves beyond this machine)")
+    p.add_argument("--port", type=int, default=8765, help="http: the port (default 8765)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="http: read the bearer token from FILE (default: generated on first "
+                        "start into an owner-only file beside the root's keys)")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="serve_mcp")
+
     p = command("retry", "fresh 16-attempt budget for dead/delayed intakes (C3)")
     p.add_argument("id", nargs="?", help="one 64-hex intake id (default: all dead/delayed)")
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)

@@ -61,6 +61,7 @@ __all__ = [
     "LlmConfig",
     "LlmProvider",
     "MemoryConfig",
+    "OptInToggle",
     "ProfileConfig",
     "RecallConfig",
     "ToolToggle",
@@ -314,6 +315,12 @@ class ToolToggle(_Block):
     enabled: bool = True
 
 
+class OptInToggle(_Block):
+    """`memory.forgetTool`: a destructive tool is off unless explicitly true (issue 17)."""
+
+    enabled: bool = False
+
+
 class CaptureConfig(_Block):
     """`memory.capture`: BuJo capture-mode tuning (A12, A15-A17, O6, O7)."""
 
@@ -382,6 +389,7 @@ class MemoryConfig(_Block):
     embeddings: EmbeddingsConfig | None = None
     recall_tool: ToolToggle = Field(default_factory=ToolToggle)
     remember_tool: ToolToggle = Field(default_factory=ToolToggle)
+    forget_tool: OptInToggle = Field(default_factory=OptInToggle)
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
     profile: ProfileConfig = Field(default_factory=ProfileConfig)

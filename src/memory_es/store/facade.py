@@ -258,6 +258,11 @@ class MemoryStore:
         return self.journal_writer.admit(prepared, prepared.admitted(self._clock()))
 
     @property
+    def root_id(self) -> str | None:
+        """The root's id in the key store (None: a schema-1 root with no keyed chain)."""
+        return self._opened.recorder.chain.root_id
+
+    @property
     def commits(self) -> int:
         """Journal transactions written by admission (group commit shares them)."""
         return self.journal_writer.commits

@@ -1,0 +1,5 @@
+"""The MCP tool server (issue 17): :func:`serve` runs ``memory-es serve-mcp``."""
+
+from memory_es.serve.run import serve
+
+__all__ = ["serve"]

@@ -1,0 +1,71 @@
+"""Run the MCP server over stdio or HTTP with the store held open for its whole life."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from memory_es.errors import MemoryEsError
+from memory_es.journal import DEFAULT_LOCK_TIMEOUT
+from memory_es.keystore import KeyStore
+
+if TYPE_CHECKING:
+    from memory_es.config import MemoryConfig
+
+Transport = Literal["stdio", "http"]
+MCP_PATH = "/mcp"
+
+
+def require_sdk() -> None:
+    """The ``mcp`` SDK is the ``[mcp]`` extra: say how to get it instead of a traceback."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as e:
+        raise MemoryEsError("mcp_unavailable: the MCP server needs the [mcp] extra "
+                            "(pip install 'memory-es[mcp]')", code="mcp_unavailable") from e
+
+
+def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "stdio",
+          host: str = "127.0.0.1", port: int = 8765, token_path: Path | None = None,
+          lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+    """Open ``root`` (its worker running), serve its tools until the client goes away (stdio)
+    or the process is stopped (HTTP), then close the store: due work drains first (B22)."""
+    require_sdk()
+    from memory_es.serve.server import build_server
+    from memory_es.store import MemoryStore
+
+    with MemoryStore.open(root, config, background=True, lock_timeout=lock_timeout) as store:
+        server = build_server(store)
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        from memory_es.serve.http import read_token, token_file
+
+        if token_path is None:
+            if store.root_id is None:
+                raise MemoryEsError("mcp_token_required: this root keeps no keys (schema 1): "
+                                    "pass --token-file", code="mcp_token_required")
+            token_path = token_file(KeyStore.resolve(None), store.root_id)
+        token = read_token(token_path)
+        print(f"memory-es: MCP server on http://{_url_host(host)}:{port}{MCP_PATH} "
+              f"(bearer token in {token_path})", file=sys.stderr, flush=True)
+        _run_http(server, host, port, token)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _run_http(server: object, host: str, port: int, token: str) -> None:
+    import anyio
+    import uvicorn
+
+    from memory_es.serve.http import MAX_REQUEST_BYTES, require_token, security_settings
+
+    app = server.streamable_http_app(  # type: ignore[attr-defined]
+        streamable_http_path=MCP_PATH, max_request_body_size=MAX_REQUEST_BYTES,
+        transport_security=security_settings(host), host=host)
+    config = uvicorn.Config(require_token(app, token), host=host, port=port,
+                            log_level="warning", lifespan="on")
+    anyio.run(uvicorn.Server(config).serve)

@@ -1,0 +1,305 @@
+"""``memory-es serve-mcp`` (issue 17): the server runs as a real subprocess and the official
+MCP SDK's own client drives it, over stdio and over Streamable HTTP on 127.0.0.1.
+
+Covered: the tools a configuration offers and their schemas and annotations; Remember then
+recall in the next call; the journal's cursor across calls; errors for bad arguments that name
+the field while the server keeps serving; an honest degraded result with the embedder down;
+forget (opt-in, destructive, idempotent); the resources; and the HTTP surface's bearer token,
+Origin check and request size limit."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from memory_es import MemoryStore
+from memory_es.config import parse_config
+from memory_es.embeddings.use_cache import CACHE_ENV
+from memory_es.keystore import KEY_STORE_ENV
+from memory_es.serve.tools import EVIDENCE_NOTE
+
+Session = Callable[[Client], Awaitable[None]]
+FACTS = ("The dentist appointment is on Tuesday at 9.", "Priya's birthday is on 3 March.",
+         "The office WiFi password was changed last week.")
+
+
+def server_env() -> dict[str, str]:
+    """What the server subprocess needs: the test session's key store and model cache (the
+    SDK starts stdio servers with a minimal environment)."""
+    return {name: os.environ[name] for name in (KEY_STORE_ENV, CACHE_ENV, "PATH", "HOME")
+            if name in os.environ}
+
+
+def make_root(path: Path, config: dict[str, Any]) -> tuple[Path, Path]:
+    """A root holding FACTS (remembered), and its config file."""
+    config_file = path.parent / f"{path.name}.json"
+    config_file.write_text(json.dumps({"memory": {**config, "path": str(path)}}))
+    with MemoryStore.open(path, parse_config(config), background=False) as store:
+        for fact in FACTS:
+            store.remember(fact)
+    return path, config_file
+
+
+def over_stdio(root: Path, config_file: Path, session: Session) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memory_es.cli", "serve-mcp", "--root", str(root), "--config",
+              str(config_file)], env=server_env())
+
+    async def run() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            await session(client)
+
+    asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def lite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_root(tmp_path_factory.mktemp("mcp") / "lite", {"mode": "lite"})
+
+
+def test_tools_schemas_and_annotations(lite: tuple[Path, Path]) -> None:
+    async def session(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert list(tools) == ["memory_recall", "memory_journal", "memory_remember"]
+        recall, journal, remember = (tools[n] for n in tools)
+        assert recall.annotations.read_only_hint is True
+        assert journal.annotations.read_only_hint is True
+        assert remember.annotations.read_only_hint is False
+        assert remember.annotations.destructive_hint is False
+        assert remember.annotations.idempotent_hint is True
+        schema = recall.input_schema
+        assert schema["required"] == ["query"]
+        assert schema["properties"]["limit"]["minimum"] == 1
+        assert schema["properties"]["limit"]["maximum"] == 50
+        assert "one short, specific topic" in recall.description.lower()
+        assert "memory_journal" in recall.description  # when not to use it
+        assert set(journal.input_schema["properties"]) == {
+            "fromDate", "throughDate", "timeZone", "limit", "cursor"}
+        assert remember.input_schema["required"] == ["text"]
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert resources == {"memory://daily/today", "memory://health"}
+
+    over_stdio(*lite, session)
+
+
+def test_remember_then_recall_in_the_next_call(lite: tuple[Path, Path]) -> None:
+    fact = "The plumber Marek comes on Friday morning."
+
+    async def session(client: Client) -> None:
+        written = await client.call_tool("memory_remember", {"text": fact})
+        assert not written.is_error
+        assert written.structured_content["status"] == "remembered"
+        again = await client.call_tool("memory_remember", {"text": fact})
+        assert again.structured_content == {**written.structured_content,
+                                            "status": "duplicate"}
+        found = await client.call_tool("memory_recall", {"query": "when does the plumber come"})
+        body = found.structured_content
+        assert not found.is_error and body["untrusted"] is True
+        top = body["results"][0]
+        assert top["text"] == fact and top["id"] == written.structured_content["id"]
+        assert {"id", "score", "text", "type", "status", "createdAt", "currentness"} <= set(top)
+        assert "source" not in top  # a model-facing surface carries no session or intake (H23)
+        assert body["degraded"] is True and body["reason"] == "lexical_only"  # Lite says so
+        assert body["text"].startswith(EVIDENCE_NOTE) and fact in body["text"]
+        today = await client.read_resource("memory://daily/today")
+        assert fact in today.contents[0].text
+        health = json.loads((await client.read_resource("memory://health")).contents[0].text)
+        assert set(health) == {"pending", "due", "delayed", "dead", "resolved",
+                               "vectorsPending"}
+
+    over_stdio(*lite, session)
+
+
+def test_bad_arguments_name_the_field_and_the_server_keeps_serving(
+        lite: tuple[Path, Path]) -> None:
+    async def session(client: Client) -> None:
+        for name, args, field in [
+                ("memory_recall", {"query": "dentist", "limit": 0}, "limit"),
+                ("memory_recall", {"query": ""}, "query"),
+                ("memory_recall", {"query": "x", "kind": "opinion"}, "kind"),
+                ("memory_remember", {}, "text"),
+                ("memory_journal", {"fromDate": "2026-12-01", "throughDate": "2026-12-02"},
+                 "timeZone"),
+                ("memory_journal", {"fromDate": "2026-12-01", "throughDate": "2026-02-30",
+                                    "timeZone": "UTC"}, "throughDate"),
+                ("memory_journal", {"cursor": "abc", "limit": 3}, "cursor"),
+                ("memory_journal", {"cursor": "not-a-cursor"}, "journal_cursor_invalid"),
+                ("memory_remember", {"text": "my api key is sk-" + "a" * 40},
+                 "remember_credential")]:
+            result = await client.call_tool(name, args)
+            assert result.is_error, (name, args)
+            message = result.content[0].text
+            assert field in message, message
+        still = await client.call_tool("memory_recall", {"query": "dentist"})
+        assert not still.is_error
+        assert "dentist" in still.structured_content["results"][0]["text"]
+
+    over_stdio(*lite, session)
+
+
+def test_the_journal_cursor_works_across_calls(lite: tuple[Path, Path]) -> None:
+    async def session(client: Client) -> None:
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        first = await client.call_tool("memory_journal", {
+            "fromDate": today, "throughDate": today, "timeZone": "UTC", "limit": 1})
+        page = first.structured_content
+        assert not first.is_error and len(page["entries"]) == 1 and page["cursor"]
+        seen = [page["entries"][0]["id"]]
+        while page.get("cursor"):
+            nxt = await client.call_tool("memory_journal", {"cursor": page["cursor"]})
+            assert not nxt.is_error
+            page = nxt.structured_content
+            seen += [e["id"] for e in page["entries"]]
+        assert len(seen) == len(set(seen)) >= len(FACTS)
+
+    over_stdio(*lite, session)
+
+
+def test_the_config_decides_which_tools_are_offered(tmp_path: Path) -> None:
+    root, config = make_root(tmp_path / "gated", {
+        "mode": "lite", "recallTool": {"enabled": False}, "forgetTool": {"enabled": True}})
+
+    async def session(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert list(tools) == ["memory_remember", "memory_forget"]  # no read tool at all
+        forget = tools["memory_forget"]
+        assert forget.annotations.destructive_hint is True
+        assert forget.annotations.idempotent_hint is True
+        written = await client.call_tool("memory_remember", {"text": "Forget me soon."})
+        memory_id = written.structured_content["id"]
+        gone = await client.call_tool("memory_forget", {"id": memory_id,
+                                                        "reason": "user-request"})
+        assert not gone.is_error and gone.structured_content["status"] == "forgotten"
+        again = await client.call_tool("memory_forget", {"id": memory_id,
+                                                         "reason": "user-request"})
+        assert again.structured_content["status"] == "already_forgotten"
+        both = await client.call_tool("memory_forget", {"reason": "x"})
+        assert both.is_error and "forget_target_required" in both.content[0].text
+
+    over_stdio(root, config, session)
+    with MemoryStore.open(root, None, background=False) as store:  # gone from the root too
+        assert all("Forget me" not in h.text for h in store.recall("forget me").recall.hits)
+
+
+def test_a_provider_outage_is_an_honest_degraded_result(tmp_path: Path) -> None:
+    """The embedder down (nothing listens on its port): recall answers lexically and says
+    ``degraded`` with the reason, never an error and never invented hits (G20, G21)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    root, config = make_root(tmp_path / "down", {"mode": "lite"})
+    config.write_text(json.dumps({"memory": {
+        "mode": "journal", "path": str(root),
+        "embeddings": {"provider": "ollama", "endpoint": f"http://127.0.0.1:{dead}",
+                       "model": "nomic-embed-text", "timeoutMs": 2000}}}))
+
+    async def session(client: Client) -> None:
+        result = await client.call_tool("memory_recall", {"query": "dentist appointment"})
+        body = result.structured_content
+        assert not result.is_error
+        assert body["degraded"] is True and body["reason"] == "provider_unavailable"
+        assert [r["text"] for r in body["results"]][:1] == [FACTS[0]]
+
+    over_stdio(root, config, session)
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_server(lite: tuple[Path, Path]) -> Iterator[tuple[str, str]]:
+    root, config = lite
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_es.cli", "serve-mcp", "--root", str(root), "--config",
+         str(config), "--transport", "http", "--port", str(port)],
+        stderr=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "MCP server on" in line, line
+        token_file = Path(line.split("bearer token in ")[1].rstrip(")\n"))
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # uvicorn binds after the line is printed
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        yield url, token_file.read_text().strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def raw_post(url: str, headers: dict[str, str], body: bytes) -> httpx2.Response:
+    return httpx2.post(url, content=body, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        **headers})
+
+
+def test_http_with_the_token_serves_the_tools(http_server: tuple[str, str]) -> None:
+    url, token = http_server
+
+    async def run() -> list[str]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            result = await client.call_tool("memory_recall", {"query": "dentist"})
+            assert not result.is_error
+            return [r["text"] for r in result.structured_content["results"]]
+
+    assert asyncio.run(run())[0] == FACTS[0]
+
+
+def test_http_refuses_without_the_token_a_foreign_origin_and_a_huge_body(
+        http_server: tuple[str, str]) -> None:
+    url, token = http_server
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    assert raw_post(url, {}, ping).status_code == 401
+    assert raw_post(url, {"Authorization": f"Bearer {token}x"}, ping).status_code == 401
+    assert raw_post(url, {"Authorization": f"Bearer {token}",
+                          "Origin": "http://evil.example"}, ping).status_code == 403
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "memory_remember", "arguments": {"text": "x" * (1 << 20)}}}
+    assert raw_post(url, {"Authorization": f"Bearer {token}"},
+                    json.dumps(call).encode()).status_code == 413
+
+
+@pytest.mark.parametrize("argv,problem", [
+    (["--port", "0"], "not a TCP port"),
+    (["--token-file", "t.txt"], "--token-file is for --transport http"),
+    (["--transport", "smtp"], "invalid choice")])
+def test_bad_serve_options_are_usage_errors(tmp_path: Path, argv: list[str],
+                                            problem: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "memory_es.cli", "serve-mcp", "--root",
+                           str(tmp_path / "r"), *argv], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and problem in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "r").exists()  # refused before anything was created
