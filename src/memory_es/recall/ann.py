@@ -35,6 +35,7 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from memory_es.fsutil import atomic_write, private_temp
+from memory_es.recall import spill
 
 ANN_THRESHOLD: Final = 20_000  # live vectors; below it exact numpy search is as fast (bench)
 CONNECTIVITY: Final = 16
@@ -70,8 +71,10 @@ def _sha256(array: np.ndarray, dtype: str) -> str:
     """SHA-256 of the array's bytes in ``dtype``, read in slices: never a second copy of a
     matrix that may hold a million rows."""
     digest = hashlib.sha256()
-    for start in range(0, len(array), 65_536):
-        digest.update(np.ascontiguousarray(array[start:start + 65_536], dtype=dtype).data)
+    for start in range(0, len(array), spill.CHUNK_ROWS):
+        end = start + spill.CHUNK_ROWS
+        digest.update(np.ascontiguousarray(array[start:end], dtype=dtype).data)
+        spill.release(array, start, end)
     return digest.hexdigest()
 
 
@@ -334,3 +337,4 @@ class AnnCache:
         """Positions ``start``..``end``, dead ones as the zero rows the matrix holds."""
         if end > start:
             index.add(start, matrix[start:end])
+            spill.release(matrix, start, end)  # a mapped matrix's rows leave the resident set

@@ -7,7 +7,9 @@
   (at most 256 texts / 2 MiB in flight, D6), :func:`embed_texts` embeds them in batches of 32,
   cache first, and :func:`store_vectors` writes them back. The provider call happens between
   these steps, without any store lock held.
-- ``VectorMatrix``: the generation's vectors as one float32 matrix, searched exactly with numpy.
+- ``VectorMatrix``: the generation's vectors as one float32 matrix, searched exactly with numpy
+  (a long-lived writer's rows in a mapped file, :mod:`.spill`), or through an ANN index past
+  :data:`ann.ANN_THRESHOLD` rows.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 from memory_es.embeddings import BATCH_SIZE, Embedder
 from memory_es.fsutil import make_private_dir
 from memory_es.ids import sha256_hex
+from memory_es.recall import spill
 from memory_es.recall.ann import AnnCache, ann_paths
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import connect_derived
@@ -199,6 +202,8 @@ class VectorMatrix:
         generation directory that keeps the index between opens."""
         self.dim = dim
         self.identity = identity
+        # a long-lived writer's rows live in a mapped file beside the generation (spill)
+        self._spill_dir = ann_dir if approximate else None
         self._rowids = np.zeros(0, dtype=np.int64)
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._size = 0
@@ -279,9 +284,9 @@ class VectorMatrix:
         if capacity <= len(self._rowids):
             return
         rowids = np.zeros(capacity, dtype=np.int64)
-        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        matrix = spill.allocate(capacity, self.dim, self._spill_dir)
         rowids[:self._size] = self.rowids
-        matrix[:self._size] = self.matrix
+        spill.copy_rows(matrix, self._matrix, self._size)
         self._rowids, self._matrix = rowids, matrix
 
     def _grown(self) -> None:
@@ -314,6 +319,7 @@ class VectorMatrix:
                                                    count=len(rows))
         self._matrix[self._size:end] = np.frombuffer(
             b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
+        spill.release(self._matrix, self._size, end)
         self._size = end
 
     def top_many(self, queries: Sequence[np.ndarray], k: int) -> list[list[tuple[int, float]]]:
@@ -325,7 +331,7 @@ class VectorMatrix:
         stacked = np.stack(queries).astype(np.float32)
         if (exact := self._proposed(stacked, k)) is not None:
             return exact
-        sims = self.matrix @ stacked.T
+        sims = spill.scores(self.matrix, stacked)
         k = min(k, self._size)
         out = []
         for column in sims.T:
@@ -341,7 +347,7 @@ class VectorMatrix:
             return []
         if (exact := self._proposed(query.astype(np.float32)[None, :], k)) is not None:
             return exact[0]
-        sims = self.matrix @ query.astype(np.float32)
+        sims = spill.scores(self.matrix, query.astype(np.float32)[None, :])[:, 0]
         k = min(k, len(sims))
         best = np.argpartition(-sims, k - 1)[:k]
         best = best[np.argsort(-sims[best], kind="stable")]
