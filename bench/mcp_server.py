@@ -218,7 +218,7 @@ def main() -> None:
               f"in-process p50 {here['p50_ms']:6.2f} ms p95 {here['p95_ms']:6.2f} ms | "
               f"p50 overhead {overhead:+.2f} ms (goal <= 2 ms)")
     print("problems: " + ("none" if not problems else f"{len(problems)}, first: {problems[0]}"))
-    print(json.dumps({"bench": "mcp", "clients": args.clients, "calls": args.calls,
+    print(json.dumps({"bench": "mcp_server", "clients": args.clients, "calls": args.calls,
                       "wall_s": round(wall, 2), "errors": len(problems),
                       "tools": rounded(figures)}, sort_keys=True))
     if problems:

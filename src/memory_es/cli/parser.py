@@ -39,16 +39,6 @@ autoFloor / autoWindow stay at the reference's 0.62 / 0.04 (no automatic-block l
 """
 
 
-def package_version() -> str:
-    """The installed distribution's version (importlib.metadata, read only when asked)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memory-es")
-    except PackageNotFoundError:  # a source checkout that was never installed
-        return "unknown"
-
-
 class _Version(argparse.Action):
     """``--version``: the version is looked up only when the option is given."""
 
@@ -59,6 +49,8 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
+        from memory_es.version import package_version
+
         sys.stdout.write(f"memory-es {package_version()}\n")  # stdout, as argparse's own
         parser.exit()
 

@@ -46,7 +46,7 @@ def build_server(store: MemoryStore) -> MCPServer:
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
-    from memory_es.cli.parser import package_version
+    from memory_es.version import package_version
 
     tools = MemoryTools(store)
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS,
