@@ -7,9 +7,11 @@ each (default 500: recall 50 %, Remember 30 % with distinct texts, journal 20 %)
 
 Checked, and the run fails (exit 1) when any is violated: no call failed; after the server
 stops, every acknowledged Remember is in the root exactly once; strict health is clean.
-Reported: p50 / p95 per tool over MCP, beside the same calls made in-process on the same root
-through the same tool methods (``MemoryTools``) afterwards: the overhead of the protocol, the
-HTTP hop and the SDK (goal: p50 overhead <= 2 ms). Ends with one JSON line.
+Reported: p50 / p95 per tool under that load (queueing included: the clients share two
+cores with the server), then one client making the first client's calls again one at a time,
+beside the same calls made in-process on the same root through the same tool methods
+(``MemoryTools``): that difference is the overhead of the protocol, the HTTP hop and the SDK
+(goal: p50 overhead <= 2 ms). Ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ def seed_root(root: Path, config_file: Path, facts: int) -> None:
         store.drain()
 
 
-def plan(client: int, calls: int) -> list[tuple[str, dict[str, Any]]]:
-    """One client's calls, in order (seeded: the same mix on every run)."""
+def plan(client: int, calls: int, tag: str = "") -> list[tuple[str, dict[str, Any]]]:
+    """One client's calls, in order (seeded: the same mix on every run; ``tag`` makes its
+    Remember texts new ones)."""
     rng = random.Random(client)
     out: list[tuple[str, dict[str, Any]]] = []
     for n in range(calls):
@@ -62,7 +65,8 @@ def plan(client: int, calls: int) -> list[tuple[str, dict[str, Any]]]:
             out.append(("memory_recall", {"query": f"what about the {rng.choice(TOPICS)}?"}))
         elif roll < 0.8:
             out.append(("memory_remember", {
-                "text": f"Client {client} call {n}: the {rng.choice(TOPICS)} is settled."}))
+                "text": f"Client {client}{tag} call {n}: the {rng.choice(TOPICS)} is "
+                        "settled."}))
         else:
             out.append(("memory_journal", {"fromDate": TODAY, "throughDate": TODAY,
                                            "timeZone": "UTC", "limit": 5}))
@@ -95,7 +99,7 @@ def start_server(root: Path, config_file: Path, port: int) -> tuple[subprocess.P
     raise SystemExit("the server never listened")
 
 
-async def run_clients(url: str, token: str, clients: int, calls: int
+async def run_clients(url: str, token: str, clients: int, calls: int, tag: str = ""
                       ) -> tuple[dict[str, list[float]], list[str], list[str]]:
     import httpx2
     from mcp import Client
@@ -110,7 +114,7 @@ async def run_clients(url: str, token: str, clients: int, calls: int
                                       timeout=120) as http, \
                 Client(streamable_http_client(url, http_client=http),
                        cache=None) as session:  # tool calls are never cached: skip the layer
-            for name, args in plan(client, calls):
+            for name, args in plan(client, calls, tag):
                 t0 = time.perf_counter()
                 try:
                     result = await session.call_tool(name, args)
@@ -128,17 +132,17 @@ async def run_clients(url: str, token: str, clients: int, calls: int
 
 
 def in_process(root: Path, clients: int, calls: int) -> dict[str, list[float]]:
-    """The same calls through the same tool methods, in this process, one at a time (each
-    Remember text marked, so it is a new fact, not a duplicate of the run's)."""
+    """The same calls through the same tool methods, in this process, one at a time (the
+    Remember texts tagged: new facts, not duplicates of the run's)."""
     timings: dict[str, list[float]] = {}
     with MemoryStore.open(root, None, background=False) as store:
         tools = MemoryTools(store)
         methods = {"memory_recall": lambda a: tools.recall(a["query"]),
-                   "memory_remember": lambda a: tools.remember(a["text"] + " (in-process)"),
+                   "memory_remember": lambda a: tools.remember(a["text"]),
                    "memory_journal": lambda a: tools.journal(a["fromDate"], a["throughDate"],
                                                              a["timeZone"], a["limit"])}
         for client in range(clients):
-            for name, args in plan(client, calls):
+            for name, args in plan(client, calls, " in-process"):
                 t0 = time.perf_counter()
                 methods[name](args)
                 timings.setdefault(name, []).append(time.perf_counter() - t0)
@@ -197,27 +201,33 @@ def main() -> None:
         seed_root(root, config_file, args.seed)
         port = free_port()
         proc, token = start_server(root, config_file, port)
+        url = f"http://127.0.0.1:{port}/mcp"
         t0 = time.perf_counter()
         try:
-            timings, errors, remembered = asyncio.run(run_clients(
-                f"http://127.0.0.1:{port}/mcp", token, args.clients, args.calls))
-        finally:
+            timings, errors, remembered = asyncio.run(run_clients(url, token, args.clients,
+                                                                  args.calls))
             wall = time.perf_counter() - t0
+            alone, alone_errors, alone_remembered = asyncio.run(run_clients(
+                url, token, 1, args.calls, tag="alone"))
+        finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=120)
-        problems = errors + check_root(root, remembered)
-        local = in_process(root, args.clients, args.calls)
+        problems = errors + alone_errors + check_root(root, remembered + alone_remembered)
+        local = in_process(root, 1, args.calls)
     total = sum(len(v) for v in timings.values())
     print(f"{args.clients} clients x {args.calls} calls over HTTP in {wall:.1f} s "
           f"({total / wall:.0f} calls/s); {len(remembered)} Remembers acknowledged")
     figures: dict[str, Any] = {}
     for name in sorted(local):
-        over, here = quantiles(timings.get(name, [0.0])), quantiles(local[name])
+        loaded = quantiles(timings.get(name, [0.0]))
+        over, here = quantiles(alone.get(name, [0.0])), quantiles(local[name])
         overhead = over["p50_ms"] - here["p50_ms"]
-        figures[name] = {"mcp": over, "in_process": here, "p50_overhead_ms": overhead}
-        print(f"  {name:<16} MCP p50 {over['p50_ms']:7.2f} ms p95 {over['p95_ms']:7.2f} ms | "
-              f"in-process p50 {here['p50_ms']:6.2f} ms p95 {here['p95_ms']:6.2f} ms | "
-              f"p50 overhead {overhead:+.2f} ms (goal <= 2 ms)")
+        figures[name] = {"under_load": loaded, "mcp": over, "in_process": here,
+                         "p50_overhead_ms": overhead}
+        print(f"  {name:<16} under load p50 {loaded['p50_ms']:7.1f} ms p95 "
+              f"{loaded['p95_ms']:7.1f} ms | one client p50 {over['p50_ms']:6.2f} ms | "
+              f"in-process p50 {here['p50_ms']:6.2f} ms | overhead {overhead:+.2f} ms "
+              "(goal <= 2 ms)")
     print("problems: " + ("none" if not problems else f"{len(problems)}, first: {problems[0]}"))
     print(json.dumps({"bench": "mcp_server", "clients": args.clients, "calls": args.calls,
                       "wall_s": round(wall, 2), "errors": len(problems),
