@@ -103,3 +103,21 @@ def test_a_spilled_matrix_answers_like_one_in_ram(tmp_path: Path,
     assert np.array_equal(mapped.matrix, in_ram.matrix)
     assert list(generation.iterdir()) == []  # no file by name, ever
     mapped.close()
+
+
+def test_cosines_find_their_rows_in_order_and_after_a_re_read(tmp_path: Path) -> None:
+    """The lexical hits' cosines: by bisection while rows came in rowid order, by a pass once
+    a re-read row broke the order; dead rows never answer; both agree with the matrix."""
+    conn, vectors = index_with_vectors(tmp_path / "index.db", 300, 16, seed=3)
+    matrix = VectorMatrix(16, "id")
+    matrix.refresh(conn, "id")
+    query = vectors[10]
+    expected = {r: float(vectors[r - 1] @ query) for r in (5, 50, 300)}
+    assert matrix._ordered
+    assert matrix.cosines(query, [5, 50, 300, 301, 0, -1]) == pytest.approx(expected)
+    matrix.forget([50])
+    assert 50 not in matrix.cosines(query, [5, 50])
+    matrix.refresh(conn, "id")  # row 50 still has its vector: read again, at the end
+    assert not matrix._ordered
+    assert matrix.cosines(query, [5, 50, 300, 301]) == pytest.approx(expected)
+    assert matrix._live == 300

@@ -205,6 +205,11 @@ class VectorMatrix:
         # a long-lived writer's rows live in a mapped file beside the generation (spill)
         self._spill_dir = ann_dir if approximate else None
         self._rowids = np.zeros(0, dtype=np.int64)
+        # each position's row id, never marked dead: while rows come in rowid order (re-read
+        # rows break it) the ids of a few rows are found by bisection, not a pass over all
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._ordered = True
+        self._live = 0  # positions not marked dead
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._size = 0
         self._last = 0
@@ -237,6 +242,7 @@ class VectorMatrix:
         with self._guard():
             self._matrix[:self._size][gone] = 0.0
             self._rowids[:self._size][gone] = -1
+            self._live -= int(np.count_nonzero(gone))
             if self._ann is not None and gone.any():
                 self._ann.removed(np.nonzero(gone)[0])
         self._readd.update(int(r) for r in rowids)
@@ -284,10 +290,12 @@ class VectorMatrix:
         if capacity <= len(self._rowids):
             return
         rowids = np.zeros(capacity, dtype=np.int64)
+        ids = np.zeros(capacity, dtype=np.int64)
         matrix = spill.allocate(capacity, self.dim, self._spill_dir)
         rowids[:self._size] = self.rowids
+        ids[:self._size] = self._ids[:self._size]
         spill.copy_rows(matrix, self._matrix, self._size)
-        self._rowids, self._matrix = rowids, matrix
+        self._rowids, self._ids, self._matrix = rowids, ids, matrix
 
     def _grown(self) -> None:
         """Once a refresh is done (not per chunk: a first load's partial matrix is never what
@@ -315,8 +323,13 @@ class VectorMatrix:
         end = self._size + len(rows)
         if end > len(self._rowids):  # grow by doubling: appends stay amortised O(1)
             self._reserve(max(end, 2 * len(self._rowids), 64))
-        self._rowids[self._size:end] = np.fromiter((r[0] for r in rows), dtype=np.int64,
-                                                   count=len(rows))
+        added = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if self._ordered and ((self._size and added[0] <= self._ids[self._size - 1])
+                              or bool(np.any(np.diff(added) <= 0))):
+            self._ordered = False  # a re-read row: positions are no longer in rowid order
+        self._rowids[self._size:end] = added
+        self._ids[self._size:end] = added
+        self._live += len(rows)
         self._matrix[self._size:end] = np.frombuffer(
             b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), self.dim)
         spill.release(self._matrix, self._size, end)
@@ -363,7 +376,7 @@ class VectorMatrix:
             if proposed is None:
                 return None
             rowids, matrix = self.rowids, self.matrix
-            want = min(k, int(np.count_nonzero(rowids >= 0)))
+            want = min(k, self._live)
             out = []
             for query, positions in zip(queries, proposed, strict=True):
                 positions = positions[(positions < len(rowids))]
@@ -376,11 +389,19 @@ class VectorMatrix:
             return out
 
     def cosines(self, query: np.ndarray, rowids: Sequence[int]) -> dict[int, float]:
-        """The cosines of those of these rows the matrix holds, with one pass over the row
-        ids (a scan per row cost ~1 ms a query at 100,000 rows)."""
+        """The cosines of those of these rows the matrix holds (the lexical hits): found by
+        bisection while positions are in rowid order, else with one pass over the row ids
+        (a pass costs ~4 ms a query at 1,000,000 rows, a scan per row ~1 ms at 100,000)."""
         if not rowids or not self._size:
             return {}
-        hits = np.nonzero(np.isin(self.rowids, np.asarray(rowids, dtype=np.int64)))[0]
+        wanted = np.asarray(rowids, dtype=np.int64)
+        if self._ordered:  # bisection over the ids: a few rows cost no pass over a million
+            ids = self._ids[:self._size]
+            at = np.searchsorted(ids, wanted)
+            at = at[at < self._size]
+            hits = at[np.isin(ids[at], wanted) & (self.rowids[at] >= 0)]
+        else:
+            hits = np.nonzero(np.isin(self.rowids, wanted))[0]
         return {int(self.rowids[i]): float(self.matrix[i] @ query) for i in hits}
 
 
