@@ -121,3 +121,22 @@ def test_cosines_find_their_rows_in_order_and_after_a_re_read(tmp_path: Path) ->
     assert not matrix._ordered
     assert matrix.cosines(query, [5, 50, 300, 301]) == pytest.approx(expected)
     assert matrix._live == 300
+
+
+def test_a_few_scattered_rows_do_not_stay_resident(tmp_path: Path) -> None:
+    """What a query does to a large mapped matrix: a hundred scattered rows, copied out. A
+    file mapping faults in whole page-cache folios, so without the release each query left
+    ~160 MB resident at 1M rows (measured); with it the resident set stays put."""
+    rows, dim = 200_000, 128
+    matrix = spill.allocate(rows, dim, tmp_path)
+    for start in range(0, rows, spill.CHUNK_ROWS):
+        end = min(rows, start + spill.CHUNK_ROWS)
+        matrix[start:end] = 1.0
+        spill.release(matrix, start, end)
+    before = rss_file_kb()
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        positions = rng.choice(rows, 100, replace=False)
+        got = spill.gather(matrix, positions)
+        assert got.shape == (100, dim) and float(got.sum()) == 100 * dim
+    assert rss_file_kb() - before < 8_000

@@ -3,10 +3,11 @@ directory, memory-mapped, so that a million 512-d rows (2 GB of float32) do not 
 (issue 16 item 3: peak RSS < 2 GB at 1M memories).
 
 The ANN index proposes rows and only those are scored against the matrix, so a query touches
-a few hundred rows. Every pass that reads the whole matrix (its first load, a growth copy, the
-index build, the coverage hash, an exact scan) goes chunk by chunk and then tells the kernel
-the chunk's pages are not needed (``MADV_DONTNEED``): they stay in the page cache, which the
-kernel may reclaim, and leave the process's resident set. A small matrix (below
+a few hundred rows, copied out (:func:`gather`) and released at once. Every pass that reads
+the whole matrix (its first load, a growth copy, the index build, the coverage hash, an exact
+scan) goes chunk by chunk and then tells the kernel the chunk's pages are not needed
+(``MADV_DONTNEED``): they stay in the page cache, which the kernel may reclaim, and leave the
+process's resident set. A small matrix (below
 :data:`RELEASE_BYTES`) is never released: re-reading it would cost more than it holds.
 
 The file has no name (``O_TMPFILE``; where the filesystem lacks it, a ``vectors-*.tmp`` name
@@ -99,3 +100,12 @@ def scores(matrix: np.ndarray, queries: np.ndarray) -> np.ndarray:
         np.matmul(matrix[start:end], queries.T, out=out[start:end])
         release(matrix, start, end)
     return out
+
+
+def gather(matrix: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``matrix[positions]`` (a copy), and the mapping's pages dropped again: a file mapping
+    faults in whole page-cache folios (up to 2 MB here), so a hundred scattered rows would
+    otherwise leave ~160 MB resident per query until the whole matrix is."""
+    rows: np.ndarray = matrix[positions]
+    release(matrix, 0, len(matrix))
+    return rows

@@ -383,7 +383,7 @@ class VectorMatrix:
                 positions = positions[rowids[positions] >= 0]
                 if len(positions) < want:  # dead rows crowded the proposals: search exactly
                     return None
-                sims = matrix[positions] @ query
+                sims = spill.gather(matrix, positions) @ query
                 best = np.argsort(-sims, kind="stable")[:k]
                 out.append([(int(rowids[positions[i]]), float(sims[i])) for i in best])
             return out
@@ -402,7 +402,9 @@ class VectorMatrix:
             hits = at[np.isin(ids[at], wanted) & (self.rowids[at] >= 0)]
         else:
             hits = np.nonzero(np.isin(self.rowids, wanted))[0]
-        return {int(self.rowids[i]): float(self.matrix[i] @ query) for i in hits}
+        rows = spill.gather(self.matrix, hits)
+        return {int(self.rowids[i]): float(row @ query) for i, row in zip(hits, rows,
+                                                                         strict=True)}
 
 
 
