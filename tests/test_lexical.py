@@ -155,3 +155,29 @@ def test_the_bm25_lookup_takes_rarest_words_within_a_posting_budget(
     assert evidence.retrieval_words("garden roses on tuesday dentist") == ["dentist"]
     monkeypatch.setattr(lexical, "POSTING_BUDGET", 10)
     assert evidence.retrieval_words("garden roses on tuesday dentist") == ["dentist"]
+
+
+def test_kept_document_frequencies_are_always_the_index_s_own(tmp_path: Path) -> None:
+    """Counts are kept per connection (fts5vocab reads a whole doclist to count one term), but
+    a write by the same connection or by another one is seen at once: a kept count is never
+    stale."""
+    path = tmp_path / "index.db"
+    writer = apsw.Connection(str(path))
+    writer.execute("CREATE TABLE memories (rowid INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+    writer.execute(FTS_DDL)
+    reader = apsw.Connection(str(path))
+
+    def add(conn: apsw.Connection, rowid: int, text: str) -> None:
+        conn.execute("INSERT INTO memories VALUES (?, ?)", (rowid, text))
+        conn.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (rowid, text))
+
+    add(writer, 1, "the dentist on Tuesday")
+    add(writer, 2, "the plumber on Friday")
+    for conn in (writer, reader):
+        assert lexical.document_frequencies(conn, ["the", "dentist", "zebra"]) == {
+            "the": 2, "dentist": 1}
+    add(writer, 3, "the dentist again")  # the same connection's own write
+    assert lexical.document_frequencies(writer, ["the", "dentist"]) == {"the": 3, "dentist": 2}
+    assert lexical.document_frequencies(reader, ["the", "dentist"]) == {"the": 3, "dentist": 2}
+    add(reader, 4, "a zebra")  # another connection's write
+    assert lexical.document_frequencies(writer, ["zebra", "the"]) == {"zebra": 1, "the": 3}
