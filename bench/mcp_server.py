@@ -132,10 +132,11 @@ async def run_clients(url: str, token: str, clients: int, calls: int, tag: str =
 
 
 def in_process(root: Path, clients: int, calls: int) -> dict[str, list[float]]:
-    """The same calls through the same tool methods, in this process, one at a time (the
-    Remember texts tagged: new facts, not duplicates of the run's)."""
+    """The same calls through the same tool methods, in this process, one at a time, with the
+    background worker running as in the server (the Remember texts tagged: new facts, not
+    duplicates of the run's)."""
     timings: dict[str, list[float]] = {}
-    with MemoryStore.open(root, None, background=False) as store:
+    with MemoryStore.open(root, None, background=True) as store:  # as the server, and a host
         tools = MemoryTools(store)
         methods = {"memory_recall": lambda a: tools.recall(a["query"]),
                    "memory_remember": lambda a: tools.remember(a["text"]),
