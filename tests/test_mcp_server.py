@@ -119,6 +119,8 @@ def test_remember_then_recall_in_the_next_call(lite: tuple[Path, Path]) -> None:
         assert "source" not in top  # a model-facing surface carries no session or intake (H23)
         assert body["degraded"] is True and body["reason"] == "lexical_only"  # Lite says so
         assert body["text"].startswith(EVIDENCE_NOTE) and fact in body["text"]
+        assert found.content[0].text == body["text"]  # what a model reads: the rendered hits
+        assert written.content[0].text == f"remembered: {written.structured_content['id']}"
         today = await client.read_resource("memory://daily/today")
         assert fact in today.contents[0].text
         health = json.loads((await client.read_resource("memory://health")).contents[0].text)
@@ -162,6 +164,8 @@ def test_the_journal_cursor_works_across_calls(lite: tuple[Path, Path]) -> None:
             "fromDate": today, "throughDate": today, "timeZone": "UTC", "limit": 1})
         page = first.structured_content
         assert not first.is_error and len(page["entries"]) == 1 and page["cursor"]
+        assert first.content[0].text.startswith(EVIDENCE_NOTE)
+        assert page["entries"][0]["text"] in first.content[0].text
         seen = [page["entries"][0]["id"]]
         while page.get("cursor"):
             nxt = await client.call_tool("memory_journal", {"cursor": page["cursor"]})

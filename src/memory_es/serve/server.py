@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from memory_es.serve.tools import (
@@ -26,6 +27,7 @@ from memory_es.serve.tools import (
     REMEMBER_DESCRIPTION,
     MemoryTools,
     ToolRefusal,
+    text_form,
 )
 
 if TYPE_CHECKING:
@@ -52,11 +54,15 @@ def build_server(store: MemoryStore) -> MCPServer:
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS,
                                   version=package_version())
 
-    def refused(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def refused(call: Callable[[], dict[str, Any]]) -> CallToolResult:
+        """The tool's JSON as structured content and its text form (what a model reads) as
+        the content; a refusal as the SDK's error result."""
         try:
-            return call()
+            body = call()
         except ToolRefusal as e:
             raise ToolError(str(e)) from e
+        return CallToolResult(content=[TextContent(type="text", text=text_form(body))],
+                              structured_content=body)
 
     if tools.reads:
         @server.tool(name="memory_recall", description=RECALL_DESCRIPTION,
@@ -71,7 +77,7 @@ def build_server(store: MemoryStore) -> MCPServer:
                 description="Only the preferences or lessons section.")] = None,
             about: Annotated[str | None, Field(
                 description="A person's entity id: that person's fact sheet.")] = None,
-        ) -> dict[str, Any]:
+        ) -> CallToolResult:
             return refused(lambda: tools.recall(query, limit, kind, about))
 
         @server.tool(name="memory_journal", description=JOURNAL_DESCRIPTION,
@@ -88,7 +94,7 @@ def build_server(store: MemoryStore) -> MCPServer:
                                                ge=1, le=25)] = None,
             cursor: Annotated[str | None, Field(
                 description="A page's cursor: continue that listing (alone).")] = None,
-        ) -> dict[str, Any]:
+        ) -> CallToolResult:
             return refused(
                 lambda: tools.journal(fromDate, throughDate, timeZone, limit, cursor))
 
@@ -112,7 +118,7 @@ def build_server(store: MemoryStore) -> MCPServer:
                 description="BuJo: the id of the line this fact replaces.")] = None,
             replaceable: Annotated[bool, Field(
                 description="BuJo: a later capture may supersede it.")] = False,
-        ) -> dict[str, Any]:
+        ) -> CallToolResult:
             return refused(lambda: tools.remember(text, about, supersedes, replaceable))
 
     if tools.forgets:
@@ -127,7 +133,7 @@ def build_server(store: MemoryStore) -> MCPServer:
                 description="The memory's id (or a unique prefix of 8+).")] = None,
             runId: Annotated[str | None, Field(
                 description="A turn's run id: every memory it stated.")] = None,
-        ) -> dict[str, Any]:
+        ) -> CallToolResult:
             return refused(lambda: tools.forget(reason, id, runId))
 
     @server.resource("memory://health", name="health",

@@ -11,6 +11,7 @@ this surface faces a model (H23).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import date
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -155,3 +156,14 @@ def coded(error: MemoryEsError) -> str:
     message = str(error)
     return message if message.startswith(f"{error.code}:") else f"{error.code}: {message}"
 
+
+def text_form(body: dict[str, Any]) -> str:
+    """What a model reads of a result: recall's rendered hits (they start with the evidence
+    note), a Remember's status and id, else the JSON (journal pages, forget receipts), led by
+    the evidence note when it carries memory text."""
+    if isinstance(body.get("text"), str) and body.get("untrusted"):
+        return str(body["text"])
+    if set(body) == {"id", "status"}:
+        return f"{body['status']}: {body['id']}"
+    dumped = json.dumps(body, ensure_ascii=False, sort_keys=True)
+    return f"{EVIDENCE_NOTE}\n\n{dumped}" if body.get("untrusted") else dumped
