@@ -29,7 +29,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from memory_es import MemoryRoot, MemoryStore
+from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.embeddings.use_cache import CACHE_ENV
 from memory_es.keystore import KEY_STORE_ENV
@@ -180,6 +180,10 @@ def test_the_journal_cursor_works_across_calls(lite: tuple[Path, Path]) -> None:
 def test_the_config_decides_which_tools_are_offered(tmp_path: Path) -> None:
     root, config = make_root(tmp_path / "gated", {
         "mode": "lite", "recallTool": {"enabled": False}, "forgetTool": {"enabled": True}})
+    with MemoryStore.open(root, None, background=False) as store:  # a turn to forget by run id
+        store.persist_completed_turn(CompletedTurn(
+            run_id="turn-7", outcome="success", answer="The spare key is under the blue pot."))
+        store.drain()
 
     async def session(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -197,10 +201,14 @@ def test_the_config_decides_which_tools_are_offered(tmp_path: Path) -> None:
         assert again.structured_content["status"] == "already_forgotten"
         both = await client.call_tool("memory_forget", {"reason": "x"})
         assert both.is_error and "forget_target_required" in both.content[0].text
+        turn = await client.call_tool("memory_forget", {"runId": "turn-7",
+                                                        "reason": "user-request"})
+        assert not turn.is_error and turn.structured_content["status"] == "forgotten"
 
     over_stdio(root, config, session)
     with MemoryStore.open(root, None, background=False) as store:  # gone from the root too
         assert all("Forget me" not in h.text for h in store.recall("forget me").recall.hits)
+        assert all("spare key" not in h.text for h in store.recall("spare key").recall.hits)
 
 
 def test_a_provider_outage_is_an_honest_degraded_result(tmp_path: Path) -> None:
