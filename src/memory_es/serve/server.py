@@ -54,6 +54,15 @@ def build_server(store: MemoryStore) -> MCPServer:
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS,
                                   version=package_version())
 
+    def hints(title: str, *, writes: bool = False, destructive: bool = False) -> ToolAnnotations:
+        """The protocol's annotations: a read tool is read-only; every write here is
+        idempotent (a repeat changes nothing), only forget destroys; none reaches outside."""
+        if not writes:
+            return ToolAnnotations(title=title, read_only_hint=True, open_world_hint=False)
+        return ToolAnnotations(title=title, read_only_hint=False,
+                               destructive_hint=destructive, idempotent_hint=True,
+                               open_world_hint=False)
+
     def refused(call: Callable[[], dict[str, Any]]) -> CallToolResult:
         """The tool's JSON as structured content and its text form (what a model reads) as
         the content; a refusal as the SDK's error result."""
@@ -66,8 +75,7 @@ def build_server(store: MemoryStore) -> MCPServer:
 
     if tools.reads:
         @server.tool(name="memory_recall", description=RECALL_DESCRIPTION,
-                     annotations=ToolAnnotations(title="Recall from memory",
-                                                 read_only_hint=True, open_world_hint=False))
+                     annotations=hints("Recall from memory"))
         def memory_recall(
             query: Annotated[str, Field(description="One short, specific topic or question.",
                                         min_length=1, max_length=4000)],
@@ -81,8 +89,7 @@ def build_server(store: MemoryStore) -> MCPServer:
             return refused(lambda: tools.recall(query, limit, kind, about))
 
         @server.tool(name="memory_journal", description=JOURNAL_DESCRIPTION,
-                     annotations=ToolAnnotations(title="Memory journal for dates",
-                                                 read_only_hint=True, open_world_hint=False))
+                     annotations=hints("Memory journal for dates"))
         def memory_journal(
             fromDate: Annotated[str | None, Field(
                 description="First civil date, YYYY-MM-DD, inclusive.")] = None,
@@ -106,9 +113,7 @@ def build_server(store: MemoryStore) -> MCPServer:
 
     if tools.writes:
         @server.tool(name="memory_remember", description=REMEMBER_DESCRIPTION,
-                     annotations=ToolAnnotations(title="Remember a fact", read_only_hint=False,
-                                                 destructive_hint=False, idempotent_hint=True,
-                                                 open_world_hint=False))
+                     annotations=hints("Remember a fact", writes=True))
         def memory_remember(
             text: Annotated[str, Field(description="One self-contained sentence.",
                                        min_length=1, max_length=4000)],
@@ -123,9 +128,8 @@ def build_server(store: MemoryStore) -> MCPServer:
 
     if tools.forgets:
         @server.tool(name="memory_forget", description=FORGET_DESCRIPTION,
-                     annotations=ToolAnnotations(title="Forget a memory", read_only_hint=False,
-                                                 destructive_hint=True, idempotent_hint=True,
-                                                 open_world_hint=False))
+                     annotations=hints("Forget a memory", writes=True,
+                                       destructive=True))
         def memory_forget(
             reason: Annotated[str, Field(description="A short reason slug.", min_length=1,
                                          max_length=64)],

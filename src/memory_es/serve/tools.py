@@ -69,12 +69,6 @@ class MemoryTools:
         self.writes = config.remember_tool.enabled and config.write_mode != "disabled"
         self.forgets = config.forget_tool.enabled
 
-    def names(self) -> list[str]:
-        """The tools this store offers, in the order they are listed."""
-        return ([*(["memory_recall", "memory_journal"] if self.reads else []),
-                 *(["memory_remember"] if self.writes else []),
-                 *(["memory_forget"] if self.forgets else [])])
-
     def recall(self, query: str, limit: int = 10, kind: str | None = None,
                about: str | None = None) -> dict[str, Any]:
         result = _refusing(lambda: self.store.recall(query, limit, kind=kind, about=about))
