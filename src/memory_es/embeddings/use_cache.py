@@ -27,7 +27,6 @@ cache. ``MEMORY_ES_MODEL_CACHE`` names the directory (empty: no cache); else
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -39,6 +38,8 @@ from typing import Any, Final
 
 import msgspec
 import numpy as np
+
+from memory_es.embeddings.base import sha256_file
 
 log = logging.getLogger("memory_es")
 
@@ -145,8 +146,7 @@ def _all_match(entry: Path, files: dict[str, tuple[int, str]]) -> bool:
 def _matches(path: Path, size: int, digest: str) -> bool:
     if path.stat().st_size != size:
         return False
-    with path.open("rb") as f:  # hashlib.file_digest streams without a Python loop
-        return hashlib.file_digest(f, "sha256").hexdigest() == digest
+    return sha256_file(path) == digest
 
 
 def _mapped(path: Path, shape: list[int], dtype: str) -> np.ndarray:
@@ -249,7 +249,7 @@ def _write(work: Path, backend: Any, model_path: Path) -> None:
         for n, part in enumerate(value):
             np.save(work / "arrays" / f"{name}.{n}.npy", part, allow_pickle=False)
         arrays[name] = [(list(part.shape), part.dtype.str) for part in value]
-    files = {str(p.relative_to(work)): (p.stat().st_size, _digest(p))
+    files = {str(p.relative_to(work)): (p.stat().st_size, sha256_file(p))
              for p in sorted(work.rglob("*")) if p.is_file()}
     vectors = np.asarray(backend.encode(list(PROBES)), dtype=np.float32)
     manifest = {"format": FORMAT, "files": files, "arrays": arrays, "lists": lists,
@@ -261,11 +261,6 @@ def _write(work: Path, backend: Any, model_path: Path) -> None:
         if path.is_file():
             with path.open("rb") as f:
                 os.fsync(f.fileno())
-
-
-def _digest(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _replace(work: Path, entry: Path) -> None:
