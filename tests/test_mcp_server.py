@@ -306,12 +306,15 @@ def test_http_refuses_without_the_token_a_foreign_origin_and_a_huge_body(
 @pytest.mark.parametrize("argv,problem", [
     (["--port", "0"], "not a TCP port"),
     (["--token-file", "t.txt"], "--token-file is for --transport http"),
-    (["--transport", "smtp"], "invalid choice")])
+    (["--transport", "smtp"], "invalid choice"),
+    (["--transport", "http", "--token-file", "missing.txt"], "mcp_token_unreadable"),
+    (["--transport", "http", "--token-file", "short.txt"], "mcp_token_invalid")])
 def test_bad_serve_options_are_usage_errors(tmp_path: Path, argv: list[str],
                                             problem: str) -> None:
+    (tmp_path / "short.txt").write_text("too-short\n")
     done = subprocess.run([sys.executable, "-m", "memory_es.cli", "serve-mcp", "--root",
                            str(tmp_path / "r"), *argv], capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, cwd=tmp_path)
     assert done.returncode == 2 and problem in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()  # refused before anything was created

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any, Final
 
-from memory_es.errors import MemoryEsError
+from memory_es.errors import InvalidArgumentError
 from memory_es.keystore import KeyStore, private_key_file
 
 MAX_REQUEST_BYTES: Final = 256 * 1024  # a tool call's arguments are at most a few KB
@@ -51,11 +51,11 @@ def read_token(path: Path) -> str:
     try:
         token = path.read_text("utf-8").strip()
     except (OSError, UnicodeDecodeError) as e:
-        raise MemoryEsError(f"mcp_token_unreadable: {path}: {type(e).__name__}",
-                            code="mcp_token_unreadable") from e
+        raise InvalidArgumentError(f"mcp_token_unreadable: {path}: {type(e).__name__}",
+                                   code="mcp_token_unreadable") from e
     if len(token) < 16 or any(c.isspace() for c in token):
-        raise MemoryEsError(f"mcp_token_invalid: {path} must hold one token of at least 16 "
-                            "characters", code="mcp_token_invalid")
+        raise InvalidArgumentError(f"mcp_token_invalid: {path} must hold one token of at "
+                                   "least 16 characters", code="mcp_token_invalid")
     return token
 
 

@@ -32,22 +32,24 @@ def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "st
     """Open ``root`` (its worker running), serve its tools until the client goes away (stdio)
     or the process is stopped (HTTP), then close the store: due work drains first (B22)."""
     require_sdk()
+    from memory_es.serve.http import read_token, token_file
     from memory_es.serve.server import build_server
     from memory_es.store import MemoryStore
 
+    # a given token file is read before the root is opened: a bad one creates nothing
+    token = read_token(token_path) if token_path is not None else None
     with MemoryStore.open(root, config, background=True, lock_timeout=lock_timeout) as store:
         server = build_server(store)
         if transport == "stdio":
             server.run("stdio")
             return
-        from memory_es.serve.http import read_token, token_file
-
         if token_path is None:
             if store.root_id is None:
                 raise MemoryEsError("mcp_token_required: this root keeps no keys (schema 1): "
                                     "pass --token-file", code="mcp_token_required")
             token_path = token_file(KeyStore.resolve(None), store.root_id)
-        token = read_token(token_path)
+            token = read_token(token_path)
+        assert token is not None
         print(f"memory-es: MCP server on http://{_url_host(host)}:{port}{MCP_PATH} "
               f"(bearer token in {token_path})", file=sys.stderr, flush=True)
         _run_http(server, host, port, token)
