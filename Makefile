@@ -35,7 +35,7 @@ bench: $(BIN)/memory-es
 	$(BIN)/python bench/remember.py --quick
 	$(BIN)/python bench/embedding.py
 	$(BIN)/python bench/cli_start.py
-	$(BIN)/python bench/mcp_server.py
+	$(BIN)/python bench/mcp.py
 	$(BIN)/python bench/scale.py  # 10k and 100k; writes docs/scale.png
 
 bench-large: $(BIN)/memory-es  # bench/scale.py at 10k, 100k and 1M memories (about an hour)

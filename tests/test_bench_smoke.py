@@ -28,7 +28,7 @@ SMALL = {
     "scale": ["--sizes", "500", "--queries", "10", "--turns", "10", "--no-plot"],
     "recall_quality": ["--small"],
     "cli_start": ["--small"],
-    "mcp_server": ["--small"],
+    "mcp": ["--small"],
 }
 
 

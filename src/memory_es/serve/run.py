@@ -70,4 +70,11 @@ def _run_http(server: object, host: str, port: int, token: str) -> None:
         transport_security=security_settings(host), host=host)
     config = uvicorn.Config(require_token(app, token), host=host, port=port,
                             log_level="warning", lifespan="on")
-    anyio.run(uvicorn.Server(config).serve)
+    anyio.run(uvicorn.Server(config).serve, backend_options={"use_uvloop": _has_uvloop()})
+
+
+def _has_uvloop() -> bool:
+    """uvloop (in the ``mcp`` extra) trims the per-call HTTP overhead; asyncio's is the fallback."""
+    import importlib.util
+
+    return importlib.util.find_spec("uvloop") is not None
