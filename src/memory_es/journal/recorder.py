@@ -95,6 +95,7 @@ class JournalRecorder(ApplicationRecorder):
     def __init__(self, path: Path, catalog: Catalog | None, *, readonly: bool = False,
                  chain: Chain | None = None) -> None:
         self.path = path
+        self.location = str(path)  # where the journal is, for messages (a DSN on PostgreSQL)
         self.catalog = catalog
         self.chain = chain if chain is not None else Chain.plain()  # the root's link function
         self.readonly = readonly

@@ -1,0 +1,283 @@
+"""The journal on PostgreSQL: eventsourcing's PostgreSQL ApplicationRecorder with our chain.
+
+Subclasses :class:`eventsourcing.postgres.PostgresApplicationRecorder` (psycopg 3, its pool,
+its error mapping, LISTEN/NOTIFY subscriptions) and changes what a write is, so that the
+journal means the same on both backends:
+
+- ``notification_id`` is the journal position, assigned by us as head + 1 under the table's
+  ``EXCLUSIVE`` lock, so positions are gapless and in commit order across every process
+  (a ``bigserial`` burns numbers on rollback, and the chain links each row to its position);
+- each row carries its keyed ``chain`` link; the head ``(position, chain)`` (the SQLite
+  root's integrity catalog) is a one-row table updated in the same transaction, so it is
+  never behind the events: any difference found on open is tampering, not a crash;
+- turn payloads live in their own table, written in the same transaction (B5);
+- ``UNIQUE (originator_id, originator_version)`` makes a second admission of a run id fail in
+  the database itself, whichever process tries (no read-then-write).
+
+The DSN is never logged or put in an error message: :func:`redact` names a server without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Generator, Sequence
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing.persistence import ApplicationRecorder, Notification, StoredEvent, Subscription
+from eventsourcing.persistence import IntegrityError as RecordConflict
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.sql import SQL, Composed, Identifier
+
+from memory_es.errors import IntegrityError, InvalidArgumentError
+from memory_es.fsutil import crash_point
+from memory_es.journal.chain import GENESIS, Chain, verify_chain
+from memory_es.journal.codec import admitted_content_sha256
+from memory_es.journal.recorder import Payload
+from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
+
+EVENTS_TABLE = "memory_es_events"
+_DATASTORE_KEYS = {"dbname", "host", "port", "user", "password"}
+
+
+def redact(dsn: str) -> str:
+    """``postgresql://HOST:PORT/DB``: where a journal is, never who or with what password."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unparsable DSN)"
+    return f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/" \
+           f"{info.get('dbname', '')}"
+
+
+def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
+              lock_timeout: int = 30) -> PostgresDatastore:
+    """eventsourcing's datastore (a psycopg pool) for ``dsn``. An empty password lets libpq
+    read the password file (``PGPASSFILE`` or ``~/.pgpass``); other DSN options (``sslmode``,
+    ``connect_timeout``...) are passed through."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as e:
+        raise InvalidArgumentError(f"memory.journal.dsn is not a PostgreSQL DSN: {e}") from None
+    store = PostgresDatastore(
+        dbname=str(info.get("dbname", "")), host=str(info.get("host", "")),
+        port=str(info.get("port", "5432")), user=str(info.get("user", "")),
+        password=str(info.get("password", "")), schema=schema, pool_size=pool_size,
+        max_overflow=8, lock_timeout=lock_timeout, originator_id_type="uuid",
+        connect_timeout=float(str(info.get("connect_timeout", 10))), pre_ping=True)
+    extra = {k: v for k, v in info.items() if k not in _DATASTORE_KEYS}
+    assert isinstance(store.pool.kwargs, dict)
+    store.pool.kwargs.update(extra)
+    return store
+
+
+class PostgresJournalRecorder(PostgresApplicationRecorder):
+    """The journal's recorder on PostgreSQL: the same methods as the SQLite
+    :class:`~memory_es.journal.recorder.JournalRecorder`, so everything above the journal is
+    backend-blind."""
+
+    def __init__(self, store: PostgresDatastore, *, location: str, readonly: bool = False,
+                 chain: Chain | None = None) -> None:
+        super().__init__(store, events_table_name=EVENTS_TABLE)
+        self.location = location
+        self.chain = chain if chain is not None else Chain.plain()
+        self.readonly = readonly
+        self.sealer = Sealer(None, None)
+        self._write_lock = threading.Lock()  # one writer per process; others wait on the lock
+        s = Identifier(store.schema)
+        self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
+                   for name in ("events", "payloads", "head")}
+        events, payloads, head = self._t["events"], self._t["payloads"], self._t["head"]
+        self.sql_create_statements[self.create_table_statement_index] = SQL(
+            "CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
+            "originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
+            "topic text NOT NULL, state bytea NOT NULL, chain bytea NOT NULL, "
+            "UNIQUE (originator_id, originator_version))").format(events)
+        # Our own insert (below) needs neither eventsourcing's function, nor its composite type,
+        # nor a second index on notification_id (the primary key here).
+        self.sql_create_statements[1:] = [
+            SQL("CREATE TABLE IF NOT EXISTS {} (intake_id text PRIMARY KEY, "
+                "sha256 text NOT NULL, bytes bytea NOT NULL)").format(payloads),
+            SQL("CREATE TABLE IF NOT EXISTS {} (one boolean PRIMARY KEY DEFAULT true "
+                "CHECK (one), position bigint NOT NULL, chain bytea NOT NULL)").format(head),
+            SQL("INSERT INTO {} (position, chain) VALUES (0, %s) ON CONFLICT DO NOTHING"
+                ).format(head),
+        ]
+
+    def _create_table(self, curs: psycopg.Cursor[Any]) -> None:
+        for statement in self.sql_create_statements:
+            params = (GENESIS,) if "INSERT INTO" in statement.as_string() else None
+            curs.execute(statement, params, prepare=False)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
+                      ) -> Sequence[int] | None:
+        """Append events (and ``payloads=[Payload...]``) in one transaction; positions and
+        links from the head read under the table lock. Not retried here: after a lost
+        connection the commit may have happened, and only the caller can tell."""
+        payloads: Sequence[Payload] = kwargs.get("payloads", ())
+        if self.readonly:
+            raise IntegrityError(f"{self.location}: journal opened read-only",
+                                 code="journal_read_only")
+        if not stored_events:
+            return []
+        with self._write_lock, self.datastore.get_connection() as conn, conn.transaction(), \
+                conn.cursor() as curs:
+            self._lock_table(curs)
+            row = curs.execute(SQL("SELECT position, chain FROM {} FOR UPDATE"
+                                   ).format(self._t["head"])).fetchone()
+            assert row is not None, "journal head row missing"
+            position, chain = int(row["position"]), bytes(row["chain"])
+            columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+            for ev in stored_events:
+                position += 1
+                chain = self.chain.link(chain, position, ev.originator_id,
+                                        ev.originator_version, ev.topic, ev.state)
+                for column, value in zip(columns, (
+                        position, ev.originator_id, ev.originator_version, ev.topic,
+                        ev.state, chain), strict=True):
+                    column.append(value)
+            try:
+                curs.execute(SQL(
+                    "INSERT INTO {} (notification_id, originator_id, originator_version, "
+                    "topic, state, chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], "
+                    "%s::bigint[], %s::text[], %s::bytea[], %s::bytea[])"
+                ).format(self._t["events"]), columns)
+                if payloads:
+                    curs.executemany(
+                        SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self._t["payloads"]),
+                        [(p.intake_id, p.sha256,
+                          self.sealer.seal_payload(p.intake_id, p.data)) for p in payloads])
+            except psycopg.errors.UniqueViolation as e:
+                raise RecordConflict(str(e).splitlines()[0]) from None
+            curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(
+                self._t["head"]), (position, chain))
+            self._notify_channel(curs)
+            crash_point("journal.before_commit")
+        crash_point("journal.after_commit")
+        return list(columns[0])
+
+    def delete_payloads(self, intake_ids: Sequence[str]) -> None:
+        """Drop the payloads of resolved intakes beyond the retained set (B9)."""
+        if self.readonly:
+            raise IntegrityError(f"{self.location}: journal opened read-only",
+                                 code="journal_read_only")
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("DELETE FROM {} WHERE intake_id = ANY(%s)").format(
+                self._t["payloads"]), (list(intake_ids),))
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _fetch(self, query: Composed | SQL, params: Sequence[Any] = ()) -> list[Any]:
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            return curs.execute(query, params).fetchall()
+
+    def _events_where(self, where: str, params: Sequence[Any], columns: str,
+                      order: str = "notification_id") -> list[Any]:
+        return self._fetch(SQL(f"SELECT {columns} FROM {{}} WHERE {where} ORDER BY {order}"
+                               ).format(self._t["events"]), params)
+
+    def aggregate_rows(self, originator_id: UUID) -> list[tuple[int, int, str, bytes]]:
+        rows = self._events_where("originator_id = %s", (originator_id,),
+                                  "notification_id, originator_version, topic, state",
+                                  "originator_version")
+        return [(r["notification_id"], r["originator_version"], r["topic"], bytes(r["state"]))
+                for r in rows]
+
+    def has_events(self, originator_id: UUID) -> bool:
+        return bool(self._events_where("originator_id = %s", (originator_id,), "1 AS one",
+                                       "1 LIMIT 1"))
+
+    def admitted_content_hash(self, intake_id: UUID) -> str | None:
+        rows = self._events_where("originator_id = %s AND originator_version = 1", (intake_id,),
+                                  "state")
+        return admitted_content_sha256(bytes(rows[0]["state"])) if rows else None
+
+    def payload(self, intake_id: str) -> Payload | None:
+        rows = self._fetch(SQL("SELECT sha256, bytes FROM {} WHERE intake_id = %s").format(
+            self._t["payloads"]), (intake_id,))
+        if not rows:
+            return None
+        data = self.sealer.unseal_payload(intake_id, bytes(rows[0]["bytes"]))
+        return None if data is None else Payload(intake_id, rows[0]["sha256"], data)
+
+    def payload_key(self, intake_id: str) -> int | None:
+        rows = self._fetch(SQL("SELECT bytes FROM {} WHERE intake_id = %s").format(
+            self._t["payloads"]), (intake_id,))
+        return payload_key_id(bytes(rows[0]["bytes"])) if rows else None
+
+    def rows_of(self, topics: Sequence[str], needle: str | None = None
+                ) -> list[tuple[int, str, int, str, bytes]]:
+        where, params = "topic = ANY(%s)", list[Any]([list(topics)])
+        if needle is not None:
+            where += " AND position(%s IN state) > 0"
+            params.append(needle.encode())
+        rows = self._events_where(
+            where, params, "notification_id, originator_id, originator_version, topic, state")
+        return [(r["notification_id"], str(r["originator_id"]), r["originator_version"],
+                 r["topic"], bytes(r["state"])) for r in rows]
+
+    def highest_key_id(self) -> int:
+        highest = 0
+        for r in self._events_where("position(%s IN state) > 0", (SEALED_MARK,), "state"):
+            highest = max([highest, *map(int, SEALED_KEY_ID.findall(bytes(r["state"])))])
+        for r in self._fetch(SQL("SELECT bytes FROM {}").format(self._t["payloads"])):
+            highest = max(highest, payload_key_id(bytes(r["bytes"])) or 0)
+        return highest
+
+    def chain_at(self, position: int) -> bytes | None:
+        rows = self._events_where("notification_id = %s", (position,), "chain")
+        return bytes(rows[0]["chain"]) if rows else None
+
+    def head(self) -> tuple[int, bytes]:
+        """The head row: the last committed ``(position, chain)``, as the catalog is."""
+        rows = self._fetch(SQL("SELECT position, chain FROM {}").format(self._t["head"]))
+        if len(rows) != 1:
+            raise IntegrityError(f"{self.location}: the journal's head row is missing",
+                                 code="catalog_corrupt")
+        return int(rows[0]["position"]), bytes(rows[0]["chain"])
+
+    def rows(self) -> Generator[tuple[int, str, int, str, bytes, bytes], None, None]:
+        """Every event row in position order, from one snapshot (a server-side cursor in a
+        repeatable-read transaction), a batch at a time."""
+        with self.datastore.get_connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            with conn.cursor(name="memory_es_rows") as curs:
+                curs.itersize = 2000
+                curs.execute(SQL(
+                    "SELECT notification_id, originator_id, originator_version, topic, state, "
+                    "chain FROM {} ORDER BY notification_id").format(self._t["events"]))
+                for r in curs:
+                    yield (r["notification_id"], str(r["originator_id"]),
+                           r["originator_version"], r["topic"], bytes(r["state"]),
+                           bytes(r["chain"]))
+
+    def select_notifications(self, start: int | None, limit: int, stop: int | None = None,
+                             topics: Sequence[str] = (), *, inclusive_of_start: bool = True
+                             ) -> Sequence[Notification]:
+        found: Sequence[Notification] = super().select_notifications(
+            start, limit, stop, list(topics), inclusive_of_start=inclusive_of_start)
+        return found
+
+    def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()
+                  ) -> Subscription[ApplicationRecorder]:
+        return super().subscribe(gt=gt, topics=list(topics))
+
+    # -- integrity ----------------------------------------------------------------------------
+
+    def verify(self) -> tuple[int, bytes]:
+        with contextlib.closing(self.rows()) as rows:
+            return verify_chain(self.location, rows, self.chain)
+
+    def fsync_files(self) -> None:
+        """Nothing to do: the server made the commit durable before it answered."""
+
+    def close(self) -> None:
+        with self._write_lock:
+            self.datastore.close()
+            if self.sealer.keys is not None:
+                self.sealer.keys.close()
