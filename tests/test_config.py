@@ -1061,3 +1061,43 @@ def test_the_readme_config_examples_validate() -> None:
     assert blocks
     for block in blocks:
         assert parse_config(json.loads(block)).mode in ("lite", "journal", "bujo")
+
+
+# -- memory.journal (issue 18) -----------------------------------------------------------------
+
+PG_DSN = "postgresql://mem:s3cret-pw@127.0.0.1:5432/memory"
+
+
+def test_journal_block_defaults_to_the_roots_own_sqlite_file() -> None:
+    cfg = parse_config({})
+    assert (cfg.journal.backend, cfg.journal.dsn, cfg.journal.pg_schema) == ("sqlite", None,
+                                                                            "public")
+    cfg = parse_config({"journal": {"backend": "postgres", "dsn": PG_DSN, "schema": "team_a"}})
+    assert cfg.journal.dsn is not None and cfg.journal.dsn.get_secret_value() == PG_DSN
+    assert cfg.journal.pg_schema == "team_a" and PG_DSN not in repr(cfg)
+
+
+@pytest.mark.parametrize("journal, says", [
+    ({"backend": "mysql"}, "memory.journal.backend"),
+    ({"backend": "sqlite", "dsn": PG_DSN}, 'only the "postgres" backend takes a DSN'),
+    ({"backend": "postgres", "dsn": ""}, "non-empty PostgreSQL DSN"),
+    ({"backend": "postgres", "schema": "a;drop"}, "plain SQL identifier"),
+    ({"backend": "postgres", "host": "db"}, "memory.journal.host"),
+])
+def test_journal_block_errors_name_the_field(journal: dict[str, Any], says: str) -> None:
+    with pytest.raises(MemoryEsError) as info:
+        parse_config({"journal": journal})
+    assert says in str(info.value) and "s3cret" not in str(info.value)
+
+
+def test_a_literal_dsn_is_read_only_from_an_owner_only_file(tmp_path: Path) -> None:
+    """A DSN may carry a password: like apiKey, a literal one only from a 0600 file."""
+    path = write(tmp_path, json.dumps({"memory": {"journal": {"backend": "postgres",
+                                                              "dsn": PG_DSN}}}))
+    path.chmod(0o644)
+    (line,) = validate_file(path)
+    assert line == (f"{path}: memory.journal.dsn: a literal PostgreSQL DSN is read only from an "
+                    "owner-only file (mode 0600, owned by you; this one is mode 0644): "
+                    "chmod 600 it, or set $MEMORY_ES_PG_DSN instead")
+    path.chmod(0o600)
+    assert validate_file(path) == []

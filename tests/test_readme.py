@@ -206,9 +206,23 @@ def _mcp_client_config_starts_the_server() -> None:
     assert args.func == "serve_mcp" and args.transport == "stdio"
 
 
+def _postgres_search_parses() -> None:
+    """The PostgreSQL example is a plain CLI call (the server side is tests/test_pg_store.py,
+    which drives the same commands against a real server)."""
+    import shlex
+
+    from memory_es.cli.parser import build_parser
+
+    (block,) = [b for b in BLOCKS if "MEMORY_ES_PG_DSN=" in b.body]
+    env, program, *argv = shlex.split(block.body)
+    assert env.startswith("MEMORY_ES_PG_DSN=postgresql://") and program == "memory-es"
+    assert build_parser().parse_args(argv).func == "search"
+
+
 NOT_RUN: dict[str, Callable[[], None]] = {
     "make builds a venv with pip (network)": _make_targets_run_the_tested_commands,
     "an MCP client's config (see test_mcp_server.py)": _mcp_client_config_starts_the_server,
+    "needs a PostgreSQL server (see test_pg_store.py)": _postgres_search_parses,
 }
 
 

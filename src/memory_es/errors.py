@@ -94,7 +94,18 @@ def storage_kind(error: BaseException) -> StorageKind | None:
         return "sqlite"
     if isinstance(error, OSError) and error.errno in _IO_ERRNOS:
         return "io"
+    if _server_unreachable(error):
+        return "io"
     return None
+
+
+def _server_unreachable(error: BaseException) -> bool:
+    """eventsourcing's ``OperationalError`` / ``InterfaceError``: the PostgreSQL journal's
+    server is down or the connection was cut (issue 18). Matched by name, so that this module
+    does not import eventsourcing (the CLI's start stays light)."""
+    return any(c.__module__ == "eventsourcing.persistence"
+               and c.__name__ in ("OperationalError", "InterfaceError")
+               for c in type(error).__mro__)
 
 
 class StorageError(MemoryEsError):

@@ -24,6 +24,7 @@ from memory_es.journal import (
     chain_link,
     open_journal,
 )
+from memory_es.journal.backend import PostgresJournal
 from memory_es.keystore import KeyStore
 from projections.replay import INDEX_DIR, open_active_index, unreadable
 
@@ -39,14 +40,14 @@ def journal_guard(root: str | Path) -> contextlib.AbstractContextManager[None]:
 
 
 @contextlib.contextmanager
-def open_reader(root: str | Path,
-                key_store: KeyStore | None = None) -> Iterator[OpenedJournal]:
+def open_reader(root: str | Path, key_store: KeyStore | None = None,
+                journal: PostgresJournal | None = None) -> Iterator[OpenedJournal]:
     """The verified, read-only journal of ``root`` for the span of one read (its chain key
-    from ``key_store``, default: :meth:`KeyStore.resolve`). A storage failure of the journal,
-    opening it or reading it in the block, raises :class:`StorageError`
-    (:func:`journal_guard`)."""
+    from ``key_store``, default: :meth:`KeyStore.resolve`; ``journal``: its PostgreSQL
+    server when the config names one). A storage failure of the journal, opening it or
+    reading it in the block, raises :class:`StorageError` (:func:`journal_guard`)."""
     with journal_guard(root):
-        opened = open_journal(Path(root), writable=False, key_store=key_store)
+        opened = open_journal(Path(root), writable=False, key_store=key_store, journal=journal)
     try:
         with journal_guard(root):
             yield opened
@@ -67,11 +68,11 @@ def verified_index(root: Path,
 
 @contextlib.contextmanager
 def verified_journal_and_index(
-        root: Path, key_store: KeyStore | None = None,
+        root: Path, key_store: KeyStore | None = None, journal: PostgresJournal | None = None,
 ) -> Iterator[tuple[OpenedJournal, apsw.Connection | None]]:
     """:func:`verified_index` with the verified read-only journal it checked, for a read that
     needs both (``memory-es show``: the index row and the journal events behind it)."""
-    with open_reader(root, key_store) as opened:
+    with open_reader(root, key_store, journal) as opened:
         with storage_guard(Path(root) / INDEX_DIR, what="index",
                            corrupt_code="index_unreadable"):
             conn = open_active_index(root)

@@ -77,7 +77,7 @@ from memory_es.recall.journal_key import RootCursorKey
 from memory_es.recall.profile import Profile
 from memory_es.recall.turns import unavailable
 from memory_es.recall.vectors import VectorMatrix, read_only_cache
-from memory_es.rootconfig import effective
+from memory_es.rootconfig import effective, journal_of
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
@@ -100,6 +100,7 @@ class MemoryRoot:
         self.time_zone = time_zone
         self._config = config
         self._keys = KeyStore.resolve(key_store)
+        self._journal = journal_of(config)
         self._chronology = MemoryJournal(RootCursorKey(root))
         self._bound: Recaller | None = None
         self._as_of = AsOfStates()
@@ -144,7 +145,7 @@ class MemoryRoot:
     @contextlib.contextmanager
     def reader(self) -> Iterator[OpenedJournal]:
         """The verified, read-only journal for the span of one read."""
-        with open_reader(self.root, self._keys) as opened:
+        with open_reader(self.root, self._keys, self._journal) as opened:
             yield opened
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
@@ -231,7 +232,8 @@ class MemoryRoot:
 
         def opener(path: Path) -> OpenedJournal:
             with journal_guard(path):
-                return open_journal(path, writable=False, key_store=self._keys)
+                return open_journal(path, writable=False, key_store=self._keys,
+                                    journal=self._journal)
 
         def events(opened: OpenedJournal, upto: int, after: int) -> Iterator[tuple[int, Any]]:
             with journal_guard(root):
@@ -267,7 +269,7 @@ class MemoryRoot:
     def index(self) -> Iterator[apsw.Connection | None]:
         """The active index generation, read-only, after the journal is verified; None when
         no generation was ever activated."""
-        with verified_journal_and_index(self.root, self._keys) as (opened, conn):
+        with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
             if self._config is None:  # read from the journal this read verified: one pass
                 self._config = effective(opened, None)
             yield conn
@@ -387,7 +389,7 @@ class MemoryRoot:
         unique prefix of at least 8): text, status, currentness, capture metadata,
         entities, provenance, the supersession links both ways and the journal events of
         its aggregate. ``memory_not_found`` / ``memory_id_ambiguous`` otherwise."""
-        with verified_journal_and_index(self.root, self._keys) as (opened, conn):
+        with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
             return show_memory(conn, opened, memory_id, now=utc_now(), tz=self.time_zone)
 
     def journal(self, request: Mapping[str, Any]) -> JournalPage:

@@ -23,6 +23,7 @@ from memory_es.errors import MemoryEsError
 from memory_es.events import Root
 from memory_es.ids import ROOT_UUID
 from memory_es.journal import OpenedJournal
+from memory_es.journal.backend import PostgresJournal, journal_target
 
 REFUSED = "reconfigure_refused"
 
@@ -124,6 +125,18 @@ def settle(opened: OpenedJournal, config: MemoryConfig, *, at: datetime,
             "memory-es drain under the root's own config, or resolve them) (B26)",
             code=REFUSED)
     return Root.reconfigured(version=version, at=at, **fields)
+
+
+def journal_of(config: MemoryConfig | None) -> PostgresJournal | None:
+    """Where ``config`` puts the journal: None for the root's own SQLite file (or, for a root
+    made on PostgreSQL, the server its marker names), else the server ``memory.journal``
+    names (issue 18)."""
+    if config is None:
+        return None
+    dsn = config.journal.dsn
+    return journal_target(config.journal.backend,
+                          None if dsn is None else dsn.get_secret_value(),
+                          config.journal.pg_schema)
 
 
 def resolve_root(root: str | Path | None, config: MemoryConfig | None) -> Path:

@@ -161,8 +161,9 @@ def _key_file_errors(name: str, block: object, stat: os.stat_result) -> list[str
     owned by this user); one line per key otherwise, naming the file, never the key."""
     if not isinstance(block, Mapping):
         return []
-    keyed = [section for section in ("llm", "embeddings")
-             if isinstance(block.get(section), Mapping) and "apiKey" in block[section]]
+    keyed = [f"{section}.{key}" for section, key in (("llm", "apiKey"), ("embeddings", "apiKey"),
+                                                    ("journal", "dsn"))
+             if isinstance(block.get(section), Mapping) and key in block[section]]
     if not keyed:
         return []
     problems = []
@@ -172,9 +173,16 @@ def _key_file_errors(name: str, block: object, stat: os.stat_result) -> list[str
         problems.append(f"owned by uid {stat.st_uid}")
     if not problems:
         return []
-    return [f"{name}: {ROOT}.{section}.apiKey: a literal API key is read only from an "
+    return [f"{name}: {ROOT}.{field}: a literal {_SECRET_WHAT[field]} is read only from an "
             f"owner-only file (mode 0600, owned by you; this one is {' and '.join(problems)}): "
-            "chmod 600 it, or name an environment variable with apiKeyEnv" for section in keyed]
+            f"chmod 600 it, or {_SECRET_ELSE[field]}" for field in keyed]
+
+
+_SECRET_WHAT = {"llm.apiKey": "API key", "embeddings.apiKey": "API key",
+                "journal.dsn": "PostgreSQL DSN"}
+_SECRET_ELSE = {"llm.apiKey": "name an environment variable with apiKeyEnv",
+                "embeddings.apiKey": "name an environment variable with apiKeyEnv",
+                "journal.dsn": "set $MEMORY_ES_PG_DSN instead"}
 
 
 def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:

@@ -58,6 +58,7 @@ __all__ = [
     "CaptureKind",
     "EmbeddingsConfig",
     "EmbeddingsProvider",
+    "JournalConfig",
     "LlmConfig",
     "LlmProvider",
     "MemoryConfig",
@@ -379,6 +380,35 @@ class ProfileConfig(_Block):
     enabled: bool = False
 
 
+class JournalConfig(_Block):
+    """`memory.journal` (issue 18): where the journal is. `backend` "sqlite" (default): the
+    root's own `journal.db`; "postgres": a PostgreSQL server that many hosts share, reached
+    with `dsn` (a literal, read only from an owner-only file like `apiKey`; else
+    `$MEMORY_ES_PG_DSN` when the store opens), its tables in `schema` (default "public")."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    dsn: SecretStr | None = None
+    pg_schema: str = Field(default="public", alias="schema")
+
+    @field_validator("dsn")
+    @classmethod
+    def _dsn_usable(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        if value is None:
+            return None
+        if info.data.get("backend") != "postgres":
+            raise rule('only the "postgres" backend takes a DSN')
+        if not value.get_secret_value().strip() or _CONTROL.search(value.get_secret_value()):
+            raise rule("must be a non-empty PostgreSQL DSN without control characters")
+        return value
+
+    @field_validator("pg_schema")
+    @classmethod
+    def _schema_usable(cls, value: str) -> str:
+        if not value.isidentifier() or not value.isascii():
+            raise rule(f"must be a plain SQL identifier, got {quote(value)}")
+        return value
+
+
 class MemoryConfig(_Block):
     """The whole `memory` block. Attributes are snake_case; file keys are camelCase."""
 
@@ -394,6 +424,7 @@ class MemoryConfig(_Block):
     recall: RecallConfig = Field(default_factory=RecallConfig)
     profile: ProfileConfig = Field(default_factory=ProfileConfig)
     max_bytes: int | None = Field(default=None, gt=0)
+    journal: JournalConfig = Field(default_factory=JournalConfig)
 
     @property
     def tier(self) -> Mode:

@@ -69,7 +69,7 @@ def make_anchor(opened: OpenedJournal) -> Anchor:
     chain = opened.chain
     if not chain.keyed or chain.root_id is None:
         raise IntegrityError(
-            f"chain_unkeyed: {opened.recorder.path}: this root still has a plain SHA-256 chain "
+            f"chain_unkeyed: {opened.recorder.location}: this root still has a plain SHA-256 chain "
             "(schema 1), which an anchor cannot pin; open it once as a writer (e.g. memory-es "
             "drain) to key it", code="chain_unkeyed")
     position, keyed, plain = 0, GENESIS, GENESIS
@@ -80,7 +80,7 @@ def make_anchor(opened: OpenedJournal) -> Anchor:
         exported = unseal(topic, oid, version, bytes(state), export=True).state
         plain = chain_link(plain, pos, oid, version, topic, exported)
         if pos != position or not hmac.compare_digest(keyed, bytes(stored)):
-            raise IntegrityError(f"{opened.recorder.path}: hash chain does not verify at "
+            raise IntegrityError(f"{opened.recorder.location}: hash chain does not verify at "
                                  f"position {pos}", code="chain_broken")
     unsigned = Anchor(chain=keyed.hex(), export_chain=plain.hex(), format=ANCHOR_FORMAT,
                       mac="", position=position, root_id=chain.root_id,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ JOURNAL_FILE = "journal.db"
 CATALOG_FILE = "journal.catalog"
 MARKER_FILE = ".memory-es-schema"
 LOCK_FILE = ".writer.lock"
+POSTGRES = "postgres"  # the marker's "journal" when the events live on a PostgreSQL server
 PLAIN_SCHEMA = 1  # plain SHA-256 chain, no key
 SCHEMA_VERSION = 2  # HMAC-SHA256 chain keyed per root (issue 13 item 11)
 CHAIN_ALGORITHM = "hmac-sha256"
@@ -52,14 +53,26 @@ class Marker:
     root_id: str | None = None
     keyed_from: int = NEVER
     mac: str = ""
+    journal: str = JOURNAL_FILE  # or POSTGRES (issue 18)
+    location: str = ""  # POSTGRES: the server, without credentials ("" in the server's copy)
+    pg_schema: str = ""  # POSTGRES: the database schema holding the tables
 
     def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"format": "memory-es", "journal": JOURNAL_FILE,
+        body: dict[str, Any] = {"format": "memory-es", "journal": self.journal,
                                 "schema": self.schema}
         if self.schema >= SCHEMA_VERSION:
             body |= {"chain": CHAIN_ALGORITHM, "keyed_from": self.keyed_from,
                      "root_id": self.root_id}
+        if self.journal == POSTGRES:
+            body |= {"location": self.location, "pg_schema": self.pg_schema}
         return body
+
+    def signed(self, chain: Chain) -> Marker:
+        """This marker with its MAC under ``chain``'s key."""
+        return replace(self, mac=chain.mac(_MARKER_LABEL, self.signed_bytes()).hex())
+
+    def file_bytes(self) -> bytes:
+        return _canonical(self.body() | {"mac": self.mac}) + b"\n"
 
     def signed_bytes(self) -> bytes:
         return _canonical(self.body())
@@ -96,6 +109,11 @@ def read_marker(path: Path) -> Marker:
         raw = os.read(fd, 4096)
     finally:
         os.close(fd)
+    return parse_marker(path, raw)
+
+
+def parse_marker(path: Path | str, raw: bytes | str) -> Marker:
+    """A marker's text (a root's file, or the copy a PostgreSQL journal keeps) checked."""
     try:
         marker = json.loads(raw)
     except ValueError:
@@ -119,7 +137,14 @@ def read_marker(path: Path) -> Marker:
             or not isinstance(mac, str):
         raise IntegrityError(f"{path}: schema marker fields are malformed", code="marker_invalid")
     assert isinstance(root_id, str)
-    return Marker(SCHEMA_VERSION, root_id, keyed_from, mac)
+    journal = marker.get("journal", JOURNAL_FILE)
+    if journal == JOURNAL_FILE:
+        return Marker(SCHEMA_VERSION, root_id, keyed_from, mac)
+    location, pg_schema = marker.get("location"), marker.get("pg_schema")
+    if journal != POSTGRES or not isinstance(location, str) or not isinstance(pg_schema, str):
+        raise IntegrityError(f"{path}: schema marker names no journal memory-es knows",
+                             code="marker_invalid")
+    return Marker(SCHEMA_VERSION, root_id, keyed_from, mac, POSTGRES, location, pg_schema)
 
 
 def write_keyed_marker(root: Path, keys: KeyStore, keyed_from: int) -> Chain:
@@ -128,12 +153,16 @@ def write_keyed_marker(root: Path, keys: KeyStore, keyed_from: int) -> Chain:
     durable before the marker names it; a crash in between leaves an unused key behind."""
     from memory_es.fsutil import atomic_write  # looked up per call: crash harnesses wrap it
 
+    chain, marker = mint_marker(keys, keyed_from)
+    atomic_write(root / MARKER_FILE, marker.file_bytes())
+    return chain
+
+
+def mint_marker(keys: KeyStore, keyed_from: int, **fields: str) -> tuple[Chain, Marker]:
+    """A new root id, its chain key (durable first) and a signed schema-2 marker naming it."""
     root_id = new_root_id()
     chain = Chain(keys.create_chain_key(root_id), keyed_from, root_id)
-    marker = Marker(SCHEMA_VERSION, root_id, keyed_from)
-    mac = chain.mac(_MARKER_LABEL, marker.signed_bytes()).hex()
-    atomic_write(root / MARKER_FILE, _canonical(marker.body() | {"mac": mac}) + b"\n")
-    return chain
+    return chain, Marker(SCHEMA_VERSION, root_id, keyed_from, **fields).signed(chain)
 
 
 def check_managed(root: Path) -> None:

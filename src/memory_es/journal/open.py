@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from eventsourcing.application import Application
@@ -21,6 +21,7 @@ from eventsourcing.utils import Environment
 
 from memory_es.errors import IntegrityError, InvalidArgumentError, NotARootError
 from memory_es.fsutil import check_private, make_private_dir, remove_stale_temps
+from memory_es.journal.backend import PostgresJournal
 from memory_es.journal.catalog import Catalog
 from memory_es.journal.chain import Chain
 from memory_es.journal.codec import MsgspecMapper
@@ -29,6 +30,7 @@ from memory_es.journal.layout import (
     JOURNAL_FILE,
     LOCK_FILE,
     MARKER_FILE,
+    POSTGRES,
     check_managed,
     exists,
     initialise,
@@ -36,6 +38,7 @@ from memory_es.journal.layout import (
     write_keyed_marker,
 )
 from memory_es.journal.lock import WriterLock
+from memory_es.journal.protocol import Recorder
 from memory_es.journal.recorder import JournalRecorder
 from memory_es.journal.records import RecordKeys
 from memory_es.journal.sealing import Sealer, SealPolicy
@@ -52,7 +55,7 @@ class Journal(Application[UUID]):
 
     name = "memory_es"
 
-    def __init__(self, recorder: JournalRecorder) -> None:
+    def __init__(self, recorder: Recorder) -> None:
         self._journal_recorder = recorder
         super().__init__(env={})
 
@@ -63,10 +66,10 @@ class Journal(Application[UUID]):
         return MsgspecMapper(self._journal_recorder.sealer)
 
     def construct_recorder(self) -> ApplicationRecorder:
-        return self._journal_recorder
+        return cast(ApplicationRecorder, self._journal_recorder)
 
     @property
-    def journal_recorder(self) -> JournalRecorder:
+    def journal_recorder(self) -> Recorder:
         return self._journal_recorder
 
     def close(self) -> None:
@@ -81,9 +84,10 @@ class OpenedJournal:
     app: Journal
     lock: WriterLock | None
     recovered_from: int | None  # catalog position when the journal was ahead of it, else None
+    root: Path
 
     @property
-    def recorder(self) -> JournalRecorder:
+    def recorder(self) -> Recorder:
         return self.app.journal_recorder
 
     @property
@@ -103,6 +107,7 @@ def open_journal(
     root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     create: bool = True, derived: Sequence[str] = (),
     key_store: str | Path | KeyStore | None = None, seal: SealPolicy | None = None,
+    journal: PostgresJournal | None = None,
 ) -> OpenedJournal:
     """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
 
@@ -117,6 +122,8 @@ def open_journal(
     read now, else ``~/.local/state/memory-es/keys``); it must lie outside the root.
     ``seal`` is the domain's policy of content fields a writer seals under per-record keys
     (issue 14); every opener can open sealed fields whose keys exist.
+    ``journal`` puts a new root's journal on PostgreSQL (issue 18); a root whose marker says
+    its journal is there finds the server from it, or from ``$MEMORY_ES_PG_DSN``.
     """
     root = Path(root)
     try:
@@ -145,7 +152,7 @@ def open_journal(
         if writable:
             remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
         return _open_locked(root, writable=writable, lock=lock, derived=derived, keys=keys,
-                            seal=seal)
+                            seal=seal, journal=journal)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -154,15 +161,27 @@ def open_journal(
 
 def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
                  keys: KeyStore, derived: Sequence[str] = (),
-                 seal: SealPolicy | None = None) -> OpenedJournal:
+                 seal: SealPolicy | None = None,
+                 journal: PostgresJournal | None = None) -> OpenedJournal:
     check_managed(root)
     journal_path, catalog_path, marker_path = (
         root / JOURNAL_FILE,
         root / CATALOG_FILE,
         root / MARKER_FILE,
     )
-    if exists(marker_path):
-        marker = read_marker(marker_path)
+    marker = read_marker(marker_path) if exists(marker_path) else None
+    on_postgres = marker.journal == POSTGRES if marker is not None else journal is not None
+    if journal is not None and (not on_postgres or exists(journal_path)):
+        raise IntegrityError(
+            f"{root}: this root's journal is {JOURNAL_FILE} (SQLite), not on PostgreSQL; "
+            "copy it there with memory-es migrate-journal", code="journal_backend_mismatch")
+    if on_postgres:
+        from memory_es.journal.pgopen import open_on_postgres  # psycopg: an optional extra
+
+        pg = open_on_postgres(root, marker, journal, writable=writable, keys=keys,
+                              derived=derived, seal=seal)
+        return OpenedJournal(Journal(pg), lock, None, root)
+    if marker is not None:
         for path, what, code in (
             (journal_path, "journal", "journal_missing"),
             (catalog_path, "integrity catalog", "catalog_missing"),
@@ -222,7 +241,7 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
     for name in (JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm"):
         if exists(root / name):
             check_private(root / name, is_dir=False)
-    return OpenedJournal(Journal(recorder), lock, recovered_from)
+    return OpenedJournal(Journal(recorder), lock, recovered_from, root)
 
 
 def _verify_against_catalog(

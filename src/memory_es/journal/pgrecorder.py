@@ -36,6 +36,7 @@ from memory_es.errors import IntegrityError, InvalidArgumentError
 from memory_es.fsutil import crash_point
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
+from memory_es.journal.pgrecords import table_statements as record_key_tables
 from memory_es.journal.recorder import Payload
 from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
 
@@ -89,7 +90,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         self._write_lock = threading.Lock()  # one writer per process; others wait on the lock
         s = Identifier(store.schema)
         self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
-                   for name in ("events", "payloads", "head")}
+                   for name in ("events", "payloads", "head", "meta")}
         events, payloads, head = self._t["events"], self._t["payloads"], self._t["head"]
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
@@ -105,6 +106,9 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                 "CHECK (one), position bigint NOT NULL, chain bytea NOT NULL)").format(head),
             SQL("INSERT INTO {} (position, chain) VALUES (0, %s) ON CONFLICT DO NOTHING"
                 ).format(head),
+            SQL("CREATE TABLE IF NOT EXISTS {} (one boolean PRIMARY KEY DEFAULT true "
+                "CHECK (one), marker text NOT NULL)").format(self._t["meta"]),
+            *record_key_tables(store.schema),
         ]
 
     def _create_table(self, curs: psycopg.Cursor[Any]) -> None:
@@ -235,17 +239,50 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def head(self) -> tuple[int, bytes]:
         """The head row: the last committed ``(position, chain)``, as the catalog is."""
-        rows = self._fetch(SQL("SELECT position, chain FROM {}").format(self._t["head"]))
+        return self._head(self._fetch(SQL("SELECT position, chain FROM {}").format(
+            self._t["head"])))
+
+    def _head(self, rows: list[Any]) -> tuple[int, bytes]:
         if len(rows) != 1:
             raise IntegrityError(f"{self.location}: the journal's head row is missing",
                                  code="catalog_corrupt")
         return int(rows[0]["position"]), bytes(rows[0]["chain"])
 
+    def exists(self) -> bool:
+        """Has a memory-es journal been created in this database (and schema)?"""
+        rows = self._fetch(SQL("SELECT to_regclass(%s) AS t"),
+                           (f"{self.datastore.schema}.memory_es_meta",))
+        return rows[0]["t"] is not None
+
+    def read_meta(self) -> str | None:
+        """The journal's own schema marker (its root id, MAC'd), or None before the first
+        writer set it."""
+        if not self.exists():
+            return None
+        rows = self._fetch(SQL("SELECT marker FROM {}").format(self._t["meta"]))
+        return str(rows[0]["marker"]) if rows else None
+
+    def claim_meta(self, marker: str) -> str:
+        """Set the marker unless another writer already did; returns the one that holds."""
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("INSERT INTO {} (marker) VALUES (%s) ON CONFLICT DO NOTHING"
+                             ).format(self._t["meta"]), (marker,))
+        held = self.read_meta()
+        assert held is not None
+        return held
+
     def rows(self) -> Generator[tuple[int, str, int, str, bytes, bytes], None, None]:
         """Every event row in position order, from one snapshot (a server-side cursor in a
         repeatable-read transaction), a batch at a time."""
+        yield from self._snapshot_rows(None)
+
+    def _snapshot_rows(self, head: list[tuple[int, bytes]] | None
+                       ) -> Generator[tuple[int, str, int, str, bytes, bytes], None, None]:
         with self.datastore.get_connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if head is not None:  # the head as of the same snapshot as the rows
+                head.append(self._head(conn.execute(SQL("SELECT position, chain FROM {}").format(
+                    self._t["head"])).fetchall()))
             with conn.cursor(name="memory_es_rows") as curs:
                 curs.itersize = 2000
                 curs.execute(SQL(
@@ -270,8 +307,27 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
     # -- integrity ----------------------------------------------------------------------------
 
     def verify(self) -> tuple[int, bytes]:
-        with contextlib.closing(self.rows()) as rows:
-            return verify_chain(self.location, rows, self.chain)
+        """Recompute the whole chain and compare its tail with the head row of the same
+        snapshot. The head commits with the rows, so any difference is tampering: rows cut
+        off the end (``journal_truncated``), a replaced journal (``journal_replaced``) or rows
+        added behind memory-es's back (``chain_broken``)."""
+        head: list[tuple[int, bytes]] = []
+        with contextlib.closing(self._snapshot_rows(head)) as rows:
+            position, chain = verify_chain(self.location, rows, self.chain)
+        (head_position, head_chain), = head
+        if head_position > position:
+            raise IntegrityError(
+                f"{self.location}: journal ends at position {position} but its head row "
+                f"records {head_position}; the journal was truncated", code="journal_truncated")
+        if head_position < position:
+            raise IntegrityError(
+                f"{self.location}: rows past the head row (position {head_position}) were "
+                "written outside memory-es", code="chain_broken")
+        if position and head_chain != chain:
+            raise IntegrityError(
+                f"{self.location}: chain at position {position} does not match the head row; "
+                "the journal was replaced", code="journal_replaced")
+        return position, chain
 
     def fsync_files(self) -> None:
         """Nothing to do: the server made the commit durable before it answered."""

@@ -44,7 +44,7 @@ from memory_es.recall import (
 )
 from memory_es.recall.inventory import MemoryDetail, MemoryList
 from memory_es.recall.profile import Profile
-from memory_es.rootconfig import RootConfig, effective, resolve_root, settle
+from memory_es.rootconfig import RootConfig, effective, journal_of, resolve_root, settle
 from memory_es.step import Processor
 from memory_es.store.access import AccessStat
 from memory_es.store.admission import GroupCommit
@@ -96,7 +96,7 @@ class MemoryStore:
     ) -> None:
         self.config = config
         self.time_zone = time_zone
-        self.root = opened.recorder.path.parent
+        self.root = opened.root
         self._opened = opened
         self._clock = clock
         self._shutdown_timeout = shutdown_timeout
@@ -168,10 +168,11 @@ class MemoryStore:
         zone = host_time_zone(time_zone)
         check_seconds("shutdown_timeout", shutdown_timeout)
         path = resolve_root(root, config)
+        journal = journal_of(config)
         with journal_guard(path):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
             opened = open_journal(path, writable=True, lock_timeout=lock_timeout,
                                   create=create, derived=DERIVED_ENTRIES, key_store=key_store,
-                                  seal=SEALED_FIELDS)
+                                  seal=SEALED_FIELDS, journal=journal)
         try:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,

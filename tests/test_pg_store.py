@@ -1,0 +1,205 @@
+"""The store with its journal on a real PostgreSQL server (issue 18 items 1-3).
+
+Everything above the journal is the same code on both backends; these tests drive it through
+the Python API and the CLI (real subprocesses) against the throwaway server of conftest.py:
+the root's directory holds projections and a marker naming the server, never a journal file
+or the DSN; idempotency and the fail-closed conflict rule hold in the database; tampering in
+the database is found on open; a second host joins the same journal and sees its intakes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from memory_es.config import parse_config
+from memory_es.errors import IntegrityError, InvalidArgumentError, MemoryEsError
+from memory_es.intake import CompletedTurn
+from memory_es.journal import CATALOG_FILE, JOURNAL_FILE, MARKER_FILE
+from memory_es.journal.backend import DSN_ENV
+from memory_es.root import MemoryRoot
+from memory_es.store import MemoryStore
+
+CLI = [sys.executable, "-m", "memory_es.cli"]
+
+
+def config(dsn: str, **journal: str) -> object:
+    return parse_config({"mode": "journal", "embeddings": {"provider": "local"},
+                         "journal": {"backend": "postgres", "dsn": dsn, **journal}})
+
+
+def turn(run_id: str, answer: str) -> CompletedTurn:
+    return CompletedTurn(run_id=run_id, outcome="success", answer=answer)
+
+
+def cli(*argv: str, dsn: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != DSN_ENV}
+    if dsn is not None:
+        env[DSN_ENV] = dsn
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_a_store_on_postgres_admits_once_projects_and_recalls(tmp_path: Path,
+                                                               pg_dsn: str) -> None:
+    """B1-B3 on PostgreSQL: a turn is admitted once (a repeat is a duplicate, other content
+    under the same run id a conflict), projected and recalled; the root keeps no journal
+    file, and its marker names the server without credentials."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        first = store.persist_completed_turn(turn("run-1", "My dentist is Dr. Okafor."))
+        again = store.persist_completed_turn(turn("run-1", "My dentist is Dr. Okafor."))
+        clash = store.persist_completed_turn(turn("run-1", "My dentist is Dr. Who."))
+        assert (first.status, again.status, clash.status) == ("admitted", "duplicate",
+                                                              "rejected")
+        assert clash.code == "run_id_conflict"
+        store.drain()
+        hits = store.recall("Okafor").recall.hits
+        assert [h.text for h in hits][:1] == ["My dentist is Dr. Okafor."]
+    assert not (root / JOURNAL_FILE).exists() and not (root / CATALOG_FILE).exists()
+    marker = json.loads((root / MARKER_FILE).read_text())
+    assert marker["journal"] == "postgres" and marker["location"].startswith("postgresql://")
+    password = psycopg.conninfo.conninfo_to_dict(pg_dsn)["password"]
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert str(password).encode() not in path.read_bytes(), path
+    with psycopg.connect(pg_dsn) as conn:
+        count = conn.execute("SELECT count(*) FROM memory_es_events").fetchone()
+    assert count is not None and count[0] >= 1
+
+
+def test_reopened_from_its_marker_and_the_environment(tmp_path: Path, pg_dsn: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18 item 1: a root made on PostgreSQL reopens without a config, the server from
+    $MEMORY_ES_PG_DSN; without a DSN it says which server it needs, naming no secret."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.persist_completed_turn(turn("run-1", "The boiler was serviced in March."))
+        store.drain()
+    monkeypatch.delenv(DSN_ENV, raising=False)
+    with pytest.raises(InvalidArgumentError) as e:
+        MemoryStore.open(root, None, background=False)
+    assert e.value.code == "journal_dsn_missing" and "postgresql://127.0.0.1" in str(e.value)
+    monkeypatch.setenv(DSN_ENV, pg_dsn)
+    with MemoryStore.open(root, None, background=False) as store:
+        assert store.recall("boiler").recall.hits
+    report = MemoryRoot.open(root).health()
+    assert report.status == "clean" and not report.findings, report
+
+
+def test_the_cli_reads_a_postgres_root(tmp_path: Path, pg_dsn: str) -> None:
+    """Every CLI command takes the same journal: search, inspect and health through
+    $MEMORY_ES_PG_DSN; without it a one-line error and exit 2, no traceback."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.persist_completed_turn(turn("run-1", "Priya's birthday is on 4 May."))
+        store.drain()
+    found = cli("search", "--root", str(root), "--json", "birthday", dsn=pg_dsn)
+    assert found.returncode == 0, found.stderr
+    assert "Priya" in found.stdout
+    health = cli("health", "--root", str(root), dsn=pg_dsn)
+    assert health.returncode == 0, health.stdout + health.stderr
+    inspect = cli("inspect", "--root", str(root), "--json", dsn=pg_dsn)
+    assert inspect.returncode == 0 and "run-1" not in inspect.stderr
+    missing = cli("search", "--root", str(root), "birthday", dsn=None)
+    assert missing.returncode == 2, missing
+    assert "journal_dsn_missing" in missing.stderr or DSN_ENV in missing.stderr
+    assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_tampering_in_the_database_is_found_on_open(tmp_path: Path, pg_dsn: str) -> None:
+    """B13 on PostgreSQL: a row edited in the database fails every open, closed."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        for n in range(3):
+            store.persist_completed_turn(turn(f"run-{n}", f"Fact number {n}."))
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE memory_es_events SET state = state || 'x'::bytea "
+                     "WHERE notification_id = 2")
+    with pytest.raises(IntegrityError) as e:
+        MemoryStore.open(root, config(pg_dsn), background=False)  # type: ignore[arg-type]
+    assert e.value.code == "chain_broken" and "position 2" in str(e.value)
+
+
+def test_a_second_host_joins_the_journal_and_sees_every_intake(tmp_path: Path,
+                                                               pg_dsn: str) -> None:
+    """Issue 18 item 3: another root (another host's projections) on the same journal sees
+    every intake and recalls what the first host admitted; each keeps its own projections."""
+    a, b = tmp_path / "host-a", tmp_path / "host-b"
+    with MemoryStore.open(a, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.persist_completed_turn(turn("run-a", "The spare key is under the blue pot."))
+        store.drain()
+    with MemoryStore.open(b, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.persist_completed_turn(turn("run-b", "The bins go out on Thursday."))
+        again = store.persist_completed_turn(turn("run-a", "The spare key is under the blue pot."))
+        assert again.status == "duplicate"
+        store.drain()
+        counts = store.inspect().counts
+        assert (counts.total, counts.resolved) == (2, 2)
+        assert store.recall("spare key").recall.hits
+    assert json.loads((a / MARKER_FILE).read_text())["root_id"] == \
+        json.loads((b / MARKER_FILE).read_text())["root_id"]
+    report = MemoryRoot.open(b, config(pg_dsn)).health()  # type: ignore[arg-type]
+    assert report.status == "clean" and not report.findings, report
+
+
+def test_a_sqlite_root_refuses_a_postgres_config(tmp_path: Path, pg_dsn: str) -> None:
+    """A root keeps the journal it has; moving it is migrate-journal's job, never an open's."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config({"mode": "lite"}), background=False):
+        pass
+    with pytest.raises(IntegrityError) as e:
+        MemoryStore.open(root, config(pg_dsn), background=False)  # type: ignore[arg-type]
+    assert e.value.code == "journal_backend_mismatch"
+
+
+def test_a_host_with_only_the_chain_key_opens_what_another_host_sealed(
+        tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18 with issue 14: record keys live in the database wrapped under the chain key,
+    so host B, whose key store holds only a copy of the journal's chain key, opens what host A
+    sealed; a forget on A shreds it for B too; without the chain key B cannot open at all."""
+    from memory_es.keystore import CHAIN_KEY_FILE, KEY_STORE_ENV
+
+    store_a, store_b = tmp_path / "keys-a", tmp_path / "keys-b"
+    a, b = tmp_path / "host-a", tmp_path / "host-b"
+    monkeypatch.setenv(KEY_STORE_ENV, str(store_a))
+    with MemoryStore.open(a, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.persist_completed_turn(turn("run-a", "The alarm code is 4417."))
+        store.persist_completed_turn(turn("run-gone", "My old PIN was 9931."))
+        store.drain()
+        root_id = store.root_id
+    assert root_id is not None
+    with psycopg.connect(pg_dsn) as conn:
+        raw = b"".join(bytes(r[0]) for r in conn.execute("SELECT state FROM memory_es_events"))
+        wrapped = conn.execute("SELECT count(*) FROM memory_es_record_keys").fetchone()
+    assert b"4417" not in raw and wrapped is not None and wrapped[0] > 0  # sealed, keys there
+
+    monkeypatch.setenv(KEY_STORE_ENV, str(store_b))
+    with pytest.raises(MemoryEsError) as e:
+        MemoryStore.open(b, config(pg_dsn), background=False)  # type: ignore[arg-type]
+    assert e.value.code == "chain_key_missing"
+    store_b.mkdir(mode=0o700, exist_ok=True)
+    store_b.chmod(0o700)
+    (store_b / root_id).mkdir(mode=0o700)
+    key = store_b / root_id / CHAIN_KEY_FILE
+    key.write_bytes((store_a / root_id / CHAIN_KEY_FILE).read_bytes())
+    key.chmod(0o600)
+    with MemoryStore.open(b, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.drain()
+        assert "4417" in " ".join(h.text for h in store.recall("alarm code").recall.hits)
+
+    monkeypatch.setenv(KEY_STORE_ENV, str(store_a))
+    with MemoryStore.open(a, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.forget_turn("run-gone", reason="user-request")
+    monkeypatch.setenv(KEY_STORE_ENV, str(store_b))
+    with MemoryStore.open(b, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        store.drain()
+        assert "9931" not in " ".join(h.text for h in store.recall("old PIN").recall.hits)
+        assert "4417" in " ".join(h.text for h in store.recall("alarm code").recall.hits)
+    report = MemoryRoot.open(b, config(pg_dsn)).health()  # type: ignore[arg-type]
+    assert report.status == "clean", report
