@@ -203,3 +203,68 @@ def test_a_host_with_only_the_chain_key_opens_what_another_host_sealed(
         assert "4417" in " ".join(h.text for h in store.recall("alarm code").recall.hits)
     report = MemoryRoot.open(b, config(pg_dsn)).health()  # type: ignore[arg-type]
     assert report.status == "clean", report
+
+
+@pytest.mark.slow
+def test_writer_processes_race_on_one_journal(tmp_path: Path, pg_dsn: str) -> None:
+    """Issue 18: 4 writer processes (4 threads each) admit into one journal, 10 % of the
+    run ids repeated (same bytes, across processes) and 1 % conflicting (other bytes): every
+    distinct run id is in the journal exactly once, every repeat is a duplicate, every
+    conflicting variant but the one admitted is rejected; two reader hosts then project every
+    intake and replay clean."""
+    import random
+
+    writers, per_writer = 4, int(os.environ.get("MEMORY_ES_PG_ADMISSIONS", "2000"))
+    rng = random.Random(18)
+    plans: list[list[list[str]]] = [[] for _ in range(writers)]
+    distinct = 0
+    for w in range(writers):
+        for n in range(per_writer):
+            roll = rng.random()
+            if roll < 0.10 and distinct:  # a repeat of any earlier run id, same bytes
+                k = rng.randrange(distinct)
+                plans[w].append([f"run-{k}", f"Answer number {k}."])
+            elif roll < 0.11 and distinct:  # the same run id with other bytes
+                k = rng.randrange(distinct)
+                plans[w].append([f"run-{k}", f"Another answer {k} from writer {w}-{n}."])
+            else:
+                plans[w].append([f"run-{distinct}", f"Answer number {distinct}."])
+                distinct += 1
+    helper = Path(__file__).with_name("helpers_pg_writer.py")
+    env = {**os.environ, DSN_ENV: pg_dsn}
+    procs = []
+    for w, plan in enumerate(plans):
+        (tmp_path / f"plan-{w}.json").write_text(json.dumps(plan))
+        procs.append(subprocess.Popen(
+            [sys.executable, str(helper), str(tmp_path / f"host-{w}"),
+             str(tmp_path / f"plan-{w}.json"), str(tmp_path / f"results-{w}.json")],
+            env=env, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err
+    results = [r for w in range(writers)
+               for r in json.loads((tmp_path / f"results-{w}.json").read_text())]
+    admitted: dict[str, str] = {}
+    for run_id, answer, status, _code in results:
+        if status == "admitted":
+            assert run_id not in admitted, f"{run_id} admitted twice"
+            admitted[run_id] = answer
+    assert len(admitted) == distinct
+    for run_id, answer, status, code in results:
+        if status != "admitted":
+            expect = ("duplicate", None) if answer == admitted[run_id] else ("rejected",
+                                                                              "run_id_conflict")
+            assert (status, code) == expect, (run_id, answer, status, code)
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT originator_id, count(*) FROM memory_es_events "
+                            "WHERE topic LIKE '%Intake.Admitted' GROUP BY originator_id"
+                            ).fetchall()
+    assert len(rows) == distinct and all(count == 1 for _, count in rows)
+
+    for host in (tmp_path / "host-0", tmp_path / "host-1"):
+        with MemoryStore.open(host, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+            store.drain()
+            counts = store.inspect().counts
+            assert (counts.total, counts.resolved) == (distinct, distinct)
+        report = MemoryRoot.open(host, config(pg_dsn)).health()  # type: ignore[arg-type]
+        assert report.status == "clean" and not report.findings, report

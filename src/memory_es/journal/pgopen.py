@@ -60,7 +60,7 @@ def open_on_postgres(root: Path, marker: Marker | None, journal: PostgresJournal
         recorder.verify()
         assert server.root_id is not None
         # in the database, wrapped under the chain key: every host opens what any sealed
-        records = PostgresRecordKeys(recorder, chain, writable=writable)
+        records = PostgresRecordKeys(recorder.datastore, location, chain, writable=writable)
         recorder.sealer = Sealer(records, seal if writable else None)
     except BaseException:
         recorder.close()

@@ -22,19 +22,16 @@ import os
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from eventsourcing.postgres import PostgresDatastore
 from psycopg.sql import SQL, Composed, Identifier
 
 from memory_es.errors import IntegrityError
 from memory_es.journal.chain import Chain
 from memory_es.journal.records import CHUNK, KEY_BYTES, RecordKeys
 from memory_es.keystore import KeyStore
-
-if TYPE_CHECKING:
-    from memory_es.journal.pgrecorder import PostgresJournalRecorder
 
 _WRAP_LABEL = b"memory-es record-key wrap"
 _NONCE = 12
@@ -56,17 +53,18 @@ def table_statements(schema: str) -> list[Composed]:
 class PostgresRecordKeys(RecordKeys):
     """:class:`RecordKeys` (the same pool, the same answers) kept in the journal's database."""
 
-    def __init__(self, recorder: PostgresJournalRecorder, chain: Chain, *,
+    def __init__(self, datastore: PostgresDatastore, location: str, chain: Chain, *,
                  writable: bool) -> None:
+        """``datastore``: the journal recorder's pool; ``location``: the server, redacted."""
         assert chain.root_id is not None and chain.keyed
         super().__init__(KeyStore(Path("/nonexistent")), chain.root_id, writable=writable)
-        self._recorder = recorder
-        self._where = recorder.location
+        self._datastore = datastore
+        self._where = location
         self._wrap = AESGCM(chain.mac(_WRAP_LABEL, chain.root_id.encode()))
-        s = Identifier(recorder.datastore.schema)
+        s = Identifier(datastore.schema)
         self._keys = SQL("{}.memory_es_record_keys").format(s)
         self._destroyed = SQL("{}.memory_es_destroyed_keys").format(s)
-        self._seq = f"{recorder.datastore.schema}.memory_es_record_key_ids"
+        self._seq = f"{datastore.schema}.memory_es_record_key_ids"
         self._cache: dict[int, bytes] = {}
 
     @property
@@ -77,7 +75,7 @@ class PostgresRecordKeys(RecordKeys):
         return b"record-key\x00" + str(key_id).encode()
 
     def _reserve(self) -> list[tuple[int, bytes]]:
-        with self._recorder.datastore.transaction(commit=True) as curs:
+        with self._datastore.transaction(commit=True) as curs:
             ids = [int(r["id"]) for r in curs.execute(
                 "SELECT nextval(%s) AS id FROM generate_series(1, %s)",
                 (self._seq, CHUNK)).fetchall()]
@@ -95,7 +93,7 @@ class PostgresRecordKeys(RecordKeys):
         with self._db_lock:
             if key_id in self._cache:
                 return self._cache[key_id]
-        with self._recorder.datastore.transaction() as curs:
+        with self._datastore.transaction() as curs:
             found = curs.execute(SQL("SELECT id, wrapped FROM {} WHERE id BETWEEN %s AND %s"
                                      ).format(self._keys),
                                  (key_id, key_id + _PREFETCH - 1)).fetchall()
@@ -126,14 +124,14 @@ class PostgresRecordKeys(RecordKeys):
         ids = sorted(set(key_ids))
         if not ids:
             return []
-        with self._recorder.datastore.transaction() as curs:
+        with self._datastore.transaction() as curs:
             rows = curs.execute(SQL("SELECT id FROM {} WHERE id = ANY(%s) ORDER BY id").format(
                 self._keys), (ids,)).fetchall()
         return [int(r["id"]) for r in rows]
 
     def destroy(self, key_ids: Iterable[int], *, destroyed: bool = True) -> None:
         ids = sorted(set(key_ids))
-        with self._recorder.datastore.transaction(commit=True) as curs:
+        with self._datastore.transaction(commit=True) as curs:
             curs.execute(SQL("DELETE FROM {} WHERE id = ANY(%s)").format(self._keys), (ids,))
             if destroyed:
                 curs.execute(SQL("INSERT INTO {} SELECT unnest(%s::bigint[]) "

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from eventsourcing.persistence import IntegrityError as RecordConflict
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.errors import MemoryEsError, io_problem
@@ -24,6 +25,9 @@ from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIn
 from memory_es.journal import OpenedJournal, Payload
 
 log = logging.getLogger("memory_es")
+
+# How often a batch is decided again after another writer took one of its run ids first.
+_RACE_RETRIES = 3
 
 
 class _Request:
@@ -158,13 +162,49 @@ class GroupCommit:
                 self.cv.notify_all()
 
     def _commit(self, batch: list[_Request]) -> None:
-        """Decide every queued request, write the admitted ones in one transaction."""
+        """Decide every queued request, write the admitted ones in one transaction.
+
+        On a shared journal (PostgreSQL, issue 18) another process may admit the same run id
+        between our check and our write: the database's unique constraint refuses the write
+        (``RecordConflict``) and the requests that rode on it are decided again from the
+        journal, where the other process's admission now is (a duplicate, or a conflict)."""
+        results: list[AdmissionResult | None] = [None] * len(batch)
+        undecided = list(range(len(batch)))
+        for attempt in range(_RACE_RETRIES + 1):
+            to_write, rides_on_write = self._decide(batch, undecided, results)
+            if not to_write:
+                break
+            try:
+                self._write([batch[i] for i in to_write])
+                break
+            except RecordConflict:
+                self._drop_taken_preface()
+                if attempt < _RACE_RETRIES:
+                    undecided = rides_on_write
+                    continue
+                self._fail(batch, results, rides_on_write, "journal_write_failed",
+                           "run ids kept racing another writer")
+            except Exception as e:
+                problem = io_problem(e)  # disk full, read-only, I/O: one code (issue 13)
+                log.error("memory_es journal write failed: %s", problem or type(e).__name__)
+                self._fail(batch, results, rides_on_write,
+                           "io_error" if problem else "journal_write_failed",
+                           problem or type(e).__name__)
+        for req, result in zip(batch, results, strict=True):
+            assert result is not None
+            req.result = result
+            req.wake.release()
+
+    def _decide(self, batch: list[_Request], indices: list[int],
+                results: list[AdmissionResult | None]) -> tuple[list[int], list[int]]:
+        """Set the result of each of ``indices``; return the requests to write and those
+        whose result holds only if that write succeeds."""
         decided: dict[str, str] = {}  # run_hash -> content hash admitted in this batch
-        to_write: list[_Request] = []
-        rides_on_write: list[int] = []  # results that are only true if the write succeeds
-        results: list[AdmissionResult] = []
+        to_write: list[int] = []
+        rides_on_write: list[int] = []
         active = self.view.active
-        for i, req in enumerate(batch):
+        for i in indices:
+            req = batch[i]
             p = req.prepared
             known = self.view.records.get(p.run_hash)
             known_hash = (known.content_sha256 if known else decided.get(p.run_hash)
@@ -173,32 +213,35 @@ class GroupCommit:
             if known is None and p.run_hash in decided:
                 rides_on_write.append(i)
             if known_hash is not None:
-                results.append(_repeat_result(p, known_hash))
+                results[i] = _repeat_result(p, known_hash)
             elif active + len(to_write) >= MAX_ACTIVE:
-                results.append(AdmissionResult(
+                results[i] = AdmissionResult(
                     status="rejected", intake_id=p.run_hash, code="too_many_active_records",
                     detail=f"{MAX_ACTIVE} active (pending + dead) records already",
-                ))
+                )
             else:
                 decided[p.run_hash] = p.content_sha256
-                to_write.append(req)
+                to_write.append(i)
                 rides_on_write.append(i)
-                results.append(AdmissionResult(status="admitted", intake_id=p.run_hash))
-        if to_write:
-            try:
-                self._write(to_write)
-            except Exception as e:
-                problem = io_problem(e)  # disk full, read-only, I/O: one code (issue 13)
-                code = "io_error" if problem else "journal_write_failed"
-                log.error("memory_es journal write failed: %s", problem or type(e).__name__)
-                for i in rides_on_write:
-                    results[i] = AdmissionResult(
-                        status="rejected", intake_id=batch[i].prepared.run_hash,
-                        code=code, detail=problem or type(e).__name__,
-                    )
-        for req, result in zip(batch, results, strict=True):
-            req.result = result
-            req.wake.release()
+                results[i] = AdmissionResult(status="admitted", intake_id=p.run_hash)
+        return to_write, rides_on_write
+
+    def _drop_taken_preface(self) -> None:
+        """Another host recorded the root's configuration at the version ours would take:
+        drop ours (the next open records any difference) rather than fail every admission."""
+        recorder = self._opened.recorder
+        taken = [e for e in self.preface if recorder.select_events(
+            e.originator_id, gt=e.originator_version - 1, lte=e.originator_version)]
+        if taken:
+            log.warning("memory_es: another writer recorded the root's configuration first")
+            self.preface = []
+
+    @staticmethod
+    def _fail(batch: list[_Request], results: list[AdmissionResult | None],
+              indices: list[int], code: str, detail: str) -> None:
+        for i in indices:
+            results[i] = AdmissionResult(status="rejected", intake_id=batch[i].prepared.run_hash,
+                                         code=code, detail=detail)
 
     def _write(self, requests: list[_Request]) -> None:
         payloads = [r.payload for r in requests if r.payload is not None]
