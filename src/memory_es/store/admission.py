@@ -171,10 +171,11 @@ class GroupCommit:
         results: list[AdmissionResult | None] = [None] * len(batch)
         undecided = list(range(len(batch)))
         for attempt in range(_RACE_RETRIES + 1):
-            to_write, rides_on_write = self._decide(batch, undecided, results)
-            if not to_write:
-                break
+            rides_on_write = undecided  # a lookup that fails fails them all
             try:
+                to_write, rides_on_write = self._decide(batch, undecided, results)
+                if not to_write:
+                    break
                 self._write([batch[i] for i in to_write])
                 break
             except RecordConflict:
@@ -185,11 +186,13 @@ class GroupCommit:
                 self._fail(batch, results, rides_on_write, "journal_write_failed",
                            "run ids kept racing another writer")
             except Exception as e:
-                problem = io_problem(e)  # disk full, read-only, I/O: one code (issue 13)
+                # disk full, read-only, I/O, the journal's server down: one code (issue 13)
+                problem = io_problem(e)
                 log.error("memory_es journal write failed: %s", problem or type(e).__name__)
                 self._fail(batch, results, rides_on_write,
                            "io_error" if problem else "journal_write_failed",
                            problem or type(e).__name__)
+                break
         for req, result in zip(batch, results, strict=True):
             assert result is not None
             req.result = result

@@ -1,0 +1,149 @@
+"""Crashes and faults against the real PostgreSQL server (issue 18, "What must be shown").
+
+A writer process SIGKILLed inside its commit and right after it; the server stopped with
+``pg_ctl stop -m immediate`` while admissions run and started again; the store's connections
+cut with ``pg_terminate_backend``. Each time: no acknowledged admission is lost, none is
+duplicated, what failed while the server was down said so with a code (never an exception
+into the host), and the store recovers without being reopened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from memory_es.config import parse_config
+from memory_es.intake import AdmissionResult, CompletedTurn
+from memory_es.journal.backend import DSN_ENV
+from memory_es.root import MemoryRoot
+from memory_es.store import MemoryStore
+
+HELPER = Path(__file__).with_name("helpers_pg_writer.py")
+
+
+def config(dsn: str) -> Any:
+    return parse_config({"mode": "journal", "embeddings": {"provider": "local"},
+                         "journal": {"backend": "postgres", "dsn": dsn}})
+
+
+def turn(run_id: str) -> CompletedTurn:
+    return CompletedTurn(run_id=run_id, outcome="success", answer=f"Answer for {run_id}.")
+
+
+def admitted_runs(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT count(*) FROM memory_es_events "
+                           "WHERE topic LIKE '%Intake.Admitted'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.parametrize("boundary, kept", [("journal.before_commit", 0),
+                                            ("journal.after_commit", 1)])
+def test_a_writer_killed_in_its_commit(tmp_path: Path, pg_dsn: str, boundary: str,
+                                       kept: int) -> None:
+    """SIGKILL inside the transaction: the server rolls it back (and frees the table lock);
+    right after the commit: the admission is there once. Either way the run, admitted again,
+    ends in the journal exactly once and the root replays clean."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False):
+        pass  # the journal exists; the kill below is in the first admission
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([["run-kill", "Answer for run-kill."]]))
+    proc = subprocess.run([sys.executable, str(HELPER), str(root), str(plan),
+                           str(tmp_path / "out.json")], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, DSN_ENV: pg_dsn,
+                                            "MEMORY_ES_CRASH_AT": boundary})
+    assert proc.returncode == -9, proc.stderr
+    assert not (tmp_path / "out.json").exists()  # never reported as written
+    assert admitted_runs(pg_dsn) == kept
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:
+        again = store.persist_completed_turn(turn("run-kill"))
+        assert again.status == ("duplicate" if kept else "admitted")
+        other = store.persist_completed_turn(turn("run-next"))  # the table lock is free
+        assert other.status == "admitted"
+        store.drain()
+    assert admitted_runs(pg_dsn) == 2
+    report = MemoryRoot.open(root, config(pg_dsn)).health()
+    assert report.status == "clean" and not report.findings, report
+
+
+def _admit_while(store: MemoryStore, stop: threading.Event, prefix: str
+                 ) -> list[tuple[str, AdmissionResult]]:
+    results: list[tuple[str, AdmissionResult]] = []
+    n = 0
+    while not stop.is_set():
+        run_id = f"{prefix}-{n}"
+        results.append((run_id, store.persist_completed_turn(turn(run_id))))
+        n += 1
+        time.sleep(0.005)
+    return results
+
+
+def test_the_server_stopped_and_restarted_under_load(tmp_path: Path, pg_dsn: str,
+                                                      pg_cluster: Any) -> None:
+    """``pg_ctl stop -m immediate`` while two threads admit, then start: every acknowledged
+    admission is in the journal once; those refused meanwhile say ``io_error``; admissions
+    succeed again after the restart without reopening the store."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:
+        stop = threading.Event()
+        out: list[list[tuple[str, AdmissionResult]]] = [[], []]
+
+        def run(i: int) -> None:
+            out[i] = _admit_while(store, stop, f"t{i}")
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        pg_cluster.stop("immediate")
+        time.sleep(1.0)
+        pg_cluster.start()
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+        results = out[0] + out[1]
+        acknowledged = [r for r, res in results if res.status == "admitted"]
+        refused = [res for _, res in results if res.status != "admitted"]
+        assert refused, "the stop refused nothing: the test did not hit the outage"
+        assert {res.code for res in refused} == {"io_error"}, refused[:3]
+        tail = [res.status for _, res in out[0][-3:] + out[1][-3:]]
+        assert tail == ["admitted"] * 6  # recovered by itself
+        after = store.persist_completed_turn(turn("after-restart"))
+        assert after.status == "admitted"
+        store.drain()
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT count(*), count(DISTINCT originator_id) FROM "
+                            "memory_es_events WHERE topic LIKE '%Intake.Admitted'").fetchone()
+    assert rows is not None and rows[0] == rows[1] == len(acknowledged) + 1
+    report = MemoryRoot.open(root, config(pg_dsn)).health()
+    assert report.status == "clean" and not report.findings, report
+
+
+def test_connections_cut_by_the_server(tmp_path: Path, pg_dsn: str) -> None:
+    """``pg_terminate_backend`` of every connection the store holds: the next admission is
+    made on a fresh connection (the pool checks before use); nothing is lost."""
+    root = tmp_path / "root"
+    dbname = psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:
+        assert store.persist_completed_turn(turn("before")).status == "admitted"
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            cut = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                               "WHERE datname = %s AND pid <> pg_backend_pid()",
+                               (dbname,)).fetchone()
+        assert cut is not None and cut[0] >= 1
+        assert store.persist_completed_turn(turn("after")).status == "admitted"
+        assert store.persist_completed_turn(turn("before")).status == "duplicate"
+        store.drain()
+        assert store.inspect().counts.total == 2
