@@ -25,7 +25,7 @@ from memory_es.history import iter_events, journal_guard
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
 from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
-from memory_es.rootconfig import effective
+from memory_es.rootconfig import effective, journal_of
 from projections.replay import RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection
 
@@ -79,7 +79,8 @@ def replay_export(path: str | Path, root: str | Path,
         raise MemoryEsError(f"{root}: replay needs a new or empty directory", code="root_not_empty")
     events = list(read_export(path))  # verify the whole chain before creating anything
     with journal_guard(root):
-        opened = open_journal(root, writable=True, key_store=key_store, seal=SEALED_FIELDS)
+        opened = open_journal(root, writable=True, key_store=key_store, seal=SEALED_FIELDS,
+                              journal=journal_of(config))  # a replay onto PostgreSQL too
     try:
         seal = opened.recorder.sealer.seal_state  # the new root seals content under its keys
         for start in range(0, len(events), BATCH):
@@ -105,7 +106,7 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
     check_seconds("lock_timeout", lock_timeout)
     with journal_guard(root):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
         opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout,
-                              create=False, key_store=key_store)
+                              create=False, key_store=key_store, journal=journal_of(config))
     try:
         return _rebuild(Path(root), opened, config)
     finally:

@@ -52,7 +52,9 @@ from projections.replay import (
 from projections.residue import Residue, classify_residue
 
 # Files the engine owns at the root; anything else (outside the managed dirs) is a stray.
-_ROOT_FILES = {"journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog",
+_JOURNAL_FILES = ("journal.db", "journal.db-wal", "journal.db-shm", "journal.catalog")
+# ``*.migrated``: what a move of the journal to PostgreSQL left behind (journal.migrate)
+_ROOT_FILES = {*_JOURNAL_FILES, *(name + ".migrated" for name in _JOURNAL_FILES),
                ".memory-es-schema", ".writer.lock"}
 _SQLITE_SIDE = ("-wal", "-shm", "-journal")
 

@@ -265,6 +265,36 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_migrate_journal(args: argparse.Namespace) -> int:
+    """Issue 18 item 4: a thin shell over :func:`memory_es.journal.migrate.migrate_journal`."""
+    from memory_es.journal.backend import DEFAULT_PG_SCHEMA, PostgresJournal, journal_target
+    from memory_es.journal.migrate import migrate_journal
+
+    if not 1 <= args.batch <= 100_000:
+        raise UsageError(f"argument --batch: {args.batch} is not 1 to 100000")
+    config = _config(args)
+    block = config.journal if config is not None else None
+    schema = args.schema or (block.pg_schema if block is not None else DEFAULT_PG_SCHEMA)
+    dsn = args.dsn or (block.dsn.get_secret_value() if block is not None and block.dsn else None)
+    target = (PostgresJournal(dsn, schema) if dsn else
+              journal_target("postgres", None, schema) if args.to == "postgres" else
+              PostgresJournal.from_env(schema))
+    report = migrate_journal(_root(args, config), args.to, target, batch=args.batch,
+                             lock_timeout=args.lock_timeout)
+    if args.json:
+        print_json({"to": report.to, "already": report.already, "position": report.position,
+                    "copied": report.copied, "resumed_from": report.resumed_from,
+                    "payloads": report.payloads, "record_keys": report.record_keys,
+                    "location": report.location})
+    elif report.already:
+        print(f"the journal is already on {report.to} ({report.location}); nothing copied")
+    else:
+        print(f"copied {report.copied} events (from position {report.resumed_from}), "
+              f"{report.payloads} payloads and {report.record_keys} record keys to "
+              f"{report.location}; the journal is on {report.to} at position {report.position}")
+    return OK
+
+
 def cmd_consolidate(args: argparse.Namespace) -> int:
     """L6-L9: refresh index.md now; prints counts only (N12)."""
     config = _config(args)
@@ -484,5 +514,5 @@ COMMANDS: dict[str, Command] = {
     "rebuild": cmd_rebuild, "replay": cmd_replay, "health": cmd_health, "anchor": cmd_anchor,
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
     "list": cmd_list, "show": cmd_show, "set_status": cmd_set_status,
-    "mark": cmd_mark, "consolidate": cmd_consolidate,
+    "mark": cmd_mark, "consolidate": cmd_consolidate, "migrate_journal": cmd_migrate_journal,
 }

@@ -122,6 +122,8 @@ def classify(exc: BaseException) -> Failure:
         return _sqlite(exc)
     if isinstance(exc, OSError):
         return Failure(COULD_NOT_RUN, "io_error", f"io_error: {exc}")
+    if storage_kind(exc) == "io":  # the PostgreSQL journal's server down or unreachable
+        return Failure(COULD_NOT_RUN, "io_error", f"io_error: {type(exc).__name__}: {exc}")
     # a bug: still one line, never a traceback in the operator's face
     return Failure(COULD_NOT_RUN, "internal_error",
                    f"internal error: {type(exc).__name__}: {exc}")

@@ -235,6 +235,28 @@ def build_parser() -> Parser:
                             "not extend it.")
     p.set_defaults(func="anchor")
 
+    p = command("migrate-journal", "copy the root's journal to PostgreSQL or back to SQLite",
+                description="Copy this root's journal, row for row with its chain, payloads "
+                            "and record keys, to a PostgreSQL database (--to postgres) or from "
+                            "the server back into the root's own journal.db (--to sqlite); "
+                            "then point the root at the copy. Resumable (a stopped run goes "
+                            "on from the target's head) and idempotent (a switched root copies "
+                            "nothing). The source is never changed: files left by a move to "
+                            "PostgreSQL are renamed *.migrated, a server's journal stays for "
+                            "its other hosts.")
+    p.add_argument("--to", required=True, choices=("postgres", "sqlite"),
+                   help="where the journal goes")
+    p.add_argument("--dsn", metavar="DSN",
+                   help="the PostgreSQL server (default: memory.journal.dsn of --config, "
+                        "else $MEMORY_ES_PG_DSN); its password is better kept in ~/.pgpass")
+    p.add_argument("--schema", metavar="NAME",
+                   help="the database schema of the tables (default: memory.journal.schema, "
+                        "else public)")
+    p.add_argument("--batch", type=int, default=2000, metavar="N",
+                   help="rows per transaction, 1 to 100000 (default 2000)")
+    p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
+    p.set_defaults(func="migrate_journal")
+
     p = command("search", "hybrid recall (FTS5 + vectors), read-only (C9)")
     p.add_argument("query", help="what to recall (UTF-8 text)")
     p.add_argument("--limit", type=int, default=5, help="hits at most, 1 to 50 (default 5)")

@@ -170,8 +170,12 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
         root / MARKER_FILE,
     )
     marker = read_marker(marker_path) if exists(marker_path) else None
-    on_postgres = marker.journal == POSTGRES if marker is not None else journal is not None
-    if journal is not None and (not on_postgres or exists(journal_path)):
+    # The marker decides; without one, a journal file (an initialisation a crash cut short)
+    # keeps the root on SQLite. A root the marker puts on PostgreSQL ignores a journal file
+    # a migration left behind.
+    on_postgres = marker.journal == POSTGRES if marker is not None else (
+        journal is not None and not exists(journal_path))
+    if journal is not None and not on_postgres:
         raise IntegrityError(
             f"{root}: this root's journal is {JOURNAL_FILE} (SQLite), not on PostgreSQL; "
             "copy it there with memory-es migrate-journal", code="journal_backend_mismatch")

@@ -165,6 +165,38 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         crash_point("journal.after_commit")
         return list(columns[0])
 
+    def append_rows(self, rows: Sequence[tuple[int, str, int, str, bytes, bytes]],
+                    payloads: Sequence[tuple[str, str, bytes]] = ()) -> None:
+        """Append rows exactly as another journal of the same root holds them, and payloads as
+        stored, with the head, in one transaction (``migrate-journal``; resumable batch by
+        batch). The rows must follow the head; the chain is verified by the caller."""
+        with self._write_lock, self.datastore.get_connection() as conn, conn.transaction(), \
+                conn.cursor() as curs:
+            self._lock_table(curs)
+            head = curs.execute(SQL("SELECT position FROM {} FOR UPDATE").format(
+                self._t["head"])).fetchone()
+            assert head is not None
+            if rows and rows[0][0] != int(head["position"]) + 1:
+                raise IntegrityError(f"{self.location}: rows from position {rows[0][0]} do not "
+                                     f"follow the head at {head['position']}",
+                                     code="chain_broken")
+            if rows:
+                curs.execute(SQL(
+                    "INSERT INTO {} (notification_id, originator_id, originator_version, "
+                    "topic, state, chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], "
+                    "%s::bigint[], %s::text[], %s::bytea[], %s::bytea[])"
+                ).format(self._t["events"]), [list(c) for c in zip(*rows, strict=True)])
+                curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(
+                    self._t["head"]), (rows[-1][0], rows[-1][5]))
+            if payloads:
+                curs.executemany(SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+                                     ).format(self._t["payloads"]), list(payloads))
+
+    def payload_rows(self) -> list[tuple[str, str, bytes]]:
+        """Every payload as stored (intake id, sha256, sealed bytes)."""
+        return [(r["intake_id"], r["sha256"], bytes(r["bytes"])) for r in self._fetch(
+            SQL("SELECT intake_id, sha256, bytes FROM {}").format(self._t["payloads"]))]
+
     def delete_payloads(self, intake_ids: Sequence[str]) -> None:
         """Drop the payloads of resolved intakes beyond the retained set (B9)."""
         if self.readonly:

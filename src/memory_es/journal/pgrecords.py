@@ -140,6 +140,28 @@ class PostgresRecordKeys(RecordKeys):
             for key_id in ids:
                 self._cache.pop(key_id, None)
 
+    def export_all(self) -> tuple[list[tuple[int, bytes]], list[int]]:
+        with self._datastore.transaction() as curs:
+            rows = curs.execute(SQL("SELECT id, wrapped FROM {}").format(self._keys)).fetchall()
+            gone = curs.execute(SQL("SELECT id FROM {}").format(self._destroyed)).fetchall()
+        return ([(int(r["id"]), self._unwrap(int(r["id"]), bytes(r["wrapped"]))) for r in rows],
+                [int(r["id"]) for r in gone])
+
+    def import_all(self, keys: list[tuple[int, bytes]], destroyed: list[int]) -> None:
+        rows = []
+        for key_id, key in keys:
+            nonce = os.urandom(_NONCE)
+            rows.append((key_id, nonce + self._wrap.encrypt(nonce, key, self._aad(key_id))))
+        with self._datastore.transaction(commit=True) as curs:
+            curs.executemany(SQL("INSERT INTO {} VALUES (%s, %s) ON CONFLICT DO NOTHING").format(
+                self._keys), rows)
+            curs.execute(SQL("INSERT INTO {} SELECT unnest(%s::bigint[]) ON CONFLICT DO NOTHING"
+                             ).format(self._destroyed), (destroyed,))
+            top = max([0, *(k for k, _ in keys), *destroyed])
+            if top:  # the sequence hands out ids above every imported one
+                curs.execute("SELECT setval(%s, greatest(%s, (SELECT last_value FROM "
+                             f"{self._seq})))", (self._seq, top))
+
     def collect_garbage(self, highest_referenced: int) -> int:
         """Nothing: another host may hold reserved ids in its pool (module docstring)."""
         return 0

@@ -165,6 +165,30 @@ class JournalRecorder(ApplicationRecorder):
                 self.catalog.write(position, chain)
             return positions
 
+    def append_rows(self, rows: Sequence[tuple[int, str, int, str, bytes, bytes]],
+                    payloads: Sequence[tuple[str, str, bytes]] = ()) -> None:
+        """Append rows exactly as another journal of the same root holds them (position and
+        chain included) and payloads as stored (sealed): ``migrate-journal``. The rows must
+        follow the tail; the chain is verified by the caller."""
+        if self._writer is None:
+            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
+        conn = self._writer
+        with self._write_lock, conn:
+            position, _ = self._tail(conn)
+            if rows and rows[0][0] != position + 1:
+                raise IntegrityError(f"{self.path}: rows from position {rows[0][0]} do not follow "
+                                     f"the tail at {position}", code="chain_broken")
+            conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+            conn.executemany("INSERT OR IGNORE INTO payloads VALUES (?, ?, ?)", payloads)
+        if self.catalog is not None and rows:
+            self.catalog.write(rows[-1][0], rows[-1][5])
+
+    def payload_rows(self) -> list[tuple[str, str, bytes]]:
+        """Every payload as stored (intake id, sha256, sealed bytes)."""
+        with self._read_lock:
+            return [(r[0], r[1], bytes(r[2])) for r in
+                    self._reader.execute("SELECT intake_id, sha256, bytes FROM payloads")]
+
     @staticmethod
     def _tail(conn: apsw.Connection) -> tuple[int, bytes]:
         row = conn.execute(

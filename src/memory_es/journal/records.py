@@ -168,6 +168,27 @@ class RecordKeys:
             self.destroy([int(r[0]) for r in rows if r[0] is not None], destroyed=False)
         return len(rows)
 
+    def export_all(self) -> tuple[list[tuple[int, bytes]], list[int]]:
+        """Every key (id, key) and every destroyed id: ``migrate-journal`` moves them."""
+        with self._db_lock:
+            conn = self._db()
+            if conn is None:
+                return [], []
+            keys = [(int(r[0]), bytes(r[1])) for r in conn.execute("SELECT id, key FROM keys")]
+            gone = [int(r[0]) for r in conn.execute("SELECT id FROM destroyed")]
+        return keys, gone
+
+    def import_all(self, keys: list[tuple[int, bytes]], destroyed: list[int]) -> None:
+        """Hold these keys under their own ids (and know these as destroyed); ids already
+        here are kept as they are (a resumed migration)."""
+        with self._db_lock:
+            conn = self._db(create=True)
+            assert conn is not None
+            with conn:
+                conn.executemany("INSERT OR IGNORE INTO keys VALUES (?, ?)", keys)
+                conn.executemany("INSERT OR IGNORE INTO destroyed VALUES (?)",
+                                 [(i,) for i in destroyed])
+
     def close(self) -> None:
         with self._db_lock:
             if self._conn is not None:

@@ -1,0 +1,141 @@
+"""``memory-es migrate-journal`` between SQLite and a real PostgreSQL server (issue 18 item 4).
+
+A root goes to PostgreSQL and back through the CLI (real subprocesses): its export is the
+same bytes on either backend, recall and health work after each move, a run killed between
+batches resumes from the target's head, a switched root copies nothing, and a database that
+holds another journal is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from memory_es.config import parse_config
+from memory_es.intake import CompletedTurn
+from memory_es.journal import CATALOG_FILE, JOURNAL_FILE, MARKER_FILE
+from memory_es.journal.backend import DSN_ENV
+from memory_es.store import MemoryStore
+
+CLI = [sys.executable, "-m", "memory_es.cli"]
+JOURNAL = {"mode": "journal", "embeddings": {"provider": "local"}}
+
+
+def cli(*argv: str, dsn: str | None = None, crash: str | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != DSN_ENV}
+    if dsn is not None:
+        env[DSN_ENV] = dsn
+    if crash is not None:
+        env["MEMORY_ES_CRASH_AT"] = crash
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=180, env=env)
+
+
+def fill(root: Path, n: int, *, config: Any = None, prefix: str = "run") -> None:
+    with MemoryStore.open(root, config or parse_config(JOURNAL), background=False) as store:
+        for i in range(n):
+            store.persist_completed_turn(CompletedTurn(
+                run_id=f"{prefix}-{i}", outcome="success",
+                answer=f"Fact {prefix} {i}: the parcel locker code is {1000 + i}."))
+        store.remember("The boat is moored at pier 7.")
+        store.drain()
+
+
+def export(root: Path, dsn: str | None) -> bytes:
+    out = cli("export", "--root", str(root), "--journal", "-", dsn=dsn)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.encode()
+
+
+def test_a_root_moves_to_postgres_and_back_with_the_same_export(tmp_path: Path,
+                                                                pg_dsn: str) -> None:
+    root = tmp_path / "root"
+    fill(root, 12)
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False) as store:
+        store.forget_turn("run-3", reason="user-request")  # a destroyed record key moves too
+    before = export(root, None)
+
+    moved = cli("migrate-journal", "--root", str(root), "--to", "postgres", "--dsn", pg_dsn,
+                "--json")
+    assert moved.returncode == 0, moved.stderr
+    report = json.loads(moved.stdout)
+    assert report["copied"] == report["position"] > 12 and report["record_keys"] > 0
+    assert pg_dsn not in moved.stdout + moved.stderr
+    assert not (root / JOURNAL_FILE).exists() and (root / (JOURNAL_FILE + ".migrated")).exists()
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == "postgres"
+    assert export(root, pg_dsn) == before
+    assert cli("health", "--root", str(root), dsn=pg_dsn).returncode == 0
+    found = cli("search", "--root", str(root), "--json", "pier", dsn=pg_dsn)
+    assert found.returncode == 0 and "pier 7" in found.stdout
+
+    again = cli("migrate-journal", "--root", str(root), "--to", "postgres", "--dsn", pg_dsn)
+    assert again.returncode == 0 and "nothing copied" in again.stdout
+
+    os.environ[DSN_ENV] = pg_dsn
+    try:
+        fill(root, 2, config=None, prefix="on-pg")  # written on PostgreSQL
+    finally:
+        del os.environ[DSN_ENV]
+    on_pg = export(root, pg_dsn)
+    back = cli("migrate-journal", "--root", str(root), "--to", "sqlite", dsn=pg_dsn)
+    assert back.returncode == 0, back.stderr
+    assert (root / JOURNAL_FILE).exists() and (root / CATALOG_FILE).exists()
+    assert export(root, None) == on_pg  # no DSN needed any more
+    health = cli("health", "--root", str(root))
+    assert health.returncode == 0, health.stdout
+    found = cli("search", "--root", str(root), "--json", "--limit", "50", "parcel locker code",
+                dsn=None)
+    assert found.returncode == 0 and "on-pg" in found.stdout
+
+
+def test_a_killed_migration_resumes_from_the_targets_head(tmp_path: Path, pg_dsn: str) -> None:
+    root = tmp_path / "root"
+    fill(root, 20)
+    killed = cli("migrate-journal", "--root", str(root), "--to", "postgres", "--dsn", pg_dsn,
+                 "--batch", "5", crash="migrate.after_batch")
+    assert killed.returncode == -9
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == JOURNAL_FILE  # unswitched
+    with psycopg.connect(pg_dsn) as conn:
+        head = conn.execute("SELECT position FROM memory_es_head").fetchone()
+    assert head is not None and head[0] == 5
+    done = cli("migrate-journal", "--root", str(root), "--to", "postgres", "--dsn", pg_dsn,
+               "--batch", "5", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["resumed_from"] == 5 and report["copied"] == report["position"] - 5
+    assert cli("health", "--root", str(root), dsn=pg_dsn).returncode == 0
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["--to", "postgres"], "journal_dsn_missing"),
+    (["--to", "postgres", "--dsn", "PG", "--batch", "0"], "usage"),
+])
+def test_bad_migrations_are_one_line_errors(tmp_path: Path, pg_dsn: str, argv: list[str],
+                                            code: str) -> None:
+    root = tmp_path / "root"
+    fill(root, 1)
+    out = cli("migrate-journal", "--root", str(root), "--json",
+              *[pg_dsn if a == "PG" else a for a in argv])
+    assert out.returncode == 2, out
+    assert code == "usage" or json.loads(out.stdout)["error"]["code"] == code
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == JOURNAL_FILE
+
+
+def test_a_database_holding_another_journal_is_refused(tmp_path: Path, pg_dsn: str) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    fill(first, 2)
+    fill(second, 2)
+    assert cli("migrate-journal", "--root", str(first), "--to", "postgres",
+               "--dsn", pg_dsn).returncode == 0
+    out = cli("migrate-journal", "--root", str(second), "--to", "postgres", "--dsn", pg_dsn,
+              "--json")
+    assert out.returncode == 3, out
+    assert json.loads(out.stdout)["error"]["code"] == "migrate_target_foreign"
+    assert (second / JOURNAL_FILE).exists()  # untouched
