@@ -14,6 +14,12 @@
 The store runs with its background worker off, so the figure is admission alone; the worker's
 projection work under load is measured by bench/worker.py. Runs alternate between floor and
 store in rounds so that disk noise hits both alike.
+
+``--backend postgres`` (issue 18) starts a throwaway PostgreSQL server (memory_es.pgcluster)
+and puts each store's journal there: the floor is one ``INSERT ...; COMMIT`` of the same bytes
+with ``synchronous_commit=on`` on the same server (goal: p50 <= 2x floor), and throughput runs
+1, 8 and 32 writers as threads of one store and as processes, each its own root on the shared
+journal (goal: 32 writers >= 8x one writer).
 Ends with one JSON line of the figures.
 """
 
@@ -31,12 +37,17 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 
 from memory_es import CompletedTurn, MemoryStore
+from memory_es.config import MemoryConfig, parse_config
 from memory_es.journal import recorder
 from memory_es.keystore import throwaway_key_store
+
+# The config every store of the run opens with: None (SQLite), or a journal on the server.
+CONFIG: MemoryConfig | None = None
 
 ANSWER = ("The quarterly report is due on 2026-12-09; Dana owns the summary. " * 16)[:1024]
 
@@ -62,7 +73,7 @@ def floor_latencies(directory: Path, n: int) -> list[float]:
 def store_latencies(directory: Path, n: int) -> list[float]:
     root = directory / f"root-{time.monotonic_ns()}"
     out = []
-    with MemoryStore.open(root, background=False) as store:
+    with MemoryStore.open(root, CONFIG, background=False) as store:
         for i in range(n):
             turn = CompletedTurn(run_id=f"lat-{i}", outcome="success", answer=ANSWER)
             t0 = time.perf_counter()
@@ -79,7 +90,7 @@ def throughput(directory: Path, threads: int, per_thread: int,
     with contextlib.ExitStack() as stack:
         if not fsync:
             stack.enter_context(no_fsync())
-        store = stack.enter_context(MemoryStore.open(root, background=False))
+        store = stack.enter_context(MemoryStore.open(root, CONFIG, background=False))
         def work(k: int) -> None:
             for i in range(per_thread):
                 turn = CompletedTurn(run_id=f"tp-{k}-{i}", outcome="success", answer=ANSWER)
@@ -130,8 +141,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=400, help="admissions per latency round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--total", type=int, default=1600, help="admissions per throughput run")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
+    if args.backend == "postgres":
+        run_postgres(args)
+        return
 
     floor: list[float] = []
     ours: list[float] = []
@@ -191,6 +206,117 @@ def main() -> None:
     print(f"CPU ceiling (8 threads, no fsync) {figures['cpu_ceiling_per_s']}/s = "
           f"{figures['ceiling_vs_1']:.2f}x one thread; 8 threads reach "
           f"{figures['threads8_of_ceiling']:.0%} of it")
+    print(json.dumps(figures, sort_keys=True))
+
+
+# -- --backend postgres (issue 18) ------------------------------------------------------------
+
+
+def use_database(cluster: Any, name: str) -> str:
+    """A fresh database for the next run; every store opened after this puts its journal
+    there."""
+    global CONFIG
+    dsn: str = cluster.create_database(f"{name}_{time.monotonic_ns()}")
+    CONFIG = parse_config({"journal": {"backend": "postgres", "dsn": dsn}})
+    return dsn
+
+
+def pg_floor_latencies(dsn: str, n: int) -> list[float]:
+    """One ``INSERT ...; COMMIT`` of the same bytes, synchronous_commit=on, one connection."""
+    import psycopg
+
+    data = ANSWER.encode()
+    out = []
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SET synchronous_commit = on")
+        conn.execute("CREATE TABLE t (id bigserial PRIMARY KEY, state bytea NOT NULL)")
+        conn.commit()
+        for _ in range(n):
+            t0 = time.perf_counter()
+            conn.execute("INSERT INTO t (state) VALUES (%s)", (data,))
+            conn.commit()
+            out.append(time.perf_counter() - t0)
+    return out
+
+
+def _writer_process(root: str, dsn: str, k: int, n: int, barrier: Any, done: Any) -> None:
+    """One writer host: its own root on the shared journal, admitting after the barrier."""
+    logging.disable(logging.WARNING)
+    config = parse_config({"journal": {"backend": "postgres", "dsn": dsn}})
+    with MemoryStore.open(root, config, background=False) as store:
+        barrier.wait()
+        start = time.time()
+        for i in range(n):
+            turn = CompletedTurn(run_id=f"pp-{k}-{i}", outcome="success", answer=ANSWER)
+            assert store.persist_completed_turn(turn).status == "admitted"
+        done.put((start, time.time()))
+
+
+def process_throughput(directory: Path, dsn: str, writers: int, per_writer: int) -> float:
+    """Admissions per second of ``writers`` processes, from the first start to the last end."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier, done = ctx.Barrier(writers), ctx.Queue()
+    procs = [ctx.Process(target=_writer_process, args=(
+        str(directory / f"pp-{writers}-{k}-{time.monotonic_ns()}"), dsn, k, per_writer, barrier,
+        done)) for k in range(writers)]
+    for proc in procs:
+        proc.start()
+    spans = [done.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join()
+        assert proc.exitcode == 0, proc.exitcode
+    return writers * per_writer / (max(e for _, e in spans) - min(s for s, _ in spans))
+
+
+def run_postgres(args: argparse.Namespace) -> None:
+    from memory_es.pgcluster import ThrowawayCluster
+
+    floor: list[float] = []
+    ours: list[float] = []
+    writers = (1, 8, 32)
+    threads: dict[int, list[float]] = {w: [] for w in writers}
+    processes: dict[int, list[float]] = {w: [] for w in writers}
+    sizes: Counter[int] = Counter()
+    with tempfile.TemporaryDirectory(prefix="memory-es-bench-", dir=os.environ.get("TMPDIR")
+                                     ) as d, ThrowawayCluster() as cluster:
+        directory = Path(d)
+        for _ in range(args.rounds):
+            floor += pg_floor_latencies(use_database(cluster, "floor"), args.n)
+            use_database(cluster, "lat")
+            ours += store_latencies(directory, args.n)
+            for w in writers:
+                use_database(cluster, f"t{w}")
+                rate, _, batches = throughput(directory, w, args.total // w)
+                threads[w].append(rate)
+                if w == 32:
+                    sizes.update(batches)
+                dsn = use_database(cluster, f"p{w}")
+                processes[w].append(process_throughput(directory, dsn, w, args.total // w))
+    figures: dict[str, Any] = {
+        "bench": "admission", "backend": "postgres", "n": len(ours),
+        "median_ms": round(statistics.median(ours) * 1e3, 4),
+        "p99_ms": round(pct(ours, 0.99) * 1e3, 4),
+        "floor_median_ms": round(statistics.median(floor) * 1e3, 4),
+        "floor_p99_ms": round(pct(floor, 0.99) * 1e3, 4),
+        "ratio": round(statistics.median(ours) / statistics.median(floor), 3),
+        "threads32_batch": batch_summary(sizes),
+    }
+    print(f"admission (1 KiB turn, PostgreSQL journal) median {figures['median_ms']:.3f} ms   "
+          f"p99 {figures['p99_ms']:.3f} ms")
+    print(f"floor (INSERT; COMMIT, synchronous_commit=on) median "
+          f"{figures['floor_median_ms']:.3f} ms   p99 {figures['floor_p99_ms']:.3f} ms")
+    print(f"ratio {figures['ratio']:.2f} (goal <= 2.0)")
+    for kind, rates in (("threads", threads), ("processes", processes)):
+        one = statistics.median(rates[1])
+        for w in writers:
+            rate = statistics.median(rates[w])
+            figures[f"{kind}{w}_per_s"] = round(rate)
+            figures[f"{kind}{w}_vs_1"] = round(rate / one, 3)
+        print(f"{kind:<9}: " + "; ".join(
+            f"{w} {figures[f'{kind}{w}_per_s']}/s ({figures[f'{kind}{w}_vs_1']:.2f}x)"
+            for w in writers) + " (goal: 32 writers >= 8x one)")
     print(json.dumps(figures, sort_keys=True))
 
 

@@ -112,6 +112,9 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         ]
 
     def _create_table(self, curs: psycopg.Cursor[Any]) -> None:
+        # CREATE ... IF NOT EXISTS races itself (a duplicate pg_type row) when hosts open an
+        # empty database at once: one creator at a time, for this transaction.
+        curs.execute("SELECT pg_advisory_xact_lock(hashtext('memory_es schema'))")
         for statement in self.sql_create_statements:
             params = (GENESIS,) if "INSERT INTO" in statement.as_string() else None
             curs.execute(statement, params, prepare=False)

@@ -164,16 +164,17 @@ class GroupCommit:
     def _commit(self, batch: list[_Request]) -> None:
         """Decide every queued request, write the admitted ones in one transaction.
 
-        On a shared journal (PostgreSQL, issue 18) another process may admit the same run id
-        between our check and our write: the database's unique constraint refuses the write
-        (``RecordConflict``) and the requests that rode on it are decided again from the
-        journal, where the other process's admission now is (a duplicate, or a conflict)."""
+        A run id already in the journal but not in the view (pruned, B10; or admitted by
+        another process on a shared journal, issue 18) makes the database's unique constraint
+        refuse the write (``RecordConflict``); the requests that rode on it are then decided
+        again from the journal, where that admission is (a duplicate, or a conflict)."""
         results: list[AdmissionResult | None] = [None] * len(batch)
         undecided = list(range(len(batch)))
         for attempt in range(_RACE_RETRIES + 1):
             rides_on_write = undecided  # a lookup that fails fails them all
             try:
-                to_write, rides_on_write = self._decide(batch, undecided, results)
+                to_write, rides_on_write = self._decide(batch, undecided, results,
+                                                        lookup=attempt > 0)
                 if not to_write:
                     break
                 self._write([batch[i] for i in to_write])
@@ -199,9 +200,15 @@ class GroupCommit:
             req.wake.release()
 
     def _decide(self, batch: list[_Request], indices: list[int],
-                results: list[AdmissionResult | None]) -> tuple[list[int], list[int]]:
+                results: list[AdmissionResult | None], *, lookup: bool
+                ) -> tuple[list[int], list[int]]:
         """Set the result of each of ``indices``; return the requests to write and those
-        whose result holds only if that write succeeds."""
+        whose result holds only if that write succeeds.
+
+        A run id the view does not hold is looked up in the journal only after a write was
+        refused (``lookup``): the unique constraint on its Admitted event already refuses a
+        second admission (a run pruned from the view, B10, or another host's), so the common
+        case costs no read before the write (a round trip on PostgreSQL)."""
         decided: dict[str, str] = {}  # run_hash -> content hash admitted in this batch
         to_write: list[int] = []
         rides_on_write: list[int] = []
@@ -211,8 +218,8 @@ class GroupCommit:
             p = req.prepared
             known = self.view.records.get(p.run_hash)
             known_hash = (known.content_sha256 if known else decided.get(p.run_hash)
-                          or self._opened.recorder.admitted_content_hash(
-                              req.event.originator_id))  # the intake's uuid, made once
+                          or (self._opened.recorder.admitted_content_hash(
+                              req.event.originator_id) if lookup else None))
             if known is None and p.run_hash in decided:
                 rides_on_write.append(i)
             if known_hash is not None:
