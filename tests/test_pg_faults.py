@@ -77,16 +77,20 @@ def test_a_writer_killed_in_its_commit(tmp_path: Path, pg_dsn: str, boundary: st
     assert report.status == "clean" and not report.findings, report
 
 
-def _admit_while(store: MemoryStore, stop: threading.Event, prefix: str
-                 ) -> list[tuple[str, AdmissionResult]]:
-    results: list[tuple[str, AdmissionResult]] = []
+def _admit_while(store: MemoryStore, stop: threading.Event, prefix: str,
+                 results: list[tuple[str, AdmissionResult]]) -> None:
     n = 0
     while not stop.is_set():
         run_id = f"{prefix}-{n}"
         results.append((run_id, store.persist_completed_turn(turn(run_id))))
         n += 1
         time.sleep(0.005)
-    return results
+
+
+def _recovered(results: list[tuple[str, AdmissionResult]], since: int) -> bool:
+    """Three admissions in a row after ``since`` were admitted."""
+    tail = [res.status for _, res in results[since:]][-3:]
+    return tail == ["admitted"] * 3
 
 
 def test_the_server_stopped_and_restarted_under_load(tmp_path: Path, pg_dsn: str,
@@ -102,28 +106,28 @@ def test_the_server_stopped_and_restarted_under_load(tmp_path: Path, pg_dsn: str
     with MemoryStore.open(root, config(pg_dsn), background=False) as store:
         stop = threading.Event()
         out: list[list[tuple[str, AdmissionResult]]] = [[], []]
-
-        def run(i: int) -> None:
-            out[i] = _admit_while(store, stop, f"t{i}")
-
-        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        threads = [threading.Thread(target=_admit_while, args=(store, stop, f"t{i}", out[i]))
+                   for i in range(2)]
         for t in threads:
             t.start()
         time.sleep(0.5)
         pg_cluster.stop("immediate")
         time.sleep(3.0)
         pg_cluster.start()
-        time.sleep(1.5)
+        since = [len(o) for o in out]
+        deadline = time.monotonic() + 60  # recovered by itself, however loaded the machine
+        while not all(_recovered(o, k) for o, k in zip(out, since, strict=True)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
         stop.set()
         for t in threads:
             t.join(timeout=120)
+        assert all(_recovered(o, k) for o, k in zip(out, since, strict=True))
         results = out[0] + out[1]
         acknowledged = [r for r, res in results if res.status == "admitted"]
         refused = [res for _, res in results if res.status != "admitted"]
         assert refused, "the stop refused nothing: the test did not hit the outage"
         assert {res.code for res in refused} == {"io_error"}, refused[:3]
-        tail = [res.status for _, res in out[0][-3:] + out[1][-3:]]
-        assert tail == ["admitted"] * 6  # recovered by itself
         after = store.persist_completed_turn(turn("after-restart"))
         assert after.status == "admitted"
         # The host retries what was refused: a commit the outage cut off before its answer

@@ -26,8 +26,14 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from eventsourcing.persistence import ApplicationRecorder, Notification, StoredEvent, Subscription
-from eventsourcing.persistence import IntegrityError as RecordConflict
+from eventsourcing.persistence import (
+    ApplicationRecorder,
+    InternalError,
+    Notification,
+    ProgrammingError,
+    StoredEvent,
+    Subscription,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import SQL, Composed, Identifier
@@ -75,6 +81,12 @@ def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
     return store
 
 
+_STALE_HEAD = "memory_es: the journal head moved"
+# After a stale head, this many writes read the head under the lock before trying again
+# optimistically: under contention a guess is mostly wrong and costs a second transaction.
+_CONTENDED_WRITES = 16
+
+
 class PostgresJournalRecorder(PostgresApplicationRecorder):
     """The journal's recorder on PostgreSQL: the same methods as the SQLite
     :class:`~memory_es.journal.recorder.JournalRecorder`, so everything above the journal is
@@ -87,10 +99,13 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         self.chain = chain if chain is not None else Chain.plain()
         self.readonly = readonly
         self.sealer = Sealer(None, None)
+        self._known_head: tuple[int, bytes] | None = None  # the head as last written or read
+        self._contended = 0
         self._write_lock = threading.Lock()  # one writer per process; others wait on the lock
         s = Identifier(store.schema)
         self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
                    for name in ("events", "payloads", "head", "meta")}
+        self._expect_head = SQL("{}.memory_es_expect_head").format(s)
         events, payloads, head = self._t["events"], self._t["payloads"], self._t["head"]
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
@@ -109,6 +124,10 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             SQL("CREATE TABLE IF NOT EXISTS {} (one boolean PRIMARY KEY DEFAULT true "
                 "CHECK (one), marker text NOT NULL)").format(self._t["meta"]),
             *record_key_tables(store.schema),
+            SQL("CREATE OR REPLACE FUNCTION {}(p bigint, c bytea) RETURNS void LANGUAGE plpgsql "
+                "AS $$ BEGIN IF NOT EXISTS (SELECT 1 FROM {} WHERE position = p AND chain = c) "
+                "THEN RAISE EXCEPTION '" + _STALE_HEAD + "'; END IF; END $$").format(
+                self._expect_head, head),
         ]
 
     def _create_table(self, curs: psycopg.Cursor[Any]) -> None:
@@ -123,49 +142,87 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
                       ) -> Sequence[int] | None:
-        """Append events (and ``payloads=[Payload...]``) in one transaction; positions and
-        links from the head read under the table lock. Not retried here: after a lost
-        connection the commit may have happened, and only the caller can tell."""
+        """Append events (and ``payloads=[Payload...]``) in one transaction. Not retried
+        after a lost connection: the commit may have happened, and only the caller can tell.
+
+        First optimistically, from the head this process last wrote or read: every statement
+        goes in one pipeline (one round trip, then the commit), the rows and the head update
+        guarded by "the head is still what we think"; when another writer moved it, that
+        transaction changes nothing and rolls back, and the write goes again with the head
+        read under the table lock."""
         payloads: Sequence[Payload] = kwargs.get("payloads", ())
         if self.readonly:
             raise IntegrityError(f"{self.location}: journal opened read-only",
                                  code="journal_read_only")
         if not stored_events:
             return []
-        with self._write_lock, self.datastore.get_connection() as conn, conn.transaction(), \
-                conn.cursor() as curs:
-            self._lock_table(curs)
-            row = curs.execute(SQL("SELECT position, chain FROM {} FOR UPDATE"
-                                   ).format(self._t["head"])).fetchone()
-            assert row is not None, "journal head row missing"
-            position, chain = int(row["position"]), bytes(row["chain"])
-            columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
-            for ev in stored_events:
-                position += 1
-                chain = self.chain.link(chain, position, ev.originator_id,
-                                        ev.originator_version, ev.topic, ev.state)
-                for column, value in zip(columns, (
-                        position, ev.originator_id, ev.originator_version, ev.topic,
-                        ev.state, chain), strict=True):
-                    column.append(value)
-            try:
+        sealed = [(p.intake_id, p.sha256, self.sealer.seal_payload(p.intake_id, p.data))
+                  for p in payloads]
+        with self._write_lock:
+            positions = None
+            if self._known_head is not None and not self._contended:
+                positions = self._write(stored_events, sealed, self._known_head)
+            if positions is None:
+                positions = self._write(stored_events, sealed, None)
+        assert positions is not None
+        crash_point("journal.after_commit")
+        return positions
+
+    def _rows(self, stored_events: Sequence[StoredEvent], head: tuple[int, bytes]
+              ) -> tuple[tuple[list[Any], ...], tuple[int, bytes]]:
+        position, chain = head
+        columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+        for ev in stored_events:
+            position += 1
+            chain = self.chain.link(chain, position, ev.originator_id, ev.originator_version,
+                                    ev.topic, ev.state)
+            for column, value in zip(columns, (position, ev.originator_id,
+                                               ev.originator_version, ev.topic, ev.state,
+                                               chain), strict=True):
+                column.append(value)
+        return columns, (position, chain)
+
+    def _write(self, stored_events: Sequence[StoredEvent],
+               payloads: Sequence[tuple[str, str, bytes]],
+               expect: tuple[int, bytes] | None) -> list[int] | None:
+        """One transaction; None when ``expect`` is no longer the head (nothing written).
+
+        With ``expect`` the whole transaction, commit included, is one pipeline: the server
+        function ``memory_es_expect_head`` fails it when the head moved, before any row."""
+        events, head_table = self._t["events"], self._t["head"]
+        try:
+            with self.datastore.get_connection() as conn, conn.pipeline(), \
+                    conn.transaction(), conn.cursor() as curs:
+                self._lock_table(curs)
+                if expect is None:
+                    row = curs.execute(SQL("SELECT position, chain FROM {} FOR UPDATE"
+                                           ).format(head_table)).fetchone()
+                    assert row is not None, "journal head row missing"
+                    head = (int(row["position"]), bytes(row["chain"]))
+                else:
+                    head = expect
+                    curs.execute(SQL("SELECT {}(%s, %s)").format(self._expect_head), expect)
+                columns, tail = self._rows(stored_events, head)
                 curs.execute(SQL(
                     "INSERT INTO {} (notification_id, originator_id, originator_version, "
                     "topic, state, chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], "
-                    "%s::bigint[], %s::text[], %s::bytea[], %s::bytea[])"
-                ).format(self._t["events"]), columns)
+                    "%s::bigint[], %s::text[], %s::bytea[], %s::bytea[])").format(events),
+                    columns)
                 if payloads:
-                    curs.executemany(
-                        SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(self._t["payloads"]),
-                        [(p.intake_id, p.sha256,
-                          self.sealer.seal_payload(p.intake_id, p.data)) for p in payloads])
-            except psycopg.errors.UniqueViolation as e:
-                raise RecordConflict(str(e).splitlines()[0]) from None
-            curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(
-                self._t["head"]), (position, chain))
-            self._notify_channel(curs)
-            crash_point("journal.before_commit")
-        crash_point("journal.after_commit")
+                    curs.executemany(SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(
+                        self._t["payloads"]), list(payloads))
+                curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(head_table),
+                             tail)
+                self._notify_channel(curs)
+                crash_point("journal.before_commit")
+        except (InternalError, ProgrammingError) as e:  # eventsourcing's mapping of the raise
+            if _STALE_HEAD not in str(e):
+                raise
+            self._known_head = None
+            self._contended = _CONTENDED_WRITES
+            return None
+        self._known_head = tail if self._contended == 0 else None
+        self._contended = max(0, self._contended - 1)
         return list(columns[0])
 
     def append_rows(self, rows: Sequence[tuple[int, str, int, str, bytes, bytes]],
@@ -350,6 +407,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         with contextlib.closing(self._snapshot_rows(head)) as rows:
             position, chain = verify_chain(self.location, rows, self.chain)
         (head_position, head_chain), = head
+        self._known_head = (head_position, head_chain)
         if head_position > position:
             raise IntegrityError(
                 f"{self.location}: journal ends at position {position} but its head row "
