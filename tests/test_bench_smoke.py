@@ -48,3 +48,17 @@ def test_bench_runs_small_and_ends_with_its_json_line(name: str, tmp_path: Path)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert isinstance(figures, dict) and figures["bench"] == name
+
+
+@pytest.mark.slow
+def test_admission_bench_on_postgres_runs_small(tmp_path: Path) -> None:
+    """Issue 18: ``bench/admission.py --backend postgres`` starts its own throwaway server and
+    reports the PostgreSQL figures (no timing asserted)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(BENCH / "admission.py"), "--backend", "postgres",
+                           "--n", "20", "--rounds", "1", "--total", "64"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert figures["backend"] == "postgres" and figures["processes32_per_s"] > 0
+    assert figures["floor_median_ms"] > 0 and figures["threads32_batch"]["max"] >= 1

@@ -61,7 +61,10 @@ class ThrowawayCluster:
         self.user = run_as if os.geteuid() == 0 else None
         self.password = secrets.token_urlsafe(18)
         self.port = free_port()
-        self.base = Path(tempfile.mkdtemp(prefix="memory-es-pg-"))
+        # As root the server runs as another user, who must reach the directory: under /tmp,
+        # not under a $TMPDIR that may sit in a root-only folder (pytest's tmp_path).
+        self.base = Path(tempfile.mkdtemp(prefix="memory-es-pg-",
+                                          dir="/tmp" if self.user is not None else None))
         self.data = self.base / "data"
         self.log = self.base / "server.log"
         self.running = False
