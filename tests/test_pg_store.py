@@ -208,10 +208,10 @@ def test_a_host_with_only_the_chain_key_opens_what_another_host_sealed(
 @pytest.mark.slow
 def test_writer_processes_race_on_one_journal(tmp_path: Path, pg_dsn: str) -> None:
     """Issue 18: 4 writer processes (4 threads each) admit into one journal, 10 % of the
-    run ids repeated (same bytes, across processes) and 1 % conflicting (other bytes): every
-    distinct run id is in the journal exactly once, every repeat is a duplicate, every
-    conflicting variant but the one admitted is rejected; two reader hosts then project every
-    intake and replay clean."""
+    run ids repeated (same bytes, across processes) and 1 % conflicting (other bytes), each
+    draining the shared journal every 500 while the others do: every distinct run id is in the
+    journal exactly once, every repeat is a duplicate, every conflicting variant but the one
+    admitted is rejected, every intake is resolved once; two reader hosts replay clean."""
     import random
 
     writers, per_writer = 4, int(os.environ.get("MEMORY_ES_PG_ADMISSIONS", "2000"))
@@ -260,6 +260,10 @@ def test_writer_processes_race_on_one_journal(tmp_path: Path, pg_dsn: str) -> No
                             "WHERE topic LIKE '%Intake.Admitted' GROUP BY originator_id"
                             ).fetchall()
     assert len(rows) == distinct and all(count == 1 for _, count in rows)
+    with psycopg.connect(pg_dsn) as conn:
+        resolved = conn.execute("SELECT originator_id, count(*) FROM memory_es_events WHERE "
+                                "topic LIKE '%Intake.Resolved' GROUP BY originator_id").fetchall()
+    assert len(resolved) == distinct and all(count == 1 for _, count in resolved)
 
     for host in (tmp_path / "host-0", tmp_path / "host-1"):
         with MemoryStore.open(host, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
@@ -268,3 +272,69 @@ def test_writer_processes_race_on_one_journal(tmp_path: Path, pg_dsn: str) -> No
             assert (counts.total, counts.resolved) == (distinct, distinct)
         report = MemoryRoot.open(host, config(pg_dsn)).health()  # type: ignore[arg-type]
         assert report.status == "clean" and not report.findings, report
+
+
+def test_a_running_store_sees_what_another_host_appends(tmp_path: Path, pg_dsn: str) -> None:
+    """Issue 18 item 3: a store that stays open folds in the intakes another host admits and
+    resolves (inspect on any host shows every intake), and its worker projects them."""
+    a, b = tmp_path / "host-a", tmp_path / "host-b"
+    with MemoryStore.open(a, config(pg_dsn), background=False) as store_a:  # type: ignore[arg-type]
+        store_a.persist_completed_turn(turn("run-a", "The gate code is 2468."))
+        with MemoryStore.open(b, config(pg_dsn), background=False) as store_b:  # type: ignore[arg-type]
+            store_b.persist_completed_turn(turn("run-b", "The heron nests by the weir."))
+            store_b.persist_completed_turn(turn("run-c", "The kayak is in the second shed."))
+            seen = store_a.inspect().counts
+            assert (seen.total, seen.pending) == (3, 3)  # b's two, before anyone drained
+            store_b.drain()  # b resolves all three, a's too
+        store_a.persist_completed_turn(turn("run-d", "The bins go out on Thursday."))
+        counts = store_a.inspect().counts
+        assert (counts.total, counts.resolved, counts.pending) == (4, 3, 1)
+        store_a.drain()
+        assert store_a.recall("heron").recall.hits  # projected from b's resolution
+    with psycopg.connect(pg_dsn) as conn:
+        resolved = conn.execute("SELECT originator_id, count(*) FROM memory_es_events WHERE "
+                                "topic LIKE '%Intake.Resolved' GROUP BY originator_id").fetchall()
+    assert len(resolved) == 4 and all(n == 1 for _, n in resolved)
+
+
+@pytest.mark.slow
+def test_two_hosts_draining_the_same_intakes_resolve_each_once(tmp_path: Path,
+                                                               pg_dsn: str) -> None:
+    """Two hosts drain the same 60 pending intakes at once: each is resolved exactly once
+    (the journal refuses a second commit of an intake's version; the loser folds in the
+    winner's outcome and moves on) and both hosts replay clean."""
+    import threading
+
+    a, b = tmp_path / "host-a", tmp_path / "host-b"
+    with MemoryStore.open(a, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        for n in range(60):
+            store.persist_completed_turn(turn(f"run-{n}", f"Numbered fact {n} about otters."))
+    stores = [MemoryStore.open(h, config(pg_dsn), background=False) for h in (a, b)]  # type: ignore[arg-type]
+    try:
+        errors: list[BaseException] = []
+
+        def drain(store: MemoryStore) -> None:
+            try:
+                store.drain()
+            except BaseException as e:  # the test fails on it below
+                errors.append(e)
+
+        threads = [threading.Thread(target=drain, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert not errors, errors
+        for s in stores:  # one drain each was enough: nothing left pending anywhere
+            counts = s.inspect().counts
+            assert (counts.total, counts.resolved) == (60, 60), counts
+    finally:
+        for s in stores:
+            s.close()
+    with psycopg.connect(pg_dsn) as conn:
+        resolved = conn.execute("SELECT originator_id, count(*) FROM memory_es_events WHERE "
+                                "topic LIKE '%Intake.Resolved' GROUP BY originator_id").fetchall()
+    assert len(resolved) == 60 and all(n == 1 for _, n in resolved)
+    for host in (a, b):
+        report = MemoryRoot.open(host, config(pg_dsn)).health()  # type: ignore[arg-type]
+        assert report.status == "clean" and not report.findings, (host, report)

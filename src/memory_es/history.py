@@ -114,6 +114,7 @@ def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> Inta
     mapper = opened.app.mapper
     assert isinstance(mapper, MsgspecMapper)
     for position, oid, version, topic, state, _chain in opened.recorder.rows():
+        view.position = position
         if topic.startswith(INTAKE_TOPIC_PREFIX):
             view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state),
                                                         content=False))

@@ -126,6 +126,9 @@ class IntakeView:
         self.transitions = 0
         # Resolved intakes with capture text, in resolution order: whose payloads to keep (B9).
         self.resolved_payloads: dict[str, None] = {}
+        # The journal position folded up to (every event, intake or not): where a store on a
+        # shared journal goes on folding what other hosts appended (issue 18).
+        self.position = 0
 
     def apply(self, position: int, event: object) -> None:
         if isinstance(event, Intake.Admitted):

@@ -96,6 +96,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                  chain: Chain | None = None) -> None:
         super().__init__(store, events_table_name=EVENTS_TABLE)
         self.location = location
+        self.shared = True  # may other processes append to this journal?
         self.chain = chain if chain is not None else Chain.plain()
         self.readonly = readonly
         self.sealer = Sealer(None, None)

@@ -26,6 +26,7 @@ class Recorder(Protocol):
     chain: Chain
     sealer: Sealer
     readonly: bool
+    shared: bool  # other processes may append (PostgreSQL): positions can skip ours
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
                       ) -> Sequence[int] | None: ...

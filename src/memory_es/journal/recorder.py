@@ -96,6 +96,7 @@ class JournalRecorder(ApplicationRecorder):
                  chain: Chain | None = None) -> None:
         self.path = path
         self.location = str(path)  # where the journal is, for messages (a DSN on PostgreSQL)
+        self.shared = False  # may other processes append to this journal?
         self.catalog = catalog
         self.chain = chain if chain is not None else Chain.plain()  # the root's link function
         self.readonly = readonly

@@ -22,10 +22,11 @@ from eventsourcing.persistence import StoredEvent
 from memory_es.errors import MemoryEsError, io_problem
 from memory_es.events import Intake
 from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIntake
-from memory_es.journal import OpenedJournal, Payload
+from memory_es.journal import MsgspecMapper, OpenedJournal, Payload
 
 log = logging.getLogger("memory_es")
 
+_INTAKE_TOPIC = "memory_es/Intake."
 # How often a batch is decided again after another writer took one of its run ids first.
 _RACE_RETRIES = 3
 
@@ -146,11 +147,40 @@ class GroupCommit:
         self.apply(positions, events)
 
     def apply(self, positions: Sequence[int] | None, events: Sequence[Any]) -> None:
-        """Fold committed events into the view."""
+        """Fold committed events into the view (after what other processes appended before
+        them, on a shared journal)."""
         assert positions is not None
+        if positions and positions[0] > self.view.position + 1:
+            self._fold_foreign(positions[0] - 1)
         with self.cv:
             for position, event in zip(positions, events, strict=True):
                 self.view.apply(position, event)
+            if positions:
+                self.view.position = max(self.view.position, positions[-1])
+
+    def catch_up(self) -> None:
+        """Fold into the view what other processes appended to a shared journal (issue 18):
+        their intakes and every transition of them. A no-op on a root's own journal."""
+        if not self._opened.recorder.shared:
+            return
+        with self.exclusive():
+            head = self._opened.recorder.max_notification_id() or 0
+            if head > self.view.position:
+                self._fold_foreign(head)
+
+    def _fold_foreign(self, upto: int) -> None:
+        """Fold the journal's Intake events after the view's position up to ``upto`` (the
+        caller holds the journal, so none of them is ours)."""
+        recorder, mapper = self._opened.recorder, self._opened.app.mapper
+        assert isinstance(mapper, MsgspecMapper)
+        while self.view.position < upto:
+            found = recorder.select_notifications(self.view.position, 500, upto,
+                                                  inclusive_of_start=False)
+            with self.cv:
+                for n in found:
+                    if n.topic.startswith(_INTAKE_TOPIC):
+                        self.view.apply(n.id, mapper.to_domain_event(n, content=False))
+                self.view.position = found[-1].id if found else upto
 
     def _release(self) -> None:
         """Hand the journal to the next queued admission, or free it."""

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from eventsourcing.persistence import IntegrityError as RecordConflict
 
 from memory_es.bounds import check_slug
 from memory_es.capture.reads import IndexReads
@@ -37,6 +38,13 @@ from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
 
 log = logging.getLogger("memory_es")
+
+# Passes over the due queue after another host won a batch (each pass folds its work in).
+_RACED_PASSES = 8
+
+
+class _Raced(Exception):
+    """Another writer committed an outcome for an intake of the batch first."""
 ATTEMPT_BATCH = 256  # attempts committed per journal transaction
 RESOLVED_PAYLOADS_KEPT = 4096  # B9
 
@@ -85,14 +93,19 @@ class Attempts:
         and first catches projections up, so it reconciles against every earlier capture.
         """
         with self._work_lock:
-            now = self._clock()
-            with self._journal.cv:
-                due = self._journal.view.due(now, with_model=self.processor.needs_model)
             attempts = 0
-            for batch in batches(due):
-                if cancel.is_set():
+            for _ in range(_RACED_PASSES):
+                now = self._clock()
+                with self._journal.cv:
+                    due = self._journal.view.due(now, with_model=self.processor.needs_model)
+                try:
+                    for batch in batches(due):
+                        if cancel.is_set():
+                            break
+                        attempts += self._attempt(batch, cancel)
                     break
-                attempts += self._attempt(batch, cancel)
+                except _Raced:  # the view took in the other host's work: decide again
+                    continue
             if attempts:
                 self.prune_payloads()
             return attempts
@@ -150,6 +163,12 @@ class Attempts:
             if e.code == "store_closed":
                 return 0
             raise
+        except RecordConflict:
+            # Another host on a shared journal (issue 18) committed an outcome for one of
+            # these intakes first: take in what it wrote; the next pass sees what is left.
+            log.info("memory_es: another writer advanced an intake of this batch first")
+            self._journal.catch_up()
+            raise _Raced from None
         crash_point("worker.after_commit")
         return len(records)
 

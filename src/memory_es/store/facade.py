@@ -308,7 +308,9 @@ class MemoryStore:
         return self.vectors.backlog()
 
     def run_due(self, cancel: threading.Event) -> int:
-        """One pass over the due queue (see :class:`Attempts`)."""
+        """One pass over the due queue (see :class:`Attempts`), after folding in what other
+        hosts appended to a shared journal (their intakes, and what they resolved)."""
+        self.journal_writer.catch_up()
         return self.attempts.run_due(cancel)
 
     def project(self) -> None:
@@ -521,7 +523,9 @@ class MemoryStore:
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report (C1, C2): counts, and the unresolved records (or the one
         asked for, resolved or not), with the vector backlog and whether this handle's
-        worker runs. ``memory-es inspect`` lists resolved ones too."""
+        worker runs. ``memory-es inspect`` lists resolved ones too. On a shared journal,
+        every host's intakes."""
+        self.journal_writer.catch_up()
         report = self.attempts.inspect(intake_id)
         try:
             backlog = self.vector_backlog()
