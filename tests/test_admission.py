@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from journal_backends import BACKENDS, use_backend
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.history import export_lines, open_reader
 from memory_es.ids import intake_uuid
@@ -39,6 +40,12 @@ BUJO_CAPTURE: dict[str, Any] = {
     "llm": LLM,
 }
 KIB_640 = 640 * 1024
+
+
+@pytest.fixture(autouse=True, params=BACKENDS)
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on the root's own SQLite journal and on PostgreSQL (issue 18)."""
+    return use_backend(request, monkeypatch)
 
 
 def cfg(block: dict[str, Any], **extra: Any) -> MemoryConfig:

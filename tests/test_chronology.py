@@ -20,6 +20,7 @@ import apsw
 import pytest
 
 from helpers_index import active_index_path, index_connection
+from journal_backends import BACKENDS, use_backend
 from memory_es.cli import main
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
@@ -36,6 +37,13 @@ from memory_es.recall.chronology import (
     entry_bytes,
 )
 from memory_es.store import MemoryStore
+
+
+@pytest.fixture(autouse=True, params=BACKENDS)
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on the root's own SQLite journal and on PostgreSQL (issue 18)."""
+    return use_backend(request, monkeypatch)
+
 
 BERLIN = "Europe/Berlin"
 

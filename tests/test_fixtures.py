@@ -19,6 +19,7 @@ import memory_es.embeddings as embeddings
 import memory_es.store.vectors as store_vectors
 import memory_es.transfer as transfer
 from helpers_replay import FIXTURES, regen
+from journal_backends import BACKENDS, use_backend
 from memory_es.capture.chat_http import OllamaChat, OpenAICompatibleChat
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
@@ -27,6 +28,13 @@ from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
 from projections.consolidation import INDEX_FILE
 from projections.graph import GRAPH_FILE, SIDECAR_FILE
+
+
+@pytest.fixture(autouse=True, params=BACKENDS)
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on the root's own SQLite journal and on PostgreSQL (issue 18)."""
+    return use_backend(request, monkeypatch)
+
 
 REQUIRED = {"lite", "journal-repeats", "bujo-audit", "escaping-unicode", "bujo-capture"}
 FIXTURE_DIRS = regen.fixture_dirs(FIXTURES)

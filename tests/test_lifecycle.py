@@ -12,12 +12,20 @@ import pytest
 
 from helpers_capture import BagEmbedder, Clock
 from helpers_index import index_rows
+from journal_backends import BACKENDS, use_backend
 from memory_es import MemoryRoot
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.store import MemoryStore
 from memory_es.vocabulary import STATUS_TRANSITIONS
+
+
+@pytest.fixture(autouse=True, params=BACKENDS)
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on the root's own SQLite journal and on PostgreSQL (issue 18)."""
+    return use_backend(request, monkeypatch)
+
 
 BUJO = {"mode": "bujo", "embeddings": {"dim": 256}, "llm": {"provider": "ollama", "model": "m"}}
 TEXT = "Renew the passport before the trip."
