@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -300,16 +301,31 @@ def test_a_running_store_sees_what_another_host_appends(tmp_path: Path, pg_dsn: 
 @pytest.mark.slow
 def test_two_hosts_draining_the_same_intakes_resolve_each_once(tmp_path: Path,
                                                                pg_dsn: str) -> None:
-    """Two hosts drain the same 60 pending intakes at once: each is resolved exactly once
-    (the journal refuses a second commit of an intake's version; the loser folds in the
-    winner's outcome and moves on) and both hosts replay clean."""
+    """Two hosts drain the same 60 pending intakes at once: each intake's step runs on one
+    host only (advisory-lock leases, then the other host's work folded in), each is resolved
+    exactly once, and both hosts replay clean."""
     import threading
+    import time
+    from collections import Counter
+
+    from memory_es.observe import ObserveProcessor
+
+    steps: Counter[str] = Counter()
+
+    class Counting(ObserveProcessor):
+        """The model-free step, counted per intake and slow enough for the hosts to meet."""
+
+        def process(self, admitted: Any, payload: bytes | None, ctx: Any) -> list[Any]:
+            steps[admitted.run_hash] += 1
+            time.sleep(0.002)
+            return super().process(admitted, payload, ctx)
 
     a, b = tmp_path / "host-a", tmp_path / "host-b"
     with MemoryStore.open(a, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
         for n in range(60):
             store.persist_completed_turn(turn(f"run-{n}", f"Numbered fact {n} about otters."))
-    stores = [MemoryStore.open(h, config(pg_dsn), background=False) for h in (a, b)]  # type: ignore[arg-type]
+    stores = [MemoryStore.open(h, config(pg_dsn), background=False,  # type: ignore[arg-type]
+                               processor=Counting()) for h in (a, b)]
     try:
         errors: list[BaseException] = []
 
@@ -335,6 +351,9 @@ def test_two_hosts_draining_the_same_intakes_resolve_each_once(tmp_path: Path,
         resolved = conn.execute("SELECT originator_id, count(*) FROM memory_es_events WHERE "
                                 "topic LIKE '%Intake.Resolved' GROUP BY originator_id").fetchall()
     assert len(resolved) == 60 and all(n == 1 for _, n in resolved)
+    # leases: no intake's step ran on both hosts (each host attempts what it leased, once
+    # it has folded in what the other wrote)
+    assert len(steps) == 60 and set(steps.values()) == {1}, steps.most_common(3)
     for host in (a, b):
         report = MemoryRoot.open(host, config(pg_dsn)).health()  # type: ignore[arg-type]
         assert report.status == "clean" and not report.findings, (host, report)

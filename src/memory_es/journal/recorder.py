@@ -184,6 +184,13 @@ class JournalRecorder(ApplicationRecorder):
         if self.catalog is not None and rows:
             self.catalog.write(rows[-1][0], rows[-1][5])
 
+    def lease(self, intake_ids: Sequence[str]) -> list[str]:
+        """The intakes this process may attempt now: all of them (one writer per root)."""
+        return list(intake_ids)
+
+    def release(self, intake_ids: Sequence[str]) -> None:
+        """Nothing to give back on a root's own journal."""
+
     def payload_rows(self) -> list[tuple[str, str, bytes]]:
         """Every payload as stored (intake id, sha256, sealed bytes)."""
         with self._read_lock:

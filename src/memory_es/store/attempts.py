@@ -76,6 +76,8 @@ class Attempts:
                  projections: LiveProjections, vectors: Vectors, processor: Processor,
                  clock: Clock) -> None:
         self._opened = opened
+        # Due intakes the last pass left to another host that held their lease (issue 18).
+        self.elsewhere = 0
         self._journal = journal
         self._projections = projections
         self._vectors = vectors
@@ -94,6 +96,7 @@ class Attempts:
         """
         with self._work_lock:
             attempts = 0
+            self.elsewhere = 0
             for _ in range(_RACED_PASSES):
                 now = self._clock()
                 with self._journal.cv:
@@ -102,13 +105,30 @@ class Attempts:
                     for batch in batches(due):
                         if cancel.is_set():
                             break
-                        attempts += self._attempt(batch, cancel)
+                        attempts += self._leased_attempt(batch, cancel)
                     break
                 except _Raced:  # the view took in the other host's work: decide again
                     continue
             if attempts:
                 self.prune_payloads()
             return attempts
+
+    def _leased_attempt(self, records: list[IntakeState], cancel: threading.Event) -> int:
+        """:meth:`_attempt` on the records no other host is attempting (their leases, issue
+        18) and that are still due once what other hosts wrote is folded in."""
+        recorder = self._opened.recorder
+        leased = set(recorder.lease([r.id for r in records]))
+        self.elsewhere += len(records) - len(leased)
+        try:
+            if recorder.shared and leased:
+                self._journal.catch_up()
+            now = self._clock()
+            with self._journal.cv:
+                mine = [r for r in records if r.id in leased
+                        and self._journal.view.records.get(r.id) is r and r.due(now)]
+            return self._attempt(mine, cancel) if mine else 0
+        finally:
+            recorder.release(sorted(leased))
 
     def _attempt(self, records: list[IntakeState], cancel: threading.Event) -> int:
         """Run the step for each record; commit every outcome in one transaction.

@@ -63,6 +63,9 @@ from projections.replay import DERIVED_ENTRIES, RebuildReport
 from projections.search import SearchHit
 
 log = logging.getLogger("memory_es")
+
+# How long a drain waits, at most, for other hosts to finish intakes they hold leases on.
+_WAIT_FOR_OTHERS = 60.0
 DEFAULT_SHUTDOWN_TIMEOUT = 10.0  # B22
 
 Clock = Callable[[], datetime]
@@ -291,11 +294,15 @@ class MemoryStore:
             self.projections.get()
         attempts = 0
         cancel = threading.Event()
+        waited = 0.0  # for another host's outcomes of intakes it leased (shared journal)
         while deadline is None or time.monotonic() < deadline:
             done = self.run_due(cancel)
             attempts += done
             if not done:
-                break
+                if not self.attempts.elsewhere or waited >= _WAIT_FOR_OTHERS:
+                    break
+                time.sleep(0.05)
+                waited += 0.05
         with self.journal_writer.exclusive():
             self.projections.catch_up()  # foreground: a projection error surfaces
         if embed:
