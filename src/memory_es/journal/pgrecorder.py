@@ -42,6 +42,7 @@ from memory_es.errors import IntegrityError, InvalidArgumentError
 from memory_es.fsutil import crash_point
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
+from memory_es.journal.pgleases import Leases
 from memory_es.journal.pgrecords import table_statements as record_key_tables
 from memory_es.journal.recorder import Payload
 from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
@@ -82,11 +83,6 @@ def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
 
 
 _STALE_HEAD = "memory_es: the journal head moved"
-
-
-def _lease_key(intake_id: str) -> int:
-    """An intake's advisory lock key: 63 bits of its (hex SHA-256) run hash."""
-    return int(intake_id[:16], 16) >> 1
 # After a stale head, this many writes read the head under the lock before trying again
 # optimistically: under contention a guess is mostly wrong and costs a second transaction.
 _CONTENDED_WRITES = 16
@@ -107,8 +103,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         self.sealer = Sealer(None, None)
         self._known_head: tuple[int, bytes] | None = None  # the head as last written or read
         self._contended = 0
-        self._lease_conn: psycopg.Connection[Any] | None = None
-        self._lease_lock = threading.Lock()
+        self.leases = Leases(store)
         self._write_lock = threading.Lock()  # one writer per process; others wait on the lock
         s = Identifier(store.schema)
         self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
@@ -261,41 +256,11 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                                      ).format(self._t["payloads"]), list(payloads))
 
     def lease(self, intake_ids: Sequence[str]) -> list[str]:
-        """The intakes no other process is attempting: each one's advisory lock, taken without
-        waiting on a connection of this process's own (a lock dies with its session, so a
-        crashed host's intakes are free again). The journal still fences a stale attempt: a
-        second outcome for the same intake version is refused."""
-        if not intake_ids:
-            return []
-        keys = {_lease_key(i): i for i in intake_ids}
-        with self._lease_lock:
-            rows = self._lease_execute(
-                "SELECT k FROM unnest(%s::bigint[]) AS k WHERE pg_try_advisory_lock(k)",
-                (list(keys),))
-        return [keys[int(r["k"])] for r in rows]
+        """The intakes no other process is attempting (:class:`~.pgleases.Leases`)."""
+        return self.leases.take(intake_ids)
 
     def release(self, intake_ids: Sequence[str]) -> None:
-        if not intake_ids:
-            return
-        with self._lease_lock:
-            self._lease_execute("SELECT pg_advisory_unlock(k) FROM unnest(%s::bigint[]) AS k",
-                                ([_lease_key(i) for i in intake_ids],))
-
-    def _lease_execute(self, query: str, params: Sequence[Any]) -> list[Any]:
-        """On the lease connection (made on first use, made again once if the server cut it:
-        its locks died with it)."""
-        for attempt in (1, 2):
-            try:
-                if self._lease_conn is None or self._lease_conn.closed:
-                    kwargs = self.datastore.pool.kwargs
-                    assert isinstance(kwargs, dict)
-                    self._lease_conn = psycopg.connect(autocommit=True, **kwargs)
-                return self._lease_conn.execute(query, params).fetchall()
-            except psycopg.OperationalError:
-                self._lease_conn = None
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        self.leases.give_back(intake_ids)
 
     def payload_rows(self) -> list[tuple[str, str, bytes]]:
         """Every payload as stored (intake id, sha256, sealed bytes)."""
@@ -471,10 +436,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         """Nothing to do: the server made the commit durable before it answered."""
 
     def close(self) -> None:
-        with self._lease_lock:
-            if self._lease_conn is not None:
-                self._lease_conn.close()  # its advisory locks go with it
-                self._lease_conn = None
+        self.leases.close()  # its advisory locks go with its connection
         with self._write_lock:
             self.datastore.close()
             if self.sealer.keys is not None:
