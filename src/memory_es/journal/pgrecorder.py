@@ -109,6 +109,11 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
                    for name in ("events", "payloads", "head", "meta")}
         self._expect_head = SQL("{}.memory_es_expect_head").format(s)
+        # rows as columns (position, originator id, version, topic, state, chain): one statement
+        self._insert_rows = SQL(
+            "INSERT INTO {} (notification_id, originator_id, originator_version, topic, state, "
+            "chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], %s::bigint[], %s::text[], "
+            "%s::bytea[], %s::bytea[])").format(self._t["events"])
         events, payloads, head = self._t["events"], self._t["payloads"], self._t["head"]
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
@@ -192,7 +197,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
         With ``expect`` the whole transaction, commit included, is one pipeline: the server
         function ``memory_es_expect_head`` fails it when the head moved, before any row."""
-        events, head_table = self._t["events"], self._t["head"]
+        head_table = self._t["head"]
         try:
             with self.datastore.get_connection() as conn, conn.pipeline(), \
                     conn.transaction(), conn.cursor() as curs:
@@ -206,11 +211,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                     head = expect
                     curs.execute(SQL("SELECT {}(%s, %s)").format(self._expect_head), expect)
                 columns, tail = self._rows(stored_events, head)
-                curs.execute(SQL(
-                    "INSERT INTO {} (notification_id, originator_id, originator_version, "
-                    "topic, state, chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], "
-                    "%s::bigint[], %s::text[], %s::bytea[], %s::bytea[])").format(events),
-                    columns)
+                curs.execute(self._insert_rows, columns)
                 if payloads:
                     curs.executemany(SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(
                         self._t["payloads"]), list(payloads))
@@ -244,11 +245,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                                      f"follow the head at {head['position']}",
                                      code="chain_broken")
             if rows:
-                curs.execute(SQL(
-                    "INSERT INTO {} (notification_id, originator_id, originator_version, "
-                    "topic, state, chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], "
-                    "%s::bigint[], %s::text[], %s::bytea[], %s::bytea[])"
-                ).format(self._t["events"]), [list(c) for c in zip(*rows, strict=True)])
+                curs.execute(self._insert_rows, [list(c) for c in zip(*rows, strict=True)])
                 curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(
                     self._t["head"]), (rows[-1][0], rows[-1][5]))
             if payloads:
