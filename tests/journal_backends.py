@@ -24,15 +24,22 @@ from memory_es.journal import open as journal_open
 from memory_es.journal.backend import PostgresJournal
 
 BACKENDS = ["sqlite", "postgres"]
+_DATABASES: dict[Path, str] = {}  # root -> DSN of its journal's database, for this test
+
+
+def database_of(root: Path) -> str | None:
+    """The DSN of ``root``'s journal when the running test put it on PostgreSQL."""
+    return _DATABASES.get(Path(root).resolve())
 
 
 def use_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     backend: str = request.param
+    _DATABASES.clear()
     if backend == "postgres":
         cluster = request.getfixturevalue("pg_cluster")
         if not cluster.running:
             cluster.start()
-        databases: dict[Path, str] = {}
+        databases = _DATABASES
         real = journal_open._open_locked
 
         def open_locked(root: Path, **kwargs: Any) -> Any:

@@ -1,5 +1,9 @@
 """Tamper evidence that survives a recomputed chain (issue 13 item 11; B13-B17, N5, N6).
 
+The edits of rows and catalog an editor without the key might make are in test_tamper.py, run
+on both journal backends; this module keeps the key store, the marker, schema-1 roots and
+anchors.
+
 The journal's chain is keyed (HMAC-SHA256, a per-root key in an owner-only key store outside
 the root), so an editor without the key cannot append, rewrite or replace rows even when they
 recompute the plain SHA-256 chain and the catalog; an anchor kept outside the root lets
@@ -28,7 +32,6 @@ from memory_es.journal import (
     GENESIS,
     JOURNAL_FILE,
     MARKER_FILE,
-    Catalog,
     chain_link,
     open_journal,
 )
@@ -36,6 +39,7 @@ from memory_es.keystore import CHAIN_KEY_FILE, KEY_STORE_ENV, KeyStore
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
+from tamper import SqliteTamper, recompute_plain
 
 CLI = [sys.executable, "-m", "memory_es.cli"]
 
@@ -61,57 +65,7 @@ def marker(root: Path) -> dict[str, Any]:
 
 
 def rows(root: Path) -> list[tuple[int, str, int, str, bytes, bytes]]:
-    conn = apsw.Connection(str(root / JOURNAL_FILE))
-    try:
-        return [(r[0], r[1], r[2], r[3], bytes(r[4]), bytes(r[5])) for r in conn.execute(
-            "SELECT position, originator_id, originator_version, topic, state, chain "
-            "FROM events ORDER BY position")]
-    finally:
-        conn.close()
-
-
-def write_catalog(root: Path, position: int, chain: bytes) -> None:
-    catalog = Catalog.open(root / CATALOG_FILE, writable=True)
-    catalog.write(position, chain)
-    catalog.write(position, chain)  # both slots: no older slot to fall back to
-    catalog.sync()
-    catalog.close()
-
-
-def recompute_plain(root: Path, *, start: int = 1, catalog: bool = True) -> bytes:
-    """Today's attack: recompute the plain SHA-256 chain of every row from ``start`` on (and
-    the catalog), exactly as the unkeyed format would have it. Returns the new tail."""
-    conn = apsw.Connection(str(root / JOURNAL_FILE))
-    try:
-        prev = GENESIS
-        position = 0
-        for position, oid, version, topic, state, stored in rows(root):
-            if position < start:
-                prev = stored
-                continue
-            prev = chain_link(prev, position, oid, version, topic, state)
-            conn.execute("UPDATE events SET chain = ? WHERE position = ?", (prev, position))
-    finally:
-        conn.close()
-    if catalog:
-        write_catalog(root, position, prev)
-    return prev
-
-
-def append_forged_row(root: Path, *, catalog: bool) -> None:
-    """Append a copy of the last memory event under a new id, chained with plain SHA-256."""
-    last = rows(root)[-1]
-    position = last[0] + 1
-    oid = "00000000-0000-5000-8000-00000000f0f0"
-    chain = chain_link(last[5], position, oid, 1, last[3], last[4])
-    conn = apsw.Connection(str(root / JOURNAL_FILE))
-    try:
-        conn.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                     (position, oid, 1, last[3], last[4], chain))
-    finally:
-        conn.close()
-    if catalog:
-        write_catalog(root, position, chain)
+    return SqliteTamper(root).rows()
 
 
 def fails_closed(root: Path, code: str, *words: str) -> None:
@@ -151,49 +105,6 @@ def test_new_roots_are_keyed(root: Path, key_store: Path) -> None:
     # the stored chain is not the plain one
     first = rows(root)[0]
     assert first[5] != chain_link(GENESIS, *first[:5])
-
-
-def test_appended_rows_with_recomputed_plain_chain_and_catalog_are_detected(root: Path) -> None:
-    """Before: a row appended with a correct plain chain and a matching catalog verified."""
-    head = len(rows(root))
-    append_forged_row(root, catalog=True)
-    fails_closed(root, "chain_broken", f"position {head + 1}")
-
-
-def test_appended_rows_are_not_adopted_as_crash_recovery(root: Path) -> None:
-    """Before: journal ahead of the catalog with a verifying plain suffix was adopted."""
-    head = len(rows(root))
-    append_forged_row(root, catalog=False)
-    fails_closed(root, "chain_broken", f"position {head + 1}")
-
-
-def test_rewritten_middle_with_recomputed_suffix_and_catalog_is_detected(root: Path) -> None:
-    conn = apsw.Connection(str(root / JOURNAL_FILE))
-    conn.execute("UPDATE events SET state = CAST(replace(CAST(state AS TEXT), "
-                 "'\"write_mode\":\"', '\"write_mode\":\"evil') AS BLOB) WHERE position = 3")
-    conn.close()
-    recompute_plain(root, start=3)
-    fails_closed(root, "chain_broken", "position 3")
-
-
-def test_whole_journal_recomputed_plain_is_detected(root: Path) -> None:
-    recompute_plain(root)
-    fails_closed(root, "chain_broken", "position 1")
-
-
-def test_a_same_key_fork_is_replaced(tmp_path: Path) -> None:
-    """Two copies of one root (same key) that went separate ways: the catalog names it."""
-    root, fork = tmp_path / "root", tmp_path / "fork"
-    admit(root, ["run-a"])
-    shutil.copytree(root, fork)
-    admit(root, ["run-b", "run-c"])
-    admit(fork, ["run-x", "run-y", "run-z"], prefix="forked ")
-    for r in (root, fork):  # fold each WAL into journal.db, so the file alone is the journal
-        conn = apsw.Connection(str(r / JOURNAL_FILE))
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
-    (root / JOURNAL_FILE).write_bytes((fork / JOURNAL_FILE).read_bytes())
-    fails_closed(root, "journal_replaced", "does not match")
 
 
 def test_marker_fields_cannot_be_changed_without_the_key(root: Path) -> None:
@@ -306,7 +217,7 @@ def make_schema1(root: Path) -> None:
         conn.execute("UPDATE events SET state = ? WHERE position = ?", (state, line["position"]))
     conn.close()
     export.unlink()
-    recompute_plain(root)
+    recompute_plain(SqliteTamper(root))
     (root / MARKER_FILE).write_text(json.dumps(
         {"format": "memory-es", "journal": JOURNAL_FILE, "schema": 1},
         sort_keys=True, separators=(",", ":")) + "\n")
@@ -343,7 +254,7 @@ def test_schema1_root_stays_readable_then_a_writer_keys_it(root: Path, tmp_path:
     MemoryRoot.open(root).export_to(export_after)
     assert export_after.read_bytes().startswith(export_before.read_bytes())
     # the first keyed link covers the plain prefix: rewriting it plain is now detected
-    recompute_plain(root)
+    recompute_plain(SqliteTamper(root))
     fails_closed(root, "chain_broken", f"position {head + 1}")
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -406,27 +406,37 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
     # -- integrity ----------------------------------------------------------------------------
 
     def verify(self) -> tuple[int, bytes]:
-        """Recompute the whole chain and compare its tail with the head row of the same
-        snapshot. The head commits with the rows, so any difference is tampering: rows cut
-        off the end (``journal_truncated``), a replaced journal (``journal_replaced``) or rows
-        added behind memory-es's back (``chain_broken``)."""
+        """Recompute the whole chain and compare it with the head row of the same snapshot,
+        as the SQLite root compares it with its integrity catalog. The head commits with the
+        rows, so any difference is tampering: rows cut off the end (``journal_truncated``),
+        rows whose chain at the head's position is not the head's (``journal_replaced``), or
+        rows added past the head behind memory-es's back (``chain_broken``)."""
         head: list[tuple[int, bytes]] = []
+        at_head: list[bytes] = []
+
+        def watched(rows: Iterable[tuple[int, str, int, str, bytes, bytes]]
+                    ) -> Iterator[tuple[int, str, int, str, bytes, bytes]]:
+            for row in rows:
+                if row[0] == head[0][0]:
+                    at_head.append(row[5])
+                yield row
+
         with contextlib.closing(self._snapshot_rows(head)) as rows:
-            position, chain = verify_chain(self.location, rows, self.chain)
+            position, chain = verify_chain(self.location, watched(rows), self.chain)
         (head_position, head_chain), = head
         self._known_head = (head_position, head_chain)
         if head_position > position:
             raise IntegrityError(
                 f"{self.location}: journal ends at position {position} but its head row "
                 f"records {head_position}; the journal was truncated", code="journal_truncated")
+        if head_position and at_head != [head_chain]:
+            raise IntegrityError(
+                f"{self.location}: chain at position {head_position} does not match the head "
+                "row; the journal was replaced", code="journal_replaced")
         if head_position < position:
             raise IntegrityError(
                 f"{self.location}: rows past the head row (position {head_position}) were "
                 "written outside memory-es", code="chain_broken")
-        if position and head_chain != chain:
-            raise IntegrityError(
-                f"{self.location}: chain at position {position} does not match the head row; "
-                "the journal was replaced", code="journal_replaced")
         return position, chain
 
     def fsync_files(self) -> None:
