@@ -4,7 +4,8 @@ Random operation sequences (admissions from a small pool of run ids, so duplicat
 conflicts happen, with hostile text, sessions and triggers) are interleaved with ``drain()``.
 After each drain the live daily/, audit/ and index rows must equal what ``replay_export`` of
 the exported journal prefix builds in a fresh root (DESIGN 7, D5, D10). Admission must never
-write a second Admitted event for a run id nor admit conflicting content (B2, B3).
+write a second Admitted event for a run id nor admit conflicting content (B2, B3). It runs
+with the journal in SQLite and in PostgreSQL (issue 18).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from journal_backends import BACKENDS, database_of, use_backend
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn, is_nothing_to_report
@@ -179,12 +182,20 @@ def _check_journal(export: Path, model: Model) -> None:
         assert got == op.content()
 
 
-@settings(max_examples=25, deadline=None)
+@pytest.fixture(autouse=True, params=BACKENDS)
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Issue 18: the property holds of a journal on PostgreSQL too (each example's roots get
+    databases of their own, so nothing carries over between examples)."""
+    return use_backend(request, monkeypatch)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mode=st.sampled_from(sorted(CONFIGS)), ops=operations,
        step=st.sampled_from([timedelta(milliseconds=1), timedelta(minutes=37),
                              timedelta(hours=5, milliseconds=7)]))
 def test_live_projections_equal_replay_after_every_drain(
-    mode: str, ops: list[AdmitOp | str], step: timedelta
+    journal_backend: str, mode: str, ops: list[AdmitOp | str], step: timedelta
 ) -> None:
     model = Model(mode)
     with tempfile.TemporaryDirectory(prefix="replay-property-") as tmp:
@@ -193,6 +204,7 @@ def test_live_projections_equal_replay_after_every_drain(
         export: Path | None = None
         config, clock = parse_config(CONFIGS[mode]), regen.FakeClock(step=step)
         store = MemoryStore.open(live, config, clock=clock, background=False)
+        assert (database_of(live) is not None) == (journal_backend == "postgres")
         try:
             for number, op in enumerate([*ops, DRAIN]):  # always end with a drain
                 clock.tick()  # time moves per operation (days are crossed with big steps)
