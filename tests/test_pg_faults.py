@@ -77,6 +77,48 @@ def test_a_writer_killed_in_its_commit(tmp_path: Path, pg_dsn: str, boundary: st
     assert report.status == "clean" and not report.findings, report
 
 
+def test_a_writer_killed_while_its_statement_is_on_the_server(tmp_path: Path,
+                                                              pg_dsn: str) -> None:
+    """SIGKILL while the one-statement write waits at the server (for the table lock another
+    session holds): the server finishes the orphaned statement and commits it, so the turn the
+    writer never acknowledged is in the journal, once; admitted again it is a duplicate."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False):
+        pass
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps([["run-kill", "Answer for run-kill."]]))
+    with psycopg.connect(pg_dsn) as holder:
+        holder.execute("LOCK TABLE memory_es_events IN EXCLUSIVE MODE")  # reads still pass
+        proc = subprocess.Popen([sys.executable, str(HELPER), str(root), str(plan),
+                                 str(tmp_path / "out.json")], env={**os.environ, DSN_ENV: pg_dsn})
+        try:
+            deadline = time.monotonic() + 60
+            while not _waiting_on_lock(pg_dsn, "memory_es_append"):
+                assert proc.poll() is None and time.monotonic() < deadline, "never blocked"
+                time.sleep(0.05)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        holder.rollback()  # the lock goes; the orphaned statement runs and commits
+    deadline = time.monotonic() + 30
+    while admitted_runs(pg_dsn) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not (tmp_path / "out.json").exists()
+    assert admitted_runs(pg_dsn) == 1
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:
+        assert store.persist_completed_turn(turn("run-kill")).status == "duplicate"
+        store.drain()
+    report = MemoryRoot.open(root, config(pg_dsn)).health()
+    assert report.status == "clean" and not report.findings, report
+
+
+def _waiting_on_lock(dsn: str, query: str) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+                           "'Lock' AND position(%s IN query) > 0", (query,)).fetchone()
+    return row is not None and row[0] > 0
+
+
 def _admit_while(store: MemoryStore, stop: threading.Event, prefix: str,
                  results: list[tuple[str, AdmissionResult]]) -> None:
     n = 0
@@ -147,18 +189,51 @@ def test_the_server_stopped_and_restarted_under_load(tmp_path: Path, pg_dsn: str
 
 
 def test_connections_cut_by_the_server(tmp_path: Path, pg_dsn: str) -> None:
-    """``pg_terminate_backend`` of every connection the store holds: the next admission is
-    made on a fresh connection (the pool checks before use); nothing is lost."""
+    """``pg_terminate_backend`` of every connection the store holds: once they are gone the
+    next admission is made on a fresh connection (the writer sees the server hung up on its
+    own before sending, the pool checks the others before use); nothing is lost."""
     root = tmp_path / "root"
     dbname = psycopg.conninfo.conninfo_to_dict(pg_dsn)["dbname"]
     with MemoryStore.open(root, config(pg_dsn), background=False) as store:
         assert store.persist_completed_turn(turn("before")).status == "admitted"
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            cut = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                               "WHERE datname = %s AND pid <> pg_backend_pid()",
-                               (dbname,)).fetchone()
-        assert cut is not None and cut[0] >= 1
+            cut = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND "
+                "pid <> pg_backend_pid()", (dbname,))]
+            conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid",
+                         (cut,))
+        assert cut
+        deadline = time.monotonic() + 30  # the backends exit asynchronously
+        while _alive(pg_dsn, cut) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert store.persist_completed_turn(turn("after")).status == "admitted"
         assert store.persist_completed_turn(turn("before")).status == "duplicate"
         store.drain()
         assert store.inspect().counts.total == 2
+
+
+def _alive(dsn: str, pids: list[int]) -> bool:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)",
+                           (pids,)).fetchone()
+    return bool(row and row[0])
+
+
+def test_an_admission_while_the_server_is_down_is_an_io_error(tmp_path: Path, pg_dsn: str,
+                                                              pg_cluster: Any) -> None:
+    """The first admission of a store seals its turn under a record key it reserves in the
+    database first: with the server down, that is refused as ``io_error`` like the write
+    itself (it said ``internal_error``), and admitted once the server is back."""
+    root = tmp_path / "root"
+    pg_dsn = pg_dsn.replace("connect_timeout=5", "connect_timeout=1")
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:
+        pg_cluster.stop("fast")
+        try:
+            down = store.persist_completed_turn(turn("run-down"))
+        finally:
+            pg_cluster.start()
+        assert (down.status, down.code) == ("rejected", "io_error"), down
+        assert store.persist_completed_turn(turn("run-down")).status == "admitted"
+        store.drain()
+    report = MemoryRoot.open(root, config(pg_dsn)).health()
+    assert report.status == "clean" and not report.findings, report

@@ -77,7 +77,16 @@ class GroupCommit:
 
     def admit(self, prepared: PreparedIntake, event: Intake.Admitted) -> AdmissionResult:
         """Queue one admission and return once the transaction holding it is durable."""
-        request = _Request(prepared, event, self._opened.app.mapper.to_stored_event(event))
+        try:  # sealing may reserve record keys: on PostgreSQL, a round trip to the server
+            stored = self._opened.app.mapper.to_stored_event(event)
+        except Exception as e:
+            problem = io_problem(e)
+            if problem is None:
+                raise
+            log.error("memory_es journal write failed: %s", problem)
+            return AdmissionResult(status="rejected", intake_id=prepared.run_hash,
+                                   code="io_error", detail=problem)
+        request = _Request(prepared, event, stored)
         with self.cv:
             if self.closed:
                 return AdmissionResult(status="rejected", intake_id=prepared.run_hash,

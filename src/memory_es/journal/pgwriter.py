@@ -1,0 +1,93 @@
+"""The PostgreSQL journal writer's own connection (issue 18: admission at the server's speed).
+
+A write is one statement, ``SELECT memory_es_append(...)``, run in autocommit: the server's
+implicit transaction locks, checks the head, inserts and commits in one round trip, where a
+pooled connection in a transaction block costs a pre-ping, ``BEGIN`` and ``COMMIT`` on top.
+So the writer keeps one connection of its own between writes; one the server hung up on (a
+restarted server, a terminated backend) is replaced before the next write, and one that broke
+during a write is closed and replaced by the next. Errors come out
+as eventsourcing's persistence errors, exactly as from its pooled ``get_connection``, so the
+callers' handling (conflicts, io errors) is the same on either connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+from eventsourcing import persistence as es
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.sql import SQL, Literal
+
+# psycopg's error classes and eventsourcing's, most specific first (as its get_connection maps)
+_MAPPED: tuple[tuple[type[psycopg.Error], type[es.PersistenceError]], ...] = (
+    (psycopg.InterfaceError, es.InterfaceError),
+    (psycopg.OperationalError, es.OperationalError),
+    (psycopg.DataError, es.DataError),
+    (psycopg.IntegrityError, es.IntegrityError),
+    (psycopg.InternalError, es.InternalError),
+    (psycopg.ProgrammingError, es.ProgrammingError),
+    (psycopg.NotSupportedError, es.NotSupportedError),
+    (psycopg.DatabaseError, es.DatabaseError),
+)
+
+
+def persistence_error(e: psycopg.Error) -> es.PersistenceError:
+    """``e`` as the eventsourcing error its datastore would have raised."""
+    for theirs, ours in _MAPPED:
+        if isinstance(e, theirs):
+            return ours(str(e))
+    return es.PersistenceError(str(e))
+
+
+def _hung_up(conn: psycopg.Connection[Any]) -> bool:
+    """Has the server written to this idle connection? Between two writes it only does so to
+    say it is going away (a terminated backend, a server shutting down), so a readable socket
+    means "do not send here". It costs no round trip, where the pool's pre-ping costs one."""
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+class WriterConnection:
+    """One autocommit connection, opened on first use and after a failure broke it. Not
+    thread-safe: the recorder uses it under its write lock."""
+
+    def __init__(self, store: PostgresDatastore) -> None:
+        self.store = store
+        self._conn: psycopg.Connection[Any] | None = None
+
+    @contextlib.contextmanager
+    def use(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            if self._conn is not None and (self._conn.closed or _hung_up(self._conn)):
+                self.close()
+            if self._conn is None:
+                self._conn = self._connect()
+            yield self._conn
+        except psycopg.Error as e:
+            if isinstance(e, psycopg.OperationalError | psycopg.InterfaceError):
+                self.close()
+            raise persistence_error(e) from e
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        kwargs = self.store.pool.kwargs  # the pool's own: host, DSN options, dict rows
+        assert isinstance(kwargs, dict)
+        conn: psycopg.Connection[Any] = psycopg.Connection.connect(autocommit=True, **kwargs)
+        try:
+            conn.execute(SQL("SET lock_timeout = {}").format(
+                Literal(f"{self.store.lock_timeout}s")))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
