@@ -357,3 +357,30 @@ def test_two_hosts_draining_the_same_intakes_resolve_each_once(tmp_path: Path,
     for host in (a, b):
         report = MemoryRoot.open(host, config(pg_dsn)).health()  # type: ignore[arg-type]
         assert report.status == "clean" and not report.findings, (host, report)
+
+
+def test_the_password_comes_from_a_password_file(tmp_path: Path, pg_dsn: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18 item 1: a DSN without a password takes it from libpq's password file
+    ($PGPASSFILE), for the API and the CLI alike, on the pool's connections and the writer's
+    own; without the file the server refuses, a one-line error naming no secret."""
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    bare = pg_dsn.replace(f":{info['password']}@", "@")
+    assert str(info["password"]) not in bare
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"{info['host']}:{info['port']}:{info['dbname']}:{info['user']}:"
+                        f"{info['password']}\n")
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(bare), background=False) as store:  # type: ignore[arg-type]
+        assert store.persist_completed_turn(turn("run-1", "The locker code is 4471.")).status \
+            == "admitted"
+        store.drain()
+    found = cli("search", "--root", str(root), "--json", "locker", dsn=bare)
+    assert found.returncode == 0 and "4471" in found.stdout, found.stderr
+    monkeypatch.delenv("PGPASSFILE")
+    refused = cli("search", "--root", str(root), "locker", dsn=bare)
+    assert refused.returncode == 3, refused
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert str(info["password"]) not in refused.stderr
