@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import msgspec
@@ -54,7 +55,9 @@ def test_the_cache_is_filled_once_and_gives_the_same_vectors(
     monkeypatch.setattr("memory_es.embeddings.use.sha256_file", no_wheel)
     second = UseEmbedder().embed(TEXTS)
     assert np.array_equal(first, uncached) and np.array_equal(second, uncached)
-    assert {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")} == built
+    after = {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")}
+    assert after.pop(entry(tmp_path) / "verified.json")  # what the hashed files looked like
+    assert after == built
     assert [p.name for p in tmp_path.iterdir()] == [entry(tmp_path).name]  # no leftovers
 
 
@@ -89,10 +92,13 @@ def _damage(root: Path, damage: str) -> None:
         (root / "tokenizer.msgpack").write_bytes(b"\x00not msgpack")
     elif damage == "truncated table":
         table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
-    elif damage == "a flipped table byte":  # the mapping reads it fine: only the hash knows
+    elif damage.startswith("a flipped table byte"):  # the mapping reads it: only the hash knows
+        before = table.stat()
         data = bytearray(table.read_bytes())
         data[len(data) // 2] ^= 0xFF
         table.write_bytes(bytes(data))
+        if damage.endswith("times put back"):  # mtime as it was: the ctime still moved
+            os.utime(table, ns=(before.st_atime_ns, before.st_mtime_ns))
     elif damage == "no manifest":
         (root / "manifest.json").unlink()
     elif damage == "another format":
@@ -110,13 +116,16 @@ def _damage(root: Path, damage: str) -> None:
 
 
 @pytest.mark.parametrize("damage", [
-    "garbage tokenizer", "truncated table", "a flipped table byte", "no manifest",
+    "garbage tokenizer", "truncated table", "a flipped table byte",
+    "a flipped table byte, times put back", "no manifest",
     "another format", "stale probe ids", "stale probe vectors"])
 def test_a_damaged_or_stale_cache_is_never_used_and_is_written_afresh(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uncached: np.ndarray,
         damage: str) -> None:
     monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
     UseEmbedder()
+    assert use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, 1) is not None
+    assert (entry(tmp_path) / "verified.json").exists()  # the next load would not hash
     _damage(entry(tmp_path), damage)
     assert use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, 1) is None
     assert np.array_equal(UseEmbedder().embed(TEXTS), uncached)
@@ -156,3 +165,30 @@ def test_the_cache_directory_follows_the_environment(
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert use_cache.cache_dir() == tmp_path / "home" / ".cache" / "memory-es" / "models"
+
+
+def test_a_load_hashes_the_files_only_when_one_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16 item 4: hashing ~100 MB was most of a cached load. The first load after the
+    entry was written hashes every file; the next ones find them as they were and hash none;
+    a file written again (its ctime moved) is hashed again, every file with it."""
+    monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
+    UseEmbedder()
+    hashed: list[str] = []
+    real = use_cache.sha256_file
+
+    def counting(path: Path) -> str:
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(use_cache, "sha256_file", counting)
+    manifest = json.loads((entry(tmp_path) / "manifest.json").read_text())
+    for expected in (len(manifest["files"]), 0, 0):
+        hashed.clear()
+        assert use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, 1) is not None
+        assert len(hashed) == expected
+    pieces = entry(tmp_path) / "pieces.npy"
+    pieces.write_bytes(pieces.read_bytes())  # the same bytes, written again
+    hashed.clear()
+    assert use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, 1) is not None
+    assert len(hashed) == len(manifest["files"])

@@ -15,7 +15,9 @@ in one entry named by their hashes and this format's version:
   lookups make the dict worth building (:class:`PrefixTable`);
 - ``manifest.json``, written last: each file's size and SHA-256, each array's shape and dtype,
   the backend's scalar attributes, and what the freshly loaded model gave probe strings (token
-  ids and vectors).
+  ids and vectors);
+- ``verified.json``: how every file looked (size, times, inode) when a load last hashed them
+  all, so the next load hashes only when one changed.
 
 A load checks every file against the manifest, then that the cached model reproduces the probe
 ids and vectors exactly, so a damaged, truncated, stale or foreign entry, or one made by another
@@ -48,6 +50,7 @@ FORMAT: Final = 2  # bump when the cached layout changes
 PROBES: Final = ("Zoë's café opens at 9:30.", "Gdzie pracuje Morgan?", "東京で会議",
                  "¿Dónde está el dentista?", "  spaced\ttext\n", "👩‍💻🙂 ①²")
 _SKIPPED: Final = frozenset({"sp", "threads", "_threadpool"})  # set on load, not cached
+_STAMPS: Final = "verified.json"  # how the files looked when last hashed (not in the manifest)
 
 
 class _TokenizerState(msgspec.Struct, frozen=True):
@@ -134,13 +137,41 @@ def load(entry: Path, tokenizer_class: Any, backend_class: Any, threads: int) ->
 
 
 def _all_match(entry: Path, files: dict[str, tuple[int, str]]) -> bool:
-    """Every file of the manifest has its size and SHA-256. Hashing ~100 MB is most of a
-    cached load; hashlib releases the GIL, so two threads halve it on two cores."""
+    """Every file of the manifest has its size and SHA-256.
+
+    Hashing ~100 MB is most of a cached load (hashlib releases the GIL, so two threads halve
+    it on two cores), so a load that found every file as hashed records what each file and the
+    manifest then looked like (:data:`_STAMPS`: size, mtime, ctime, inode), and a later load
+    that finds them all looking the same skips the hashing. Any write through the file system
+    moves a file's ctime, which no one can set back; the probe check still runs every time."""
     from concurrent.futures import ThreadPoolExecutor
 
+    stamps = {name: _stamp(entry / name) for name in [*files, "manifest.json"]}
+    try:
+        if json.loads((entry / _STAMPS).read_bytes()) == stamps:
+            return True
+    except (OSError, ValueError):
+        pass
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return all(pool.map(lambda item: _matches(entry / item[0], *item[1]),
-                            sorted(files.items(), key=lambda item: -item[1][0])))
+        if not all(pool.map(lambda item: _matches(entry / item[0], *item[1]),
+                            sorted(files.items(), key=lambda item: -item[1][0]))):
+            return False
+    try:  # best effort: without it the next load hashes again
+        fd, tmp = tempfile.mkstemp(dir=entry, prefix=f".{_STAMPS}.")
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump(stamps, out)
+            os.replace(tmp, entry / _STAMPS)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    except OSError:
+        pass
+    return True
+
+
+def _stamp(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def _matches(path: Path, size: int, digest: str) -> bool:
