@@ -49,15 +49,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         # --version never need them (issue 16 item 4)
         from memory_es.cli.checks import check_args
         from memory_es.cli.commands import COMMANDS
-        from memory_es.cli.forget import cmd_forget
-        from memory_es.cli.profile import cmd_profile
 
         check_args(parser, args)
         if args.func == "demo":
             return _cmd_demo()
         if args.func == "forget":
+            from memory_es.cli.forget import cmd_forget
+
             return cmd_forget(args)
         if args.func == "profile":
+            from memory_es.cli.profile import cmd_profile
+
             return cmd_profile(args)
         if args.func == "serve_mcp":
             from memory_es.cli.serve import cmd_serve_mcp
