@@ -61,4 +61,5 @@ def test_admission_bench_on_postgres_runs_small(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert figures["backend"] == "postgres" and figures["processes32_per_s"] > 0
+    assert figures["threads32_ceiling_per_s"] > 0 and figures["processes32_ceiling_per_s"] > 0
     assert figures["floor_median_ms"] > 0 and figures["threads32_batch"]["max"] >= 1
