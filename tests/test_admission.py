@@ -839,3 +839,48 @@ def test_c1_c2_inspect_counts_and_records_without_content(root: Path, open_store
     closed = MemoryRoot.open(root).inspect()
     assert (closed.counts, closed.records, closed.worker) == (
         live.counts, live.records, "not_running")
+
+
+def test_b4_a_read_failing_after_a_refused_write_answers_every_waiting_admission(
+        root: Path, open_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B4 (review of issue 18): the journal refused a batch's write (``RecordConflict``, as
+    when another host recorded the root's configuration first) and the read that checks that
+    then failed (the server went down). That read's error escaped: the leader's caller got
+    ``internal_error`` and the callers riding on its batch waited forever. Every caller now
+    gets ``io_error``, and the store admits again once the journal answers."""
+    from eventsourcing.persistence import IntegrityError as RecordConflict
+    from eventsourcing.persistence import OperationalError
+
+    store = open_store()
+    assert store.journal_writer.preface, "the root's configuration is still to be recorded"
+    recorder = store.journal_writer._opened.recorder
+    gate = threading.Event()
+    real_insert, real_select = recorder.insert_events, recorder.select_events
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        gate.wait(30)
+        raise RecordConflict("duplicate key value violates unique constraint")
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(recorder, "insert_events", refused)
+    monkeypatch.setattr(recorder, "select_events", down)
+    results: dict[int, AdmissionResult] = {}
+
+    def admit(n: int) -> None:
+        results[n] = store.persist_completed_turn(turn(f"run-{n}"))
+
+    threads = [threading.Thread(target=admit, args=(n,), daemon=True) for n in range(4)]
+    for t in threads:
+        t.start()
+    while not store.journal_writer.queue:  # the others queue behind the blocked leader
+        threading.Event().wait(0.01)
+    gate.set()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads), "an admission never returned"
+    assert {(r.status, r.code) for r in results.values()} == {("rejected", "io_error")}
+    monkeypatch.setattr(recorder, "insert_events", real_insert)
+    monkeypatch.setattr(recorder, "select_events", real_select)
+    assert store.persist_completed_turn(turn("run-after")).status == "admitted"

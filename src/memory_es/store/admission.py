@@ -209,34 +209,39 @@ class GroupCommit:
         again from the journal, where that admission is (a duplicate, or a conflict)."""
         results: list[AdmissionResult | None] = [None] * len(batch)
         undecided = list(range(len(batch)))
-        for attempt in range(_RACE_RETRIES + 1):
-            rides_on_write = undecided  # a lookup that fails fails them all
-            try:
-                to_write, rides_on_write = self._decide(batch, undecided, results,
-                                                        lookup=attempt > 0)
-                if not to_write:
+        conflicted = False
+        try:
+            for attempt in range(_RACE_RETRIES + 1):
+                rides_on_write = undecided  # a lookup that fails fails them all
+                try:
+                    if conflicted:  # a read: inside the try, so its failure is reported too
+                        self._drop_taken_preface()
+                    to_write, rides_on_write = self._decide(batch, undecided, results,
+                                                            lookup=attempt > 0)
+                    if not to_write:
+                        break
+                    self._write([batch[i] for i in to_write])
                     break
-                self._write([batch[i] for i in to_write])
-                break
-            except RecordConflict:
-                self._drop_taken_preface()
-                if attempt < _RACE_RETRIES:
-                    undecided = rides_on_write
-                    continue
-                self._fail(batch, results, rides_on_write, "journal_write_failed",
-                           "run ids kept racing another writer")
-            except Exception as e:
-                # disk full, read-only, I/O, the journal's server down: one code (issue 13)
-                problem = io_problem(e)
-                log.error("memory_es journal write failed: %s", problem or type(e).__name__)
-                self._fail(batch, results, rides_on_write,
-                           "io_error" if problem else "journal_write_failed",
-                           problem or type(e).__name__)
-                break
-        for req, result in zip(batch, results, strict=True):
-            assert result is not None
-            req.result = result
-            req.wake.release()
+                except RecordConflict:
+                    if attempt < _RACE_RETRIES:
+                        undecided, conflicted = rides_on_write, True
+                        continue
+                    self._fail(batch, results, rides_on_write, "journal_write_failed",
+                               "run ids kept racing another writer")
+                except Exception as e:
+                    # disk full, read-only, I/O, the journal's server down: one code (issue 13)
+                    problem = io_problem(e)
+                    log.error("memory_es journal write failed: %s", problem or type(e).__name__)
+                    self._fail(batch, results, rides_on_write,
+                               "io_error" if problem else "journal_write_failed",
+                               problem or type(e).__name__)
+                    break
+        finally:  # every request of the batch gets a result and is woken, whatever happened
+            for i, (req, result) in enumerate(zip(batch, results, strict=True)):
+                req.result = result if result is not None else AdmissionResult(
+                    status="rejected", intake_id=batch[i].prepared.run_hash,
+                    code="journal_write_failed", detail="admission interrupted")
+                req.wake.release()
 
     def _decide(self, batch: list[_Request], indices: list[int],
                 results: list[AdmissionResult | None], *, lookup: bool
