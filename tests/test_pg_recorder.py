@@ -176,3 +176,50 @@ def test_readonly_recorder_refuses_writes(pg_dsn: str) -> None:
         assert e.value.code == "journal_read_only"
     finally:
         rec.close()
+
+
+def test_a_dsn_that_does_not_parse_is_refused_naming_no_part_of_it() -> None:
+    """Review of issue 18: libpq's parse errors quote the DSN, password included; the refusal
+    says what a DSN looks like instead."""
+    from memory_es.errors import InvalidArgumentError
+
+    for dsn in ("postgresql://bob:s3cr%zzet@db/mem", "host=db user=bob password=s3cret extra"):
+        with pytest.raises(InvalidArgumentError) as e:
+            datastore(dsn)
+        assert "s3cr" not in str(e.value) and "memory.journal.dsn" in str(e.value)
+
+
+def test_the_writer_connection_keeps_its_settings_and_survives_many_descriptors(
+        pg_dsn: str) -> None:
+    """Review of issue 18: the writer's own connection gives up connecting as the pool does
+    (connect_timeout 10 s when the DSN names none), finds a dead peer in seconds (keepalives,
+    tcp_user_timeout), lets the server end a transaction a paused host left open (the head
+    row's lock), and is kept between writes even when the process holds more than 1,024 file
+    descriptors (select() cannot watch those: every write reconnected)."""
+    import os
+    import resource
+
+    bare = pg_dsn.replace("?connect_timeout=5", "")
+    rec = _recorder(bare)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    spare = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        conns = []
+        for n in range(5):
+            rec.insert_events([_event(state=f"{n}".encode())])
+            conns.append(rec.writer._conn)
+        conn = conns[0]
+        assert conn is not None and conn.fileno() > 1024
+        assert all(c is conn for c in conns), "a write opened a new connection"
+        params = conn.info.get_parameters()
+        assert params["connect_timeout"] == "10" and params["keepalives"] == "1"
+        assert params["tcp_user_timeout"] == "30000"
+        row = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        assert row is not None and list(row.values()) == ["10s"]
+    finally:
+        for fd in spare:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        rec.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import psycopg.sql
 import pytest
 
 from memory_es.config import parse_config
@@ -384,3 +385,67 @@ def test_the_password_comes_from_a_password_file(tmp_path: Path, pg_dsn: str,
     assert refused.returncode == 3, refused
     assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     assert str(info["password"]) not in refused.stderr
+
+
+def test_a_schema_named_in_capitals_holds_the_journal(tmp_path: Path, pg_dsn: str) -> None:
+    """Review of issue 18: our statements quote the schema, so a mixed-case name holds a
+    journal that admits, seals, reopens and replays clean (it failed every open with a bare
+    AssertionError); a reserved word (which eventsourcing's own statements cannot take) is
+    refused at open naming the setting, through the API and the CLI, and nothing is created."""
+    schema = "MySchema"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(psycopg.sql.SQL("CREATE SCHEMA {}").format(psycopg.sql.Identifier(schema)))
+    block = {"mode": "journal", "embeddings": {"provider": "local"},
+             "journal": {"backend": "postgres", "dsn": pg_dsn, "schema": schema}}
+    root = tmp_path / "root"
+    for n in range(2):
+        with MemoryStore.open(root, parse_config(block), background=False) as store:
+            assert store.persist_completed_turn(turn(f"run-{n}", f"Fact {n}.")).status \
+                == "admitted"
+            store.drain()
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(psycopg.sql.SQL("SELECT count(*) FROM {}.memory_es_events").format(
+            psycopg.sql.Identifier(schema))).fetchone()
+    assert rows is not None and rows[0] >= 4
+    report = MemoryRoot.open(root, parse_config(block)).health()
+    assert report.status == "clean" and not report.findings, report
+    block["journal"]["schema"] = "user"
+    with pytest.raises(InvalidArgumentError) as e:
+        MemoryStore.open(tmp_path / "other", parse_config(block), background=False)
+    assert e.value.code == "journal_schema_invalid" and "memory.journal.schema" in str(e.value)
+    config_file = tmp_path / "memory.json"
+    config_file.write_text(json.dumps({**block, "journal": {"backend": "postgres",
+                                                            "schema": "user"}}))
+    config_file.chmod(0o600)
+    refused = cli("admit", "--root", str(tmp_path / "third"), "--config", str(config_file),
+                  "--run-id", "r", "--answer", "a", dsn=pg_dsn)
+    assert refused.returncode == 2 and "memory.journal.schema 'user'" in refused.stderr, refused
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_host_with_another_role_writes_to_the_journal(tmp_path: Path, pg_dsn: str) -> None:
+    """Review of issue 18: the write function is created once, by the first writer, not on
+    every writable open, so a second host connecting as another role (granted use of the
+    tables, not their ownership) opens the journal writable and admits (it failed with "must
+    be owner of function")."""
+    a_root, b_root = tmp_path / "a", tmp_path / "b"
+    with MemoryStore.open(a_root, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        assert store.persist_completed_turn(turn("run-a", "Fact a.")).status == "admitted"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE ROLE other_host LOGIN PASSWORD 'other-pw'")
+        for grant in ("GRANT USAGE, CREATE ON SCHEMA public TO other_host",
+                      "GRANT ALL ON ALL TABLES IN SCHEMA public TO other_host",
+                      "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO other_host",
+                      "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO other_host"):
+            conn.execute(grant)
+    info = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    other = pg_dsn.replace(f"{info['user']}:{info['password']}@", "other_host:other-pw@")
+    with MemoryStore.open(b_root, config(other), background=False) as store:  # type: ignore[arg-type]
+        assert store.persist_completed_turn(turn("run-b", "Fact b.")).status == "admitted"
+        assert store.inspect().counts.total == 2
+        store.drain()
+    with psycopg.connect(pg_dsn) as conn:
+        functions = conn.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE "
+                                 "'memory_es_append%'").fetchone()
+    assert functions is not None and functions[0] == 1

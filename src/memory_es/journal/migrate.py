@@ -108,12 +108,18 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
 def _postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
     """The target database's journal, its marker claimed for this root (or already this
     root's: a resumed run)."""
-    from memory_es.journal.pgrecorder import PostgresJournalRecorder, datastore, redact
+    from memory_es.journal.pgrecorder import (
+        PostgresJournalRecorder,
+        check_schema,
+        datastore,
+        redact,
+    )
     from memory_es.journal.pgrecords import PostgresRecordKeys
 
     location = redact(target.dsn)
-    sink = PostgresJournalRecorder(datastore(target.dsn, schema=target.schema),
-                                   location=location, chain=chain)
+    store = datastore(target.dsn, schema=target.schema)
+    check_schema(store)
+    sink = PostgresJournalRecorder(store, location=location, chain=chain)
     try:
         sink.create_table()
         ours = Marker(SCHEMA_VERSION, chain.root_id, chain.keyed_from, journal=POSTGRES,

@@ -16,6 +16,8 @@ from typing import Any
 import psycopg
 from eventsourcing.postgres import PostgresDatastore
 
+from memory_es.journal.pgwriter import connect, persistence_error
+
 
 def lease_key(intake_id: str) -> int:
     """An intake's advisory lock key: 63 bits of its (hex SHA-256) run hash."""
@@ -51,18 +53,21 @@ class Leases:
             for attempt in (1, 2):
                 try:
                     if self._conn is None or self._conn.closed:
-                        kwargs = self._datastore.pool.kwargs
-                        assert isinstance(kwargs, dict)
-                        self._conn = psycopg.connect(autocommit=True, **kwargs)
+                        self._conn = connect(self._datastore)
                     return self._conn.execute(query, params).fetchall()
-                except psycopg.OperationalError:
-                    self._conn = None
+                except psycopg.OperationalError as e:
+                    self.close_connection()  # a live session's locks go with it, now
                     if attempt == 2:
-                        raise
+                        raise persistence_error(e) from e
+                except psycopg.Error as e:  # as eventsourcing's errors: io_error when down
+                    raise persistence_error(e) from e
             raise AssertionError("unreachable")
+
+    def close_connection(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self.close_connection()

@@ -26,7 +26,12 @@ from memory_es.journal.layout import (
     mint_marker,
     parse_marker,
 )
-from memory_es.journal.pgrecorder import PostgresJournalRecorder, datastore, redact
+from memory_es.journal.pgrecorder import (
+    PostgresJournalRecorder,
+    check_schema,
+    datastore,
+    redact,
+)
 from memory_es.journal.pgrecords import PostgresRecordKeys
 from memory_es.journal.sealing import Sealer, SealPolicy
 from memory_es.keystore import KeyStore
@@ -44,8 +49,9 @@ def open_on_postgres(root: Path, marker: Marker | None, journal: PostgresJournal
                 f"{root}: this root's journal is on PostgreSQL ({marker.location}); give its "
                 f"DSN with memory.journal.dsn or ${DSN_ENV}", code="journal_dsn_missing")
     location = redact(journal.dsn)
-    recorder = PostgresJournalRecorder(datastore(journal.dsn, schema=journal.schema),
-                                       location=location, readonly=not writable)
+    store = datastore(journal.dsn, schema=journal.schema)
+    check_schema(store)
+    recorder = PostgresJournalRecorder(store, location=location, readonly=not writable)
     try:
         server = _server_marker(recorder, journal, keys, writable=writable,
                                 has_local=marker is not None)

@@ -44,11 +44,15 @@ from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
 from memory_es.journal.pgleases import Leases
 from memory_es.journal.pgrecords import table_statements as record_key_tables
-from memory_es.journal.pgwriter import WriterConnection
+from memory_es.journal.pgwriter import WriterConnection, connect, persistence_error
 from memory_es.journal.recorder import Payload
 from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
 
 EVENTS_TABLE = "memory_es_events"
+# The write function, versioned by name: a change is a new function beside the old one (a
+# CREATE OR REPLACE would need its owner's role on every host, and the last host to open would
+# choose everyone's version). Hosts of one journal run one version: stop them all to upgrade.
+APPEND_FUNCTION = "memory_es_append_v1"
 _DATASTORE_KEYS = {"dbname", "host", "port", "user", "password"}
 
 
@@ -69,8 +73,9 @@ def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
     ``connect_timeout``...) are passed through."""
     try:
         info = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError as e:
-        raise InvalidArgumentError(f"memory.journal.dsn is not a PostgreSQL DSN: {e}") from None
+    except psycopg.ProgrammingError:  # libpq's message quotes the DSN: never shown
+        raise InvalidArgumentError("memory.journal.dsn is not a PostgreSQL DSN (key=value "
+                                   "pairs or a postgresql:// URI)") from None
     store = PostgresDatastore(
         dbname=str(info.get("dbname", "")), host=str(info.get("host", "")),
         port=str(info.get("port", "5432")), user=str(info.get("user", "")),
@@ -78,9 +83,27 @@ def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
         max_overflow=8, lock_timeout=lock_timeout, originator_id_type="uuid",
         connect_timeout=float(str(info.get("connect_timeout", 10))), pre_ping=True)
     extra = {k: v for k, v in info.items() if k not in _DATASTORE_KEYS}
+    # the connections made outside the pool (the writer's, the leases') give up as it does
+    extra.setdefault("connect_timeout", "10")
     assert isinstance(store.pool.kwargs, dict)
     store.pool.kwargs.update(extra)
     return store
+
+
+def check_schema(store: PostgresDatastore) -> None:
+    """Refuse a schema named by a reserved word: eventsourcing's own statements name the schema
+    unquoted (ours quote it, so capitals work), and its recorder fails on one as it is made.
+    So asked on a connection of its own, before any recorder exists."""
+    try:
+        with connect(store) as conn:
+            row = conn.execute("SELECT catcode FROM pg_get_keywords() WHERE word = lower(%s)",
+                               (store.schema,)).fetchone()
+    except psycopg.Error as e:
+        raise persistence_error(e) from e
+    if row is not None and row["catcode"] in ("R", "T"):
+        raise InvalidArgumentError(
+            f"memory.journal.schema {store.schema!r} is a reserved word in PostgreSQL; "
+            "choose another schema name", code="journal_schema_invalid")
 
 
 # After an append found the head moved, this many appends wait in line for the head row's
@@ -110,7 +133,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         s = Identifier(store.schema)
         self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
                    for name in ("events", "payloads", "head", "meta")}
-        append = SQL("{}.memory_es_append").format(s)
+        append = SQL("{}.{}").format(s, Identifier(APPEND_FUNCTION))
         # one write: the head checked and moved, rows and payloads inserted, listeners told;
         # when the head was not the one given, nothing is written and the current one returned
         self._append = SQL("SELECT * FROM {}(%s, %s, %s::bigint[], %s::uuid[], %s::bigint[], "
@@ -123,6 +146,23 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             "chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], %s::bigint[], %s::text[], "
             "%s::bytea[], %s::bytea[])").format(self._t["events"])
         events, payloads, head = self._t["events"], self._t["payloads"], self._t["head"]
+        self._create_function = SQL(
+            "CREATE FUNCTION {fn}(p bigint, c bytea, ids bigint[], oids uuid[], vs bigint[], "
+            "ts text[], ss bytea[], cs bytea[], pids text[], pshas text[], pbytes bytea[]) "
+            "RETURNS TABLE (head_position bigint, head_chain bytea) LANGUAGE plpgsql "
+            "SET search_path = pg_catalog, pg_temp AS $$ "
+            "DECLARE n int := array_length(ids, 1); BEGIN "
+            "UPDATE {head} SET position = ids[n], chain = cs[n] "
+            "WHERE position = p AND chain = c; "
+            "IF NOT FOUND THEN RETURN QUERY SELECT h.position, h.chain FROM {head} h; "
+            "RETURN; END IF; "
+            "INSERT INTO {events} (notification_id, originator_id, originator_version, topic, "
+            "state, chain) SELECT * FROM unnest(ids, oids, vs, ts, ss, cs); "
+            "INSERT INTO {payloads} (intake_id, sha256, bytes) "
+            "SELECT * FROM unnest(pids, pshas, pbytes); "
+            "PERFORM pg_notify({channel}, ''); END $$").format(
+            fn=append, events=events, head=head, payloads=payloads,
+            channel=Literal(self.channel_name))
         self.sql_create_statements[self.create_table_statement_index] = SQL(
             "CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
             "originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
@@ -140,21 +180,6 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             SQL("CREATE TABLE IF NOT EXISTS {} (one boolean PRIMARY KEY DEFAULT true "
                 "CHECK (one), marker text NOT NULL)").format(self._t["meta"]),
             *record_key_tables(store.schema),
-            SQL("CREATE OR REPLACE FUNCTION {fn}(p bigint, c bytea, ids bigint[], oids uuid[], "
-                "vs bigint[], ts text[], ss bytea[], cs bytea[], pids text[], pshas text[], "
-                "pbytes bytea[]) RETURNS TABLE (head_position bigint, head_chain bytea) "
-                "LANGUAGE plpgsql AS $$ DECLARE n int := array_length(ids, 1); BEGIN "
-                "UPDATE {head} SET position = ids[n], chain = cs[n] "
-                "WHERE position = p AND chain = c; "
-                "IF NOT FOUND THEN RETURN QUERY SELECT h.position, h.chain FROM {head} h; "
-                "RETURN; END IF; "
-                "INSERT INTO {events} (notification_id, originator_id, originator_version, "
-                "topic, state, chain) SELECT * FROM unnest(ids, oids, vs, ts, ss, cs); "
-                "INSERT INTO {payloads} (intake_id, sha256, bytes) "
-                "SELECT * FROM unnest(pids, pshas, pbytes); "
-                "PERFORM pg_notify({channel}, ''); END $$").format(
-                fn=append, events=events, head=head, payloads=payloads,
-                channel=Literal(self.channel_name)),
         ]
 
     def _create_table(self, curs: psycopg.Cursor[Any]) -> None:
@@ -164,6 +189,10 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         for statement in self.sql_create_statements:
             params = (GENESIS,) if statement.as_string().startswith("INSERT INTO") else None
             curs.execute(statement, params, prepare=False)
+        if not curs.execute("SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = "
+                            "p.pronamespace WHERE n.nspname = %s AND p.proname = %s",
+                            (self.datastore.schema, APPEND_FUNCTION)).fetchone():
+            curs.execute(self._create_function, prepare=False)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -197,7 +226,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             if written is None:
                 written = self._locked_append(conn, stored_events, extra)
             self._contended = max(0, self._contended - 1)
-        columns, self._known_head = written
+            columns, self._known_head = written
         crash_point("journal.after_commit")
         return list(columns[0])
 
@@ -220,14 +249,18 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                        extra: list[Any]) -> tuple[tuple[list[Any], ...], tuple[int, bytes]]:
         """Append after the head read under its row lock: two round trips while holding it
         (BEGIN and the head; then the append and COMMIT)."""
-        with conn.pipeline(), conn.transaction(), conn.cursor() as curs:
-            row = curs.execute(SQL("SELECT position, chain FROM {} FOR UPDATE").format(
+        with conn.pipeline(), conn.transaction():
+            row = conn.execute(SQL("SELECT position, chain FROM {} FOR UPDATE").format(
                 self._t["head"])).fetchone()
             assert row is not None, "journal head row missing"
             head = (int(row["position"]), bytes(row["chain"]))
             written = self._rows(stored_events, head)
-            curs.execute(self._append, (*head, *written[0], *extra), prepare=True)
+            appended = conn.execute(self._append, (*head, *written[0], *extra), prepare=True)
             crash_point("journal.before_commit")
+        # read after the pipeline's last round trip (the append and the COMMIT)
+        if appended.fetchone() is not None:  # nothing was written (cannot be while the row is ours)
+            raise IntegrityError(f"{self.location}: the journal head moved under its lock",
+                                 code="journal_write_failed")
         return written
 
     def append_rows(self, rows: Sequence[tuple[int, str, int, str, bytes, bytes]],
@@ -250,6 +283,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                 curs.execute(self._insert_rows, [list(c) for c in zip(*rows, strict=True)])
                 curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(
                     self._t["head"]), (rows[-1][0], rows[-1][5]))
+                self._notify_channel(curs)  # subscribers of the target see the rows
             if payloads:
                 curs.executemany(SQL("INSERT INTO {} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
                                      ).format(self._t["payloads"]), list(payloads))
@@ -351,8 +385,8 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def exists(self) -> bool:
         """Has a memory-es journal been created in this database (and schema)?"""
-        rows = self._fetch(SQL("SELECT to_regclass(%s) AS t"),
-                           (f"{self.datastore.schema}.memory_es_meta",))
+        rows = self._fetch(SQL("SELECT to_regclass(format('%%I.%%I', %s::text, "
+                               "'memory_es_meta')) AS t"), (self.datastore.schema,))
         return rows[0]["t"] is not None
 
     def read_meta(self) -> str | None:

@@ -64,7 +64,10 @@ class PostgresRecordKeys(RecordKeys):
         s = Identifier(datastore.schema)
         self._keys = SQL("{}.memory_es_record_keys").format(s)
         self._destroyed = SQL("{}.memory_es_destroyed_keys").format(s)
-        self._seq = f"{datastore.schema}.memory_es_record_key_ids"
+        # the sequence as regclass text (quoted: a schema named MySchema or user works too)
+        self._seq_ident = SQL("{}.memory_es_record_key_ids").format(s)
+        self._seq = ".".join('"' + part.replace('"', '""') + '"'
+                             for part in (datastore.schema, "memory_es_record_key_ids"))
         self._cache: dict[int, bytes] = {}
 
     @property
@@ -159,8 +162,8 @@ class PostgresRecordKeys(RecordKeys):
                              ).format(self._destroyed), (destroyed,))
             top = max([0, *(k for k, _ in keys), *destroyed])
             if top:  # the sequence hands out ids above every imported one
-                curs.execute("SELECT setval(%s, greatest(%s, (SELECT last_value FROM "
-                             f"{self._seq})))", (self._seq, top))
+                curs.execute(SQL("SELECT setval(%s, greatest(%s, (SELECT last_value FROM {})))"
+                                 ).format(self._seq_ident), (self._seq, top))
 
     def collect_garbage(self, highest_referenced: int) -> int:
         """Nothing: another host may hold reserved ids in its pool (module docstring)."""

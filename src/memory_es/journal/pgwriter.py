@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import select
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 from eventsourcing import persistence as es
@@ -46,12 +46,33 @@ def persistence_error(e: psycopg.Error) -> es.PersistenceError:
 def _hung_up(conn: psycopg.Connection[Any]) -> bool:
     """Has the server written to this idle connection? Between two writes it only does so to
     say it is going away (a terminated backend, a server shutting down), so a readable socket
-    means "do not send here". It costs no round trip, where the pool's pre-ping costs one."""
+    means "do not send here". It costs no round trip, where the pool's pre-ping costs one.
+    (``poll``, not ``select``: a long-running host's descriptors pass 1,024.)"""
     try:
-        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
+
+
+# The writer's connection tells a dead peer from a slow one in seconds, not the kernel's hours:
+# TCP keepalives, and unacknowledged data abandoned after 30 s (a write cut off mid-flight).
+KEEPALIVES: Final = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
+                     "keepalives_count": "3", "tcp_user_timeout": "30000"}
+# A host stopped (paused, cut off) between the two round trips of a locked append must not keep
+# the head row locked for every other host: the server ends such a transaction after this.
+IDLE_IN_TRANSACTION: Final = "10s"
+
+
+def connect(store: PostgresDatastore) -> psycopg.Connection[Any]:
+    """An autocommit connection with the pool's options (host, DSN options, connect timeout,
+    dict rows) and :data:`KEEPALIVES` unless the DSN sets them."""
+    kwargs = store.pool.kwargs
+    assert isinstance(kwargs, dict)
+    conn: psycopg.Connection[Any] = psycopg.Connection.connect(
+        autocommit=True, **{**KEEPALIVES, **kwargs})
+    return conn
 
 
 class WriterConnection:
@@ -76,12 +97,12 @@ class WriterConnection:
             raise persistence_error(e) from e
 
     def _connect(self) -> psycopg.Connection[Any]:
-        kwargs = self.store.pool.kwargs  # the pool's own: host, DSN options, dict rows
-        assert isinstance(kwargs, dict)
-        conn: psycopg.Connection[Any] = psycopg.Connection.connect(autocommit=True, **kwargs)
+        conn = connect(self.store)
         try:
             conn.execute(SQL("SET lock_timeout = {}").format(
                 Literal(f"{self.store.lock_timeout}s")))
+            conn.execute(SQL("SET idle_in_transaction_session_timeout = {}").format(
+                Literal(IDLE_IN_TRANSACTION)))
         except BaseException:
             conn.close()
             raise
