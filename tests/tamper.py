@@ -17,7 +17,7 @@ import psycopg
 from psycopg.sql import SQL, Identifier
 
 from memory_es.journal import CATALOG_FILE, GENESIS, JOURNAL_FILE, Catalog, chain_link
-from memory_es.journal.pgrecorder import redact
+from memory_es.journal.pgconnect import redact
 
 # position, originator id, version, topic, state, chain
 Row = tuple[int, str, int, str, bytes, bytes]

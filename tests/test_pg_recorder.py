@@ -23,7 +23,8 @@ from eventsourcing.tests.persistence import (
 
 from memory_es.errors import IntegrityError
 from memory_es.journal import GENESIS, Payload, chain_link
-from memory_es.journal.pgrecorder import PostgresJournalRecorder, datastore, redact
+from memory_es.journal.pgconnect import datastore, redact
+from memory_es.journal.pgrecorder import PostgresJournalRecorder
 
 
 def _recorder(dsn: str, **kwargs: Any) -> PostgresJournalRecorder:

@@ -108,12 +108,8 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
 def _postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
     """The target database's journal, its marker claimed for this root (or already this
     root's: a resumed run)."""
-    from memory_es.journal.pgrecorder import (
-        PostgresJournalRecorder,
-        check_schema,
-        datastore,
-        redact,
-    )
+    from memory_es.journal.pgconnect import check_schema, datastore, redact
+    from memory_es.journal.pgrecorder import PostgresJournalRecorder
     from memory_es.journal.pgrecords import PostgresRecordKeys
 
     location = redact(target.dsn)

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from eventsourcing.postgres import PostgresDatastore
 
-from memory_es.journal.pgwriter import connect, persistence_error
+from memory_es.journal.pgconnect import connect, persistence_error
 
 
 def lease_key(intake_id: str) -> int:

@@ -26,12 +26,8 @@ from memory_es.journal.layout import (
     mint_marker,
     parse_marker,
 )
-from memory_es.journal.pgrecorder import (
-    PostgresJournalRecorder,
-    check_schema,
-    datastore,
-    redact,
-)
+from memory_es.journal.pgconnect import check_schema, datastore, redact
+from memory_es.journal.pgrecorder import PostgresJournalRecorder
 from memory_es.journal.pgrecords import PostgresRecordKeys
 from memory_es.journal.sealing import Sealer, SealPolicy
 from memory_es.keystore import KeyStore

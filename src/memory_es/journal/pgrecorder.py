@@ -16,7 +16,8 @@ journal means the same on both backends:
 - ``UNIQUE (originator_id, originator_version)`` makes a second admission of a run id fail in
   the database itself, whichever process tries (no read-then-write).
 
-The DSN is never logged or put in an error message: :func:`redact` names a server without it.
+The DSN is never logged or put in an error message: :func:`~.pgconnect.redact` names a server
+without it.
 """
 
 from __future__ import annotations
@@ -35,16 +36,15 @@ from eventsourcing.persistence import (
     Subscription,
 )
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
-from memory_es.errors import IntegrityError, InvalidArgumentError
+from memory_es.errors import IntegrityError
 from memory_es.fsutil import crash_point
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
+from memory_es.journal.pgconnect import WriterConnection
 from memory_es.journal.pgleases import Leases
 from memory_es.journal.pgrecords import table_statements as record_key_tables
-from memory_es.journal.pgwriter import WriterConnection, connect, persistence_error
 from memory_es.journal.recorder import Payload
 from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
 
@@ -53,57 +53,6 @@ EVENTS_TABLE = "memory_es_events"
 # CREATE OR REPLACE would need its owner's role on every host, and the last host to open would
 # choose everyone's version). Hosts of one journal run one version: stop them all to upgrade.
 APPEND_FUNCTION = "memory_es_append_v1"
-_DATASTORE_KEYS = {"dbname", "host", "port", "user", "password"}
-
-
-def redact(dsn: str) -> str:
-    """``postgresql://HOST:PORT/DB``: where a journal is, never who or with what password."""
-    try:
-        info = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "postgresql://(unparsable DSN)"
-    return f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/" \
-           f"{info.get('dbname', '')}"
-
-
-def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
-              lock_timeout: int = 30) -> PostgresDatastore:
-    """eventsourcing's datastore (a psycopg pool) for ``dsn``. An empty password lets libpq
-    read the password file (``PGPASSFILE`` or ``~/.pgpass``); other DSN options (``sslmode``,
-    ``connect_timeout``...) are passed through."""
-    try:
-        info = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:  # libpq's message quotes the DSN: never shown
-        raise InvalidArgumentError("memory.journal.dsn is not a PostgreSQL DSN (key=value "
-                                   "pairs or a postgresql:// URI)") from None
-    store = PostgresDatastore(
-        dbname=str(info.get("dbname", "")), host=str(info.get("host", "")),
-        port=str(info.get("port", "5432")), user=str(info.get("user", "")),
-        password=str(info.get("password", "")), schema=schema, pool_size=pool_size,
-        max_overflow=8, lock_timeout=lock_timeout, originator_id_type="uuid",
-        connect_timeout=float(str(info.get("connect_timeout", 10))), pre_ping=True)
-    extra = {k: v for k, v in info.items() if k not in _DATASTORE_KEYS}
-    # the connections made outside the pool (the writer's, the leases') give up as it does
-    extra.setdefault("connect_timeout", "10")
-    assert isinstance(store.pool.kwargs, dict)
-    store.pool.kwargs.update(extra)
-    return store
-
-
-def check_schema(store: PostgresDatastore) -> None:
-    """Refuse a schema named by a reserved word: eventsourcing's own statements name the schema
-    unquoted (ours quote it, so capitals work), and its recorder fails on one as it is made.
-    So asked on a connection of its own, before any recorder exists."""
-    try:
-        with connect(store) as conn:
-            row = conn.execute("SELECT catcode FROM pg_get_keywords() WHERE word = lower(%s)",
-                               (store.schema,)).fetchone()
-    except psycopg.Error as e:
-        raise persistence_error(e) from e
-    if row is not None and row["catcode"] in ("R", "T"):
-        raise InvalidArgumentError(
-            f"memory.journal.schema {store.schema!r} is a reserved word in PostgreSQL; "
-            "choose another schema name", code="journal_schema_invalid")
 
 
 # After an append found the head moved, this many appends wait in line for the head row's
@@ -202,7 +151,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         after a lost connection: the commit may have happened, and only the caller can tell.
 
         First optimistically, from the head this process last wrote or read: one statement
-        on the writer's own connection (:mod:`~memory_es.journal.pgwriter`) that moves the
+        on the writer's own connection (:mod:`~memory_es.journal.pgconnect`) that moves the
         head only if it is still what we think; when another writer moved it, that statement
         changes nothing, and this append and the next few wait in line for the head row's
         lock (:data:`_CONTENDED_WRITES`)."""

@@ -1,11 +1,13 @@
-"""The PostgreSQL journal writer's own connection (issue 18: admission at the server's speed).
+"""Connections to the PostgreSQL journal's server (issue 18): eventsourcing's datastore (a
+pool) for a DSN, the DSN redacted for messages, the schema check, and the writer's own
+connection, which makes admission run at the server's speed.
 
-A write is one statement, ``SELECT memory_es_append(...)``, run in autocommit: the server's
-implicit transaction locks, checks the head, inserts and commits in one round trip, where a
-pooled connection in a transaction block costs a pre-ping, ``BEGIN`` and ``COMMIT`` on top.
-So the writer keeps one connection of its own between writes; one the server hung up on (a
-restarted server, a terminated backend) is replaced before the next write, and one that broke
-during a write is closed and replaced by the next. Errors come out
+A write is one statement, ``SELECT * FROM memory_es_append_v1(...)``, run in autocommit: the
+server's implicit transaction checks and moves the head, inserts and commits in one round
+trip, where a pooled connection in a transaction block costs a pre-ping, ``BEGIN`` and
+``COMMIT`` on top. So the writer keeps one connection of its own between writes; one the
+server hung up on (a restarted server, a terminated backend) is replaced before the next
+write, and one that broke during a write is closed and replaced by the next. Errors come out
 as eventsourcing's persistence errors, exactly as from its pooled ``get_connection``, so the
 callers' handling (conflicts, io errors) is the same on either connection.
 """
@@ -20,7 +22,10 @@ from typing import Any, Final
 import psycopg
 from eventsourcing import persistence as es
 from eventsourcing.postgres import PostgresDatastore
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import SQL, Literal
+
+from memory_es.errors import InvalidArgumentError
 
 # psycopg's error classes and eventsourcing's, most specific first (as its get_connection maps)
 _MAPPED: tuple[tuple[type[psycopg.Error], type[es.PersistenceError]], ...] = (
@@ -41,6 +46,59 @@ def persistence_error(e: psycopg.Error) -> es.PersistenceError:
         if isinstance(e, theirs):
             return ours(str(e))
     return es.PersistenceError(str(e))
+
+
+_DATASTORE_KEYS = {"dbname", "host", "port", "user", "password"}
+
+
+def redact(dsn: str) -> str:
+    """``postgresql://HOST:PORT/DB``: where a journal is, never who or with what password."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unparsable DSN)"
+    return f"postgresql://{info.get('host', 'localhost')}:{info.get('port', 5432)}/" \
+           f"{info.get('dbname', '')}"
+
+
+def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
+              lock_timeout: int = 30) -> PostgresDatastore:
+    """eventsourcing's datastore (a psycopg pool) for ``dsn``. An empty password lets libpq
+    read the password file (``PGPASSFILE`` or ``~/.pgpass``); other DSN options (``sslmode``,
+    ``connect_timeout``...) are passed through."""
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:  # libpq's message quotes the DSN: never shown
+        raise InvalidArgumentError("memory.journal.dsn is not a PostgreSQL DSN (key=value "
+                                   "pairs or a postgresql:// URI)") from None
+    store = PostgresDatastore(
+        dbname=str(info.get("dbname", "")), host=str(info.get("host", "")),
+        port=str(info.get("port", "5432")), user=str(info.get("user", "")),
+        password=str(info.get("password", "")), schema=schema, pool_size=pool_size,
+        max_overflow=8, lock_timeout=lock_timeout, originator_id_type="uuid",
+        connect_timeout=float(str(info.get("connect_timeout", 10))), pre_ping=True)
+    extra = {k: v for k, v in info.items() if k not in _DATASTORE_KEYS}
+    # the connections made outside the pool (the writer's, the leases') give up as it does
+    extra.setdefault("connect_timeout", "10")
+    assert isinstance(store.pool.kwargs, dict)
+    store.pool.kwargs.update(extra)
+    return store
+
+
+def check_schema(store: PostgresDatastore) -> None:
+    """Refuse a schema named by a reserved word: eventsourcing's own statements name the schema
+    unquoted (ours quote it, so capitals work), and its recorder fails on one as it is made.
+    So asked on a connection of its own, before any recorder exists."""
+    try:
+        with connect(store) as conn:
+            row = conn.execute("SELECT catcode FROM pg_get_keywords() WHERE word = lower(%s)",
+                               (store.schema,)).fetchone()
+    except psycopg.Error as e:
+        raise persistence_error(e) from e
+    if row is not None and row["catcode"] in ("R", "T"):
+        raise InvalidArgumentError(
+            f"memory.journal.schema {store.schema!r} is a reserved word in PostgreSQL; "
+            "choose another schema name", code="journal_schema_invalid")
 
 
 def _hung_up(conn: psycopg.Connection[Any]) -> bool:
