@@ -216,7 +216,7 @@ def test_the_writer_connection_keeps_its_settings_and_survives_many_descriptors(
         assert all(c is conn for c in conns), "a write opened a new connection"
         params = conn.info.get_parameters()
         assert params["connect_timeout"] == "10" and params["keepalives"] == "1"
-        assert params["tcp_user_timeout"] == "30000"
+        assert params["tcp_user_timeout"] == "10000"
         row = conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
         assert row is not None and list(row.values()) == ["10s"]
     finally:

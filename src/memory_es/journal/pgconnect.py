@@ -115,9 +115,10 @@ def _hung_up(conn: psycopg.Connection[Any]) -> bool:
 
 
 # The writer's connection tells a dead peer from a slow one in seconds, not the kernel's hours:
-# TCP keepalives, and unacknowledged data abandoned after 30 s (a write cut off mid-flight).
+# TCP keepalives, and unacknowledged data abandoned after 10 s (a write cut off mid-flight
+# holds the write lock, and so a closing store, no longer than B22 gives shutdown).
 KEEPALIVES: Final = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5",
-                     "keepalives_count": "3", "tcp_user_timeout": "30000"}
+                     "keepalives_count": "3", "tcp_user_timeout": "10000"}
 # A host stopped (paused, cut off) between the two round trips of a locked append must not keep
 # the head row locked for every other host: the server ends such a transaction after this.
 IDLE_IN_TRANSACTION: Final = "10s"
