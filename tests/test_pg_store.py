@@ -449,3 +449,24 @@ def test_a_host_with_another_role_writes_to_the_journal(tmp_path: Path, pg_dsn: 
         functions = conn.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE "
                                  "'memory_es_append%'").fetchone()
     assert functions is not None and functions[0] == 1
+
+
+def test_a_row_planted_past_the_head_refuses_writes_as_tampering(tmp_path: Path,
+                                                                 pg_dsn: str) -> None:
+    """Review of issue 18: a row inserted behind the journal's head (by someone with the
+    database's credentials) takes the position the next write needs. The write is refused
+    as tampering (``chain_broken``, logged), not retried as a run-id race and reported
+    "run ids kept racing"; the next open fails closed on the same row."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, config(pg_dsn), background=False) as store:  # type: ignore[arg-type]
+        assert store.persist_completed_turn(turn("run-1", "Fact 1.")).status == "admitted"
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("INSERT INTO memory_es_events SELECT notification_id + 1, "
+                         "gen_random_uuid(), 1, topic, state, chain FROM memory_es_events "
+                         "ORDER BY notification_id DESC LIMIT 1")
+        refused = store.persist_completed_turn(turn("run-2", "Fact 2."))
+        assert (refused.status, refused.code) == ("rejected", "journal_write_failed"), refused
+        assert "racing" not in (refused.detail or "")
+    with pytest.raises(IntegrityError) as e:
+        MemoryStore.open(root, config(pg_dsn), background=False)  # type: ignore[arg-type]
+    assert e.value.code == "chain_broken"

@@ -35,6 +35,7 @@ from eventsourcing.persistence import (
     StoredEvent,
     Subscription,
 )
+from eventsourcing.persistence import IntegrityError as RecordConflict
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
@@ -53,6 +54,13 @@ EVENTS_TABLE = "memory_es_events"
 # CREATE OR REPLACE would need its owner's role on every host, and the last host to open would
 # choose everyone's version). Hosts of one journal run one version: stop them all to upgrade.
 APPEND_FUNCTION = "memory_es_append_v1"
+
+
+def _position_taken(error: Exception) -> bool:
+    """Was ``error`` the events' primary key (a position) refusing a row, not a run id?"""
+    cause = error.__cause__
+    return isinstance(cause, psycopg.errors.UniqueViolation) and \
+        cause.diag.constraint_name == f"{EVENTS_TABLE}_pkey"
 
 
 # After an append found the head moved, this many appends wait in line for the head row's
@@ -164,18 +172,25 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         sealed = [(p.intake_id, p.sha256, self.sealer.seal_payload(p.intake_id, p.data))
                   for p in payloads]
         extra = [list(c) for c in zip(*sealed, strict=True)] if sealed else [None] * 3
-        with self._write_lock, self.writer.use() as conn:
-            written, head = None, self._known_head
-            if head is not None and not self._contended:
-                written = self._rows(stored_events, head)
-                crash_point("journal.before_commit")  # nothing sent yet
-                if conn.execute(self._append, (*head, *written[0], *extra),
-                                prepare=True).fetchone() is not None:  # the head moved on
-                    written, self._contended = None, _CONTENDED_WRITES + 1
-            if written is None:
-                written = self._locked_append(conn, stored_events, extra)
-            self._contended = max(0, self._contended - 1)
-            columns, self._known_head = written
+        try:
+            with self._write_lock, self.writer.use() as conn:
+                written, head = None, self._known_head
+                if head is not None and not self._contended:
+                    written = self._rows(stored_events, head)
+                    crash_point("journal.before_commit")  # nothing sent yet
+                    if conn.execute(self._append, (*head, *written[0], *extra),
+                                    prepare=True).fetchone() is not None:  # the head moved on
+                        written, self._contended = None, _CONTENDED_WRITES + 1
+                if written is None:
+                    written = self._locked_append(conn, stored_events, extra)
+                self._contended = max(0, self._contended - 1)
+                columns, self._known_head = written
+        except RecordConflict as e:
+            if _position_taken(e):  # not another run id: a row no writer of ours appended
+                raise IntegrityError(
+                    f"{self.location}: a row past the journal's head was written outside "
+                    "memory-es; audit it with memory-es health", code="chain_broken") from e
+            raise
         crash_point("journal.after_commit")
         return list(columns[0])
 
