@@ -36,6 +36,7 @@ from memory_es.journal import (
 )
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
+from tamper import SqliteTamper
 
 CLI = Path(sys.executable).with_name("memory-es")
 FOREIGN_UID = 12345
@@ -73,21 +74,12 @@ def checkpoint(root: Path) -> None:
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Bytes of every file in a checkpointed root (no WAL)."""
-    checkpoint(root)
-    return {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
+    return SqliteTamper(root).snapshot()
 
 
 def restore(root: Path, snap: dict[str, bytes]) -> None:
     """Put back the snapshot's bytes in place (same inodes where the file still exists)."""
-    for name in (JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm"):
-        (root / name).unlink(missing_ok=True)
-    for name, data in snap.items():
-        path = root / name
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+    SqliteTamper(root).restore(snap)
 
 
 # Position 1 is the root's recorded configuration (Root.Configured, written with the first

@@ -29,6 +29,7 @@ cache. ``MEMORY_ES_MODEL_CACHE`` names the directory (empty: no cache); else
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -42,6 +43,7 @@ import msgspec
 import numpy as np
 
 from memory_es.embeddings.base import sha256_file
+from memory_es.fsutil import atomic_write
 
 log = logging.getLogger("memory_es")
 
@@ -156,16 +158,8 @@ def _all_match(entry: Path, files: dict[str, tuple[int, str]]) -> bool:
         if not all(pool.map(lambda item: _matches(entry / item[0], *item[1]),
                             sorted(files.items(), key=lambda item: -item[1][0]))):
             return False
-    try:  # best effort: without it the next load hashes again
-        fd, tmp = tempfile.mkstemp(dir=entry, prefix=f".{_STAMPS}.")
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(stamps, out)
-            os.replace(tmp, entry / _STAMPS)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):  # best effort: without it the next load hashes again
+        atomic_write(entry / _STAMPS, json.dumps(stamps).encode(), durable=False)
     return True
 
 

@@ -108,14 +108,11 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
 def _postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
     """The target database's journal, its marker claimed for this root (or already this
     root's: a resumed run)."""
-    from memory_es.journal.pgconnect import check_schema, datastore, redact
-    from memory_es.journal.pgrecorder import PostgresJournalRecorder
+    from memory_es.journal.pgrecorder import make_recorder
     from memory_es.journal.pgrecords import PostgresRecordKeys
 
-    location = redact(target.dsn)
-    store = datastore(target.dsn, schema=target.schema)
-    check_schema(store)
-    sink = PostgresJournalRecorder(store, location=location, chain=chain)
+    sink = make_recorder(target.dsn, target.schema, chain=chain)
+    location = sink.location
     try:
         sink.create_table()
         ours = Marker(SCHEMA_VERSION, chain.root_id, chain.keyed_from, journal=POSTGRES,

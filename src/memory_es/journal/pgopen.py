@@ -26,8 +26,7 @@ from memory_es.journal.layout import (
     mint_marker,
     parse_marker,
 )
-from memory_es.journal.pgconnect import check_schema, datastore, redact
-from memory_es.journal.pgrecorder import PostgresJournalRecorder
+from memory_es.journal.pgrecorder import PostgresJournalRecorder, make_recorder
 from memory_es.journal.pgrecords import PostgresRecordKeys
 from memory_es.journal.sealing import Sealer, SealPolicy
 from memory_es.keystore import KeyStore
@@ -44,10 +43,8 @@ def open_on_postgres(root: Path, marker: Marker | None, journal: PostgresJournal
             raise InvalidArgumentError(
                 f"{root}: this root's journal is on PostgreSQL ({marker.location}); give its "
                 f"DSN with memory.journal.dsn or ${DSN_ENV}", code="journal_dsn_missing")
-    location = redact(journal.dsn)
-    store = datastore(journal.dsn, schema=journal.schema)
-    check_schema(store)
-    recorder = PostgresJournalRecorder(store, location=location, readonly=not writable)
+    recorder = make_recorder(journal.dsn, journal.schema, readonly=not writable)
+    location = recorder.location
     try:
         server = _server_marker(recorder, journal, keys, writable=writable,
                                 has_local=marker is not None)

@@ -32,6 +32,7 @@ import psycopg
 from eventsourcing.persistence import (
     ApplicationRecorder,
     Notification,
+    ProgrammingError,
     StoredEvent,
     Subscription,
 )
@@ -43,7 +44,7 @@ from memory_es.errors import IntegrityError
 from memory_es.fsutil import crash_point
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
-from memory_es.journal.pgconnect import WriterConnection
+from memory_es.journal.pgconnect import WriterConnection, check_schema, datastore, redact
 from memory_es.journal.pgleases import Leases
 from memory_es.journal.pgrecords import table_statements as record_key_tables
 from memory_es.journal.recorder import Payload
@@ -54,6 +55,21 @@ EVENTS_TABLE = "memory_es_events"
 # CREATE OR REPLACE would need its owner's role on every host, and the last host to open would
 # choose everyone's version). Hosts of one journal run one version: stop them all to upgrade.
 APPEND_FUNCTION = "memory_es_append_v1"
+
+
+def make_recorder(dsn: str, schema: str, **kwargs: Any) -> PostgresJournalRecorder:
+    """The recorder of the journal in ``schema`` of ``dsn``'s database. eventsourcing's own
+    statements name the schema unquoted, so making one fails on a reserved word: that failure
+    (and only it: no extra connection on every open) is explained by :func:`check_schema`."""
+    store = datastore(dsn, schema=schema)
+    try:
+        return PostgresJournalRecorder(store, location=redact(dsn), **kwargs)
+    except ProgrammingError:
+        try:
+            check_schema(store)
+        finally:
+            store.close()
+        raise
 
 
 def _position_taken(error: Exception) -> bool:
@@ -445,8 +461,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
     def close(self) -> None:
         with self._write_lock:
             self.writer.close()
-        self.leases.close()  # its advisory locks go with its connection
-        with self._write_lock:
+            self.leases.close()  # its advisory locks go with its connection
             self.datastore.close()
             if self.sealer.keys is not None:
                 self.sealer.keys.close()
