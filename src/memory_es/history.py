@@ -27,6 +27,7 @@ from memory_es.journal import (
 from memory_es.journal.backend import PostgresJournal
 from memory_es.keystore import KeyStore
 from projections.replay import INDEX_DIR, open_active_index, unreadable
+from projections.sqlite_index import INDEX_PASSES_OVER, INDEX_SCREENS
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
@@ -103,6 +104,30 @@ def iter_events(
             return
         for n in notifications:
             yield n.id, mapper.to_domain_event(n)
+        after = notifications[-1].id
+
+
+def iter_index_events(
+    opened: OpenedJournal, after: int = 0, upto: int | None = None, batch: int = 1000
+) -> Iterator[tuple[int, Any]]:
+    """:func:`iter_events` for a fold into the index alone (a rebuild, health's replay): an
+    event the index does not fold comes as ``(position, None)``, undecoded, so the fold still
+    advances past it; a screened one (an admission: only BuJo's are audited) is first decoded
+    without opening its sealed fields. A Lite journal's resolutions (a third of its events)
+    are never decoded, its admissions never decrypted (issue 16: rebuild time)."""
+    mapper = opened.app.mapper
+    assert isinstance(mapper, MsgspecMapper)
+    recorder = opened.recorder
+    while True:
+        notifications = recorder.select_notifications(
+            after, batch, stop=upto, inclusive_of_start=False)
+        if not notifications:
+            return
+        for n in notifications:
+            screen = INDEX_SCREENS.get(n.topic)
+            folded = n.topic not in INDEX_PASSES_OVER and (
+                screen is None or screen(mapper.to_domain_event(n, content=False)))
+            yield n.id, mapper.to_domain_event(n) if folded else None
         after = notifications[-1].id
 
 

@@ -35,6 +35,7 @@ from memory_es.history import (
     fold_intakes,
     forget_findings,
     iter_events,
+    iter_index_events,
     journal_guard,
     open_reader,
     verified_journal_and_index,
@@ -158,31 +159,32 @@ class MemoryRoot:
     def vector_backlog(self) -> int | None:
         """Live memories of the active index without a vector of the configured embedding
         identity (found lexically until embedded, D9); None when this config never embeds."""
-        block = embeddings_block(self.config)
-        if block is None:
-            return None
-        identity = configured_identity(block)
-        if identity is None:
-            return None
-        with self.index() as conn:
-            return vector_backlog(conn, identity.key) if conn is not None else 0
+        return self._vectors()[0]
 
     def ann_index(self) -> str | None:
         """The active generation's saved ANN index for the configured identity (issue 16):
         "absent", "current", "stale" or "invalid"; None when this config never embeds."""
+        return self._vectors(ann=True)[1]
+
+    def _vectors(self, *, ann: bool = False) -> tuple[int | None, str | None]:
+        """(vector backlog, the saved ANN index's state when ``ann``) from one verified read:
+        health wants both, and each read verifies the whole chain."""
         block = embeddings_block(self.config)
         identity = configured_identity(block) if block is not None else None
         if identity is None:
-            return None
+            return None, None
         with self.index() as conn:
             if conn is None:
-                return "absent"
+                return 0, "absent" if ann else None
+            backlog = vector_backlog(conn, identity.key)
+            if not ann:
+                return backlog, None
             files = ann_paths(Path(conn.filename).parent, identity.key)
             if not any(f.exists() for f in files):
-                return "absent"
+                return backlog, "absent"
             matrix = VectorMatrix(identity.dim, identity.key)
             matrix.refresh(conn, identity.key)
-            return saved_state(*files, identity.dim, matrix.rowids, matrix.matrix)
+            return backlog, saved_state(*files, identity.dim, matrix.rowids, matrix.matrix)
 
     def events(self) -> list[tuple[int, Any]]:
         """Every decoded event with its journal position, in order."""
@@ -237,10 +239,12 @@ class MemoryRoot:
 
         def events(opened: OpenedJournal, upto: int, after: int) -> Iterator[tuple[int, Any]]:
             with journal_guard(root):
-                yield from iter_events(opened, after=after, upto=upto)
+                yield from iter_index_events(opened, after=after, upto=upto)
 
         def checks(opened: OpenedJournal) -> Iterator[Finding]:
             with journal_guard(root):
+                if self._config is None:  # from the journal this audit verified: one pass
+                    self._config = effective(opened, None)
                 yield from _payload_findings(opened)
                 for code, path, detail in forget_findings(opened, root):
                     yield Finding(code, path, detail)
@@ -256,7 +260,7 @@ class MemoryRoot:
         if report.status == "cannot_audit":
             return report
         try:
-            backlog, ann = self.vector_backlog(), self.ann_index()
+            backlog, ann = self._vectors(ann=True)
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
             backlog = ann = None
         return msgspec.structs.replace(report, vectors_pending=backlog, ann_index=ann,

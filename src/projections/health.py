@@ -267,9 +267,12 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
                                             events_upto(opened, position, 0))
                 try:
                     want = render_all(expected)
-                    findings += list(compare_files(root, want))
-                    findings += list(compare_index(live, expected.conn, rel))
-                    findings += list(compare_provenance(root, live))
+                    file_drift = list(compare_files(root, want))
+                    index_drift = list(compare_index(live, expected.conn, rel))
+                    findings += file_drift + index_drift
+                    differ = {f.path for f in file_drift}
+                    rendered = () if index_drift else [r for r in want if r not in differ]
+                    findings += list(compare_provenance(root, live, rendered))
                     findings += list(compare_sidecar(root, live))
                     findings += list(audit_vectors(live, rel))
                     findings = classify_residue(root, findings, Residue(

@@ -20,7 +20,7 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import get_topic, resolve_topic
 
-from memory_es.journal.sealing import SEALED_MARK, Sealer, is_sealed
+from memory_es.journal.sealing import SEALED, SEALED_MARK, Sealer
 
 FORGOTTEN = "_forgotten"  # set on a decoded event whose sealed content was destroyed
 
@@ -91,12 +91,15 @@ class MsgspecMapper(Mapper[UUID]):
         class_version = getattr(cls, "class_version", 1)
         forgotten = False
         try:
-            if not content:
+            if not content and class_version == 1 and SEALED_MARK not in stored_event.state:
+                # nothing sealed, nothing to upcast: the typed decode straight from the bytes
+                # (a resolution in an intake fold: half the cost of the general path)
+                typed = msgspec.json.decode(stored_event.state, type=_decode_type(cls))
+            elif not content:
                 state = msgspec.json.decode(stored_event.state)
-                if SEALED_MARK in stored_event.state:
-                    for field, value in state.items():
-                        if is_sealed(value):
-                            state[field] = value.get("void")
+                for field, value in state.items():  # is_sealed, inlined: the hot loop
+                    if value.__class__ is dict and SEALED in value:
+                        state[field] = value.get("void")
                 _upcast(cls, state, class_version)
                 typed = msgspec.convert(state, type=_decode_type(cls))
             else:

@@ -235,7 +235,10 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
         if recorder.chain.root_id is not None:
             records = RecordKeys(keys, recorder.chain.root_id, writable=writable)
             recorder.sealer = Sealer(records, seal if writable else None)
-            if writable:  # keys a crash left reserved but unused (issue 14)
+            if writable and seal is not None:
+                # keys a crash left reserved but unused (issue 14), collected before this
+                # writer hands out any; an opener that seals nothing (rebuild, migrate) never
+                # does, and skips the scan of every sealed row (issue 16: 0.4 s at 100k)
                 records.collect_garbage(recorder.highest_key_id())
     except BaseException:
         recorder.close()
