@@ -35,6 +35,7 @@ from memory_es.journal import (
     chain_link,
     open_journal,
 )
+from memory_es.journal.chain import NEVER, Chain, verify_chain
 from memory_es.keystore import CHAIN_KEY_FILE, KEY_STORE_ENV, KeyStore
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
@@ -453,3 +454,27 @@ def test_a_keyed_link_is_rfc_2104_hmac_sha256_of_its_fields(key_bytes: int) -> N
         fields = _fields(n + 1, f"oid-{n}", n, "memory_es/Topic.é", state)
         assert chain.link(prev, n + 1, f"oid-{n}", n, "memory_es/Topic.é", state) == \
             hmac.new(key, prev + fields, hashlib.sha256).digest()
+
+
+@pytest.mark.parametrize("keyed_from", [1, 7, NEVER])
+def test_verification_computes_the_same_links_as_chain_link(keyed_from: int) -> None:
+    """verify_chain inlines the keyed link (issue 16: every read verifies the whole chain):
+    over plain, keyed and upgraded (plain then keyed) chains it accepts exactly the chain
+    ``Chain.link`` builds, and refuses it with one byte of one state changed."""
+    import random
+
+    rng = random.Random(keyed_from)
+    chain = Chain(rng.randbytes(32) if keyed_from != NEVER else None, keyed_from)
+    rows, value = [], GENESIS
+    for n in range(1, 40):
+        oid, topic = f"oid-{n % 5}", rng.choice(["memory_es/A.B", "memory_es/Ä.é", "t"])
+        state = rng.randbytes(rng.randint(0, 400))
+        value = chain.link(value, n, oid, n % 3, topic, state)
+        rows.append((n, oid, n % 3, topic, state, value))
+    assert verify_chain("j", iter(rows), chain) == (39, value)
+    edited = list(rows)
+    n, oid, version, topic, state, stored = edited[20]
+    edited[20] = (n, oid, version, topic, bytes([state[0] ^ 1]) + state[1:] if state else b"x",
+                  stored)
+    with pytest.raises(IntegrityError, match="position 21"):
+        verify_chain("j", iter(edited), chain)

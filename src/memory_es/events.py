@@ -58,11 +58,11 @@ class Intake(Aggregate):
 
     TOPIC = "memory_es/Intake"
 
-    class Created(Aggregate.Created):
-        TOPIC = "memory_es/Intake.Created"
-
     class Event(Aggregate.Event):
         TOPIC = "memory_es/Intake.Event"
+
+    class Created(Aggregate.Created, Event):
+        TOPIC = "memory_es/Intake.Created"
 
     class Admitted(Created):
         """A successful turn was durably admitted (A3, A4, B1, B5).
@@ -86,7 +86,7 @@ class Intake(Aggregate):
         trigger: str
         attachments: list[dict[str, Any]]
 
-    class Resolved(Aggregate.Event):
+    class Resolved(Event):
         """The intake needs no more work (B32): projected, captured, empty or operator_resolved."""
 
         TOPIC = "memory_es/Intake.Resolved"
@@ -94,7 +94,7 @@ class Intake(Aggregate):
         reason_slug: str | None
         memory_id: str | None
 
-    class AttemptFailed(Aggregate.Event):
+    class AttemptFailed(Event):
         """Attempt ``attempt`` failed with a content-free ``category``; retry at next_due_at."""
 
         TOPIC = "memory_es/Intake.AttemptFailed"
@@ -102,33 +102,33 @@ class Intake(Aggregate):
         category: str
         next_due_at: datetime
 
-    class DeadLettered(Aggregate.Event):
+    class DeadLettered(Event):
         """The attempt budget is spent (B7): the record waits for an operator."""
 
         TOPIC = "memory_es/Intake.DeadLettered"
         attempt: int
         category: str
 
-    class RetryRequested(Aggregate.Event):
+    class RetryRequested(Event):
         """An operator granted a fresh attempt budget, due now (C3)."""
 
         TOPIC = "memory_es/Intake.RetryRequested"
 
-    class ExtractionRetained(Aggregate.Event):
+    class ExtractionRetained(Event):
         """The extraction call's validated plan (E2, E17): a retry never asks for it again."""
 
         TOPIC = "memory_es/Intake.ExtractionRetained"
         plan: dict[str, Any]
         model: str
 
-    class ReviewRetained(Aggregate.Event):
+    class ReviewRetained(Event):
         """One review decision per listed plan line (E23): ``None`` for an unlisted line."""
 
         TOPIC = "memory_es/Intake.ReviewRetained"
         decisions: list[str | None]
         model: str
 
-    class ReconcileRetained(Aggregate.Event):
+    class ReconcileRetained(Event):
         """The classifier's decisions with real target ids (E4, E17), before the commit."""
 
         TOPIC = "memory_es/Intake.ReconcileRetained"
@@ -214,7 +214,7 @@ class Intake(Aggregate):
         return _following(cls.ReconcileRetained, run_hash=run_hash, version=version, at=at,
                           decisions=decisions, model=model)
 
-    class Forgotten(Aggregate.Event):
+    class Forgotten(Event):
         """The turn's content was erased (issue 14 item 4): ``key_ids`` are the record keys
         of its summary, payload and retained plans, destroyed after this commits. Content-free,
         never sealed; the audit line goes with it."""
@@ -242,11 +242,11 @@ class Memory(Aggregate):
 
     TOPIC = "memory_es/Memory"
 
-    class Created(Aggregate.Created):
-        TOPIC = "memory_es/Memory.Created"
-
     class Event(Aggregate.Event):
         TOPIC = "memory_es/Memory.Event"
+
+    class Created(Aggregate.Created, Event):
+        TOPIC = "memory_es/Memory.Created"
 
     class Recorded(Created):
         """A memory line came into being. ``day`` and ``timestamp`` come from its intake."""
@@ -484,11 +484,11 @@ class Entity(Aggregate):
 
     TOPIC = "memory_es/Entity"
 
-    class Created(Aggregate.Created):
-        TOPIC = "memory_es/Entity.Created"
-
     class Event(Aggregate.Event):
         TOPIC = "memory_es/Entity.Event"
+
+    class Created(Aggregate.Created, Event):
+        TOPIC = "memory_es/Entity.Created"
 
     class Named(Created):
         TOPIC = "memory_es/Entity.Named"
@@ -543,11 +543,11 @@ class Root(Aggregate):
 
     TOPIC = "memory_es/Root"
 
-    class Created(Aggregate.Created):
-        TOPIC = "memory_es/Root.Created"
-
     class Event(Aggregate.Event):
         TOPIC = "memory_es/Root.Event"
+
+    class Created(Aggregate.Created, Event):
+        TOPIC = "memory_es/Root.Created"
 
     class Configured(Created):
         TOPIC = "memory_es/Root.Configured"

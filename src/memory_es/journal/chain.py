@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from uuid import UUID
 
@@ -99,6 +99,32 @@ def _hmac_pads(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
             hashlib.sha256(bytes(b ^ 0x5C for b in block)))
 
 
+def _keyed_links(chain: Chain, inner_pad: hashlib._Hash, outer_pad: hashlib._Hash
+                 ) -> Callable[[bytes, int, UUID | str, int, str, bytes], bytes]:
+    """``chain.link`` with the encoded topics cached and no call per field (the same bytes:
+    tests/test_chain_keys.py holds it to ``Chain.link``)."""
+    topics: dict[str, bytes] = {}
+    head, u64, join, plain = _HEAD.pack, _U64.pack, b"".join, chain_link
+
+    def link(prev: bytes, position: int, originator_id: UUID | str, version: int, topic: str,
+             state: bytes) -> bytes:
+        if position < chain.keyed_from:
+            return plain(prev, position, originator_id, version, topic, state)
+        t = topics.get(topic)
+        if t is None:
+            encoded = topic.encode()
+            t = topics[topic] = _U32.pack(len(encoded)) + encoded
+        oid = str(originator_id).encode()
+        inner = inner_pad.copy()
+        inner.update(join((prev, head(position, version, len(oid)), oid, t,
+                           u64(len(state)), state)))
+        outer = outer_pad.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+    return link
+
+
 def verify_chain(
     path: Path | str, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain
 ) -> tuple[int, bytes]:
@@ -108,6 +134,9 @@ def verify_chain(
     position skips or whose stored chain does not match.
     """
     expected_position, value = 0, GENESIS
+    # the keyed links, inlined: this loop is every read's floor
+    link: Callable[[bytes, int, UUID | str, int, str, bytes], bytes] = (
+        chain.link if chain._pads is None else _keyed_links(chain, *chain._pads))
     for position, oid, version, topic, state, stored_chain in rows:
         expected_position += 1
         if position != expected_position:
@@ -116,7 +145,7 @@ def verify_chain(
                 f"(found {position}); events were deleted",
                 code="chain_broken",
             )
-        value = chain.link(value, position, oid, version, topic, state)
+        value = link(value, position, oid, version, topic, state)
         if not hmac.compare_digest(value, stored_chain):
             raise IntegrityError(
                 f"{path}: hash chain does not verify at position {position}; "
