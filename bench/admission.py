@@ -9,7 +9,8 @@
 - CPU ceiling: the same 8-thread run against a journal with ``synchronous=OFF`` (no fsync): the
   rate this machine's one GIL allows, whatever the disk. Threads can only win what the fsync
   costs: 1 thread pays fsync + CPU per admission, many threads at best CPU alone, so the ratio
-  cannot pass (fsync + CPU) / CPU. Printed as the share of that ceiling 8 threads reach.
+  cannot pass (fsync + CPU) / CPU. Printed as the share of that ceiling 8 threads reach, beside
+  the bound no threading can pass: one thread with no fsync (CPU alone, no thread switches).
 
 The store runs with its background worker off, so the figure is admission alone; the worker's
 projection work under load is measured by bench/worker.py. Runs alternate between floor and
@@ -155,6 +156,7 @@ def main() -> None:
     fsyncs: dict[int, list[float]] = {8: [], 32: []}
     sizes: dict[int, Counter[int]] = {8: Counter(), 32: Counter()}
     ceiling: list[float] = []
+    bound: list[float] = []
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-", dir=os.environ.get("TMPDIR")) as d:
         directory = Path(d)
         for _ in range(args.rounds):
@@ -168,6 +170,7 @@ def main() -> None:
                 fsyncs[threads].append(per_admission)
                 sizes[threads].update(batches)
             ceiling.append(throughput(directory, 8, args.total // 8, fsync=False)[0])
+            bound.append(throughput(directory, 1, args.total, fsync=False)[0])
 
     figures = {
         "bench": "admission",
@@ -179,6 +182,7 @@ def main() -> None:
         "ratio": round(statistics.median(ours) / statistics.median(floor), 3),
         "threads1_per_s": round(statistics.median(rates[1])),
         "cpu_ceiling_per_s": round(statistics.median(ceiling)),
+        "cpu_bound_per_s": round(statistics.median(bound)),
     }
     one = statistics.median(rates[1])
     for threads in (8, 32):
@@ -189,6 +193,7 @@ def main() -> None:
             statistics.median(fsyncs[threads]), 3)
         figures[f"threads{threads}_batch"] = batch_summary(sizes[threads])
     figures["ceiling_vs_1"] = round(statistics.median(ceiling) / one, 3)
+    figures["bound_vs_1"] = round(statistics.median(bound) / one, 3)
     figures["threads8_of_ceiling"] = round(
         statistics.median(rates[8]) / statistics.median(ceiling), 3)
     print(f"admission (1 KiB turn)   median {figures['median_ms']:.3f} ms   "
@@ -207,6 +212,8 @@ def main() -> None:
     print(f"CPU ceiling (8 threads, no fsync) {figures['cpu_ceiling_per_s']}/s = "
           f"{figures['ceiling_vs_1']:.2f}x one thread; 8 threads reach "
           f"{figures['threads8_of_ceiling']:.0%} of it")
+    print(f"bound (1 thread, no fsync: CPU alone) {figures['cpu_bound_per_s']}/s = "
+          f"{figures['bound_vs_1']:.2f}x one thread: no number of threads can pass it")
     print(json.dumps(figures, sort_keys=True))
 
 
