@@ -458,9 +458,9 @@ def test_a_keyed_link_is_rfc_2104_hmac_sha256_of_its_fields(key_bytes: int) -> N
 
 @pytest.mark.parametrize("keyed_from", [1, 7, NEVER])
 def test_verification_computes_the_same_links_as_chain_link(keyed_from: int) -> None:
-    """verify_chain inlines the keyed link (issue 16: every read verifies the whole chain):
-    over plain, keyed and upgraded (plain then keyed) chains it accepts exactly the chain
-    ``Chain.link`` builds, and refuses it with one byte of one state changed."""
+    """verify_chain (every read's floor, issue 16: the topics' bytes are cached): over plain,
+    keyed and upgraded (plain then keyed) chains it accepts exactly the chain ``Chain.link``
+    builds, and refuses it with one byte of one state changed."""
     import random
 
     rng = random.Random(keyed_from)

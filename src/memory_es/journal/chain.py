@@ -17,10 +17,11 @@ last plain chain value, so the plain prefix cannot change without breaking it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from uuid import UUID
 
@@ -35,12 +36,19 @@ _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 
 
+@functools.lru_cache(maxsize=256)
+def _topic_field(topic: str) -> bytes:
+    """A topic's length-prefixed bytes: a journal has a few dozen topics, every read links
+    each row, so they are encoded once."""
+    t = topic.encode()
+    return _U32.pack(len(t)) + t
+
+
 def _fields(position: int, originator_id: UUID | str, version: int, topic: str,
             state: bytes) -> bytes:
     """Fixed-width integers and length prefixes make the encoding unambiguous."""
     oid = str(originator_id).encode()
-    t = topic.encode()
-    return b"".join((_HEAD.pack(position, version, len(oid)), oid, _U32.pack(len(t)), t,
+    return b"".join((_HEAD.pack(position, version, len(oid)), oid, _topic_field(topic),
                      _U64.pack(len(state)), state))
 
 
@@ -99,32 +107,6 @@ def _hmac_pads(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
             hashlib.sha256(bytes(b ^ 0x5C for b in block)))
 
 
-def _keyed_links(chain: Chain, inner_pad: hashlib._Hash, outer_pad: hashlib._Hash
-                 ) -> Callable[[bytes, int, UUID | str, int, str, bytes], bytes]:
-    """``chain.link`` with the encoded topics cached and no call per field (the same bytes:
-    tests/test_chain_keys.py holds it to ``Chain.link``)."""
-    topics: dict[str, bytes] = {}
-    head, u64, join, plain = _HEAD.pack, _U64.pack, b"".join, chain_link
-
-    def link(prev: bytes, position: int, originator_id: UUID | str, version: int, topic: str,
-             state: bytes) -> bytes:
-        if position < chain.keyed_from:
-            return plain(prev, position, originator_id, version, topic, state)
-        t = topics.get(topic)
-        if t is None:
-            encoded = topic.encode()
-            t = topics[topic] = _U32.pack(len(encoded)) + encoded
-        oid = str(originator_id).encode()
-        inner = inner_pad.copy()
-        inner.update(join((prev, head(position, version, len(oid)), oid, t,
-                           u64(len(state)), state)))
-        outer = outer_pad.copy()
-        outer.update(inner.digest())
-        return outer.digest()
-
-    return link
-
-
 def verify_chain(
     path: Path | str, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain
 ) -> tuple[int, bytes]:
@@ -134,9 +116,7 @@ def verify_chain(
     position skips or whose stored chain does not match.
     """
     expected_position, value = 0, GENESIS
-    # the keyed links, inlined: this loop is every read's floor
-    link: Callable[[bytes, int, UUID | str, int, str, bytes], bytes] = (
-        chain.link if chain._pads is None else _keyed_links(chain, *chain._pads))
+    link = chain.link
     for position, oid, version, topic, state, stored_chain in rows:
         expected_position += 1
         if position != expected_position:
