@@ -4,7 +4,7 @@ VENV ?= .venv
 SPEC ?= ../shared/SPEC.md
 BIN := $(VENV)/bin
 
-.PHONY: demo test soak lint bench bench-large spec-coverage clean
+.PHONY: demo test soak lint bench bench-large spec-coverage spec-coverage-check clean
 
 $(BIN)/memory-es: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,9 @@ bench-large: $(BIN)/memory-es  # bench/scale.py at 10k, 100k and 1M memories (ab
 
 spec-coverage:  # regenerate docs/SPEC-COVERAGE.md from ../shared/SPEC.md and the test names (stdlib only)
 	$(PYTHON) docs/spec_coverage.py $(SPEC)
+
+spec-coverage-check:  # exit 1 (and the differing lines) when docs/SPEC-COVERAGE.md is stale
+	$(PYTHON) docs/spec_coverage.py $(SPEC) --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

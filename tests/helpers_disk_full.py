@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.ids import run_hash
@@ -54,7 +55,7 @@ def main(directory: Path) -> None:
     worker_logs = [m for m in logs.messages[full_since:] if "worker" in m]
     cli = subprocess.run([str(Path(sys.executable).parent / "memory-es"), "--root", str(root),
                           "admit", "--run-id", "cli-full", "--answer", "y" * 4000],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=HANG_S)
     (directory / "filler").unlink()  # space again
     after = store.persist_completed_turn(CompletedTurn(run_id="after", outcome="success",
                                                        answer="after the disk was freed"))

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from ceilings import HANG_S
+
 SCRIPT = Path(__file__).resolve()
 
 
@@ -35,13 +37,13 @@ class LockHolder:
     def release(self) -> tuple[int, str]:
         """Let the holder close its store and exit: (exit code, what it printed after ready);
         its stderr is kept in :attr:`stderr`."""
-        stdout, self.stderr = self.proc.communicate(input="\n", timeout=30)
+        stdout, self.stderr = self.proc.communicate(input="\n", timeout=HANG_S)
         return self.proc.returncode, stdout
 
     def kill(self) -> int:
         """SIGKILL the holder (it closes nothing): its exit code."""
         self.proc.kill()
-        return self.proc.wait(timeout=30)
+        return self.proc.wait(timeout=HANG_S)
 
 
 @contextmanager
@@ -58,13 +60,13 @@ def hold_writer_lock(root: Path, turns: Sequence[tuple[str, str]] = ()) -> Itera
         line = proc.stdout.readline()
         if line != "ready\n":
             proc.kill()
-            _, stderr = proc.communicate(timeout=30)
+            _, stderr = proc.communicate(timeout=HANG_S)
             raise AssertionError(f"the lock holder did not start: {line!r} {stderr}")
         yield LockHolder(proc)
     finally:
         if proc.poll() is None:
             try:
-                proc.communicate(input="\n", timeout=15)
+                proc.communicate(input="\n", timeout=HANG_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.communicate()

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from eventsourcing.persistence import StoredEvent
 
+from ceilings import HANG_S
 from journal_backends import BACKENDS, use_backend
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.history import export_lines, open_reader
@@ -293,7 +294,7 @@ def test_b3_concurrent_admissions_of_one_run_write_one_event(
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=HANG_S)
     statuses = sorted(r.status for r in results)
     assert len(results) == n
     assert statuses.count("admitted") == 1

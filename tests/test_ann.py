@@ -18,6 +18,7 @@ import apsw
 import numpy as np
 import pytest
 
+from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.recall import ann
@@ -60,7 +61,7 @@ def generation(tmp_path: Path) -> tuple[apsw.Connection, Path, np.ndarray]:
 
 
 def ready(matrix: VectorMatrix) -> VectorMatrix:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_S
     while not matrix.approximate:
         assert time.monotonic() < deadline, "the ANN index was never built"
         time.sleep(0.02)
@@ -174,7 +175,7 @@ def test_a_store_past_the_threshold_recalls_through_the_index_and_health_sees_it
         store.drain()
         hits = store.recall("which locker holds crate-033").recall.hits
         assert "crate-033" in hits[0].text
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_S
         while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
             assert time.monotonic() < deadline
             store.recall("crate-001")
@@ -214,7 +215,7 @@ def test_the_index_library_and_the_onnx_runtime_share_a_process() -> None:
             "import onnxruntime\n"
             "assert index.search(np.eye(8, dtype=np.float32)[:1], 1)[0].tolist() == [0]\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_S)
     assert done.returncode == 0, done.stderr[-1000:]
 
 
@@ -247,7 +248,7 @@ def test_a_forget_takes_every_ann_file_with_it_and_close_writes_none_back(
             run_id=f"r{i}", outcome="success", answer=f"Locker {i} holds crate-{i:03d}"))
         if i == 79:
             store.drain()
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + HANG_S
             while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
                 assert time.monotonic() < deadline
                 store.recall("crate-001")

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_attack import TIERS, admit_forever, open_store, turn
 from memory_es import MemoryRoot
 from memory_es.errors import MemoryEsError
@@ -76,7 +77,7 @@ def test_random_sigkill_loses_and_duplicates_nothing(
         if rng.random() < 0.25:
             time.sleep(rng.uniform(0.0, 0.05))
         else:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + HANG_S
             while time.monotonic() < deadline and not (parent.poll(0.05) and
                                                        parent.recv() == "ready"):
                 pass

@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 import pytest
 
+from ceilings import HANG_S
 from memory_es.errors import IntegrityError, MemoryEsError
 from memory_es.intake import CompletedTurn
 from memory_es.journal import (
@@ -56,7 +57,7 @@ def admit(root: Path, run_ids: list[str], *, drain: bool = True, prefix: str = "
 
 
 def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120,
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S,
                           env=env if env is not None else dict(os.environ))
 
 
@@ -407,7 +408,7 @@ def test_journal_ahead_of_catalog(root: Path) -> None:
         code, report = health(root)
         assert (code, report["status"], report["findings"]) == (0, "in_progress", []), report
     finally:
-        holder.communicate("\n", timeout=30)
+        holder.communicate("\n", timeout=HANG_S)
 
     # the next writer open verifies the keyed suffix and adopts it
     with MemoryStore.open(root, background=False) as store:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_lock import LockHolder, hold_writer_lock
 from memory_es.cli import main
 from memory_es.history import open_reader
@@ -92,7 +93,7 @@ def assert_one_error(out: str, err: str, *, json_mode: bool) -> str:
 
 
 def cli_subprocess(*argv: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *argv], capture_output=True, text=True, timeout=60, **kw)
+    return subprocess.run([CLI, *argv], capture_output=True, text=True, timeout=HANG_S, **kw)
 
 
 @pytest.fixture
@@ -573,7 +574,7 @@ def test_c5_export_works_while_a_writer_holds_the_lock(
         daemon=True,
     )
     thread.start()
-    thread.join(timeout=15)
+    thread.join(timeout=HANG_S)
     assert not thread.is_alive(), "export blocked on a live writer"
     assert codes == [0]
     rows = _check_canonical_export(out_file.read_bytes(), 2)

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.cli import build_parser, main
 from memory_es.config import load_config
@@ -294,7 +295,7 @@ def test_corrupt_journal_exits_3(capsys: pytest.CaptureFixture[str], root: Path)
 
 
 def run(*argv: str | bytes, **kw: Any) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([CLI, *argv], capture_output=True, timeout=60, **kw)
+    return subprocess.run([CLI, *argv], capture_output=True, timeout=HANG_S, **kw)
 
 
 def test_non_utf8_argv_subprocess(root: Path) -> None:
@@ -314,7 +315,7 @@ def test_broken_pipe_is_quiet(root: Path) -> None:
     for argv in ("inspect", "export --journal -", "--help", "search dentist --json"):
         done = subprocess.run(f"'{CLI}' --root '{root}' {argv} | head -c 0; "
                               "exit ${PIPESTATUS[0]}", shell=True, executable="/bin/bash",
-                              capture_output=True, timeout=60)
+                              capture_output=True, timeout=HANG_S)
         assert done.stderr == b"", (argv, done.stderr)
         assert done.returncode == 0, argv
 

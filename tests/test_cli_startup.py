@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
+
 HEAVY = ("numpy", "eventsourcing", "pydantic", "msgspec", "onnxruntime", "cryptography",
          "tenacity", "memory_es.store", "memory_es.recall", "memory_es.root",
          "memory_es.events", "memory_es.journal", "memory_es.config", "projections")
@@ -25,7 +27,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 
 def loaded(*argv: str) -> tuple[int, list[str], str]:
     done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True,
-                          text=True, timeout=120, check=True)
+                          text=True, timeout=HANG_S, check=True)
     *printed, last = done.stdout.strip().splitlines()
     probe = json.loads(last)
     return probe["code"], probe["modules"], "\n".join(printed)
@@ -52,7 +54,7 @@ def test_the_package_face_is_lazy_and_complete() -> None:
              "print(json.dumps({'before': before, 'names': names,"
              " 'store': memory_es.MemoryStore.__module__}))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120, check=True)
+                          timeout=HANG_S, check=True)
     got = json.loads(done.stdout)
     assert got["before"] == []
     import memory_es

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_capture import CAPTURE, BagEmbedder, Clock, entity, extraction, memory, script, turn
 from helpers_replay import FIXTURES, regen
 from memory_es.capture.scripted import ScriptedChat
@@ -104,7 +105,7 @@ def test_l6_the_background_worker_refreshes_index_md(tmp_path: Path) -> None:
     with MemoryStore.open(root, parse_config(CAPTURE), clock=Clock(), background=True,
                           embedder=BagEmbedder(), chat_model=ScriptedChat(records)) as store:
         store.persist_completed_turn(turn("w1", "Robin runs the Oslo office."))
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_S
         while b"Robin" not in _read(root / INDEX_FILE) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert b"- Robin (person): 1 memory" in (root / INDEX_FILE).read_bytes()

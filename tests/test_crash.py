@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from memory_es.events import ADMITTED_TOPIC
 from memory_es.ids import intake_uuid, run_hash
 from memory_es.intake import CompletedTurn
@@ -73,7 +74,7 @@ def crash(root: Path, boundary: str, mode: str, run_ids: list[str]) -> None:
     env = dict(os.environ, MEMORY_ES_CRASH_AT=boundary)
     proc = subprocess.run(
         [sys.executable, str(HELPER), str(root), mode, *run_ids],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
+        env=env, capture_output=True, text=True, timeout=HANG_S, check=False,
     )
     assert proc.returncode == -9, (proc.returncode, proc.stdout, proc.stderr)
     assert "survived" not in proc.stdout
@@ -226,7 +227,7 @@ def test_helper_survives_without_a_crash_point(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "MEMORY_ES_CRASH_AT"}
     proc = subprocess.run(
         [sys.executable, str(HELPER), str(root), "single", "new-turn"],
-        env=env, capture_output=True, text=True, timeout=60, check=False,
+        env=env, capture_output=True, text=True, timeout=HANG_S, check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["admitted", "survived"]

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_crash_capture import DAY, FINAL_LINES, TURNS, write_script
 from helpers_index import index_rows
 from memory_es.events import Intake, Memory
@@ -157,7 +158,7 @@ def run_child(root: Path, script: Path, calls: Path, case: Case | None = None, *
     if trace:
         env["HELPER_TRACE"] = "1"
     proc = subprocess.run([sys.executable, str(HELPER), str(root), str(script), str(calls)],
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
+                          env=env, capture_output=True, text=True, timeout=HANG_S, check=False)
     logged: Counter[Key] = Counter()
     if calls.exists():
         for line in calls.read_text("utf-8").splitlines():

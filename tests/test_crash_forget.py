@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_attack import open_store
 from helpers_capture import entity, extraction, memory, open_capture, review, script, turn
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
@@ -75,7 +76,7 @@ def test_a_killed_forget_is_never_half_done(tmp_path: Path, tier: str, boundary:
     memory_id = capture_root(root) if tier == "capture" else lite_root(root, tier)
     env = {**os.environ, "FORGET_CRASH_AT": boundary}
     done = subprocess.run([sys.executable, str(HELPER), str(root), tier, memory_id],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+                          env=env, capture_output=True, text=True, timeout=HANG_S, check=False)
     assert done.returncode == -signal.SIGKILL, (done.stdout, done.stderr)
     if boundary in ("forget.after_commit", "forget.after_cache"):  # before the next writer
         codes = {f.code for f in MemoryRoot.open(root).health().findings}
@@ -109,7 +110,7 @@ def test_a_killed_forget_turn_is_never_half_done(tmp_path: Path, boundary: str) 
     capture_root(root)
     env = {**os.environ, "FORGET_CRASH_AT": boundary}
     done = subprocess.run([sys.executable, str(HELPER), str(root), "capture", "run:c1"],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
+                          env=env, capture_output=True, text=True, timeout=HANG_S, check=False)
     assert done.returncode == -signal.SIGKILL, (done.stdout, done.stderr)
     with reopen(root, "capture") as store:
         committed = any(topic == Intake.Forgotten.TOPIC

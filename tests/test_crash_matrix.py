@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_worker import CONFIGS, SEED, SESSION, plan
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.events import ADMITTED_TOPIC, RECORDED_TOPIC, RESOLVED_TOPIC
@@ -221,7 +222,7 @@ def run_helper(root: Path, case: Case) -> subprocess.CompletedProcess[str]:
         env["HELPER_KILL_WHEN_HUNG"] = "1"
     return subprocess.run(
         [sys.executable, str(HELPER), str(root), case.mode, case.step, str(N)],
-        env=env, capture_output=True, text=True, timeout=30, check=False,
+        env=env, capture_output=True, text=True, timeout=HANG_S, check=False,
     )
 
 

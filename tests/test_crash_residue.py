@@ -20,6 +20,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from ceilings import HANG_S
 from helpers_index import active_index_path
 from helpers_worker import CONFIGS
 from memory_es.cli import main
@@ -122,7 +123,7 @@ def crash_rebuild(root: Path, point: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HELPER_")}
     env["MEMORY_ES_CRASH_AT"] = point
     proc = subprocess.run([sys.executable, str(CRASH_HELPER), str(root), "rebuild"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=HANG_S, check=False)
     assert proc.returncode == -9, (proc.stdout, proc.stderr)
 
 

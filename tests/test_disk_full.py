@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
+
 HELPER = Path(__file__).with_name("helpers_disk_full.py")
 
 
@@ -36,7 +38,7 @@ def test_a_full_disk_is_refused_cleanly_and_recovers(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).parent), *[p for p in sys.path if p]])}
     done = subprocess.run([*namespace_prefix(), "sh", "-c", script], capture_output=True,
-                          text=True, timeout=180, env=env)
+                          text=True, timeout=HANG_S, env=env)
     if done.returncode != 0 and "mount" in done.stderr and "permission" in done.stderr.lower():
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr

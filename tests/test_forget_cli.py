@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryStore
 
 CLI = Path(sys.executable).with_name("memory-es")
@@ -16,7 +17,7 @@ MARKER = "xqzvkptwq"
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(CLI), "--root", str(root), *args], capture_output=True,
-                          text=True, timeout=120, check=False)
+                          text=True, timeout=HANG_S, check=False)
 
 
 def make(root: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.root import MemoryRoot
 
@@ -50,7 +51,7 @@ def test_callers_queued_behind_a_commit_share_the_next_transaction(tmp_path: Pat
     others = [threading.Thread(target=admit, args=(f"r{i}",)) for i in range(7)]
     for t in others:
         t.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG_S
     while len(store.journal_writer.queue) < 7 and time.monotonic() < deadline:
         time.sleep(0.001)
     assert len(store.journal_writer.queue) == 7

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.testing import WordBagEmbedder
@@ -97,7 +98,7 @@ def test_b19_n13_the_snapshot_carries_the_downstream_queues(tmp_path: Path) -> N
     try:
         for n in range(6):
             store.persist_completed_turn(turn(n))
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_S
         queue: dict[str, object] = {}
         while time.monotonic() < deadline:
             queue = (read_snapshot(root) or {}).get("queue", {})

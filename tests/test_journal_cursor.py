@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from memory_es.cli import main
 from memory_es.errors import MemoryEsError
 from memory_es.intake import CompletedTurn
@@ -62,7 +63,7 @@ def cli(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return subprocess.run([sys.executable, "-m", "memory_es.cli", "--root", str(root),
                            "journal", *argv], capture_output=True, text=True, env=env,
-                          timeout=120)
+                          timeout=HANG_S)
 
 
 def texts(page: dict[str, object]) -> list[str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from ceilings import HANG_S
 from helpers_lock import LockHolder, hold_writer_lock
 from memory_es import cli
 from memory_es.errors import IntegrityError, LockTimeoutError, NotARootError, UnsafePathError
@@ -446,7 +447,7 @@ def test_writer_lock_excludes_second_writer(
     # Readers take no lock.
     assert [r.id for r in MemoryRoot.open(root).inspect().records] == HASHES
 
-    out, errtext = cli.communicate(timeout=30)
+    out, errtext = cli.communicate(timeout=HANG_S)
     assert cli.returncode == 3, (out, errtext)  # exit-code contract: 3 = lock held
     assert out == ""
     lines = errtext.splitlines()
@@ -487,7 +488,7 @@ def test_unlinking_the_lock_file_does_not_let_a_second_writer_in(
     msg = str(err.value)  # the pid note is gone: the message says how to find the holder
     assert f"find it with `lsof {root}`" in msg and "removing files does not release" in msg
     rebuild = subprocess.run([str(CLI), "--root", str(root), "rebuild"], capture_output=True,
-                             text=True, timeout=60)
+                             text=True, timeout=HANG_S)
     assert rebuild.returncode != 0 and "writer lock held" in rebuild.stderr
     assert holder.release() == (0, "closed\n"), holder.stderr
     with MemoryStore.open(root, lock_timeout=0.5, background=False) as store:

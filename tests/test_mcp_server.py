@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from ceilings import HANG_S
+
 pytest.importorskip("mcp")
 
 import httpx2
@@ -258,7 +260,7 @@ def http_server(lite: tuple[Path, Path]) -> Iterator[tuple[str, str]]:
         token_file = Path(line.split("bearer token in ")[1].rstrip(")\n"))
         assert token_file.stat().st_mode & 0o777 == 0o600
         url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + HANG_S
         while time.monotonic() < deadline:  # uvicorn binds after the line is printed
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
@@ -267,7 +269,7 @@ def http_server(lite: tuple[Path, Path]) -> Iterator[tuple[str, str]]:
         yield url, token_file.read_text().strip()
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
 
 
 def raw_post(url: str, headers: dict[str, str], body: bytes) -> httpx2.Response:
@@ -314,7 +316,7 @@ def test_bad_serve_options_are_usage_errors(tmp_path: Path, argv: list[str],
     (tmp_path / "short.txt").write_text("too-short\n")
     done = subprocess.run([sys.executable, "-m", "memory_es.cli", "serve-mcp", "--root",
                            str(tmp_path / "r"), *argv], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+                          timeout=HANG_S, cwd=tmp_path)
     assert done.returncode == 2 and problem in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "r").exists()  # refused before anything was created
@@ -358,7 +360,7 @@ def test_a_killed_server_never_acknowledged_a_remember_it_lost(tmp_path: Path,
             pass
 
     asyncio.run(stream())
-    proc.wait(timeout=30)
+    proc.wait(timeout=HANG_S)
     assert proc.returncode == -9 and acknowledged  # killed mid-stream, after some writes
     with MemoryStore.open(root, None, background=False) as store:  # recovery, then count
         conn = store.projections.get().index.conn

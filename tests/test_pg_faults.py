@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from ceilings import HANG_S
 from memory_es.config import parse_config
 from memory_es.intake import AdmissionResult, CompletedTurn
 from memory_es.journal.backend import DSN_ENV
@@ -61,7 +62,7 @@ def test_a_writer_killed_in_its_commit(tmp_path: Path, pg_dsn: str, boundary: st
     plan.write_text(json.dumps([["run-kill", "Answer for run-kill."]]))
     proc = subprocess.run([sys.executable, str(HELPER), str(root), str(plan),
                            str(tmp_path / "out.json")], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, DSN_ENV: pg_dsn,
+                          timeout=HANG_S, env={**os.environ, DSN_ENV: pg_dsn,
                                             "MEMORY_ES_CRASH_AT": boundary})
     assert proc.returncode == -9, proc.stderr
     assert not (tmp_path / "out.json").exists()  # never reported as written
@@ -92,15 +93,15 @@ def test_a_writer_killed_while_its_statement_is_on_the_server(tmp_path: Path,
         proc = subprocess.Popen([sys.executable, str(HELPER), str(root), str(plan),
                                  str(tmp_path / "out.json")], env={**os.environ, DSN_ENV: pg_dsn})
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + HANG_S
             while not _waiting_on_lock(pg_dsn, "memory_es_append"):
                 assert proc.poll() is None and time.monotonic() < deadline, "never blocked"
                 time.sleep(0.05)
         finally:
             proc.kill()
-            proc.wait(timeout=30)
+            proc.wait(timeout=HANG_S)
         holder.rollback()  # the lock goes; the orphaned statement runs and commits
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_S
     while admitted_runs(pg_dsn) == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not (tmp_path / "out.json").exists()
@@ -157,13 +158,13 @@ def test_the_server_stopped_and_restarted_under_load(tmp_path: Path, pg_dsn: str
         time.sleep(3.0)
         pg_cluster.start()
         since = [len(o) for o in out]
-        deadline = time.monotonic() + 60  # recovered by itself, however loaded the machine
+        deadline = time.monotonic() + HANG_S  # recovered by itself, however loaded the machine
         while not all(_recovered(o, k) for o, k in zip(out, since, strict=True)) \
                 and time.monotonic() < deadline:
             time.sleep(0.1)
         stop.set()
         for t in threads:
-            t.join(timeout=120)
+            t.join(timeout=HANG_S)
         assert all(_recovered(o, k) for o, k in zip(out, since, strict=True))
         results = out[0] + out[1]
         acknowledged = [r for r, res in results if res.status == "admitted"]
@@ -203,7 +204,7 @@ def test_connections_cut_by_the_server(tmp_path: Path, pg_dsn: str) -> None:
             conn.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid",
                          (cut,))
         assert cut
-        deadline = time.monotonic() + 30  # the backends exit asynchronously
+        deadline = time.monotonic() + HANG_S  # the backends exit asynchronously
         while _alive(pg_dsn, cut) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert store.persist_completed_turn(turn("after")).status == "admitted"

@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from ceilings import HANG_S
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn
 from memory_es.journal import CATALOG_FILE, JOURNAL_FILE, MARKER_FILE
@@ -35,7 +36,7 @@ def cli(*argv: str, dsn: str | None = None, crash: str | None = None
         env[DSN_ENV] = dsn
     if crash is not None:
         env["MEMORY_ES_CRASH_AT"] = crash
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=180, env=env)
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S, env=env)
 
 
 def fill(root: Path, n: int, *, config: Any = None, prefix: str = "run") -> None:

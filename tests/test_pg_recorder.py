@@ -21,6 +21,7 @@ from eventsourcing.tests.persistence import (
     ApplicationRecorderTestCase as _ApplicationRecorderSuite,
 )
 
+from ceilings import HANG_S
 from memory_es.errors import IntegrityError
 from memory_es.journal import GENESIS, Payload, chain_link
 from memory_es.journal.pgconnect import datastore, redact
@@ -58,7 +59,7 @@ class TestPostgresJournalRecorderSuite(_ApplicationRecorderSuite[PostgresJournal
         for rec in self._recorders:  # stops the pools' worker threads too
             rec.close()
         for thread in set(threading.enumerate()) - self._threads_before:
-            thread.join(timeout=10)
+            thread.join(timeout=HANG_S)
         super().tearDown()
 
     def create_recorder(self) -> PostgresJournalRecorder:

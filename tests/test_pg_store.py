@@ -20,6 +20,7 @@ import psycopg
 import psycopg.sql
 import pytest
 
+from ceilings import HANG_S
 from memory_es.config import parse_config
 from memory_es.errors import IntegrityError, InvalidArgumentError, MemoryEsError
 from memory_es.intake import CompletedTurn
@@ -44,7 +45,7 @@ def cli(*argv: str, dsn: str | None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != DSN_ENV}
     if dsn is not None:
         env[DSN_ENV] = dsn
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S, env=env)
 
 
 def test_a_store_on_postgres_admits_once_projects_and_recalls(tmp_path: Path,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_index import index_rows
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import MemoryConfig, parse_config
@@ -485,7 +486,7 @@ def test_crash_after_journal_commit_during_drain_converges(tmp_path: Path) -> No
             admit(store, f"c{i}", answer)
     env = dict(os.environ, MEMORY_ES_CRASH_AT="journal.after_commit")
     proc = subprocess.run([sys.executable, "-c", DRAINER, str(root)], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=HANG_S, check=False)
     assert proc.returncode == -9, (proc.returncode, proc.stdout, proc.stderr)
     assert "survived" not in proc.stdout
     assert count_bullets(root) == {"Drained before the crash kiwi": 1}  # projections behind
@@ -612,5 +613,5 @@ def test_projection_modules_import_on_their_own(module: str) -> None:
     """DESIGN 7: the projections package is importable first, in a fresh interpreter (tools
     such as a health runner may import it before memory_es)."""
     proc = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
-                          text=True, timeout=60, check=False)
+                          text=True, timeout=HANG_S, check=False)
     assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]

@@ -15,6 +15,7 @@ import threading
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from ceilings import HANG_S
 from memory_es.events import ADMITTED_TOPIC
 from memory_es.ids import intake_uuid, run_hash
 from memory_es.intake import AdmissionResult, CompletedTurn
@@ -77,7 +78,7 @@ def test_threads_racing_on_overlapping_run_ids(tmp_path: Path) -> None:
         for t in threads:
             t.start()
         for t in threads:
-            t.join(timeout=60)
+            t.join(timeout=HANG_S)
         assert not any(t.is_alive() for t in threads)
     assert errors == []
     assert len(results) == n_threads * n_ids
@@ -124,7 +125,7 @@ def test_cli_processes_racing_on_one_root(tmp_path: Path) -> None:
     ]
     outcomes = []
     for (r, a), p in zip(jobs, procs, strict=True):
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=HANG_S)
         assert p.returncode in (0, 1), (r, p.returncode, out, err)
         lines = out.splitlines()
         assert len(lines) == 1, out
@@ -168,7 +169,7 @@ def test_reader_sees_consistent_snapshots_while_writers_admit(tmp_path: Path) ->
     def wait_for_reader() -> None:
         with cv:
             target = exports_done + 2
-            assert cv.wait_for(lambda: exports_done >= target or bool(errors), timeout=30)
+            assert cv.wait_for(lambda: exports_done >= target or bool(errors), timeout=HANG_S)
 
     def writer(store: MemoryStore, w: int) -> None:
         try:
@@ -217,9 +218,9 @@ def test_reader_sees_consistent_snapshots_while_writers_admit(tmp_path: Path) ->
         for t in writers:
             t.start()
         for t in writers:
-            t.join(timeout=60)
+            t.join(timeout=HANG_S)
         writers_done.set()
-        reader_thread.join(timeout=60)
+        reader_thread.join(timeout=HANG_S)
         assert not reader_thread.is_alive()
     assert errors == []
     assert seen[-1] == total

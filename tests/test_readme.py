@@ -35,6 +35,8 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
+
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 SRC = REPO / "src"
@@ -295,7 +297,7 @@ def test_json_block_is_a_valid_config(index: int, tmp_path: Path) -> None:
     (tmp_path / "memory.json").write_text(BLOCKS[index].body, "utf-8")
     done = subprocess.run(["memory-es", "validate", "--config", "memory.json"], cwd=tmp_path,
                           env=environment(tmp_path), capture_output=True, text=True,
-                          timeout=120)
+                          timeout=HANG_S)
     assert (done.returncode, done.stdout) == (0, "OK\n"), (BLOCKS[index].name, done)
 
 

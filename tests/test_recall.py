@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import memory_es.store.vectors
+from ceilings import HANG_S
 from helpers_index import active_index_path, index_rows
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
@@ -625,7 +626,7 @@ def test_background_worker_embeds_without_embed_pending(
     texts = [f"Background memory {i} about owls" for i in range(5)]
     with open_store(root, fake, background=True) as store:
         admit(store, texts)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_S
         count = 0
         while time.monotonic() < deadline:
             conn = open_active_index(root)

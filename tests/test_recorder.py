@@ -25,6 +25,7 @@ from eventsourcing.tests.persistence import (
     ApplicationRecorderTestCase as _ApplicationRecorderSuite,
 )
 
+from ceilings import HANG_S
 from memory_es.events import Intake
 from memory_es.fsutil import create_private_file
 from memory_es.ids import intake_uuid
@@ -64,7 +65,7 @@ class TestJournalRecorderSuite(_ApplicationRecorderSuite[JournalRecorder]):
         # test_concurrent_no_conflicts signals its reader threads to stop but never joins them;
         # let them finish before closing (closing under a live read is covered separately).
         for thread in set(threading.enumerate()) - self._threads_before:
-            thread.join(timeout=10)
+            thread.join(timeout=HANG_S)
         for recorder in self._recorders:
             recorder.close()
         shutil.rmtree(self._tmp, ignore_errors=True)
@@ -392,7 +393,7 @@ def test_close_waits_for_a_read_in_another_thread(recorder: JournalRecorder) -> 
         recorder.close()
     finally:
         release.set()
-        thread.join(timeout=5)
+        thread.join(timeout=HANG_S)
     assert results == [200]
     assert recorder.catalog is not None
     assert recorder.catalog._fd == -1, "the integrity catalog was left open"
@@ -424,14 +425,14 @@ def test_subscribe_yields_newly_inserted_notifications(recorder: JournalRecorder
         second = _event(topic="t2", state=b"after-2")
         recorder.insert_events([first])
         recorder.insert_events([second])
-        got = [received.get(timeout=5), received.get(timeout=5)]
+        got = [received.get(timeout=HANG_S), received.get(timeout=HANG_S)]
         assert [n.id for n in got] == [2, 3]
         assert [n.originator_id for n in got] == [first.originator_id, second.originator_id]
         assert [n.state for n in got] == [b"after-1", b"after-2"]
         assert [n.topic for n in got] == ["t", "t2"]
     finally:
         subscription.stop()
-        thread.join(timeout=5)
+        thread.join(timeout=HANG_S)
     assert not thread.is_alive(), "stop() did not end the subscription"
     assert received.empty()
 

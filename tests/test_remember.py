@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ceilings import HANG_S
 from helpers_attack import TIERS, open_store
 from helpers_index import index_rows
 from memory_es import MemoryRoot, MemoryStore
@@ -112,7 +113,7 @@ def test_n11_j12_a_write_killed_after_its_commit_is_completed_not_duplicated(
         store.remember("A first fact to make the root.")
     env = dict(os.environ, MEMORY_ES_CRASH_AT="journal.after_commit")
     done = subprocess.run([str(CLI), "--root", str(root), "remember", FACT, "--session",
-                           "web:first"], env=env, capture_output=True, text=True, timeout=60)
+                           "web:first"], env=env, capture_output=True, text=True, timeout=HANG_S)
     assert done.returncode == -9, done
     assert FACT not in daily_text(root)
     with MemoryStore.open(root, background=False) as store:

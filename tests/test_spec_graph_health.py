@@ -25,6 +25,7 @@ from typing import Any
 import apsw
 import pytest
 
+from ceilings import HANG_S
 from helpers_capture import (
     entity,
     extraction,
@@ -295,7 +296,7 @@ def test_n8_a_fifo_in_place_of_the_sidecar_never_blocks_health(replay_root: Path
     os.mkfifo(replay_root / SIDECAR_FILE, 0o600)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run([sys.executable, "-c", HEALTH_CHILD, str(replay_root)], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=HANG_S, check=False)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["status"] == "findings"
@@ -601,7 +602,7 @@ def _run_capture_child(root: Path, script_path: Path, calls: Path,
         env["MEMORY_ES_CRASH_AT"] = crash_at
         env["HELPER_CRASH_NTH"] = str(nth)
     return subprocess.run([sys.executable, str(CRASH_HELPER), str(root), str(script_path),
-                           str(calls)], env=env, capture_output=True, text=True, timeout=120,
+                           str(calls)], env=env, capture_output=True, text=True, timeout=HANG_S,
                           check=False)
 
 

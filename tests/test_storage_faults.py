@@ -154,7 +154,7 @@ import json, subprocess, sys
 cli = [sys.executable, "-m", "memory_es.cli"]
 results = []
 for argv in json.loads(sys.argv[1]):
-    done = subprocess.run(cli + argv, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cli + argv, capture_output=True, text=True, timeout=600)
     results.append([argv, done.returncode, done.stdout, done.stderr])
 print(json.dumps(results))
 """
