@@ -38,12 +38,13 @@ from typing import Any
 
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import parse_config
-from memory_es.ids import entity_key, run_hash, run_memory_id, text_key
+from memory_es.ids import run_hash, run_memory_id
 from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
 from memory_es.keystore import throwaway_key_store
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
+from memory_es.text import journal_text
 from memory_es.transfer import replay_export
 from projections.replay import MARKDOWN_DIRS, ROOT_FILES, open_active_index
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES
@@ -920,11 +921,29 @@ def memory_lines(root: Path) -> list[tuple[str, str, str, str]]:
         conn.close()
 
 
-def line_id(ref: str | tuple[str, int] | None) -> str | None:
-    """The memory id a Remember step names: a content hash, or a captured line's run id."""
+def _index_value(root: Path, sql: str, key: str) -> str:
+    conn = open_active_index(root)
+    assert conn is not None, f"{root}: no active index generation"
+    try:
+        row = conn.execute(sql, (key,)).fetchone()
+    finally:
+        conn.close()
+    assert row is not None, f"{root}: nothing stored for {key!r}"
+    return str(row[0])
+
+
+def line_id(root: Path, ref: str | tuple[str, int] | None) -> str | None:
+    """The memory id a step names: a stored line by its text, or a captured line's run id."""
     if ref is None or isinstance(ref, str):
-        return None if ref is None else text_key(ref)
+        return None if ref is None else _index_value(
+            root, "SELECT id FROM memories WHERE text = ? ORDER BY rowid", journal_text(ref))
     return run_memory_id(run_hash(ref[0]), ref[1])
+
+
+def person_id(root: Path, name: str) -> str:
+    """The person node a capture made for ``name``."""
+    return _index_value(root, "SELECT id FROM entities WHERE type = 'person' AND name = ?",
+                        name)
 
 
 def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
@@ -951,20 +970,20 @@ def run_spec(spec: Spec, root: Path, script: Path | None = None) -> None:
             elif isinstance(step, Remember):
                 got, want = store.remember(
                     step.text, session=step.session,
-                    about=None if step.about is None else entity_key(step.about, "person"),
-                    supersedes=line_id(step.supersedes),
+                    about=None if step.about is None else person_id(root, step.about),
+                    supersedes=line_id(root, step.supersedes),
                     replaceable=step.replaceable, valid_from=step.valid_from,
                     valid_to=step.valid_to, due_at=step.due_at).status, step.expect
             elif isinstance(step, Mark):
-                memory_id = line_id(step.line)
+                memory_id = line_id(root, step.line)
                 assert memory_id is not None
                 got, want = store.mark(memory_id, insight=step.insight).outcome, "changed"
             elif isinstance(step, Forget):
-                memory_id = line_id(step.line)
+                memory_id = line_id(root, step.line)
                 assert memory_id is not None
                 got, want = store.forget(memory_id, reason=step.reason).status, "forgotten"
             elif isinstance(step, SetStatus):
-                got = store.set_status(text_key(step.text), step.status,
+                got = store.set_status(line_id(root, step.text) or "", step.status,
                                        reason=step.reason).outcome
                 want = "changed"
             else:

@@ -45,3 +45,8 @@ def active_index_path(root: Path) -> Path:
     generation = read_current(root)
     assert generation is not None, f"{root}: no active index generation"
     return generation_path(root, generation)
+
+
+def journal_bytes(root: Path) -> bytes:
+    """Every stored byte of a root's SQLite journal (the database, its WAL and catalog)."""
+    return b"".join(p.read_bytes() for p in sorted(root.glob("journal.db*")))

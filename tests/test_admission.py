@@ -23,7 +23,13 @@ from journal_backends import BACKENDS, use_backend
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.history import export_lines, open_reader
 from memory_es.ids import intake_uuid
-from memory_es.intake import MAX_ACTIVE, AdmissionResult, Attachment, CompletedTurn
+from memory_es.intake import (
+    MAX_ACTIVE,
+    SEALED_PAYLOAD,
+    AdmissionResult,
+    Attachment,
+    CompletedTurn,
+)
 from memory_es.journal import Payload
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
@@ -430,12 +436,13 @@ def test_a4_capture_mode_stores_capture_text_as_payload(root: Path, open_store: 
     data = capture.encode("utf-8")
     stored = payload(root, rh("cap"))
     assert stored is not None
-    assert stored.data == data
-    assert stored.sha256 == hashlib.sha256(data).hexdigest()
+    assert stored.data == data  # UTF-8 bytes, not characters
+    # sealed: no digest or length of the text in the clear, in the row or the event; its
+    # AES-GCM tag is its integrity check
+    assert stored.sha256 == SEALED_PAYLOAD
     (event,) = events(root)
-    assert event.payload_sha256 == hashlib.sha256(data).hexdigest()
-    assert event.payload_bytes == len(data)  # UTF-8 bytes, not characters
-    assert event.payload_bytes != len(capture)
+    assert (event.payload_sha256, event.payload_bytes) == (SEALED_PAYLOAD, 0)
+    assert event.content_sha256 != "" and event.content_bytes > 0  # opened with its key
     # A10: the host summary is the assistant answer only
     assert event.summary == "Booked for Tuesday."
     (row,) = exported(root)

@@ -252,3 +252,27 @@ def test_the_cut_holds_back_only_a_commit_whose_resolution_comes_later() -> None
     assert as_of_cut([(1, recorded(a, 0)), (2, recorded(b, 2))], at(1)) == 1
     assert as_of_cut([(1, recorded(None, 0)), (2, recorded(a, 0.5)), (3, resolved(a, 2))],
                      at(1)) == 1
+
+
+def test_as_of_before_a_forget_returns_nothing_of_the_forgotten_line(tmp_path: Path) -> None:
+    """A forgotten memory is in no past: before, an as-of instant ahead of the forget
+    returned it as a blank hit with its id, instant and score."""
+    root = tmp_path / "mem"
+    clock = Clock()
+    with MemoryStore.open(root, parse_config(JOURNAL), clock=clock, background=False,
+                          embedder=BagEmbedder()) as store:
+        for run_id, text in (("k1", "The spare key hides under the blue pot"),
+                             ("k2", "The spare bike pump hides in the blue shed")):
+            store.persist_completed_turn(CompletedTurn(run_id=run_id, outcome="success",
+                                                       answer=text, session="web:k"))
+        assert store.drain() == 2
+        before = clock.now + timedelta(minutes=1)
+        clock.advance(minutes=10)
+        (pot,) = [h for h in store.recall("spare key blue", 10).recall.hits if "pot" in h.text]
+        store.forget(pot.id, reason="user-request")
+        for door in (store, MemoryRoot.open(root)):
+            for query in ("spare key blue", "what is the weather"):  # a match, and none
+                past = door.recall(query, 10, as_of=before)
+                assert pot.id not in json.dumps(past.to_json()), query
+                assert [h.text for h in past.recall.hits] == [
+                    "The spare bike pump hides in the blue shed"], query

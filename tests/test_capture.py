@@ -30,8 +30,8 @@ from helpers_capture import (
 )
 from helpers_index import active_index_path, index_connection, index_rows
 from memory_es.errors import MemoryEsError
-from memory_es.events import Memory
-from memory_es.ids import entity_key, run_hash
+from memory_es.events import Entity, Memory
+from memory_es.ids import run_hash
 from memory_es.intake import IntakeRecord
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
@@ -311,11 +311,13 @@ PLUMBER = [entity("p", "Plumber", "role")]
 
 def _seed_task(store: MemoryStore, text: str) -> str:
     """An operator-written task line about the plumber (A23): there is no Remember API yet,
-    so the test commits the explicit write's event directly."""
+    so the test commits the explicit write's events directly: the plumber's node, found by
+    name when a capture names the plumber again (L1), and the task linked to it."""
     memory_id = "7" * 64
-    store.journal_writer.commit_events([Memory.captured(
+    store.journal_writer.commit_events([Entity.named(
+        at=store._clock(), entity_id="p1" * 32, name="Plumber", type="role"), Memory.captured(
         at=store._clock(), memory_id=memory_id, kind="task", text=text, day="2026-05-04",
-        status="open", labels=[], entity_ids=[entity_key("Plumber", "role")], scope="agent",
+        status="open", labels=[], entity_ids=["p1" * 32], scope="agent",
         source="user", salience=1.0, fact=None,
         from_task=False, session="web:op", run_hash=None, tier="bujo")])
     return memory_id

@@ -5,6 +5,7 @@ file under the root (and from recall), health clean."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -64,6 +65,19 @@ def capture_root(root: Path) -> str:
         return store.lexical_search(MARKER)[0].id
 
 
+def assert_readers_serve_nothing_forgotten(root: Path, tmp_path: Path, memory_id: str) -> None:
+    """From the moment the Forgotten event commits, before any writer finishes the forget:
+    no read-only door serves the text (recall, lexical search, list, show, export)."""
+    reader = MemoryRoot.open(root)
+    assert MARKER not in json.dumps(reader.recall(MARKER, 10).to_json())
+    assert reader.lexical_search(MARKER) == []
+    assert MARKER not in json.dumps(reader.list_memories(limit=100).to_json())
+    out = tmp_path / "window-export.jsonl"
+    reader.export_to(out)
+    assert MARKER.encode() not in out.read_bytes()
+    out.unlink()
+
+
 def reopen(root: Path, tier: str) -> MemoryStore:
     return open_capture(root, [])[0] if tier == "capture" \
         else open_store(root, tier, background=False)
@@ -81,6 +95,11 @@ def test_a_killed_forget_is_never_half_done(tmp_path: Path, tier: str, boundary:
     if boundary in ("forget.after_commit", "forget.after_cache"):  # before the next writer
         codes = {f.code for f in MemoryRoot.open(root).health().findings}
         assert "forgotten_key_present" in codes, codes
+    if boundary == "forget.after_project":  # rows gone, free pages not yet scrubbed
+        codes = {f.code for f in MemoryRoot.open(root).health().findings}
+        assert "forget_unscrubbed" in codes, codes
+    if boundary != "journal.before_commit":
+        assert_readers_serve_nothing_forgotten(root, tmp_path, memory_id)
     with reopen(root, tier) as store:  # the writer open completes what the kill left
         committed = any(topic == Memory.Forgotten.TOPIC and memory_id.encode() in bytes(state)
                         for _p, _o, _v, topic, state, _c in store.events())

@@ -23,7 +23,6 @@ from helpers_capture import (
     script,
     turn,
 )
-from memory_es.ids import entity_key
 from memory_es.recall.card import person_card
 from memory_es.recall.explicit import Lookup, deliberate
 from memory_es.recall.factsheet import fact_sheet, key_text, value_text
@@ -34,7 +33,7 @@ from memory_es.recall.vectors import VectorMatrix
 from projections.sqlite_index import IN_MEMORY, IndexProjection
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)
-MORGAN = entity_key("Morgan", "person")
+MORGAN = "4d" * 32  # a person node's id (any 64 hex digits)
 
 
 class Index:

@@ -49,6 +49,12 @@ def fill(root: Path, n: int, *, config: Any = None, prefix: str = "run") -> None
         store.drain()
 
 
+def local_keys(root: Path) -> Path:
+    """The key store's record-key database of ``root``."""
+    root_id = json.loads((root / MARKER_FILE).read_text())["root_id"]
+    return Path(os.environ["MEMORY_ES_KEY_STORE"]) / root_id / "records.db"
+
+
 def export(root: Path, dsn: str | None) -> bytes:
     out = cli("export", "--root", str(root), "--journal", "-", dsn=dsn)
     assert out.returncode == 0, out.stderr
@@ -69,7 +75,9 @@ def test_a_root_moves_to_postgres_and_back_with_the_same_export(tmp_path: Path,
     report = json.loads(moved.stdout)
     assert report["copied"] == report["position"] > 12 and report["record_keys"] > 0
     assert pg_dsn not in moved.stdout + moved.stderr
-    assert not (root / JOURNAL_FILE).exists() and (root / (JOURNAL_FILE + ".migrated")).exists()
+    # the source goes with the key store's copy of its keys: a forget could not reach them
+    assert sorted(p.name for p in root.glob("journal.db*")) == []
+    assert not local_keys(root).exists()
     assert json.loads((root / MARKER_FILE).read_text())["journal"] == "postgres"
     assert export(root, pg_dsn) == before
     assert cli("health", "--root", str(root), dsn=pg_dsn).returncode == 0
@@ -89,6 +97,9 @@ def test_a_root_moves_to_postgres_and_back_with_the_same_export(tmp_path: Path,
     assert back.returncode == 0, back.stderr
     assert (root / JOURNAL_FILE).exists() and (root / CATALOG_FILE).exists()
     assert export(root, None) == on_pg  # no DSN needed any more
+    with psycopg.connect(pg_dsn) as conn:  # the server's copy is gone, keys and all
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE "
+                            "'memory_es_%%'").fetchone() == (0,)
     health = cli("health", "--root", str(root))
     assert health.returncode == 0, health.stdout
     found = cli("search", "--root", str(root), "--json", "--limit", "50", "parcel locker code",
@@ -140,3 +151,51 @@ def test_a_database_holding_another_journal_is_refused(tmp_path: Path, pg_dsn: s
     assert out.returncode == 3, out
     assert json.loads(out.stdout)["error"]["code"] == "migrate_target_foreign"
     assert (second / JOURNAL_FILE).exists()  # untouched
+
+
+def test_a_forget_after_a_migration_leaves_no_copy_that_opens_the_text(
+        tmp_path: Path, pg_dsn: str) -> None:
+    """Before, the old journal stayed as ``journal.db*.migrated`` and the key store kept
+    every record key: a forget on PostgreSQL destroyed the key only on the server, and the
+    leftovers opened the text again."""
+    root = tmp_path / "root"
+    fill(root, 3)
+    secret = b"parcel locker code is 1001"
+    assert cli("migrate-journal", "--root", str(root), "--to", "postgres",
+               "--dsn", pg_dsn).returncode == 0
+    os.environ[DSN_ENV] = pg_dsn
+    try:
+        with MemoryStore.open(root, None, background=False) as store:
+            assert store.forget_turn("run-1", reason="user-request").status == "forgotten"
+    finally:
+        del os.environ[DSN_ENV]
+    store_dir = Path(os.environ["MEMORY_ES_KEY_STORE"])
+    for base in (root, store_dir):
+        for path in base.rglob("*"):
+            assert not path.is_file() or secret not in path.read_bytes(), path
+    assert not any(p.name.startswith("journal.db") for p in root.iterdir())
+
+
+def test_leftovers_of_a_cut_short_migration_are_reported_and_removed(
+        tmp_path: Path, pg_dsn: str) -> None:
+    """A kill right after the switch, and the ``*.migrated`` copy an earlier version kept:
+    health names them (exit 1), and running the command again removes them."""
+    root = tmp_path / "root"
+    fill(root, 2)
+    killed = cli("migrate-journal", "--root", str(root), "--to", "postgres", "--dsn", pg_dsn,
+                 crash="migrate.after_switch")
+    assert killed.returncode == -9
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == "postgres"
+    (root / (JOURNAL_FILE + ".migrated")).write_bytes((root / JOURNAL_FILE).read_bytes())
+    health = cli("health", "--root", str(root), "--json", dsn=pg_dsn)
+    assert health.returncode == 1, health.stdout
+    found = {(f["code"], f["path"]) for f in json.loads(health.stdout)["findings"]}
+    assert ("journal_leftover", JOURNAL_FILE) in found
+    assert ("journal_leftover", JOURNAL_FILE + ".migrated") in found
+    assert any(code == "journal_leftover" and path.endswith("records.db")
+               for code, path in found)
+    again = cli("migrate-journal", "--root", str(root), "--to", "postgres", "--dsn", pg_dsn)
+    assert again.returncode == 0, again.stderr
+    assert not any(p.name.startswith("journal.db") for p in root.iterdir())
+    assert not local_keys(root).exists()
+    assert cli("health", "--root", str(root), dsn=pg_dsn).returncode == 0

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ceilings import HANG_S
-from helpers_index import index_rows
+from helpers_index import index_rows, journal_bytes
 from memory_es.capture.scripted import ScriptedChat
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.errors import IntegrityError
@@ -245,8 +245,11 @@ def test_d3_d5_journal_repeated_content_converges_case_preserved(tmp_path: Path)
     bullets = parse_md((root / "daily" / "2026-03-01.md").read_bytes(), "2026-03-01")
     assert sorted(t for t, _ in bullets) == sorted([canonical, "buy oat milk today"])
     ids = {t: f["id"] for t, f in bullets}
-    assert ids[canonical] == hashlib.sha256(canonical.encode()).hexdigest()
-    assert ids["buy oat milk today"] == hashlib.sha256(b"buy oat milk today").hexdigest()
+    # the id comes from the first run that said it, never from the text (a forget must leave
+    # no digest of it); the content identity is the text's normal form in the index
+    assert ids[canonical] == run_memory_id(hashlib.sha256(b"j1").hexdigest(), 0)
+    assert ids["buy oat milk today"] == run_memory_id(hashlib.sha256(b"j6").hexdigest(), 0)
+    assert hashlib.sha256(canonical.encode()).hexdigest().encode() not in journal_bytes(root)
     # The first line keeps its first recorded provenance; later repeats do not rewrite it.
     assert dict(bullets)[canonical]["source_session"] == "web:a"
     assert (root / "daily" / "2026-03-01.md").read_bytes().startswith(first)  # appended only

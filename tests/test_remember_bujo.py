@@ -25,10 +25,8 @@ from helpers_index import index_rows
 from memory_es import MemoryRoot
 from memory_es.cli import main
 from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.ids import entity_key
 from memory_es.store import MemoryStore
 
-MORGAN = entity_key("Morgan", "person")
 TEA = "Morgan drinks green tea every morning."
 
 
@@ -60,6 +58,11 @@ def captured(root: Path, *extra: tuple[str, str, str]) -> tuple[MemoryStore, Any
     return store, model
 
 
+def morgan_id(root: Path) -> str:
+    """The person node the capture made for Morgan (its id comes from that run, L1)."""
+    return str(index_rows(root, "SELECT id FROM entities WHERE name = 'Morgan'")[0][0])
+
+
 def id_of(root: Path, text: str) -> str:
     return str(index_rows(root, "SELECT id FROM memories WHERE text = ?", (text,))[0][0])
 
@@ -69,11 +72,11 @@ def test_j7_about_links_an_existing_person_and_never_creates_one(tmp_path: Path)
     store, _ = captured(root)
     with store:
         people = index_rows(root, "SELECT id FROM entities")
-        done = store.remember("Morgan is allergic to peanuts.", about=MORGAN[:12])
+        done = store.remember("Morgan is allergic to peanuts.", about=morgan_id(root)[:12])
         assert done.status == "remembered"
         assert index_rows(root, "SELECT entity_id FROM memory_entities WHERE memory_id = ?",
-                          (done.memory_id,)) == [(MORGAN,)]
-        assert f"about={MORGAN}" in daily(root)
+                          (done.memory_id,)) == [(morgan_id(root),)]
+        assert f"about={morgan_id(root)}" in daily(root)
         events = len(list(store.events()))
         with pytest.raises(MemoryEsError) as unknown:
             store.remember("Quinn likes jazz.", about="ab" * 32)
@@ -92,7 +95,7 @@ def test_j8_supersedes_a_captured_note_and_keeps_it_as_history(tmp_path: Path) -
     with store:
         old = id_of(root, TEA)
         new = store.remember("Morgan switched to black tea.", supersedes=old[:10],
-                             about=MORGAN)
+                             about=morgan_id(root))
         assert status_of(root, old) == "superseded"
         assert status_of(root, new.memory_id) == "open"
         detail = store.show(new.memory_id)

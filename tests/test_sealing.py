@@ -15,6 +15,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from helpers_index import journal_bytes
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.errors import MemoryEsError
 from memory_es.history import iter_events, open_reader
@@ -31,10 +32,6 @@ def root_id(root: Path) -> str:
 
 def records(root: Path) -> RecordKeys:
     return RecordKeys(KeyStore.resolve(), root_id(root), writable=True)
-
-
-def journal_bytes(root: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(root.glob("journal.db*")))
 
 
 def export(root: Path) -> list[str]:

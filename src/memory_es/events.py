@@ -68,7 +68,11 @@ class Intake(Aggregate):
         """A successful turn was durably admitted (A3, A4, B1, B5).
 
         ``content_sha256`` covers the whole turn record and decides duplicate vs conflict
-        (B3); ``payload_*`` describe the capture text kept in the payloads table.
+        (B3); it and ``content_bytes`` are sealed with the summary, so a forget leaves nothing
+        that confirms a guessed turn. ``payload_*`` describe the capture text kept in the
+        payloads table: for a sealed payload ``payload_sha256`` is ``SEALED_PAYLOAD`` and
+        ``payload_bytes`` 0 (its AES-GCM tag is its integrity check, and no digest or length
+        of the text is stored in the clear).
         """
 
         TOPIC = "memory_es/Intake.Admitted"
@@ -507,7 +511,7 @@ class Entity(Aggregate):
 
     @classmethod
     def named(cls, *, at: datetime, entity_id: str, name: str, type: str) -> Entity.Named:
-        """The Named event (version 1) of a content-derived entity id."""
+        """The Named event (version 1) of a new entity id."""
         return _created(cls, cls.Named, entity_uuid(entity_id), at, entity_id=entity_id,
                         name=name, type=type)
 
@@ -589,7 +593,9 @@ RECORDED_TOPIC = Memory.Recorded.TOPIC
 # content-free value a reader gets once the key is destroyed. Everything else (ids, hashes,
 # days, statuses, labels, salience, models) is not content and stays readable.
 SEALED_FIELDS: dict[str, dict[str, Any]] = {
-    Intake.Admitted.TOPIC: {"summary": "", "attachments": []},
+    # the record's digest and size confirm a guessed turn: sealed with it, gone with its key
+    Intake.Admitted.TOPIC: {"summary": "", "attachments": [], "content_sha256": "",
+                            "content_bytes": 0},
     Intake.ExtractionRetained.TOPIC: {"plan": {}},
     Intake.ReviewRetained.TOPIC: {"decisions": []},
     Intake.ReconcileRetained.TOPIC: {"decisions": []},

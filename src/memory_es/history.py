@@ -5,6 +5,7 @@ the reader (MemoryRoot) and maintenance."""
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,9 @@ import apsw
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
-from memory_es.errors import storage_guard, storage_kind
+from memory_es.errors import IntegrityError, MemoryEsError, storage_guard, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS
-from memory_es.intake import IntakeView
+from memory_es.intake import SEALED_PAYLOAD, IntakeState, IntakeView, payload_problem
 from memory_es.journal import (
     GENESIS,
     JOURNAL_FILE,
@@ -26,10 +27,14 @@ from memory_es.journal import (
 )
 from memory_es.journal.backend import PostgresJournal
 from memory_es.keystore import KeyStore
+from projections.asof import fold_in_memory
+from projections.forgetting import scrub_pending
 from projections.replay import INDEX_DIR, open_active_index, unreadable
 from projections.sqlite_index import INDEX_PASSES_OVER, INDEX_SCREENS
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
+
+log = logging.getLogger("memory_es")
 
 
 def journal_guard(root: str | Path) -> contextlib.AbstractContextManager[None]:
@@ -51,9 +56,51 @@ def open_reader(root: str | Path, key_store: KeyStore | None = None,
         opened = open_journal(Path(root), writable=False, key_store=key_store, journal=journal)
     try:
         with journal_guard(root):
+            unfinished_forgets(opened, _applied(Path(root)))
             yield opened
     finally:
         opened.close()
+
+
+def unfinished_forgets(opened: OpenedJournal, after: int) -> int:
+    """How many ``Forgotten`` events lie past position ``after`` (where the index stands): a
+    forget a kill cut short before its projection. The record keys they name are withheld
+    from this reader's opener at once, so nothing decodes what the journal has forgotten
+    even while those keys still exist (the next writer open destroys them)."""
+    found = opened.recorder.select_notifications(after, 1 << 62, topics=FORGOTTEN_TOPICS,
+                                                 inclusive_of_start=False)
+    keys: set[int] = set()
+    for n in found:
+        event = msgspec.json.decode(n.state)
+        if event.get("keys_root") == opened.chain.root_id:  # a replay's ids mean nothing here
+            keys.update(event.get("key_ids", ()))
+    sealer = opened.recorder.sealer
+    sealer.withheld = sealer.withheld | keys
+    return len(found)
+
+
+def _applied(root: Path) -> int:
+    """Where the active index stands (0 when it is missing or cannot be read: every
+    ``Forgotten`` event then counts as not applied)."""
+    try:
+        conn = open_active_index(root)
+    except (apsw.Error, OSError, MemoryEsError):
+        return 0
+    try:
+        return index_position(conn)
+    except apsw.Error:
+        return 0
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def index_position(conn: apsw.Connection | None) -> int:
+    """The journal position an index generation has applied (0: no generation)."""
+    if conn is None:
+        return 0
+    row: Any = conn.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 @contextlib.contextmanager
@@ -77,6 +124,14 @@ def verified_journal_and_index(
         with storage_guard(Path(root) / INDEX_DIR, what="index",
                            corrupt_code="index_unreadable"):
             conn = open_active_index(root)
+            position = index_position(conn)
+        if unfinished_forgets(opened, position):
+            # the index still holds what a committed forget erases: answer from the journal
+            log.warning("memory_es: a forget is unfinished (the next writer open finishes "
+                        "it); this read answers from the journal")
+            if conn is not None:
+                conn.close()
+            conn = fold_in_memory(iter_index_events(opened)).conn
         try:
             try:
                 yield opened, conn
@@ -129,6 +184,26 @@ def iter_index_events(
                 screen is None or screen(mapper.to_domain_event(n, content=False)))
             yield n.id, mapper.to_domain_event(n) if folded else None
         after = notifications[-1].id
+
+
+def checked_payload(opened: OpenedJournal,
+                    record: IntakeState) -> tuple[bytes | None, str | None]:
+    """An intake's capture text and what is wrong with it (``missing``, ``mismatch``; None
+    when it is exactly what was admitted, B5). A sealed payload that does not open under its
+    key (another intake's, or changed bytes) is a mismatch, never a traceback."""
+    if record.payload_sha256 is None:
+        return None, None
+    try:
+        payload = opened.recorder.payload(record.id)
+    except IntegrityError as e:
+        if e.code != "record_seal_invalid":
+            raise
+        return None, "mismatch"
+    if payload is None:
+        return None, payload_problem(record, None)
+    if record.payload_sha256 == SEALED_PAYLOAD and not payload.sealed:
+        return None, "mismatch"  # admitted sealed, stored open: replaced
+    return payload.data, payload_problem(record, payload.data)
 
 
 def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
@@ -213,6 +288,13 @@ def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, st
     if conn is None:
         return
     try:
+        why = scrub_pending(conn)
+        if why is not None:
+            yield ("forget_unscrubbed", INDEX_DIR,
+                   "the index or its -wal may still hold erased text: "
+                   + ("a reader's snapshot held the WAL" if why == "reader" else
+                      "a kill came before the scrub")
+                   + "; the next writer open or forget finishes it")
         checks = [("memories", "id", memories), ("memory_meta", "id", memories),
                   ("memory_entities", "memory_id", memories), ("relations", "memory", memories),
                   ("audit", "run_hash", turns)]

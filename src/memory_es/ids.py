@@ -2,7 +2,9 @@
 of the journal, memory ids, entity keys and text keys (B2, D3, D5, E17, L1, DESIGN 9.3).
 
 Each is a pure function of its input, so a replayed commit reproduces the same ids and is a
-no-op, never a duplicate. Never change one: ids are stored in journals.
+no-op, never a duplicate.
+Never change one: ids are stored in journals. No id written to a journal hashes content: a
+forget must leave nothing that confirms a guessed text.
 """
 
 from __future__ import annotations
@@ -49,13 +51,31 @@ def run_memory_id(run_hash: str, index: int) -> str:
     return sha256_hex(f"{run_hash}:{index}")
 
 
+def remember_id(head: int, at: str) -> str:
+    """A Remember's id: from the journal position it follows and its instant (``at``, ISO
+    8601), unique in one journal and the same in a replayed build
+    with the same clock. A write with no run has nothing else stable to derive one from, and
+    an id must never hash its text (a forget would leave a digest that confirms a guess); a
+    repeat finds the stored line by its text instead (J11)."""
+    return sha256_hex(f"remember:{head}:{at}")
+
+
 def text_key(text: str) -> str:
     """Structural identity of a line (E16, DESIGN 9.3): the same words in the same order.
-    It is also a Journal memory's id (D3, D5): repeated content converges on one identity."""
+    Journal's content identity (D3): kept in the index beside stored lines (a projection,
+    erased with them), never an id in the journal. Journals written before keep it as the
+    id of their Journal observations and Remember notes."""
     return sha256_hex(journal_text(text))
 
 
-def entity_key(name: str, type_: str) -> str:
-    """A graph node's id (L1): the same folded name and type in two turns is one node; a
-    person card finds people the same way (H20)."""
-    return sha256_hex(f"{type_}\x00{fold(name)}")
+def run_entity_id(run_hash: str, ref: str) -> str:
+    """A new graph node's id (L1): from the run that first named it and the plan's ref for it,
+    so a retried capture names the same node. The same folded name and type in a later turn
+    is the same node, found by name in the index (``projections.search.entities_by_name``);
+    the id never hashes the name (a forget must leave nothing that confirms it)."""
+    return sha256_hex(f"{run_hash}:entity:{ref}")
+
+
+def name_key(name: str, type_: str) -> tuple[str, str]:
+    """How two entity names compare (L1, H20): the type and the folded name."""
+    return type_, fold(name)

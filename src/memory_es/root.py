@@ -31,6 +31,7 @@ from memory_es.errors import (
 )
 from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
+    checked_payload,
     export_lines,
     fold_intakes,
     forget_findings,
@@ -40,11 +41,12 @@ from memory_es.history import (
     open_reader,
     verified_journal_and_index,
 )
-from memory_es.intake import IntakeReport, payload_problem, utc_now
+from memory_es.intake import IntakeReport, utc_now
 from memory_es.journal import (
     JOURNAL_FILE,
     MARKER_FILE,
     Anchor,
+    JournalRecorder,
     OpenedJournal,
     anchor_problems,
     make_anchor,
@@ -248,6 +250,7 @@ class MemoryRoot:
                 yield from _payload_findings(opened)
                 for code, path, detail in forget_findings(opened, root):
                     yield Finding(code, path, detail)
+                yield from _leftover_findings(root, self._keys, opened)
                 if not opened.chain.keyed:
                     yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 "
                                   "chain, edits with a recomputed chain go undetected; a "
@@ -425,12 +428,23 @@ class MemoryRoot:
                               key_store=self._keys)
 
 
+def _leftover_findings(root: Path, keys: KeyStore, opened: OpenedJournal
+                       ) -> Iterator[Finding]:
+    """A journal a migration left behind still opens with a record key: a forget would not
+    reach it (content-free: paths only)."""
+    from memory_es.journal.migrate import leftovers
+
+    on_postgres = not isinstance(opened.recorder, JournalRecorder)
+    for path in leftovers(root, keys, opened.chain.root_id, on_postgres=on_postgres):
+        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        yield Finding("journal_leftover", shown, "a journal copy or record keys a migration "
+                      "left; a forget does not reach them: run memory-es migrate-journal "
+                      f"--to {'postgres' if on_postgres else 'sqlite'} again to remove them")
+
+
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:
     """Every unresolved intake with capture text still has its exact payload (B5, B9)."""
     for record in fold_intakes(opened).unresolved():
-        if record.payload_sha256 is None:
-            continue
-        payload = opened.recorder.payload(record.id)
-        problem = payload_problem(record, payload.data if payload is not None else None)
+        _, problem = checked_payload(opened, record)
         if problem is not None:
             yield Finding(f"payload_{problem}", JOURNAL_FILE, f"intake {record.id}")

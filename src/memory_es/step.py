@@ -30,9 +30,17 @@ def _no_retain(event: Any) -> None:
     raise RuntimeError("this step cannot retain intermediate events")
 
 
+def _no_same_text(key: str) -> str | None:
+    raise RuntimeError("this step cannot look stored texts up")
+
+
 @dataclass(frozen=True)
 class StepContext:
     """What a step may use: the intake's revision, the attempt instant, and cancellation.
+
+    ``memory_exists`` says whether the journal holds a memory id; ``same_text`` gives the id
+    of a stored (never a forgotten) Journal line or Remember note with this normal form, or
+    None: how Journal's repeated content converges without an id derived from the text (D5).
 
     A capture step also gets: ``final`` (this is the 16th attempt of the budget, DESIGN 9.2),
     ``history`` (the intake's events so far, to resume after a retained stage), ``retain``
@@ -43,6 +51,7 @@ class StepContext:
     at: datetime
     cancel: threading.Event
     memory_exists: Callable[[str], bool]
+    same_text: Callable[[str], str | None] = _no_same_text
     final: bool = False
     history: tuple[Any, ...] = ()
     retain: Callable[[Any], None] = _no_retain

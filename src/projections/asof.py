@@ -28,6 +28,7 @@ from uuid import UUID
 
 from memory_es.events import Intake, Memory
 from memory_es.ids import intake_uuid
+from memory_es.journal.codec import is_forgotten
 from projections.replay import fold_into
 from projections.sqlite_index import IN_MEMORY, IndexProjection
 
@@ -69,5 +70,11 @@ def _stamped(event: object) -> datetime:
 
 
 def fold_in_memory(events: Iterable[tuple[int, object]]) -> IndexProjection:
-    """A throwaway index holding ``events`` folded and committed, in memory only."""
-    return fold_into(IndexProjection(IN_MEMORY, create=True), events)
+    """A throwaway index holding ``events`` folded and committed, in memory only.
+
+    An event whose content a later forget destroyed is left out: the prefix ends before the
+    ``Forgotten`` event that would remove its rows, and a line with its text voided would
+    still answer with its id, instant and score. A forgotten memory is not in any past."""
+    return fold_into(IndexProjection(IN_MEMORY, create=True),
+                     ((position, event) for position, event in events
+                      if not is_forgotten(event)))

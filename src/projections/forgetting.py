@@ -95,7 +95,10 @@ def forget_rows(conn: apsw.Connection, position: int, event: object) -> Removed 
 def scrub(conn: apsw.Connection) -> bool:
     """After a forget was projected (outside any transaction): merge the FTS segments so no
     deleted token survives in its shadow tables, VACUUM so no free page holds removed rows,
-    and truncate the WAL that held the old pages. False when nothing was pending."""
+    and truncate the WAL that held the old pages. False when nothing was pending.
+
+    A reader's open snapshot keeps the WAL from being truncated: the scrub then stays
+    pending (health: ``forget_unscrubbed``), and the next writer open or forget tries again."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (SCRUB_PENDING,)).fetchone()
     if row is None:
         return False
@@ -103,11 +106,22 @@ def scrub(conn: apsw.Connection) -> bool:
     with conn:
         conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
         conn.execute("DELETE FROM meta WHERE key = ?", (SCRUB_PENDING,))
-    vacuum(conn)
+    if not vacuum(conn):
+        with conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, 'reader')", (SCRUB_PENDING,))
     return True
 
 
-def vacuum(conn: apsw.Connection) -> None:
-    """Rewrite the database without free pages, then empty its WAL."""
+def scrub_pending(conn: apsw.Connection) -> str | None:
+    """Why a forget's scrub of this index is unfinished: ``"1"`` (a kill came between the
+    projection and the scrub), ``"reader"`` (a reader's snapshot held the WAL), or None."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SCRUB_PENDING,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def vacuum(conn: apsw.Connection) -> bool:
+    """Rewrite the database without free pages, then empty its WAL; False when a reader's
+    snapshot kept the WAL (its old frames stay until that reader closes)."""
     conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    row: Any = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return not row[0]  # (busy, WAL frames, frames checkpointed)

@@ -86,6 +86,9 @@ CAPTURE_DDL = (
     # scan of every line on each flush (consolidation.is_bujo)
     "CREATE INDEX IF NOT EXISTS memories_by_tier ON memories (tier)",
     "CREATE INDEX IF NOT EXISTS memory_meta_by_fact ON memory_meta (fact_subject, fact_key)",
+    # A stored line with the same normal form as a new Journal observation or Remember
+    # (search.same_text): candidates by length, compared in full; ids never hash the text
+    "CREATE INDEX IF NOT EXISTS memories_by_length ON memories (length(text))",
     """CREATE TABLE IF NOT EXISTS entities (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
         type TEXT NOT NULL)""",

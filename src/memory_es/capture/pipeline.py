@@ -39,7 +39,7 @@ from memory_es.capture.rules import (
     turn_facts,
 )
 from memory_es.events import Intake
-from memory_es.ids import entity_key
+from memory_es.ids import name_key, run_entity_id
 from memory_es.observe import observe
 from memory_es.step import StepContext
 
@@ -97,7 +97,7 @@ class CaptureProcessor:
                 ctx: StepContext) -> list[Any]:
         if not (admitted.tier == "bujo" and admitted.write_mode == "capture"):
             return observe(admitted, revision=ctx.revision, at=ctx.at,
-                           memory_exists=ctx.memory_exists)
+                           memory_exists=ctx.memory_exists, same_text=ctx.same_text)
         try:
             return self._capture(admitted, payload, ctx)
         except ModelError as e:  # E36: warn, stay pending, retry durably; content-free
@@ -149,7 +149,9 @@ class CaptureProcessor:
         # changes its line's intention state or end replaces it (M21)
         fresh, restated = fresh_lines(lines, reads)
         # 5. reconcile
-        keys = {e.id: entity_key(e.name, e.type) for e in plan.entities}  # ref -> entity id
+        stored = reads.entity_ids()  # ref -> the node it names, or a new one from this run
+        keys = {e.id: stored.get(name_key(e.name, e.type)) or run_entity_id(run_hash, e.id)
+                for e in plan.entities}
         choices = retained.reconcile
         if choices is None:
             choices, answered = reconcile(

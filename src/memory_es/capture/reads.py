@@ -62,6 +62,11 @@ class CaptureReads(Protocol):
 
     def known_entities(self, ids: Sequence[str]) -> set[str]: ...
 
+    def entity_ids(self) -> dict[tuple[str, str], str]:
+        """``ids.name_key`` -> id of every stored entity: a plan's entity that names one is
+        that node (L1)."""
+        ...
+
     def known_relations(self, triples: Sequence[tuple[str, str, str]]
                         ) -> set[tuple[str, str, str]]: ...
 
@@ -90,17 +95,24 @@ class IndexReads:
 
     ``run(fn)`` calls ``fn(conn)`` with the caught-up index; ``nearest(vectors, k)`` gives each
     vector's top ``k`` (rowid, cosine) among stored vectors; ``embed(texts)`` embeds candidate
-    texts (None when the provider is unavailable); ``version(uuid)`` reads the journal.
+    texts (None when the provider is unavailable); ``version(uuid)`` reads the journal;
+    ``entities(conn)`` reads the stored entities by name (the index's own query).
     """
 
     def __init__(self, run: Callable[[Callable[[apsw.Connection], Any]], Any],
                  embed: Callable[[Sequence[str]], list[np.ndarray] | None],
                  nearest: Callable[[list[np.ndarray], int], list[list[tuple[int, float]]]],
-                 version: Callable[[UUID], int]) -> None:
+                 version: Callable[[UUID], int],
+                 entities: Callable[[apsw.Connection], dict[tuple[str, str], str]]) -> None:
         self._run = run
         self._embed = embed
         self._nearest = nearest
         self._version = version
+        self._entities = entities
+
+    def entity_ids(self) -> dict[tuple[str, str], str]:
+        found: dict[tuple[str, str], str] = self._run(self._entities)
+        return found
 
     def duplicates(self, keys: Sequence[str]) -> dict[str, str]:
         if not keys:

@@ -58,5 +58,7 @@ def _print(receipt: ForgetReceipt) -> None:
     if scan is not None:
         verdict = "clean" if scan.clean else "FOUND in " + ", ".join(scan.found_in)
         print(f"byte scan of {scan.files} files: {verdict}")
+    for kept in receipt.retained:
+        print(f"not reached: {kept.where} (until {kept.until})")
     for memory_id in receipt.kept:
         print(f"kept      {memory_id} (another turn supports it)")

@@ -241,9 +241,12 @@ def build_parser() -> Parser:
                             "the server back into the root's own journal.db (--to sqlite); "
                             "then point the root at the copy. Resumable (a stopped run goes "
                             "on from the target's head) and idempotent (a switched root copies "
-                            "nothing). The source is never changed: files left by a move to "
-                            "PostgreSQL are renamed *.migrated, a server's journal stays for "
-                            "its other hosts.")
+                            "nothing). Then the source is removed with its record keys (a "
+                            "copy left behind would keep forgotten text openable): journal.db "
+                            "and the key store's records.db after a move to PostgreSQL, the "
+                            "server's journal after a move back (stop its other hosts first). "
+                            "Run it again to remove what a crash left (health: "
+                            "journal_leftover).")
     p.add_argument("--to", required=True, choices=("postgres", "sqlite"),
                    help="where the journal goes")
     p.add_argument("--dsn", metavar="DSN",

@@ -15,6 +15,7 @@ import msgspec
 
 from memory_es.events import Intake
 from memory_es.ids import run_hash
+from memory_es.intake.state import SEALED_PAYLOAD
 
 SENTINEL = "NOTHING_TO_REPORT"
 MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
@@ -92,12 +93,16 @@ class PreparedIntake(msgspec.Struct, frozen=True, kw_only=True):
     trigger: str
     attachments: list[dict[str, Any]]
 
-    def admitted(self, at: datetime) -> Intake.Admitted:
-        """The ``Intake.Admitted`` event of this turn, stamped ``at``."""
+    def admitted(self, at: datetime, *, sealed: bool = False) -> Intake.Admitted:
+        """The ``Intake.Admitted`` event of this turn, stamped ``at``. A journal that seals
+        keeps the capture text's digest and length out of the event (``SEALED_PAYLOAD``)."""
+        payload_sha256 = self.payload_sha256
+        if sealed and payload_sha256 is not None:
+            payload_sha256 = SEALED_PAYLOAD
         return Intake.admitted(
             at=at, run_hash=self.run_hash, content_sha256=self.content_sha256,
-            content_bytes=self.content_bytes, payload_sha256=self.payload_sha256,
-            payload_bytes=len(self.payload) if self.payload is not None else 0,
+            content_bytes=self.content_bytes, payload_sha256=payload_sha256,
+            payload_bytes=0 if self.payload is None or sealed else len(self.payload),
             summary=self.summary, write_mode=self.write_mode, tier=self.tier,
             speaker_kind=self.speaker_kind, source_label=self.source_label,
             session=self.session, trigger=self.trigger, attachments=self.attachments)

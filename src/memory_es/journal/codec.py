@@ -145,7 +145,8 @@ _ADMITTED_HASH = msgspec.json.Decoder(_AdmittedHash)
 
 
 def admitted_content_sha256(state: bytes) -> str:
-    """The ``content_sha256`` field of an intake's first (Admitted) event state.
+    """The ``content_sha256`` field of an intake's first (Admitted) event state, opened
+    ("" once forgotten).
 
     Read by shape, without the event class, so the journal needs no domain import.
     """

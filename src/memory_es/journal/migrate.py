@@ -6,9 +6,16 @@ the journal on the other side verifies exactly as the one it came from. The copy
 batches, each one transaction that also advances the target's head, so a run that stops
 anywhere resumes from the target's head on the next run; a target whose rows are not a prefix
 of the source's is refused. The root's schema marker is the switch: written (atomically) only
-once the whole target verifies against the source's tail; then the old files are renamed
-``*.migrated``. Running it again once switched copies nothing. The source is never changed:
-migrating a shared journal back to SQLite leaves the server's journal to its other hosts.
+once the whole target verifies against the source's tail.
+
+Then the source goes, with every copy of its record keys: a journal left behind would keep
+every text a later forget erases openable (a forget destroys the keys of the journal the
+marker names, and no other). To PostgreSQL: ``journal.db`` and its catalog are deleted and
+the key store's ``records.db`` for the root with them (the keys live on the server now). To
+SQLite: the server's journal (its tables, function, record keys) is dropped, so other hosts
+of a shared journal must be stopped first. A crash between the switch and the removal leaves
+leftovers that ``health`` reports (``journal_leftover``) and that running the command again
+removes; running it again once switched copies nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_es.errors import IntegrityError
-from memory_es.fsutil import crash_point
+from memory_es.fsutil import atomic_write, crash_point, fsync_dir
 from memory_es.journal.backend import PostgresJournal
 from memory_es.journal.catalog import Catalog
 from memory_es.journal.chain import Chain
@@ -38,10 +45,13 @@ from memory_es.journal.protocol import Recorder
 from memory_es.journal.recorder import JournalRecorder, ensure_schema
 from memory_es.journal.records import RecordKeys
 from memory_es.journal.sealing import Sealer
-from memory_es.keystore import KeyStore
+from memory_es.keystore import RECORDS_FILE, KeyStore
 
 BATCH = 2000
-MIGRATED = ".migrated"  # suffix of the files a migration to PostgreSQL leaves behind
+# Suffix of the files a migration to PostgreSQL once renamed and kept: each still opens
+# with the key store's record keys, so health reports them and a run removes them.
+MIGRATED = ".migrated"
+SQLITE_FILES = (JOURNAL_FILE, CATALOG_FILE, JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm")
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,7 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
         raise NotARootError(f"{root}: no memory root here (no {MARKER_FILE}); check --root")
     on_postgres = marker.journal == POSTGRES
     if (to == "postgres") == on_postgres:
+        remove_leftovers(root, keys, marker.root_id, on_postgres=on_postgres)
         return MigrationReport(to=to, position=0, copied=0, resumed_from=0, payloads=0,
                                record_keys=0, location=marker.location or JOURNAL_FILE,
                                already=True)
@@ -97,6 +108,12 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
         source.app.close()  # closed before its files are renamed; the lock stays held
         closed = True
         _switch(root, to, chain, location, target)
+        crash_point("migrate.after_switch")
+        if to == "postgres":
+            remove_leftovers(root, keys, chain.root_id, on_postgres=True)
+        else:
+            assert target is not None
+            _drop_server_journal(target, chain)
     finally:
         if not closed:
             source.app.close()
@@ -184,10 +201,8 @@ def _copy(source: Recorder, sink: Recorder, to: str, location: str,
 
 def _switch(root: Path, to: str, chain: Chain, location: str,
             target: PostgresJournal | None) -> None:
-    """Write the marker that points the root at its new journal, then move the old files
-    aside (a crash between the two leaves files the open ignores)."""
-    from memory_es.fsutil import atomic_write, fsync_dir
-
+    """Write the marker that points the root at its new journal (the caller removes the old
+    one next: a crash between the two leaves files the open ignores and health reports)."""
     if to == "postgres":
         assert target is not None
         marker = Marker(SCHEMA_VERSION, chain.root_id, chain.keyed_from, journal=POSTGRES,
@@ -195,8 +210,48 @@ def _switch(root: Path, to: str, chain: Chain, location: str,
     else:
         marker = Marker(SCHEMA_VERSION, chain.root_id, chain.keyed_from)
     atomic_write(root / MARKER_FILE, marker.signed(chain).file_bytes())
-    if to == "postgres":
-        for name in (JOURNAL_FILE, CATALOG_FILE, JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm"):
-            if exists(root / name):
-                os.replace(root / name, root / (name + MIGRATED))
+    fsync_dir(root)
+
+
+def leftovers(root: Path, keys: KeyStore, root_id: str | None, *, on_postgres: bool
+              ) -> list[Path]:
+    """What a migration left that still opens with a key: the SQLite journal files (current
+    names, and ``*.migrated`` copies an earlier version kept) of a root whose journal is on
+    PostgreSQL, and the key store's copy of its record keys."""
+    if not on_postgres:
+        return [root / (name + MIGRATED) for name in SQLITE_FILES
+                if exists(root / (name + MIGRATED))]
+    found = [root / name for name in SQLITE_FILES if exists(root / name)]
+    found += [root / (name + MIGRATED) for name in SQLITE_FILES if exists(root / (name + MIGRATED))]
+    if root_id is not None:
+        found += [p for p in _local_key_files(keys, root_id) if p.exists()]
+    return found
+
+
+def remove_leftovers(root: Path, keys: KeyStore, root_id: str | None, *,
+                     on_postgres: bool) -> list[Path]:
+    """Delete what :func:`leftovers` finds: the SQLite journal of a root now on PostgreSQL
+    and the key store's copy of its record keys (the server holds them), and the
+    ``*.migrated`` copies an earlier version kept."""
+    gone = leftovers(root, keys, root_id, on_postgres=on_postgres)
+    for path in gone:
+        path.unlink(missing_ok=True)
+    if gone:
         fsync_dir(root)
+    return gone
+
+
+def _local_key_files(keys: KeyStore, root_id: str) -> list[Path]:
+    base = keys.path / root_id / RECORDS_FILE
+    return [base, *(base.with_name(base.name + s) for s in ("-wal", "-shm", "-journal"))]
+
+
+def _drop_server_journal(target: PostgresJournal, chain: Chain) -> None:
+    """Drop the server's copy of a journal that moved back into its root."""
+    from memory_es.journal.pgrecorder import make_recorder
+
+    server = make_recorder(target.dsn, target.schema, chain=chain)
+    try:
+        server.drop_journal()
+    finally:
+        server.close()

@@ -37,7 +37,11 @@ from eventsourcing.persistence import (
     Subscription,
 )
 from eventsourcing.persistence import IntegrityError as RecordConflict
-from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from eventsourcing.postgres import (
+    PostgresApplicationRecorder,
+    PostgresDatastore,
+    PostgresSubscription,
+)
 from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from memory_es.errors import IntegrityError
@@ -104,8 +108,9 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         self.leases = Leases(store)
         self._write_lock = threading.Lock()  # one writer per process; others wait on the lock
         s = Identifier(store.schema)
+        self._t_names = ("events", "payloads", "head", "meta")
         self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
-                   for name in ("events", "payloads", "head", "meta")}
+                   for name in self._t_names}
         append = SQL("{}.{}").format(s, Identifier(APPEND_FUNCTION))
         # one write: the head checked and moved, rows and payloads inserted, listeners told;
         # when the head was not the one given, nothing is written and the current one returned
@@ -313,16 +318,21 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def admitted_content_hash(self, intake_id: UUID) -> str | None:
         rows = self._events_where("originator_id = %s AND originator_version = 1", (intake_id,),
-                                  "state")
-        return admitted_content_sha256(bytes(rows[0]["state"])) if rows else None
+                                  "topic, state")
+        if not rows:
+            return None
+        opened = self.sealer.unseal(rows[0]["topic"], intake_id, 1, bytes(rows[0]["state"]))
+        return admitted_content_sha256(opened.state)
 
     def payload(self, intake_id: str) -> Payload | None:
         rows = self._fetch(SQL("SELECT sha256, bytes FROM {} WHERE intake_id = %s").format(
             self._t["payloads"]), (intake_id,))
         if not rows:
             return None
-        data = self.sealer.unseal_payload(intake_id, bytes(rows[0]["bytes"]))
-        return None if data is None else Payload(intake_id, rows[0]["sha256"], data)
+        blob = bytes(rows[0]["bytes"])
+        data = self.sealer.unseal_payload(intake_id, blob)
+        sealed = payload_key_id(blob) is not None
+        return None if data is None else Payload(intake_id, rows[0]["sha256"], data, sealed)
 
     def payload_key(self, intake_id: str) -> int | None:
         rows = self._fetch(SQL("SELECT bytes FROM {} WHERE intake_id = %s").format(
@@ -417,7 +427,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()
                   ) -> Subscription[ApplicationRecorder]:
-        return super().subscribe(gt=gt, topics=list(topics))
+        return _ListeningSubscription(recorder=self, gt=gt, topics=list(topics))
 
     # -- integrity ----------------------------------------------------------------------------
 
@@ -458,6 +468,18 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
     def fsync_files(self) -> None:
         """Nothing to do: the server made the commit durable before it answered."""
 
+    def drop_journal(self) -> None:
+        """Drop this journal from the server: its tables, its write function and its record
+        keys (``migrate-journal --to sqlite`` once the root's own copy verifies)."""
+        s = Identifier(self.datastore.schema)
+        with self.datastore.transaction(commit=True) as curs:
+            curs.execute(SQL("DROP FUNCTION IF EXISTS {}.{}").format(
+                s, Identifier(APPEND_FUNCTION)))
+            for name in (*self._t_names, "record_keys", "destroyed_keys"):
+                curs.execute(SQL("DROP TABLE IF EXISTS {}.{}").format(
+                    s, Identifier(f"memory_es_{name}")))
+            curs.execute(SQL("DROP SEQUENCE IF EXISTS {}.memory_es_record_key_ids").format(s))
+
     def close(self) -> None:
         with self._write_lock:
             self.writer.close()
@@ -465,3 +487,22 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             self.datastore.close()
             if self.sealer.keys is not None:
                 self.sealer.keys.close()
+
+
+class _ListeningSubscription(PostgresSubscription):
+    """eventsourcing's LISTEN/NOTIFY subscription, without its lost wake-up: its first pull
+    runs before its LISTEN does, so a row committed in between notified nobody and the
+    subscriber waited forever (seen under load). Once listening, it pulls once more."""
+
+    def _listen(self) -> None:
+        try:
+            with self._recorder.datastore.get_connection() as conn:
+                conn.execute(SQL("LISTEN {0}").format(Identifier(self._recorder.channel_name)))
+                self._has_been_notified.set()  # anything committed before LISTEN took hold
+                while not self._has_been_stopped and not self._thread_error:
+                    for _ in conn.notifies(timeout=0.1, stop_after=1):
+                        self._has_been_notified.set()
+        except BaseException as e:
+            if self._thread_error is None:
+                self._thread_error = e
+            self.stop()

@@ -57,6 +57,7 @@ class Payload:
     intake_id: str
     sha256: str
     data: bytes
+    sealed: bool = False  # read back: it was stored sealed and opened under its key
 
 
 def _connect(path: Path, *, readonly: bool) -> apsw.Connection:
@@ -299,12 +300,12 @@ class JournalRecorder(ApplicationRecorder):
         the live view no longer holds (B3, B10), straight from the journal."""
         with self._read_lock:
             row: Any = self._reader.execute(
-                "SELECT state FROM events WHERE originator_id = ? AND originator_version = 1",
-                (str(intake_id),),
+                "SELECT topic, state FROM events WHERE originator_id = ? "
+                "AND originator_version = 1", (str(intake_id),),
             ).fetchone()
         if row is None:
             return None
-        return admitted_content_sha256(row[0])
+        return admitted_content_sha256(self.sealer.unseal(row[0], intake_id, 1, row[1]).state)
 
     def delete_payloads(self, intake_ids: Sequence[str]) -> None:
         """Drop the payloads of resolved intakes beyond the retained set (B9)."""
@@ -321,8 +322,10 @@ class JournalRecorder(ApplicationRecorder):
             ).fetchone()
         if row is None:
             return None
-        data = self.sealer.unseal_payload(intake_id, bytes(row[1]))
-        return None if data is None else Payload(intake_id, row[0], data)
+        blob = bytes(row[1])
+        data = self.sealer.unseal_payload(intake_id, blob)
+        sealed = payload_key_id(blob) is not None
+        return None if data is None else Payload(intake_id, row[0], data, sealed)
 
     def payload_key(self, intake_id: str) -> int | None:
         """The record key of an intake's sealed payload, if it has one."""

@@ -12,6 +12,11 @@ erases the content and the chain still verifies. ``void`` is the field's content
 tombstone, what a reader gets once the key is gone; an export of a forgotten record keeps only
 ``{"$sealed": 1, "void": ...}`` (no key id, no ciphertext), and so does a root replayed from it.
 
+A sealed size says little about the text: each plaintext is padded to a power of two, at
+least 64 bytes (a field's JSON with trailing spaces, which every JSON reader skips; a payload
+behind a length prefix), so the ciphertext left after a forget tells its length only to within
+a factor of two, and nothing about texts under 64 bytes.
+
 Events stored before sealing existed hold plain fields and decode unchanged.
 """
 
@@ -37,8 +42,15 @@ SEALED_MARK = b'"$sealed"'
 # A sealed value's key id, read without decoding the state (canonical JSON sorts the keys):
 # the writer's open scans every sealed row with it to collect unused keys.
 SEALED_KEY_ID = re.compile(rb'"\$sealed":1,"ct":"[A-Za-z0-9+/=]*","key":(\d+)')
-PAYLOAD_MAGIC = b"\x00mes-sealed-1\x00"
+PAYLOAD_MAGIC = b"\x00mes-sealed-1\x00"  # unpadded: payloads sealed before padding
+PADDED_PAYLOAD_MAGIC = b"\x00mes-sealed-2\x00"  # a 4-byte length, the bytes, zero padding
 NONCE_BYTES = 12
+PAD_FLOOR = 64
+
+
+def padded_size(n: int) -> int:
+    """The sealed size of ``n`` plaintext bytes: the next power of two, at least 64."""
+    return max(PAD_FLOOR, 1 << (n - 1).bit_length())
 
 SealPolicy = Mapping[str, Mapping[str, Any]]  # topic -> {field: tombstone value}
 
@@ -74,6 +86,9 @@ class Sealer:
     def __init__(self, keys: RecordKeys | None, policy: SealPolicy | None) -> None:
         self.keys = keys
         self.policy = policy if keys is not None else None
+        # Keys a committed forget names that still exist (a kill before it destroyed them):
+        # a reader treats them as destroyed from the moment the forget committed.
+        self.withheld: frozenset[int] = frozenset()
 
     # -- sealing (writers) -----------------------------------------------------------------------
 
@@ -104,6 +119,7 @@ class Sealer:
         for field in todo:
             nonce = os.urandom(NONCE_BYTES)
             plain = msgspec.json.encode(data[field], order="sorted")
+            plain = plain.ljust(padded_size(len(plain)), b" ")
             ct = aead.encrypt(nonce, plain, prefix + field.encode())
             # bytes: msgspec writes them as standard base64 strings, in C
             data[field] = {SEALED: 1, "key": key_id, "nonce": nonce, "ct": ct,
@@ -116,8 +132,10 @@ class Sealer:
             return data
         key_id, key = self.keys.take()
         nonce = os.urandom(NONCE_BYTES)
-        ct = AESGCM(key).encrypt(nonce, data, b"payload\x00" + intake_id.encode())
-        return PAYLOAD_MAGIC + key_id.to_bytes(8, "big") + nonce + ct
+        plain = len(data).to_bytes(4, "big") + data
+        plain = plain.ljust(padded_size(len(plain)), b"\x00")
+        ct = AESGCM(key).encrypt(nonce, plain, b"payload\x00" + intake_id.encode())
+        return PADDED_PAYLOAD_MAGIC + key_id.to_bytes(8, "big") + nonce + ct
 
     # -- opening (everyone) ----------------------------------------------------------------------
 
@@ -154,20 +172,30 @@ class Sealer:
 
     def unseal_payload(self, intake_id: str, blob: bytes) -> bytes | None:
         """A payload's bytes; None once its key is destroyed."""
-        if not blob.startswith(PAYLOAD_MAGIC):
+        padded = blob.startswith(PADDED_PAYLOAD_MAGIC)
+        if not padded and not blob.startswith(PAYLOAD_MAGIC):
             return blob
         rest = blob[len(PAYLOAD_MAGIC):]
         key = self._key(int.from_bytes(rest[:8], "big"))
         if key is None:
             return None
         try:
-            return AESGCM(key).decrypt(rest[8:8 + NONCE_BYTES], rest[8 + NONCE_BYTES:],
-                                       b"payload\x00" + intake_id.encode())
+            plain = AESGCM(key).decrypt(rest[8:8 + NONCE_BYTES], rest[8 + NONCE_BYTES:],
+                                        b"payload\x00" + intake_id.encode())
         except InvalidTag:
             raise IntegrityError(f"payload of intake {intake_id} does not open",
                                  code="record_seal_invalid") from None
+        if not padded:
+            return plain
+        size = int.from_bytes(plain[:4], "big")
+        if size > len(plain) - 4:
+            raise IntegrityError(f"payload of intake {intake_id} names more bytes than it holds",
+                                 code="record_seal_invalid")
+        return plain[4:4 + size]
 
     def _key(self, key_id: int) -> bytes | None:
+        if key_id in self.withheld:
+            return None
         if self.keys is None:
             raise IntegrityError("record_key_missing: this root has sealed records but no "
                                  "root id to find their keys by", code="record_key_missing")
@@ -176,7 +204,7 @@ class Sealer:
 
 def payload_key_id(blob: bytes) -> int | None:
     """The record key a sealed payload is under (None: a plain payload)."""
-    if not blob.startswith(PAYLOAD_MAGIC):
+    if not blob.startswith((PAYLOAD_MAGIC, PADDED_PAYLOAD_MAGIC)):
         return None
     return int.from_bytes(blob[len(PAYLOAD_MAGIC):len(PAYLOAD_MAGIC) + 8], "big")
 

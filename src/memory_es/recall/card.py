@@ -17,11 +17,12 @@ from typing import Any
 
 import apsw
 
-from memory_es.ids import entity_key
+from memory_es.ids import name_key
 from memory_es.recall.factsheet import bare_key, key_text, value_text
 from memory_es.recall.policy import excluded_ids
 from memory_es.text import fold
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list
+from projections.search import entities_by_name
 
 CARD_MAX_PEOPLE = 2
 CARD_MAX_LINES = 8  # per person (our bound)
@@ -46,11 +47,31 @@ def _name_grams(text: str) -> set[str]:
     return grams
 
 
+def _people(conn: apsw.Connection) -> dict[tuple[str, str], str]:
+    """The stored people by folded name, read once per state of the entities table (a person
+    card is looked for on every automatic recall). Rows are journal positions, so any insert
+    raises the highest and any delete alone lowers the count: together with the generation's
+    file they name one state."""
+    state: Any = conn.execute("SELECT max(rowid), count(*) FROM entities").fetchone()
+    key = (id(conn), conn.filename, state[0], state[1])
+    cached = _PEOPLE_CACHE.get(key)
+    if cached is None:
+        if len(_PEOPLE_CACHE) >= 8:
+            _PEOPLE_CACHE.clear()
+        cached = _PEOPLE_CACHE[key] = entities_by_name(conn, "person")
+    return cached
+
+
+_PEOPLE_CACHE: dict[tuple[int, str, Any, Any], dict[tuple[str, str], str]] = {}
+
+
 def mentioned_people(conn: apsw.Connection, text: str) -> list[tuple[str, str]]:
     """(entity id, name) of the people the text names exactly, in graph order."""
-    ids = sorted({entity_key(g, "person") for g in _name_grams(text)})
     found: list[tuple[int, str, str]] = []
     try:
+        people = _people(conn)
+        ids = sorted({people[k] for g in _name_grams(text)
+                      if (k := name_key(g, "person")) in people})
         if ids:
             found += [(r[0], r[1], r[2]) for r in conn.execute(
                 f"SELECT rowid, id, name FROM entities WHERE id IN ({','.join('?' * len(ids))})",

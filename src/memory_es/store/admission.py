@@ -45,9 +45,9 @@ class _Request:
         self.prepared = prepared
         self.event = event
         self.stored = stored
-        self.payload = (
-            Payload(prepared.run_hash, prepared.payload_sha256, prepared.payload)
-            if prepared.payload is not None and prepared.payload_sha256 is not None else None
+        self.payload = (  # its digest column holds what the event names (a sealed one: none)
+            Payload(prepared.run_hash, event.payload_sha256, prepared.payload)
+            if prepared.payload is not None and event.payload_sha256 is not None else None
         )
         self.result: AdmissionResult | None = None
         self.wake = threading.Lock()
@@ -74,6 +74,8 @@ class GroupCommit:
         # Events that open the next transaction, whatever it holds: the root's configuration
         # (rootconfig), recorded with the first thing written, never on its own.
         self.preface: list[Any] = []
+        # A writer that seals keeps every digest and length of a turn out of the clear.
+        self.seals = opened.recorder.sealer.policy is not None
 
     def admit(self, prepared: PreparedIntake, event: Intake.Admitted) -> AdmissionResult:
         """Queue one admission and return once the transaction holding it is durable."""
@@ -261,9 +263,13 @@ class GroupCommit:
             req = batch[i]
             p = req.prepared
             known = self.view.records.get(p.run_hash)
+            # a view folded from the journal holds no sealed digest (""): the journal opens it
             known_hash = (known.content_sha256 if known else decided.get(p.run_hash)
                           or (self._opened.recorder.admitted_content_hash(
                               req.event.originator_id) if lookup else None))
+            if known is not None and not known_hash:
+                known_hash = self._opened.recorder.admitted_content_hash(
+                    req.event.originator_id)
             if known is None and p.run_hash in decided:
                 rides_on_write.append(i)
             if known_hash is not None:
@@ -311,7 +317,13 @@ class GroupCommit:
 
 
 def _repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:
-    """B3: same bytes is a successful duplicate; other bytes fail closed."""
+    """B3: same bytes is a successful duplicate; other bytes fail closed. A forgotten turn's
+    digest went with its key: nothing can say the bytes are the same, so that fails closed too."""
+    if not known_hash:
+        return AdmissionResult(
+            status="rejected", intake_id=p.run_hash, code="run_id_forgotten",
+            detail="this run id's turn was forgotten; nothing written",
+        )
     if known_hash == p.content_sha256:
         return AdmissionResult(status="duplicate", intake_id=p.run_hash)
     return AdmissionResult(

@@ -20,6 +20,7 @@ from memory_es.capture.reads import IndexReads
 from memory_es.errors import MemoryEsError
 from memory_es.events import Intake, Memory
 from memory_es.fsutil import crash_point
+from memory_es.history import checked_payload
 from memory_es.ids import intake_uuid, memory_uuid
 from memory_es.intake import (
     MAX_ATTEMPTS,
@@ -29,13 +30,13 @@ from memory_es.intake import (
     IntakeView,
     failure_event,
     intake_record,
-    payload_problem,
 )
 from memory_es.journal import OpenedJournal
 from memory_es.step import Processor, StepContext, StepFailure
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
+from projections.search import entities_by_name, same_text
 
 log = logging.getLogger("memory_es")
 
@@ -67,6 +68,29 @@ def batches(due: list[IntakeState]) -> Iterator[list[IntakeState]]:
                 batch = []
     if batch:
         yield batch
+
+
+class _SameText:
+    """``StepContext.same_text`` for one batch: the batch's own new lines first (not yet in
+    the index), then the caught-up index."""
+
+    def __init__(self, attempts: Attempts) -> None:
+        self._attempts = attempts
+        self._pending: dict[str, str] = {}
+        self._caught_up = False
+
+    def __call__(self, normal: str) -> str | None:
+        if normal in self._pending:
+            return self._pending[normal]
+        if not self._caught_up:  # once a batch: nothing is committed until its end
+            self._attempts.ready_for_index()
+            self._caught_up = True
+        return self._attempts.stored_with_text(normal)
+
+    def add(self, events: list[Any]) -> None:
+        for e in events:
+            if isinstance(e, Memory.Recorded) and e.tier == "journal":
+                self._pending.setdefault(e.text, e.memory_id)
 
 
 class Attempts:
@@ -139,15 +163,14 @@ class Attempts:
         recorder = self._opened.recorder
         events: list[Any] = []
         new_ids: set[str] = set()
+        same_text = _SameText(self)
         for record in records:
             # A capture resumes from its retained stages; a model-free step needs only the first
             history = [app.mapper.to_domain_event(stored) for stored in app.recorder.select_events(
                 intake_uuid(record.id), lte=None if record.needs_model else 1)]
             admitted = history[0]
             assert isinstance(admitted, Intake.Admitted)
-            payload = recorder.payload(record.id) if record.payload_sha256 else None
-            data = payload.data if payload is not None else None
-            problem = payload_problem(record, data)
+            data, problem = checked_payload(self._opened, record)
             if problem is not None:  # tampered or lost: never feed it to a step (B5)
                 log.warning("memory_integrity: intake %s capture payload %s; dead-lettered "
                             "(category integrity), nothing captured", record.id, problem)
@@ -158,12 +181,13 @@ class Attempts:
             ctx = StepContext(
                 revision=record.revision, at=self._clock(), cancel=cancel,
                 memory_exists=lambda mid: mid in new_ids or recorder.has_events(memory_uuid(mid)),
+                same_text=same_text,
                 final=record.failures + 1 >= MAX_ATTEMPTS, history=tuple(history),
                 retain=self._retain, reads=self._capture_reads(record))
             crash_point("worker.before_step")
             try:
                 if ctx.reads is not None:
-                    self._ready_for_capture()
+                    self.ready_for_index()
                 step_events = self.processor.process(admitted, data, ctx)
             except StepFailure as failure:
                 step_events = [failure_event(record, failure.category, self._clock())]
@@ -176,6 +200,7 @@ class Attempts:
             events += step_events
             new_ids.update(e.memory_id for e in step_events
                            if isinstance(e, Memory.Recorded | Memory.Captured))
+            same_text.add(step_events)
         crash_point("worker.before_commit")
         try:
             self._journal.commit_events(events)
@@ -199,9 +224,10 @@ class Attempts:
         if not record.needs_model:
             return None
         return IndexReads(run=self._index_run, embed=self._vectors.candidates,
-                          nearest=self._vectors.nearest, version=self._aggregate_version)
+                          nearest=self._vectors.nearest, version=self._aggregate_version,
+                          entities=entities_by_name)
 
-    def _ready_for_capture(self) -> None:
+    def ready_for_index(self) -> None:
         """Projections caught up (a capture reconciles against every earlier one)."""
         try:
             with self._journal.exclusive():
@@ -214,6 +240,12 @@ class Attempts:
         """Commit a capture stage's output now (E17, E23): a retry resumes after it."""
         self._journal.commit_events([event])
         crash_point(f"capture.after_{RETAINED_STAGE[type(event)]}")
+
+    def stored_with_text(self, normal: str) -> str | None:
+        """The id of a stored Journal line (any status; a forgotten one has no row) whose text
+        is ``normal``, from the index (the caller caught it up, D5)."""
+        found: str | None = self._index_run(lambda conn: same_text(conn, normal))
+        return found
 
     def _index_run(self, fn: Callable[[Any], Any]) -> Any:
         with self._journal.exclusive():

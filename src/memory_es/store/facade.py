@@ -259,7 +259,8 @@ class MemoryStore:
         )
         if isinstance(prepared, AdmissionResult):
             return prepared
-        return self.journal_writer.admit(prepared, prepared.admitted(self._clock()))
+        return self.journal_writer.admit(
+            prepared, prepared.admitted(self._clock(), sealed=self.journal_writer.seals))
 
     @property
     def root_id(self) -> str | None:

@@ -20,7 +20,7 @@ from uuid import UUID
 from eventsourcing.persistence import StoredEvent
 
 from memory_es.events import Entity, Intake, Memory
-from memory_es.ids import entity_uuid, intake_uuid, memory_uuid, sha256_hex
+from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
 from memory_es.journal import OpenedJournal
 from memory_es.journal.sealing import state_key_ids
 
@@ -82,17 +82,20 @@ class Plan:
         texts += [t for turn in self.turns.values() for t in turn.texts]
         return sorted({t for t in texts if t.strip()})
 
-    def erased(self) -> list[dict[str, str]]:
-        """Content-free: kind, id and the SHA-256 of each erased text."""
-        out = [{"kind": "memory", "id": m.memory_id, "sha256": sha256_hex(t)}
-               for m in self.memories.values() for t in m.texts]
-        out += [{"kind": "turn", "id": turn.run_hash, "sha256": sha256_hex(t)}
-                for turn in self.turns.values() for t in turn.texts]
-        out += [{"kind": "entity", "id": eid, "sha256": sha256_hex(t)}
-                for eid, (_, texts) in self.entities.items() for t in texts]
-        out += [{"kind": "relation", "id": mid, "sha256": sha256_hex(t)}
-                for mid, (_, texts) in self.relation_keys.items() for t in texts]
-        return sorted(out, key=lambda e: (e["kind"], e["id"], e["sha256"]))
+    def erased(self) -> list[dict[str, str | int]]:
+        """Content-free: kind, id and how many texts went with each (every version of a
+        memory, a turn's summary and payload). No digest: a receipt kept in a log must not
+        confirm a guess at what was erased."""
+        out: list[dict[str, str | int]] = [
+            {"kind": "memory", "id": m.memory_id, "texts": len(m.texts)}
+            for m in self.memories.values()]
+        out += [{"kind": "turn", "id": turn.run_hash, "texts": len(turn.texts)}
+                for turn in self.turns.values()]
+        out += [{"kind": "entity", "id": eid, "texts": len(texts)}
+                for eid, (_, texts) in self.entities.items()]
+        out += [{"kind": "relation", "id": mid, "texts": len(texts)}
+                for mid, (_, texts) in self.relation_keys.items()]
+        return sorted(out, key=lambda e: (str(e["kind"]), str(e["id"])))
 
 
 class Planner:

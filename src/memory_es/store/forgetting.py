@@ -1,4 +1,4 @@
-"""Forget that really erases (issue 14 items 3 and 4): crypto-shredding plus projections.
+"""Forget that really erases: crypto-shredding plus projections.
 
 Order, so that a kill at any boundary converges (never half-forgotten):
 
@@ -11,9 +11,9 @@ Order, so that a kill at any boundary converges (never half-forgotten):
    the FTS segments and VACUUM the index and the cache.
 
 A writer that opens a root whose Forgotten events still have keys finishes steps 2 and 3
-(:func:`complete_forgets`) before anything else. The receipt is content-free: ids, the
-SHA-256 of what was erased, events written, files rewritten and a byte scan of every file
-under the root for each erased text.
+(:func:`complete_forgets`) before anything else. The receipt is content-free: ids, how
+many texts went with each (no digest of any), events written, files rewritten and a byte
+scan of every file under the root for each erased text.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE
 from memory_es.store.admission import GroupCommit
 from memory_es.store.forget_plan import Plan, Planner
 from memory_es.store.projecting import LiveProjections
-from projections.forgetting import vacuum
+from projections.forgetting import scrub_pending, vacuum
 from projections.markdown import forget_rendered
 from projections.replay import generation_dirs
 
@@ -65,6 +65,34 @@ class Listed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     text: str | None = None
 
 
+class Retained(msgspec.Struct, frozen=True, kw_only=True):
+    """A copy this forget cannot reach, and until when it can open the erased text."""
+
+    where: str
+    until: str
+
+
+# What outlives every forget: copies of a destroyed key taken before it (README "Forget").
+KEY_STORE_BACKUPS = Retained(
+    where="key store backups taken before this forget: they hold the destroyed record keys, "
+          "which open the sealed rows the journal keeps",
+    until="those backups are destroyed")
+# What a PostgreSQL server keeps of a deleted key row.
+SERVER_RETAINED = Retained(
+    where="the PostgreSQL server's write-ahead log, archived WAL, replicas and base backups "
+          "(and dead tuples until vacuum reuses their pages): deleted key rows, wrapped under "
+          "a key every host's key store keeps",
+    until="the server recycles those WAL segments and every archive, replica and backup "
+          "taken before this forget is gone")
+
+
+# A reader that was reading when the forget ran (its snapshot held the index's WAL).
+READER_SNAPSHOT = Retained(
+    where="a reader's open snapshot of the index and the index's -wal",
+    until="that reader closes and the next writer open or forget scrubs again "
+          "(health: forget_unscrubbed)")
+
+
 class ForgetReceipt(msgspec.Struct, frozen=True, kw_only=True):
     """The content-free deletion receipt (``--json``); README "Forget" documents each field."""
 
@@ -74,11 +102,12 @@ class ForgetReceipt(msgspec.Struct, frozen=True, kw_only=True):
     kept: list[str]
     turns: list[str]
     events: list[dict[str, Any]]
-    erased: list[dict[str, str]]
+    erased: list[dict[str, str | int]]
     keys_destroyed: int
     files_rewritten: list[str]
     byte_scan: ByteScan | None
     listing: list[Listed] | None = None
+    retained: list[Retained] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return msgspec.to_builtins(self, order="sorted")  # type: ignore[no-any-return]
@@ -100,6 +129,7 @@ class Forgetter:
         self._projections = projections
         self._root = root
         self._rows_removed = rows_removed  # the ANN index: no file may keep their vectors
+        self.reader_held = False  # the last forget's scrub found a reader holding the WAL
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -207,7 +237,9 @@ class Forgetter:
         crash_point("forget.after_destroy")
         self._projections.catch_up()
         crash_point("forget.after_project")
-        self._projections.get().scrub()
+        projector = self._projections.get()
+        projector.scrub()
+        self.reader_held = scrub_pending(projector.index.conn) == "reader"
         forget_rendered()  # no rendered bullet of the erased text stays in this process
         written = [{"topic": type(e).TOPIC, "position": positions + i + 1, "id": _event_id(e)}
                    for i, e in enumerate(events)]
@@ -233,7 +265,13 @@ class Forgetter:
             events, files = self.execute(plan, reason, now)
         del run_hash
         return _receipt("forgotten", reason, plan, events=events, files=files,
-                        scan=byte_scan(self._root, plan.scan_texts()))
+                        scan=byte_scan(self._root, plan.scan_texts()), retained=self.retained())
+
+    def retained(self) -> list[Retained]:
+        """The copies a forget on this root cannot reach (content-free)."""
+        on_server = self._opened.recorder.shared
+        return [KEY_STORE_BACKUPS, *([SERVER_RETAINED] if on_server else []),
+                *([READER_SNAPSHOT] if self.reader_held else [])]
 
 
 def _listing(plan: Plan, show_text: bool) -> list[Listed]:
@@ -249,14 +287,16 @@ def _listing(plan: Plan, show_text: bool) -> list[Listed]:
 
 def _receipt(status: Status, reason: str, plan: Plan, *, events: list[dict[str, Any]] | None
              = None, files: list[str] | None = None, scan: ByteScan | None = None,
-             listing: list[Listed] | None = None) -> ForgetReceipt:
+             listing: list[Listed] | None = None, retained: list[Retained] | None = None
+             ) -> ForgetReceipt:
     return ForgetReceipt(
         status=status, reason=reason,
         memory_ids=sorted(plan.memories) if plan.memories else sorted(plan.already),
         kept=sorted(plan.kept), turns=sorted(plan.turns), events=events or [],
         erased=plan.erased() if status != "already_forgotten" else [],
         keys_destroyed=len(plan.key_ids()) if status == "forgotten" else 0,
-        files_rewritten=files or [], byte_scan=scan, listing=listing)
+        files_rewritten=files or [], byte_scan=scan, listing=listing,
+        retained=(retained or []) if status == "forgotten" else [])
 
 
 def _entity_keys(plan: Plan, memory_id: str) -> set[int]:

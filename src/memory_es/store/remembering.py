@@ -25,7 +25,7 @@ from memory_es.bounds import describe
 from memory_es.capture.contracts.common import TEXT_MAX_BYTES, check_safe_text
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import Memory
-from memory_es.ids import memory_uuid, text_key
+from memory_es.ids import memory_uuid, remember_id
 from memory_es.journal import OpenedJournal
 from memory_es.recall.inventory import resolve_id
 from memory_es.store.admission import GroupCommit
@@ -33,6 +33,7 @@ from memory_es.store.projecting import LiveProjections
 from memory_es.text import journal_text
 from memory_es.validity import check_interval, check_validity
 from memory_es.vocabulary import LIVE_STATUSES, REMEMBER_SOURCE
+from projections.search import same_text
 
 _REF = re.compile(r"[0-9a-f]{8,64}")
 
@@ -120,14 +121,17 @@ def remember(opened: OpenedJournal, journal: GroupCommit, projections: LiveProje
     """Write one fact and project it before returning (J1, J4, J7-J12, N11)."""
     clean = checked_text(text)
     check_tier(terms, tier)
-    memory_id = text_key(clean)
     day = now.date().isoformat()
     with journal.exclusive():
-        known = opened.recorder.has_events(memory_uuid(memory_id))
+        projections.catch_up()  # the repeat, about and supersedes checks read a caught-up index
+        conn = projections.get().index.conn
+        stored = same_text(conn, clean)  # J11: an exact repeat of a stored line, any status
+        known = stored is not None
+        memory_id = stored if stored is not None else remember_id(
+            opened.recorder.max_notification_id() or 0, now.isoformat())
         if not known:
             if terms.enhanced:
-                projections.catch_up()  # the about / supersedes checks read a caught-up index
-                events = _enhanced(opened, projections.get().index.conn, terms, memory_id,
+                events = _enhanced(opened, conn, terms, memory_id,
                                    clean, day=day, session=session, tier=tier, now=now)
             else:
                 events = [Memory.recorded(
