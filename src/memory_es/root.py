@@ -77,13 +77,19 @@ from memory_es.recall.inventory import (
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.recall.profile import Profile
 from memory_es.recall.turns import unavailable
-from memory_es.recall.vectors import VectorMatrix, read_only_cache
+from memory_es.recall.vectors import (
+    CACHE_REL,
+    VectorMatrix,
+    cache_problem,
+    invalid_cache_entries,
+    read_only_cache,
+)
 from memory_es.rootconfig import effective, journal_of
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from memory_es.worker import snapshot_state, worker_status
-from projections.findings import Finding, HealthReport
+from projections.findings import Finding, HealthReport, with_findings
 from projections.health import audit
 from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
@@ -224,12 +230,15 @@ class MemoryRoot:
         with self.reader() as opened:
             return make_anchor(opened)
 
-    def health(self, expect_anchor: Anchor | None = None) -> HealthReport:
+    def health(self, expect_anchor: Anchor | None = None, *, deep: bool = False
+               ) -> HealthReport:
         """Replay the journal into scratch and compare with the live root (N*); with the
         vector backlog and whether a worker looks after the root (neither is drift). With
         ``expect_anchor``, a journal that does not extend the anchored head is a finding
         (``anchor_root_mismatch``, ``anchor_mac_invalid``, ``anchor_rollback``,
-        ``anchor_fork``)."""
+        ``anchor_fork``). The vector cache is checked too (``vector_cache_damaged``).
+        ``deep`` adds what reads every byte of a large root once more: every entry of the
+        vector cache (``vector_cache_invalid``)."""
         root = self.root
 
         def opener(path: Path) -> OpenedJournal:
@@ -259,6 +268,7 @@ class MemoryRoot:
         report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
+        report = with_findings(report, list(_cache_findings(root, deep)))
         try:
             backlog, ann = self._vectors(ann=True)
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
@@ -423,6 +433,20 @@ class MemoryRoot:
         """Fit a recall calibration on a user's own labelled questions (see ``calibrate``)."""
         return calibrate_root(self.root, labelled, self.config, embedder=embedder,
                               key_store=self._keys)
+
+
+def _cache_findings(root: Path, deep: bool) -> Iterator[Finding]:
+    """The vector cache (a projection of the provider, not of events): damaged, or (``deep``)
+    holding entries no embedder could have produced. Counts and names only (N12)."""
+    why = cache_problem(root)
+    if why is not None:
+        yield Finding("vector_cache_damaged", CACHE_REL,
+                      f"SQLite reports it damaged ({why}); a cache: the next writer open "
+                      "deletes it and embeds again (or run memory-es rebuild)")
+    elif deep and (bad := invalid_cache_entries(root)):
+        yield Finding("vector_cache_invalid", CACHE_REL,
+                      f"{bad} entries are not finite unit vectors of their dimension; the "
+                      "next writer that reads them drops them and embeds again")
 
 
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:

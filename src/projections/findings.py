@@ -95,3 +95,16 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
                 "runtime": self.runtime, "ann_index": self.ann_index}
 
 
+
+
+def with_findings(report: HealthReport, extra: list[Finding]) -> HealthReport:
+    """``report`` with findings audited beside the replay (the vector cache, sealed records):
+    any that is not recoverable makes the status ``findings``."""
+    if not extra:
+        return report
+    status: HealthStatus = report.status
+    if status in ("clean", "in_progress", "recoverable") \
+            and any(f.code not in RECOVERABLE for f in extra):
+        status = "findings"
+    return msgspec.structs.replace(report, status=status,
+                                   findings=tuple(sorted({*report.findings, *extra})))
