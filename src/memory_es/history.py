@@ -13,7 +13,7 @@ import apsw
 import msgspec
 from eventsourcing.persistence import StoredEvent
 
-from memory_es.errors import storage_guard, storage_kind
+from memory_es.errors import MemoryEsError, storage_guard, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS
 from memory_es.intake import IntakeView
 from memory_es.journal import (
@@ -209,18 +209,29 @@ def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, st
         yield ("forgotten_key_present", JOURNAL_FILE,
                f"{len(present)} record keys of forgotten records still exist; the next "
                "writer open destroys them")
-    conn = open_active_index(root) if memories or turns else None
-    if conn is None:
+    if not (memories or turns):
         return
+    # The index is read here under the journal's guard: its damage must never read as the
+    # journal's (an operator told journal_corrupt restores the journal from a backup and
+    # brings forgotten text back). An index that cannot be read yields nothing here; the
+    # audit's own read of it names the file and the fix (index_unreadable: run rebuild).
+    found: list[tuple[str, str, str]] = []
     try:
-        checks = [("memories", "id", memories), ("memory_meta", "id", memories),
-                  ("memory_entities", "memory_id", memories), ("relations", "memory", memories),
-                  ("audit", "run_hash", turns)]
-        for table, column, ids in checks:
-            for value in sorted(ids):
-                if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1",
-                                (value,)).fetchone():
-                    yield ("forgotten_row_present", INDEX_DIR,
-                           f"{table} still holds a row of forgotten {value}")
-    finally:
-        conn.close()
+        conn = open_active_index(root)
+        if conn is None:
+            return
+        try:
+            checks = [("memories", "id", memories), ("memory_meta", "id", memories),
+                      ("memory_entities", "memory_id", memories),
+                      ("relations", "memory", memories), ("audit", "run_hash", turns)]
+            for table, column, ids in checks:
+                for value in sorted(ids):
+                    if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1",
+                                    (value,)).fetchone():
+                        found.append(("forgotten_row_present", INDEX_DIR,
+                                      f"{table} still holds a row of forgotten {value}"))
+        finally:
+            conn.close()
+    except (apsw.Error, OSError, MemoryEsError):
+        return
+    yield from found
