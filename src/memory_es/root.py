@@ -31,6 +31,7 @@ from memory_es.errors import (
 )
 from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
+    check_sealed,
     export_lines,
     fold_intakes,
     forget_findings,
@@ -38,6 +39,7 @@ from memory_es.history import (
     iter_index_events,
     journal_guard,
     open_reader,
+    sealed_findings,
     verified_journal_and_index,
 )
 from memory_es.intake import IntakeReport, payload_problem, utc_now
@@ -201,6 +203,7 @@ class MemoryRoot:
         """Write the canonical JSONL export to ``out``; returns the number of events."""
         count = 0
         with self.reader() as opened:
+            check_sealed(opened)  # every record opens, before a byte is written
             for line in export_lines(opened):
                 out.write(line)
                 count += 1
@@ -237,8 +240,10 @@ class MemoryRoot:
         ``expect_anchor``, a journal that does not extend the anchored head is a finding
         (``anchor_root_mismatch``, ``anchor_mac_invalid``, ``anchor_rollback``,
         ``anchor_fork``). The vector cache is checked too (``vector_cache_damaged``).
-        ``deep`` adds what reads every byte of a large root once more: every entry of the
-        vector cache (``vector_cache_invalid``)."""
+        Every record key a stored event references must exist or have been destroyed by a
+        forget (``record_key_missing``). ``deep`` adds what reads every byte of a large root
+        once more: every live sealed field decrypted (``record_seal_invalid``: a damaged key)
+        and every entry of the vector cache (``vector_cache_invalid``)."""
         root = self.root
 
         def opener(path: Path) -> OpenedJournal:
@@ -256,6 +261,8 @@ class MemoryRoot:
                     self._config = effective(opened, None)
                 yield from _payload_findings(opened)
                 for code, path, detail in forget_findings(opened, root):
+                    yield Finding(code, path, detail)
+                for code, path, detail in sealed_findings(opened, deep=deep):
                     yield Finding(code, path, detail)
                 if not opened.chain.keyed:
                     yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 "

@@ -226,8 +226,9 @@ def build_parser() -> Parser:
                         "anchored head (detects a rollback to an older copy of the root and "
                         "a swap with another root)")
     p.add_argument("--deep", action="store_true",
-                   help="also read every vector-cache entry (reads every byte once more: "
-                        "slower on large roots)")
+                   help="also decrypt every live sealed record (a damaged record key: "
+                        "record_seal_invalid) and read every vector-cache entry (reads every "
+                        "byte once more: slower on large roots)")
     p.set_defaults(func="health")
 
     p = command("anchor", "print the signed head of the journal, to keep outside the root",
