@@ -98,6 +98,8 @@ from projections.search import SearchHit, fts_search
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
+SAMPLE_VECTORS = 8  # health --deep re-embeds this many stored vectors' texts
+SAMPLE_COSINE = 0.99  # ... and each must be at least this close to its fresh embedding
 
 
 class MemoryRoot:
@@ -242,8 +244,9 @@ class MemoryRoot:
         ``anchor_fork``). The vector cache is checked too (``vector_cache_damaged``).
         Every record key a stored event references must exist or have been destroyed by a
         forget (``record_key_missing``). ``deep`` adds what reads every byte of a large root
-        once more: every live sealed field decrypted (``record_seal_invalid``: a damaged key)
-        and every entry of the vector cache (``vector_cache_invalid``)."""
+        once more: every live sealed field decrypted (``record_seal_invalid``: a damaged key),
+        every entry of the vector cache (``vector_cache_invalid``) and a sample of stored
+        vectors embedded again (``vector_mismatch``)."""
         root = self.root
 
         def opener(path: Path) -> OpenedJournal:
@@ -275,7 +278,11 @@ class MemoryRoot:
         report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
-        report = with_findings(report, list(_cache_findings(root, deep)))
+        extra = list(_cache_findings(root, deep))
+        if deep:
+            with contextlib.suppress(MemoryEsError, apsw.Error):  # findings say what broke
+                extra += list(self._sample_findings())
+        report = with_findings(report, extra)
         try:
             backlog, ann = self._vectors(ann=True)
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
@@ -283,6 +290,44 @@ class MemoryRoot:
         return msgspec.structs.replace(report, vectors_pending=backlog, ann_index=ann,
                                        worker=worker_status(self.root),
                                        runtime=snapshot_state(self.root))
+
+    def _sample_findings(self) -> Iterator[Finding]:
+        """``health --deep``: up to :data:`SAMPLE_VECTORS` stored vectors of the configured
+        identity, spread over the index, against a fresh embedding of their texts. A vector
+        that is whole but not its text's (a poisoned cache refilled it) is
+        ``vector_mismatch``; a provider that does not answer samples nothing."""
+        import numpy as np  # a reading command's start stays light (tests/test_cli_startup)
+
+        embedder = self._recaller().embedder
+        if embedder is None:
+            return
+        identity = embedder.identity.key
+        with self.index() as conn:
+            if conn is None:
+                return
+            rel = os.path.relpath(conn.filename, self.root)
+            rowids = [int(r[0]) for r in conn.execute(
+                "SELECT v.rowid FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+                "WHERE v.identity = ? ORDER BY v.rowid", (identity,))]
+            picked = rowids[::max(1, len(rowids) // SAMPLE_VECTORS)][:SAMPLE_VECTORS]
+            rows: list[Any] = [conn.execute(
+                "SELECT m.text, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+                "WHERE v.rowid = ?", (r,)).fetchone() for r in picked]
+        if not rows:
+            return
+        try:
+            fresh = embedder.embed([str(text) for text, _ in rows])
+        except EmbeddingError:
+            return
+        differ = 0
+        for (_text, blob), vector in zip(rows, fresh, strict=True):
+            stored = np.frombuffer(bytes(blob), dtype=np.float32)
+            if stored.shape != vector.shape or not float(stored @ vector) >= SAMPLE_COSINE:
+                differ += 1
+        if differ:
+            yield Finding("vector_mismatch", rel,
+                          f"{differ} of {len(rows)} sampled vectors are not their text's "
+                          "embedding; delete embeddings/cache.db, then run memory-es rebuild")
 
     # -- the index --------------------------------------------------------------------------------
 

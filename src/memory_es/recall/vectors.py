@@ -34,6 +34,7 @@ from memory_es.ids import sha256_hex
 from memory_es.recall import spill
 from memory_es.recall.ann import AnnCache, ann_paths
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from projections.compare import VECTOR_NORM_TOLERANCE
 from projections.sqlite_index import connect_derived
 
 log = logging.getLogger("memory_es")
@@ -167,7 +168,7 @@ def identity_dim(identity: str) -> int | None:
         return None
 
 
-NORM_TOLERANCE = 1e-3  # providers' rows are L2-normalised float32 (embeddings.normalise)
+NORM_TOLERANCE = VECTOR_NORM_TOLERANCE  # providers' rows are L2-normalised (normalise)
 
 
 def valid_vector(blob: bytes, dim: int | None) -> bool:
