@@ -144,6 +144,28 @@ def test_rebuild_crash_leaves_a_recoverable_generation(
     assert MemoryRoot.open(root).health().status == "clean"
 
 
+@pytest.mark.parametrize("point", ["journal.after_commit", "catalog.torn_write"])
+@pytest.mark.parametrize("mode", ["lite", "journal"])
+def test_a_commit_killed_before_its_catalog_write_is_recoverable(
+        tmp_path: Path, point: str, mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A real writer SIGKILLed between its journal commit and its catalog write (or inside
+    the catalog write) leaves rows past the catalog whose keyed chain verifies: known crash
+    residue the next writer open adopts, so ``recoverable`` (exit 0) with the one finding
+    ``journal_ahead_of_catalog`` on journal.catalog, never drift (exit 1)."""
+    root = tmp_path / "root"
+    seed_root(root, parse_config(CONFIGS[mode]))
+    done = run_helper(root, Case(f"{mode}-{point}", point, mode=mode))
+    assert done.returncode == -9, (done.stdout, done.stderr)
+    report = MemoryRoot.open(root).health()
+    assert (report.status, report.exit_code) == ("recoverable", 0), report.to_json()
+    assert {(f.code, f.path) for f in report.findings} == {
+        ("journal_ahead_of_catalog", "journal.catalog")}, report.to_json()
+    assert main(["--root", str(root), "health", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "recoverable"
+    reopen(root)
+    assert MemoryRoot.open(root).health().status in ("clean", "recoverable")
+
+
 # -- look-alikes made by hand stay drift -------------------------------------------------------
 
 

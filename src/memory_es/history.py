@@ -8,7 +8,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import msgspec
@@ -26,6 +26,7 @@ from memory_es.journal import (
     open_journal,
 )
 from memory_es.journal.backend import PostgresJournal
+from memory_es.journal.sealing import Sealer, state_key_ids
 from memory_es.keystore import KeyStore
 from projections.asof import fold_in_memory
 from projections.forgetting import scrub_pending
@@ -255,6 +256,81 @@ def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
         ) + b"\n"
 
 
+def sealed_problems(opened: OpenedJournal) -> Iterator[tuple[int, str, IntegrityError]]:
+    """(position, topic, error) of every stored event one of whose live sealed fields does
+    not open: its record key missing from the key store (``record_key_missing``) or not the
+    key that sealed it (``record_seal_invalid``). A destroyed key (a forget) is no problem.
+    Every sealed field is decrypted: what ``export`` does, and what the replay does only for
+    the topics the index folds."""
+    keys = opened.recorder.sealer.keys
+    sealer = Sealer(cast(Any, _KeysAtOnce(keys)), None) if keys is not None \
+        else opened.recorder.sealer
+    for position, oid, version, topic, state, _stored in opened.recorder.rows():
+        try:
+            sealer.unseal(topic, oid, version, bytes(state), export=True)
+        except IntegrityError as e:
+            yield position, topic, e
+
+
+class _KeysAtOnce:
+    """The record keys read in one query, not one per sealed field (a pass over every record
+    costs about a third of a replay, not three times that)."""
+
+    def __init__(self, keys: Any) -> None:
+        held, destroyed = keys.export_all()
+        self._keys = keys
+        self._held: dict[int, bytes] = dict(held)
+        self._destroyed = set(destroyed)
+
+    def get(self, key_id: int) -> bytes | None:
+        if key_id in self._held:
+            return self._held[key_id]
+        if key_id in self._destroyed:
+            return None
+        result: bytes | None = self._keys.get(key_id)  # record_key_missing, or one made since
+        return result
+
+
+def check_sealed(opened: OpenedJournal) -> None:
+    """Raise the first :func:`sealed_problems` error: an export checks every record opens
+    before it writes a byte (never a partial export)."""
+    for _position, _topic, error in sealed_problems(opened):
+        raise error
+
+
+def missing_keys(opened: OpenedJournal) -> Iterator[tuple[int, str, IntegrityError]]:
+    """:func:`sealed_problems` without decrypting: every record key a stored event references
+    exists or was destroyed (catches a deleted key, not one whose bytes changed)."""
+    keys = opened.recorder.sealer.keys
+    if keys is None:
+        return
+    held, destroyed = keys.export_all()
+    known = {k for k, _ in held} | set(destroyed)
+    for position, _oid, _version, topic, state, _stored in opened.recorder.rows():
+        missing = [k for k in state_key_ids(bytes(state)) if k not in known]
+        if missing:
+            yield position, topic, IntegrityError(
+                f"record_key_missing: no key {missing[0]} for a sealed record",
+                code="record_key_missing")
+
+
+def sealed_findings(opened: OpenedJournal, *, deep: bool = False
+                    ) -> Iterator[tuple[str, str, str]]:
+    """Health's (code, path, detail) for records that do not open: one per code, with how
+    many and the first position (content-free: positions, topics and codes only). Every
+    referenced key must exist or be destroyed; ``deep`` decrypts every sealed field too."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for position, topic, error in (sealed_problems if deep else missing_keys)(opened):
+        found.setdefault(error.code, []).append((position, topic))
+    for code, where in sorted(found.items()):
+        position, topic = where[0]
+        yield (code, JOURNAL_FILE,
+               f"{len(where)} sealed records do not open (first at position {position}, "
+               f"{topic}): their record keys in the key store's records.db are missing or "
+               "damaged; restore the key store from the backup that holds this root's keys "
+               "(export refuses until then)")
+
+
 def _without_key_refs(state: bytes) -> bytes:
     fields: dict[str, Any] = msgspec.json.decode(state)
     if "key_ids" in fields:
@@ -284,25 +360,36 @@ def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, st
         yield ("forgotten_key_present", JOURNAL_FILE,
                f"{len(present)} record keys of forgotten records still exist; the next "
                "writer open destroys them")
-    conn = open_active_index(root) if memories or turns else None
-    if conn is None:
+    if not (memories or turns):
         return
+    # The index is read here under the journal's guard: its damage must never read as the
+    # journal's (an operator told journal_corrupt restores the journal from a backup and
+    # brings forgotten text back). An index that cannot be read yields nothing here; the
+    # audit's own read of it names the file and the fix (index_unreadable: run rebuild).
+    found: list[tuple[str, str, str]] = []
     try:
-        why = scrub_pending(conn)
-        if why is not None:
-            yield ("forget_unscrubbed", INDEX_DIR,
-                   "the index or its -wal may still hold erased text: "
-                   + ("a reader's snapshot held the WAL" if why == "reader" else
-                      "a kill came before the scrub")
-                   + "; the next writer open or forget finishes it")
-        checks = [("memories", "id", memories), ("memory_meta", "id", memories),
-                  ("memory_entities", "memory_id", memories), ("relations", "memory", memories),
-                  ("audit", "run_hash", turns)]
-        for table, column, ids in checks:
-            for value in sorted(ids):
-                if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1",
-                                (value,)).fetchone():
-                    yield ("forgotten_row_present", INDEX_DIR,
-                           f"{table} still holds a row of forgotten {value}")
-    finally:
-        conn.close()
+        conn = open_active_index(root)
+        if conn is None:
+            return
+        try:
+            why = scrub_pending(conn)
+            if why is not None:
+                found.append(("forget_unscrubbed", INDEX_DIR,
+                              "the index or its -wal may still hold erased text: "
+                              + ("a reader's snapshot held the WAL" if why == "reader" else
+                                 "a kill came before the scrub")
+                              + "; the next writer open or forget finishes it"))
+            checks = [("memories", "id", memories), ("memory_meta", "id", memories),
+                      ("memory_entities", "memory_id", memories),
+                      ("relations", "memory", memories), ("audit", "run_hash", turns)]
+            for table, column, ids in checks:
+                for value in sorted(ids):
+                    if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ? LIMIT 1",
+                                    (value,)).fetchone():
+                        found.append(("forgotten_row_present", INDEX_DIR,
+                                      f"{table} still holds a row of forgotten {value}"))
+        finally:
+            conn.close()
+    except (apsw.Error, OSError, MemoryEsError):
+        return
+    yield from found

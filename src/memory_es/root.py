@@ -31,6 +31,7 @@ from memory_es.errors import (
 )
 from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
+    check_sealed,
     checked_payload,
     export_lines,
     fold_intakes,
@@ -39,6 +40,7 @@ from memory_es.history import (
     iter_index_events,
     journal_guard,
     open_reader,
+    sealed_findings,
     verified_journal_and_index,
 )
 from memory_es.intake import IntakeReport, utc_now
@@ -79,19 +81,27 @@ from memory_es.recall.inventory import (
 from memory_es.recall.journal_key import RootCursorKey
 from memory_es.recall.profile import Profile
 from memory_es.recall.turns import unavailable
-from memory_es.recall.vectors import VectorMatrix, read_only_cache
+from memory_es.recall.vectors import (
+    CACHE_REL,
+    VectorMatrix,
+    cache_problem,
+    invalid_cache_entries,
+    read_only_cache,
+)
 from memory_es.rootconfig import effective, journal_of
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from memory_es.worker import snapshot_state, worker_status
-from projections.findings import Finding, HealthReport
+from projections.findings import Finding, HealthReport, with_findings
 from projections.health import audit
 from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
+SAMPLE_VECTORS = 8  # health --deep re-embeds this many stored vectors' texts
+SAMPLE_COSINE = 0.99  # ... and each must be at least this close to its fresh embedding
 
 
 class MemoryRoot:
@@ -197,6 +207,7 @@ class MemoryRoot:
         """Write the canonical JSONL export to ``out``; returns the number of events."""
         count = 0
         with self.reader() as opened:
+            check_sealed(opened)  # every record opens, before a byte is written
             for line in export_lines(opened):
                 out.write(line)
                 count += 1
@@ -226,12 +237,18 @@ class MemoryRoot:
         with self.reader() as opened:
             return make_anchor(opened)
 
-    def health(self, expect_anchor: Anchor | None = None) -> HealthReport:
+    def health(self, expect_anchor: Anchor | None = None, *, deep: bool = False
+               ) -> HealthReport:
         """Replay the journal into scratch and compare with the live root (N*); with the
         vector backlog and whether a worker looks after the root (neither is drift). With
         ``expect_anchor``, a journal that does not extend the anchored head is a finding
         (``anchor_root_mismatch``, ``anchor_mac_invalid``, ``anchor_rollback``,
-        ``anchor_fork``)."""
+        ``anchor_fork``). The vector cache is checked too (``vector_cache_damaged``).
+        Every record key a stored event references must exist or have been destroyed by a
+        forget (``record_key_missing``). ``deep`` adds what reads every byte of a large root
+        once more: every live sealed field decrypted (``record_seal_invalid``: a damaged key),
+        every entry of the vector cache (``vector_cache_invalid``) and a sample of stored
+        vectors embedded again (``vector_mismatch``)."""
         root = self.root
 
         def opener(path: Path) -> OpenedJournal:
@@ -251,6 +268,8 @@ class MemoryRoot:
                 for code, path, detail in forget_findings(opened, root):
                     yield Finding(code, path, detail)
                 yield from _leftover_findings(root, self._keys, opened)
+                for code, path, detail in sealed_findings(opened, deep=deep):
+                    yield Finding(code, path, detail)
                 if not opened.chain.keyed:
                     yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 "
                                   "chain, edits with a recomputed chain go undetected; a "
@@ -262,6 +281,11 @@ class MemoryRoot:
         report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
+        extra = list(_cache_findings(root, deep))
+        if deep:
+            with contextlib.suppress(MemoryEsError, apsw.Error):  # findings say what broke
+                extra += list(self._sample_findings())
+        report = with_findings(report, extra)
         try:
             backlog, ann = self._vectors(ann=True)
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
@@ -269,6 +293,44 @@ class MemoryRoot:
         return msgspec.structs.replace(report, vectors_pending=backlog, ann_index=ann,
                                        worker=worker_status(self.root),
                                        runtime=snapshot_state(self.root))
+
+    def _sample_findings(self) -> Iterator[Finding]:
+        """``health --deep``: up to :data:`SAMPLE_VECTORS` stored vectors of the configured
+        identity, spread over the index, against a fresh embedding of their texts. A vector
+        that is whole but not its text's (a poisoned cache refilled it) is
+        ``vector_mismatch``; a provider that does not answer samples nothing."""
+        import numpy as np  # a reading command's start stays light (tests/test_cli_startup)
+
+        embedder = self._recaller().embedder
+        if embedder is None:
+            return
+        identity = embedder.identity.key
+        with self.index() as conn:
+            if conn is None:
+                return
+            rel = os.path.relpath(conn.filename, self.root)
+            rowids = [int(r[0]) for r in conn.execute(
+                "SELECT v.rowid FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+                "WHERE v.identity = ? ORDER BY v.rowid", (identity,))]
+            picked = rowids[::max(1, len(rowids) // SAMPLE_VECTORS)][:SAMPLE_VECTORS]
+            rows: list[Any] = [conn.execute(
+                "SELECT m.text, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
+                "WHERE v.rowid = ?", (r,)).fetchone() for r in picked]
+        if not rows:
+            return
+        try:
+            fresh = embedder.embed([str(text) for text, _ in rows])
+        except EmbeddingError:
+            return
+        differ = 0
+        for (_text, blob), vector in zip(rows, fresh, strict=True):
+            stored = np.frombuffer(bytes(blob), dtype=np.float32)
+            if stored.shape != vector.shape or not float(stored @ vector) >= SAMPLE_COSINE:
+                differ += 1
+        if differ:
+            yield Finding("vector_mismatch", rel,
+                          f"{differ} of {len(rows)} sampled vectors are not their text's "
+                          "embedding; delete embeddings/cache.db, then run memory-es rebuild")
 
     # -- the index --------------------------------------------------------------------------------
 
@@ -440,6 +502,20 @@ def _leftover_findings(root: Path, keys: KeyStore, opened: OpenedJournal
         yield Finding("journal_leftover", shown, "a journal copy or record keys a migration "
                       "left; a forget does not reach them: run memory-es migrate-journal "
                       f"--to {'postgres' if on_postgres else 'sqlite'} again to remove them")
+
+
+def _cache_findings(root: Path, deep: bool) -> Iterator[Finding]:
+    """The vector cache (a projection of the provider, not of events): damaged, or (``deep``)
+    holding entries no embedder could have produced. Counts and names only (N12)."""
+    why = cache_problem(root)
+    if why is not None:
+        yield Finding("vector_cache_damaged", CACHE_REL,
+                      f"SQLite reports it damaged ({why}); a cache: the next writer open "
+                      "deletes it and embeds again (or run memory-es rebuild)")
+    elif deep and (bad := invalid_cache_entries(root)):
+        yield Finding("vector_cache_invalid", CACHE_REL,
+                      f"{bad} entries are not finite unit vectors of their dimension; the "
+                      "next writer that reads them drops them and embeds again")
 
 
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:

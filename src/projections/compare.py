@@ -25,6 +25,11 @@ from projections.replay import (
 from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
 
 _TERMINAL = sql_list(TERMINAL_STATUSES)
+# Providers' rows are L2-normalised float32 (embeddings.normalise): a stored vector further
+# than this from unit length was not written by one.
+VECTOR_NORM_TOLERANCE = 1e-3
+# Fewer identical vectors than this can be honest (the same words); more are a poisoned store.
+CONSTANT_MIN_ROWS = 3
 
 def compare_files(root: Path, expected: dict[str, bytes]) -> Iterator[Finding]:
     live = set(managed_files(root))
@@ -157,7 +162,10 @@ def audit_vectors(live: apsw.Connection, rel: str) -> Iterator[Finding]:
     except (msgspec.DecodeError, IndexError, KeyError, TypeError, ValueError):
         yield Finding("vector_identity_mismatch", rel, "unreadable embedding identity")
         return
-    counts = {"orphan": 0, "identity": 0, "dimension": 0, "non_finite": 0}
+    counts = {"orphan": 0, "identity": 0, "dimension": 0, "non_finite": 0, "not_unit": 0}
+    first: bytes | None = None
+    whole = 0  # vectors of the identity and dimension, finite and of unit length
+    alike = True  # ... every one of them the same bytes
     for rowid, ident, blob, exists in live.execute(
             "SELECT v.rowid, v.identity, v.vector, m.rowid IS NOT NULL FROM vectors v "
             "LEFT JOIN memories m ON m.rowid = v.rowid ORDER BY v.rowid"):
@@ -170,17 +178,33 @@ def audit_vectors(live: apsw.Connection, rel: str) -> Iterator[Finding]:
         data = bytes(blob)
         if len(data) != 4 * dim:
             counts["dimension"] += 1
-        elif not math.isfinite(float(np.frombuffer(data, dtype=np.float32).sum(
-                dtype=np.float64))):
+            continue
+        row = np.frombuffer(data, dtype=np.float32).astype(np.float64)
+        norm = float(np.sqrt(row @ row))
+        if not math.isfinite(norm):
             counts["non_finite"] += 1
+        elif abs(norm - 1.0) > VECTOR_NORM_TOLERANCE:
+            counts["not_unit"] += 1
+        else:
+            whole += 1
+            if first is None:
+                first = data
+            elif data != first:
+                alike = False
     said = {"orphan": ("vector_orphan", "vectors for records that do not exist"),
             "identity": ("vector_identity_mismatch", "vectors of another embedding identity"),
             "dimension": ("vector_dimension", f"vectors not of dimension {dim}"),
-            "non_finite": ("vector_non_finite", "vectors holding NaN or infinity")}
+            "non_finite": ("vector_non_finite", "vectors holding NaN or infinity"),
+            "not_unit": ("vector_not_unit", "vectors not of unit length (zeroed or scaled: "
+                         "semantic recall cannot use them); run memory-es rebuild")}
     for key, n in counts.items():
         if n:
             code, what = said[key]
             yield Finding(code, rel, f"{n} {what}")
+    if whole >= CONSTANT_MIN_ROWS and alike:
+        yield Finding("vector_constant", rel,
+                      f"all {whole} vectors are the same vector (semantic recall ranks "
+                      "nothing); run memory-es rebuild")
     try:
         waiting: Any = live.execute(
             f"SELECT count(*) FROM memories m WHERE m.status NOT IN {_TERMINAL} "

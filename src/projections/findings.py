@@ -17,12 +17,15 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
 HealthStatus = Literal["clean", "in_progress", "recoverable", "findings", "cannot_audit"]
 # Findings the next writer open repairs by itself: what a killed writer left (issue 13 item 9),
-# projections behind the journal, and the newer generation a live writer's rebuild is
-# building. A report holding only these is ``recoverable`` (exit 0), or ``in_progress`` while
-# a writer holds the root; anything else is drift (``findings``).
+# projections behind the journal, the newer generation a live writer's rebuild is building,
+# and committed rows past the catalog whose keyed chain verifies (a kill between the journal
+# commit and the catalog write; the next writer open adopts them). A report holding only
+# these is ``recoverable`` (exit 0), or ``in_progress`` while a writer holds the root;
+# anything else is drift (``findings``).
 # Hygiene findings (B16, B17): a file that has one can never be crash residue.
 HYGIENE_CODES = frozenset({"symlink", "foreign_owner", "unsafe_mode", "hard_link"})
-RECOVERABLE = frozenset({"crash_residue", "projection_behind", "rebuild_in_progress"})
+RECOVERABLE = frozenset({"crash_residue", "projection_behind", "rebuild_in_progress",
+                         "journal_ahead_of_catalog"})
 RESIDUE_DETAIL = "left by a writer killed mid-write; the next writer open repairs it"
 TEMP_NAME = re.compile(r"^\.(?P<target>.+)\.tmp-\d+-[a-z0-9_]{8}$")
 GEN_FILES = {INDEX_DB + s for s in ("", "-wal", "-shm", "-journal")}
@@ -95,3 +98,16 @@ class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
                 "runtime": self.runtime, "ann_index": self.ann_index}
 
 
+
+
+def with_findings(report: HealthReport, extra: list[Finding]) -> HealthReport:
+    """``report`` with findings audited beside the replay (the vector cache, sealed records):
+    any that is not recoverable makes the status ``findings``."""
+    if not extra:
+        return report
+    status: HealthStatus = report.status
+    if status in ("clean", "in_progress", "recoverable") \
+            and any(f.code not in RECOVERABLE for f in extra):
+        status = "findings"
+    return msgspec.structs.replace(report, status=status,
+                                   findings=tuple(sorted({*report.findings, *extra})))

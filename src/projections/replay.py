@@ -380,7 +380,22 @@ def remove_inactive_generations(root: Path, active: int | None) -> None:
     9). Only the writer-lock holder calls this; no writer can be using them."""
     for number, path in generation_dirs(root).items():
         if number != active:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_generation(path)
+
+
+def remove_generation(path: Path) -> None:
+    """Remove one ``index/gen-N``. A symlink (or any other non-directory) in its place is
+    unlinked, never followed: ``shutil.rmtree`` refuses a symlink, and ignoring that left a
+    symlinked old generation beside the new one, a hygiene finding after every rebuild."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def clean_stale_temps(root: Path) -> None:
@@ -467,21 +482,21 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
     try:
         index = build_generation(generation_path(root, generation), events)
     except BaseException:
-        shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
+        remove_generation(root / INDEX_DIR / f"gen-{generation}")
         raise
     try:
         if before_activate is not None:  # e.g. vectors for the new generation (D10, C8)
             before_activate(index)
     except BaseException:
         index.close()
-        shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
+        remove_generation(root / INDEX_DIR / f"gen-{generation}")
         raise
     with projection_lock(root, shared=False):  # files and pointer change together (N3)
         report = _publish(root, index, generation)
         crash_point("rebuild.after_activate")
         for old in [*existing, current]:
             if old != generation:
-                shutil.rmtree(root / INDEX_DIR / f"gen-{old}", ignore_errors=True)
+                remove_generation(root / INDEX_DIR / f"gen-{old}")
     return report
 
 
@@ -506,7 +521,7 @@ def _publish(root: Path, index: IndexProjection, generation: int) -> RebuildRepo
                                written=tuple(written), removed=tuple(removed))
     except BaseException:  # never leave a half-built generation behind
         index.close()
-        shutil.rmtree(root / INDEX_DIR / f"gen-{generation}", ignore_errors=True)
+        remove_generation(root / INDEX_DIR / f"gen-{generation}")
         raise
     index.close()
     crash_point("rebuild.before_activate")

@@ -350,7 +350,7 @@ def cmd_anchor(args: argparse.Namespace) -> int:
 
 def cmd_health(args: argparse.Namespace) -> int:
     anchor = _read_anchor(args.expect_anchor) if args.expect_anchor is not None else None
-    report = _reader(args).health(expect_anchor=anchor)
+    report = _reader(args).health(expect_anchor=anchor, deep=args.deep)
     if report.status == "cannot_audit":  # no root there (exit 2), or unreadable (exit 3)
         code = report.findings[0].code if report.findings else "not_a_root"
         if code == "not_a_root":

@@ -225,6 +225,10 @@ def build_parser() -> Parser:
                         "unless this root is the anchored one and its journal extends the "
                         "anchored head (detects a rollback to an older copy of the root and "
                         "a swap with another root)")
+    p.add_argument("--deep", action="store_true",
+                   help="also decrypt every live sealed record (a damaged record key: "
+                        "record_seal_invalid) and read every vector-cache entry (reads every "
+                        "byte once more: slower on large roots)")
     p.set_defaults(func="health")
 
     p = command("anchor", "print the signed head of the journal, to keep outside the root",

@@ -28,7 +28,7 @@ import apsw
 import msgspec
 
 from memory_es.bounds import check_slug
-from memory_es.errors import MemoryEsError
+from memory_es.errors import MemoryEsError, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS, Intake, Memory
 from memory_es.fsutil import crash_point
 from memory_es.ids import run_hash as run_hash_of
@@ -36,7 +36,7 @@ from memory_es.ids import sha256_hex
 from memory_es.journal import OpenedJournal
 from memory_es.recall.ann import discard_all
 from memory_es.recall.inventory import check_memory_id, resolve_id
-from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE
+from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE, discard_cache
 from memory_es.store.admission import GroupCommit
 from memory_es.store.forget_plan import Plan, Planner
 from memory_es.store.projecting import LiveProjections
@@ -313,20 +313,27 @@ def _event_id(event: Any) -> str:
 
 
 def purge_vector_cache(root: Path, shas: list[str]) -> None:
-    """Drop the cached vectors of erased texts (every embedding identity), then VACUUM."""
+    """Drop the cached vectors of erased texts (every embedding identity), then VACUUM. A
+    cache SQLite reports damaged is deleted whole instead (a cache: the forget goes on, and
+    no copy of it keeps the erased texts' vectors)."""
     path = root / CACHE_DIR / CACHE_FILE
     if not shas or not os.path.lexists(path):
         return
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE
-                           | apsw.SQLITE_OPEN_NOFOLLOW)
     try:
-        conn.setbusytimeout(5000)
-        conn.execute("PRAGMA secure_delete=ON")
-        with conn:
-            conn.executemany("DELETE FROM vectors WHERE sha256 = ?", [(s,) for s in shas])
-        vacuum(conn)
-    finally:
-        conn.close()
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE
+                               | apsw.SQLITE_OPEN_NOFOLLOW)
+        try:
+            conn.setbusytimeout(5000)
+            conn.execute("PRAGMA secure_delete=ON")
+            with conn:
+                conn.executemany("DELETE FROM vectors WHERE sha256 = ?", [(s,) for s in shas])
+            vacuum(conn)
+        finally:
+            conn.close()
+    except apsw.Error as e:
+        if storage_kind(e) != "corrupt":
+            raise
+        discard_cache(root, e)
 
 
 def _digests(root: Path) -> dict[str, str]:
