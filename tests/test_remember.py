@@ -92,6 +92,9 @@ def test_j14_capture_switches_do_not_apply(tmp_path: Path) -> None:
 
 def test_cli_remember_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = str(tmp_path / "root")
+    assert main(["--root", root, "remember", FACT]) == 2  # only admit starts a root
+    assert "no memory root here" in capsys.readouterr().err
+    MemoryStore.open(root, background=False).close()
     assert main(["--root", root, "remember", FACT, "--session", "web:cli"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "remembered"
     assert main(["--root", root, "remember", FACT]) == 0

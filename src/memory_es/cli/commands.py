@@ -18,7 +18,7 @@ from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, 
 from memory_es.config import MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.intake import CompletedTurn, iso_ms
-from memory_es.journal import MARKER_FILE, Anchor, parse_anchor
+from memory_es.journal import Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
 from memory_es.recall.inventory import check_memory_id, truncate
 from memory_es.recall.render import format_instant
@@ -112,22 +112,18 @@ def cmd_admit(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memory_es.store.remembering import RememberTerms, check_tier, checked_text
+    from memory_es.store.remembering import RememberTerms, checked_text
 
     config = _config(args)
     text = _read_text("-", "text") if args.text == "-" else args.text
-    # Refusals that need no root come before one is opened (or created): bad text or options,
-    # and enhanced options where the root would be a new Lite or Journal one (J6).
+    # Refusals that need no root come before one is opened: bad text or options (exit 2).
     checked_text(text)
-    terms = RememberTerms.checked(about=args.about, supersedes=args.supersedes,
-                                  replaceable=args.replaceable, valid_from=args.valid_from,
-                                  valid_to=args.valid_to, due_at=args.due)
-    root = _root(args, config)
-    if not (root / MARKER_FILE).exists():
-        check_tier(terms, (config or MemoryConfig()).mode)
-    # about and supersedes name stored lines: an existing root only
-    with open_store(root, config, background=False,
-                   create=terms.about is None and terms.supersedes is None) as store:
+    RememberTerms.checked(about=args.about, supersedes=args.supersedes,
+                          replaceable=args.replaceable, valid_from=args.valid_from,
+                          valid_to=args.valid_to, due_at=args.due)
+    # Only admit starts a root (C*): a mistyped --root is "no memory root here" (exit 2),
+    # never a new empty root holding the one fact.
+    with open_store(_root(args, config), config, background=False, create=False) as store:
         result = store.remember(text, session=args.session, about=args.about,
                                 supersedes=args.supersedes, replaceable=args.replaceable,
                                 valid_from=args.valid_from, valid_to=args.valid_to,

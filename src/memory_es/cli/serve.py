@@ -19,6 +19,6 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
         raise UsageError("--token-file is for --transport http (stdio has no network surface)")
     config = _config(args)
     serve(_root(args, config), config, transport=args.transport, host=args.host,
-          port=args.port, lock_timeout=args.lock_timeout,
+          port=args.port, lock_timeout=args.lock_timeout, create=False,  # only admit creates
           token_path=Path(args.token_file) if args.token_file is not None else None)
     return OK

@@ -28,9 +28,12 @@ def require_sdk() -> None:
 
 def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "stdio",
           host: str = "127.0.0.1", port: int = 8765, token_path: Path | None = None,
-          lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+          lock_timeout: float = DEFAULT_LOCK_TIMEOUT, create: bool = True) -> None:
     """Open ``root`` (its worker running), serve its tools until the client goes away (stdio)
-    or the process is stopped (HTTP), then close the store: due work drains first (B22)."""
+    or the process is stopped (HTTP), then close the store: due work drains first (B22).
+
+    ``create`` as in ``MemoryStore.open``: false (what ``memory-es serve-mcp`` passes) refuses
+    a path that holds no memory root (``NotARootError``) instead of starting an empty one."""
     require_sdk()
     from memory_es.serve.http import read_token, token_file
     from memory_es.serve.server import build_server
@@ -38,7 +41,8 @@ def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "st
 
     # a given token file is read before the root is opened: a bad one creates nothing
     token = read_token(token_path) if token_path is not None else None
-    with MemoryStore.open(root, config, background=True, lock_timeout=lock_timeout) as store:
+    with MemoryStore.open(root, config, background=True, lock_timeout=lock_timeout,
+                          create=create) as store:
         server = build_server(store)
         if transport == "stdio":
             server.run("stdio")
