@@ -268,10 +268,15 @@ def cmd_migrate_journal(args: argparse.Namespace) -> int:
 
     if not 1 <= args.batch <= 100_000:
         raise UsageError(f"argument --batch: {args.batch} is not 1 to 100000")
+    given = read_dsn_file(args.dsn_file) if args.dsn_file is not None else args.dsn
+    if args.dsn is not None and dsn_has_password(args.dsn):
+        print("memory-es: warning: --dsn carries a password, which any user can read in ps "
+              "while the migration runs; pass it in $MEMORY_ES_PG_DSN, an owner-only "
+              "--dsn-file, or ~/.pgpass instead", file=sys.stderr)
     config = _config(args)
     block = config.journal if config is not None else None
     schema = args.schema or (block.pg_schema if block is not None else DEFAULT_PG_SCHEMA)
-    dsn = args.dsn or (block.dsn.get_secret_value() if block is not None and block.dsn else None)
+    dsn = given or (block.dsn.get_secret_value() if block is not None and block.dsn else None)
     target = (PostgresJournal(dsn, schema) if dsn else
               journal_target("postgres", None, schema) if args.to == "postgres" else
               PostgresJournal.from_env(schema))
@@ -289,6 +294,45 @@ def cmd_migrate_journal(args: argparse.Namespace) -> int:
               f"{report.payloads} payloads and {report.record_keys} record keys to "
               f"{report.location}; the journal is on {report.to} at position {report.position}")
     return OK
+
+
+def read_dsn_file(path: str) -> str:
+    """The DSN on the first line of ``path``, an owner-only file (the rule of a config file
+    holding ``journal.dsn``): group or other access, or another owner, is a usage error
+    naming the file, never its content."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"argument --dsn-file: cannot read {path}: {e.strerror or e}") from e
+    try:
+        st = os.fstat(fd)
+        problems = ([f"mode {st.st_mode & 0o7777:04o}"] if st.st_mode & 0o077 else []) + \
+            ([f"owned by uid {st.st_uid}"] if st.st_uid != os.geteuid() else [])
+        if problems:
+            raise UsageError(f"argument --dsn-file: {path} must be owner-only (mode 0600, owned "
+                             f"by you; this one is {' and '.join(problems)}): chmod 600 it",
+                             code="dsn_file_unsafe")
+        data = os.read(fd, 64 * 1024)
+    finally:
+        os.close(fd)
+    try:
+        lines = data.decode("utf-8").strip().splitlines()
+    except UnicodeDecodeError as e:
+        raise UsageError(f"argument --dsn-file: {path} is not UTF-8 text") from e
+    if not lines or not lines[0].strip():
+        raise UsageError(f"argument --dsn-file: {path} holds no DSN")
+    return lines[0].strip()
+
+
+def dsn_has_password(dsn: str) -> bool:
+    """Does ``dsn`` carry a non-empty password (``password=`` or ``user:pw@`` in a URI)?"""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return bool(conninfo_to_dict(dsn).get("password"))
+    except ProgrammingError:
+        return ":" in dsn.split("@", 1)[0].split("//", 1)[-1] if "@" in dsn else False
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:

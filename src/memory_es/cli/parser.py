@@ -246,9 +246,15 @@ def build_parser() -> Parser:
                             "its other hosts.")
     p.add_argument("--to", required=True, choices=("postgres", "sqlite"),
                    help="where the journal goes")
-    p.add_argument("--dsn", metavar="DSN",
-                   help="the PostgreSQL server (default: memory.journal.dsn of --config, "
-                        "else $MEMORY_ES_PG_DSN); its password is better kept in ~/.pgpass")
+    dsn = p.add_mutually_exclusive_group()
+    dsn.add_argument("--dsn", metavar="DSN",
+                     help="the PostgreSQL server (default: memory.journal.dsn of --config, "
+                          "else $MEMORY_ES_PG_DSN). A password here is visible to every "
+                          "user in ps for the whole migration (a warning says so): prefer "
+                          "$MEMORY_ES_PG_DSN, --dsn-file or ~/.pgpass")
+    dsn.add_argument("--dsn-file", metavar="FILE",
+                     help="read the DSN from the first line of FILE, which must be "
+                          "owner-only (mode 0600, owned by you; exit 2 otherwise)")
     p.add_argument("--schema", metavar="NAME",
                    help="the database schema of the tables (default: memory.journal.schema, "
                         "else public)")
