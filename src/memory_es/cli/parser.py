@@ -170,11 +170,23 @@ def build_parser() -> Parser:
                         "HTTP with a bearer token)")
     p.add_argument("--host", default="127.0.0.1",
                    help="http: the address to bind (default 127.0.0.1; another address "
-                        "serves beyond this machine)")
+                        "serves plain HTTP beyond this machine, and a warning says so; "
+                        "0.0.0.0 or :: accept this machine's names and addresses as Host)")
     p.add_argument("--port", type=int, default=8765, help="http: the port (default 8765)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="http: one more name clients may send as Host (and Origin), e.g. "
+                        "the DNS name they reach this machine by; repeatable. Any other "
+                        "Host is answered 421, any other Origin 403")
     p.add_argument("--token-file", metavar="FILE",
-                   help="http: read the bearer token from FILE (default: generated on first "
-                        "start into an owner-only file beside the root's keys)")
+                   help="http: read the bearer token from FILE, which must be owner-only "
+                        "(mode 0600; default: generated on first start into an owner-only "
+                        "file beside the root's keys)")
+    p.add_argument("--max-sessions", type=int, default=None, metavar="N",
+                   help="http: MCP sessions open at once, 1 to 10000 (default 32); one more "
+                        "is answered 503")
+    p.add_argument("--session-idle", type=float, default=None, metavar="S",
+                   help="http: end a session after S seconds without a request, 1 to 86400 "
+                        "(default 600); its id then answers 404 and the client starts anew")
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
     p.set_defaults(func="serve_mcp")
 
