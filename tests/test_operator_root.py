@@ -80,7 +80,7 @@ def test_admission_still_starts_a_root_and_operators_then_work(
     root = tmp_path / "root"
     assert main(["--root", str(root), "admit", "--run-id", "r1", "--answer", "Booked."]) == 0
     assert main(["--root", str(root), "drain"]) == 0
-    assert "ran 1 attempts" in capsys.readouterr().out
+    assert "ran 1 attempt;" in capsys.readouterr().out
     assert main(["--root", str(root), "rebuild"]) == 0
 
 

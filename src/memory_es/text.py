@@ -18,3 +18,9 @@ def journal_text(text: str) -> str:
 def fold(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed: how names and fact values compare."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 memory``, ``2 memories``, ``0 files``: a count with its noun in number, as every
+    line of CLI output states counts."""
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"

@@ -25,6 +25,7 @@ from memory_es.recall.render import format_instant
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.rootconfig import resolve_root
+from memory_es.text import counted
 
 if TYPE_CHECKING:
     from memory_es.store import MemoryStore
@@ -184,7 +185,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.journal == "-":
         count = root.export(sys.stdout.buffer)
         sys.stdout.flush()
-        print(f"exported {count} events", file=sys.stderr)
+        print(f"exported {counted(count, 'event')}", file=sys.stderr)
         return OK
     try:
         count = root.export_to(args.journal)
@@ -194,7 +195,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"exported": count, "journal": args.journal})
     else:
-        print(f"exported {count} events", file=sys.stderr)
+        print(f"exported {counted(count, 'event')}", file=sys.stderr)
     return OK
 
 
@@ -208,7 +209,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"attempts": count, "counts": counts.to_json(), "vectors_pending": backlog})
         return OK
-    print(f"ran {count} attempts; pending={counts.pending} (due={counts.due}, "
+    print(f"ran {counted(count, 'attempt')}; pending={counts.pending} (due={counts.due}, "
           f"delayed={counts.delayed}) dead={counts.dead} resolved={counts.resolved}"
           + _vectors(backlog))
     return OK
@@ -256,7 +257,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                     "vectors_pending": report.vectors_pending})
         return OK
     print(f"activated index gen-{report.generation} at position {report.position}; "
-          f"rewrote {len(report.written)} files, removed {len(report.removed)}"
+          f"rewrote {counted(len(report.written), 'file')}, removed {len(report.removed)}"
           + _vectors(report.vectors_pending))
     return OK
 
@@ -290,8 +291,9 @@ def cmd_migrate_journal(args: argparse.Namespace) -> int:
     elif report.already:
         print(f"the journal is already on {report.to} ({report.location}); nothing copied")
     else:
-        print(f"copied {report.copied} events (from position {report.resumed_from}), "
-              f"{report.payloads} payloads and {report.record_keys} record keys to "
+        print(f"copied {counted(report.copied, 'event')} (from position "
+              f"{report.resumed_from}), {counted(report.payloads, 'payload')} and "
+              f"{counted(report.record_keys, 'record key')} to "
               f"{report.location}; the journal is on {report.to} at position {report.position}")
     return OK
 
@@ -344,9 +346,9 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary.to_json())
         return OK
-    print(f"scanned {summary.entities_scanned} entity rows"
+    print(f"scanned {counted(summary.entities_scanned, 'entity row')}"
           + ("" if summary.scan_complete else " (ceiling reached)")
-          + f"; rendered {summary.groups_rendered} of {summary.groups} groups; "
+          + f"; rendered {summary.groups_rendered} of {counted(summary.groups, 'group')}; "
           f"duplicate_groups={summary.duplicate_groups}; "
           f"index.md {'rewritten' if summary.changed else 'unchanged'}")
     return OK
@@ -362,8 +364,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print_json({"position": report.position, "written": len(report.written),
                     "vectors_pending": report.vectors_pending})
         return OK
-    print(f"replayed {report.position} events into {args.root}; "
-          f"wrote {len(report.written)} files" + _vectors(report.vectors_pending))
+    print(f"replayed {counted(report.position, 'event')} into {args.root}; "
+          f"wrote {counted(len(report.written), 'file')}" + _vectors(report.vectors_pending))
     return OK
 
 
@@ -407,7 +409,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         print_json(report.to_json())
     else:
         print(f"{report.status}: journal at {report.journal_position}, projections at "
-              f"{report.projection_position}, {len(report.findings)} findings; "
+              f"{report.projection_position}, {counted(len(report.findings), 'finding')}; "
               f"worker={report.worker}" + _vectors(report.vectors_pending))
         for f in sorted(report.findings):
             print(f"{f.code}  {f.path}  {f.detail}")
@@ -424,8 +426,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if result.as_of is not None:
         print(f"(as of {result.as_of}: journal position {result.position})", file=sys.stderr)
     if result.degraded:
-        print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
-              "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)
+        print(f"(degraded: {result.reason}" + (
+            f", {counted(result.vectors_pending, 'memory', 'memories')} without a vector"
+            if result.vectors_pending else "") + ")", file=sys.stderr)
     if args.explain:
         print("\n" + "\n".join(explanation_lines(result)))
     return OK
