@@ -353,7 +353,13 @@ def build_parser() -> Parser:
                             "Read-only, no lock, no model call.")
     p.set_defaults(func="profile")
 
-    p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root",
+    p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root "
+                "(removed afterwards), or kept at --root DIR (and DIR-bujo)",
+                description="Run the whole Lite flow, then BuJo capture with an offline demo "
+                            "model. Without --root the roots live in a temporary directory "
+                            "and are removed with their keys; with --root DIR the Lite root is "
+                            "made at DIR and the BuJo root at DIR-bujo, both kept (each must "
+                            "be new or empty: exit 1 otherwise, nothing written).",
                 parents=[_common(json=False)])
     p.set_defaults(func="demo")
     return parser
