@@ -93,3 +93,21 @@ def test_cli_search_explain(store: MemoryStore, tmp_path: Path,
     assert all("explain" in item for item in body["results"])
     reader = MemoryRoot.open(root, parse_config(JOURNAL))
     assert reader.recall("dentist", explain=True).recall.hits[0].explanation is not None
+
+
+def test_explain_lines_mark_a_cut_text_with_an_ellipsis(store: MemoryStore) -> None:
+    """A hit's text above its score parts is cut at 60 characters with '…', so a reader
+    knows there is more; a short text is shown whole."""
+    from memory_es.recall.result import explanation_lines
+
+    long = ("The dentist said the crown needs a second appointment after the x-ray, "
+            "probably in January.")
+    store.remember(long)
+    lines = explanation_lines(store.recall("dentist crown appointment", explain=True))
+    shown = [line.split(" ", 1)[1] for line in lines if line[:1].isdigit()]
+    assert any(s.endswith("…") and len(s) == 60 and long.startswith(s[:-1].rstrip())
+               for s in shown), shown
+    lines = explanation_lines(store.recall("Elm Street", explain=True))
+    assert TEXTS[1] in [line.split(" ", 1)[1] for line in lines if line[:1].isdigit()]
+    store.close()  # a short text is shown whole, without '…'
+

@@ -14,6 +14,7 @@ from memory_es.recall.lexical import LexicalEvidence
 from memory_es.recall.render import Recall, format_recall
 from memory_es.recall.score import EPSILON, Calibration, Scored, Scoring
 from memory_es.recall.select import SelectMode
+from memory_es.text import truncate
 
 DegradedReason = Literal["lexical_only", "provider_unavailable", "vectors_pending",
                          "no_index", "index_unreadable"]
@@ -152,6 +153,9 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
                      "calibration": asdict(calibration), "evidenceNote": trimmed.evidence})
 
 
+EXPLAIN_TEXT_WIDTH = 60  # characters of a hit's text above its score parts, '…' when cut
+
+
 def explanation_lines(result: RecallResult) -> list[str]:
     """``explain=True`` as text (``memory-es search --explain``)."""
     query = result.explanation or {}
@@ -163,7 +167,7 @@ def explanation_lines(result: RecallResult) -> list[str]:
         parts = hit.explanation or {}
         shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in parts.items()
                  if k not in ("cut", "tieBreak", "semanticFrom")}
-        lines.append(f"{hit.score:.3f} {hit.text[:60]}")
+        lines.append(f"{hit.score:.3f} {truncate(hit.text, EXPLAIN_TEXT_WIDTH)}")
         lines.append("    " + " ".join(f"{k}={v}" for k, v in shown.items()))
         lines.append(f"    semantic from {parts.get('semanticFrom')}; {parts.get('cut')}")
     return lines
