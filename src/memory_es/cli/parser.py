@@ -277,7 +277,10 @@ def build_parser() -> Parser:
 
     p = command("search", "hybrid recall (FTS5 + vectors), read-only (C9)")
     p.add_argument("query", help="what to recall (UTF-8 text)")
-    p.add_argument("--limit", type=int, default=5, help="hits at most, 1 to 50 (default 5)")
+    p.add_argument("--limit", type=int, default=5,
+                   help="hits at most, 1 to 50 (default 5: one screen for a person reading "
+                        "the terminal; the API's recall and the MCP memory_recall tool "
+                        "default to 10, what a model reads)")
     p.add_argument("--explain", action="store_true",
                    help="each hit's score parts (cosine, lexical evidence, anchors, RRF hint, "
                         "graph hop) and the cut it passed")
