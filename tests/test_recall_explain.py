@@ -111,3 +111,20 @@ def test_explain_lines_mark_a_cut_text_with_an_ellipsis(store: MemoryStore) -> N
     assert TEXTS[1] in [line.split(" ", 1)[1] for line in lines if line[:1].isdigit()]
     store.close()  # a short text is shown whole, without '…'
 
+
+
+def test_recall_result_and_hit_describe_their_public_fields() -> None:
+    """A host reading help(RecallResult) learns where a hit's id is; every public field of
+    both dataclasses is described in the class docstring."""
+    import dataclasses
+
+    from memory_es.recall.render import Hit
+    from memory_es.recall.result import RecallResult
+
+    assert RecallResult.__doc__ is not None and "recall.hits[0].id" in RecallResult.__doc__
+    for cls, fields in ((RecallResult, None), (Hit, ("id", "score", "text", "status",
+                                                     "currentness", "source"))):
+        doc = cls.__doc__ or ""
+        names = fields or tuple(f.name for f in dataclasses.fields(cls))
+        missing = [n for n in names if f"    {n}:" not in doc and f" {n}," not in doc]
+        assert missing == [], (cls.__name__, missing)
