@@ -19,11 +19,15 @@ JSON_HELP = "print one JSON object on stdout, errors too ({\"error\": {\"code\",
 LOCK_HELP = "seconds to wait for the writer lock, 0 to 86400 (default: 0, refuse at once)"
 
 CALIBRATE_HELP = """\
-Fit the five recall calibration numbers (noEvidenceCosine, recallFloor, recallTail, autoFloor,
-autoWindow) on labelled questions about this root's memories, read-only, with the configured
-embedding provider (Journal or BuJo). Prints them, the recall / abstention trade-off of the
-reference, the current and the fitted calibration on those questions (in-sample), and a config
-snippet ({"memory": {"embeddings": {"calibration": {...}}}}) to merge into the config file.
+Fit the six recall calibration numbers (lexicalWeight, noEvidenceCosine, recallFloor,
+recallTail, autoFloor, autoWindow) on labelled questions about this root's memories, read-only,
+with the configured embedding provider (Journal or BuJo). lexicalWeight is fitted only under
+hybrid scoring (otherwise the current one is kept); autoFloor / autoWindow, the automatic
+block's, are fitted too: the pair whose block carries the most answers while staying quiet on
+the no-answer questions (Youden's J). Prints them, the recall / abstention trade-off of the
+reference, the current and the fitted calibration on those questions (in-sample) and of the
+fitted rule 2-fold held out, and a config snippet
+({"memory": {"embeddings": {"calibration": {...}}}}) to merge into the config file.
 
 LABELLED.json (UTF-8):
   {"questions": [
@@ -35,7 +39,6 @@ gold: ids of memories that answer the question (any one counts), the id= of the
 <!--mem id=... --> line under each bullet of daily/*.md; [] means nothing stored answers it.
 kind (optional, no-answer questions only): unrelated or near-miss, reported apart. An optional
 "note" string per question is ignored. At least 10 answerable and 5 no-answer questions.
-autoFloor / autoWindow stay at the reference's 0.62 / 0.04 (no automatic-block labels).
 """
 
 

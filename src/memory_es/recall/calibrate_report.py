@@ -104,7 +104,8 @@ def _num(x: float) -> str:
 
 
 def render_text(report: CalibrationReport) -> str:
-    """The operator's view: the five numbers, the trade-off table and the config snippet."""
+    """The operator's view: the six fitted numbers, the trade-off table and the config
+    snippet."""
     c, f = report.counts, report.fitted
     lines = [
         f"calibration for {report.identity}: {c['answerable']} answerable and "
