@@ -346,6 +346,11 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary.to_json())
         return OK
+    if summary.tier != "bujo":
+        print(f"nothing to consolidate: a {summary.tier} root keeps no index.md (only BuJo "
+              "has the living index)" + ("; removed a stray index.md" if summary.changed
+                                          else ""))
+        return OK
     print(f"scanned {counted(summary.entities_scanned, 'entity row')}"
           + ("" if summary.scan_complete else " (ceiling reached)")
           + f"; rendered {summary.groups_rendered} of {counted(summary.groups, 'group')}; "
