@@ -266,6 +266,23 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
     assert calibration_for(None, configured_calibration(config)) == report.fitted
 
 
+def test_help_and_readme_say_what_calibrate_fits(report: CalibrationReport,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The text matches the code: six numbers, the automatic floor fitted, not kept."""
+    from memory_es.recall.score import NOMIC_V15
+
+    assert report.fitted.auto_floor != NOMIC_V15.auto_floor  # fitted here, not the reference's
+    assert cli.main(["calibrate", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "six recall calibration numbers" in text and "stay at the reference" not in text
+    for name in ("lexicalWeight", "noEvidenceCosine", "recallFloor", "recallTail",
+                 "autoFloor", "autoWindow"):
+        assert name in text, name
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `calibrate "))
+    assert "six recall numbers" in row and "stay the reference's" not in row
+
+
 # --- pure fitting ------------------------------------------------------------------------------
 
 

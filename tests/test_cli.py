@@ -639,6 +639,26 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert healths[3].lstrip().startswith("clean:")
 
 
+def test_demo_keeps_its_roots_at_root(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``demo --root keepme`` honours the option: the Lite root is made at ``keepme`` (the
+    BuJo one at ``keepme-bujo``), both kept and healthy afterwards, their keys in the user's
+    key store; a used directory is refused before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "demo", "--root", "keepme")
+    assert code == 0
+    assert out.splitlines()[0] == "memory root: keepme"
+    assert "kept the demo roots: keepme (Lite) and keepme-bujo (BuJo capture)" in out
+    for kept in ("keepme", "keepme-bujo"):
+        assert MemoryRoot.open(tmp_path / kept).health().status == "clean", kept
+    assert main(["--root", "keepme", "search", "dentist"]) == 0
+    assert "Booked the dentist" in capsys.readouterr().out
+    before = sorted(p.name for p in (tmp_path / "keepme").iterdir())
+    code, _, err = run(capsys, "demo", "--root", "keepme")  # used: refused, nothing lost
+    assert code == 1 and "new or empty directory" in err and err.count("\n") == 1
+    assert sorted(p.name for p in (tmp_path / "keepme").iterdir()) == before
+
+
 def test_demo_subprocess_leaves_no_root_behind(tmp_path: Path) -> None:
     proc = cli_subprocess("demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

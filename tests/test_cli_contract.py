@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import logging
 import math
@@ -240,6 +241,20 @@ def test_version_and_help_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "exit codes" in out
     code, out, _ = cli(capsys, "journal", "--help")
     assert code == 0 and "--tz" in out
+
+
+def test_search_help_says_why_its_default_limit_is_smaller(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """search shows 5 hits by default, recall() and memory_recall 10: --help says why (C9)."""
+    from memory_es.recall.engine import recall
+    from memory_es.serve.tools import MemoryTools
+
+    code, out, _ = cli(capsys, "search", "--help")
+    flat = " ".join(out.split())
+    assert code == 0 and "(default 5: one screen for a person" in flat
+    assert "default to 10" in flat
+    for api in (recall, MemoryTools.recall):
+        assert inspect.signature(api).parameters["limit"].default == 10
 
 
 @pytest.mark.parametrize("order", ["before", "after", "mixed"])

@@ -250,6 +250,7 @@ def test_l9_cli_consolidate_prints_a_content_free_summary(
     assert main(["--root", str(root), "consolidate"]) == 0
     text = capsys.readouterr().out
     assert "index.md unchanged" in text and "duplicate_groups=1" in text
+    assert summary["tier"] == "bujo"
     assert (root / INDEX_FILE).read_bytes() == (FIXTURE / "expected" / INDEX_FILE).read_bytes()
 
 
@@ -263,8 +264,28 @@ def test_k1_lite_and_journal_roots_have_no_index_md(tmp_path: Path, name: str) -
     with MemoryStore.open(root, background=False, embedder=BagEmbedder()) as store:
         summary = store.consolidate()
     assert not summary.changed and summary.groups == 0
+    assert summary.tier in ("lite", "journal")
     assert not (root / INDEX_FILE).exists()
     assert MemoryRoot.open(root).health().status == "clean"
+
+
+@pytest.mark.parametrize("name", ["lite", "journal-repeats"])
+def test_d14_cli_consolidate_says_it_does_nothing_without_an_index_md(
+        tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Lite and Journal, consolidate reports no scan of an index.md that tier does not
+    have: it says there is nothing to do (and the JSON names the tier)."""
+    import memory_es.store.vectors
+
+    monkeypatch.setattr(memory_es.store.vectors, "make_embedder", lambda block: BagEmbedder())
+    root = _replayed(tmp_path, name)
+    assert main(["--root", str(root), "consolidate"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("nothing to consolidate: a ") and "keeps no index.md" in text
+    assert "scanned" not in text and "index.md unchanged" not in text
+    assert main(["--root", str(root), "consolidate", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tier"] in ("lite", "journal")
+    assert not (root / INDEX_FILE).exists()
 
 
 # -- health and rebuild treat index.md like any managed file ----------------------------------

@@ -527,7 +527,7 @@ def test_local_without_the_extra_says_what_to_install(monkeypatch: pytest.Monkey
     with pytest.raises(EmbeddingError) as info:
         LocalEmbedder()
     assert info.value.code == "embedding_unavailable"
-    assert "memory-es[local]" in str(info.value)
+    assert "[local] extra" in str(info.value) and "pip install -e '.[local]'" in str(info.value)
 
 
 def test_make_embedder_local(local: LocalEmbedder) -> None:

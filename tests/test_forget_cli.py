@@ -69,8 +69,10 @@ def test_forget_run_id_dry_run_then_erase(tmp_path: Path) -> None:
     make(root)
     dry = cli(root, "forget", "--run-id", "r1", "--reason", "user-request", "--dry-run")
     assert dry.returncode == 0 and MARKER not in dry.stdout  # ids and kinds only
+    assert "would forget 1 memory, 1 turn (kept: 0)" in dry.stdout  # counts in number
     assert cli(root, "forget", "--run-id", "nope", "--reason", "user-request").returncode == 1
     done = cli(root, "forget", "--run-id", "r1", "--reason", "user-request")
     assert done.returncode == 0 and "byte scan of" in done.stdout and "clean" in done.stdout
+    assert "forgot 1 memory and 1 turn (user-request)" in done.stdout
     left = cli(root, "search", MARKER, "--json").stdout
     assert "shed" in left and "parcel" not in left

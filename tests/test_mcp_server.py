@@ -43,9 +43,11 @@ FACTS = ("The dentist appointment is on Tuesday at 9.", "Priya's birthday is on 
 
 
 def server_env() -> dict[str, str]:
-    """What the server subprocess needs: the test session's key store and model cache (the
-    SDK starts stdio servers with a minimal environment)."""
-    return {name: os.environ[name] for name in (KEY_STORE_ENV, CACHE_ENV, "PATH", "HOME")
+    """What the server subprocess needs: the test session's key store and model cache, and
+    the source under test on PYTHONPATH (the SDK starts stdio servers with a minimal
+    environment)."""
+    return {name: os.environ[name] for name in (KEY_STORE_ENV, CACHE_ENV, "PATH", "HOME",
+                                                "PYTHONPATH")
             if name in os.environ}
 
 
@@ -310,16 +312,125 @@ def test_http_refuses_without_the_token_a_foreign_origin_and_a_huge_body(
     (["--token-file", "t.txt"], "--token-file is for --transport http"),
     (["--transport", "smtp"], "invalid choice"),
     (["--transport", "http", "--token-file", "missing.txt"], "mcp_token_unreadable"),
-    (["--transport", "http", "--token-file", "short.txt"], "mcp_token_invalid")])
+    (["--transport", "http", "--token-file", "short.txt"], "mcp_token_invalid"),
+    (["--transport", "http", "--token-file", "loose.txt"], "mcp_token_unsafe"),
+    (["--allow-host", "mem.example"], "--allow-host is for --transport http"),
+    (["--transport", "http", "--max-sessions", "0"], "--max-sessions"),
+    (["--transport", "http", "--session-idle", "nan"], "--session-idle")])
 def test_bad_serve_options_are_usage_errors(tmp_path: Path, argv: list[str],
                                             problem: str) -> None:
     (tmp_path / "short.txt").write_text("too-short\n")
+    (tmp_path / "short.txt").chmod(0o600)
+    (tmp_path / "loose.txt").write_text("a-token-long-enough-to-pass-1234\n")
+    (tmp_path / "loose.txt").chmod(0o644)  # world-readable: anyone could call the tools
     done = subprocess.run([sys.executable, "-m", "memory_es.cli", "serve-mcp", "--root",
                            str(tmp_path / "r"), *argv], capture_output=True, text=True,
                           timeout=HANG_S, cwd=tmp_path)
     assert done.returncode == 2 and problem in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
     assert not (tmp_path / "r").exists()  # refused before anything was created
+
+
+def start_http(root: Path, config: Path, *extra: str, host: str = "127.0.0.1"
+               ) -> tuple[subprocess.Popen[str], int, str, list[str]]:
+    """A ``serve-mcp --transport http`` process: it, its port, its token and what it said on
+    stderr before serving (the start line, any warning)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_es.cli", "serve-mcp", "--root", str(root), "--config",
+         str(config), "--transport", "http", "--host", host, "--port", str(port), *extra],
+        stderr=subprocess.PIPE, text=True, env={**os.environ})
+    assert proc.stderr is not None
+    said = [proc.stderr.readline()]
+    assert "MCP server on" in said[0], said
+    token = Path(said[0].split("bearer token in ")[1].rstrip(")\n")).read_text().strip()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.05)
+    if host != "127.0.0.1":
+        said.append(proc.stderr.readline())
+    return proc, port, token, said
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "0"}}}).encode()
+
+
+def test_a_wildcard_bind_warns_and_answers_this_machines_names(tmp_path: Path) -> None:
+    """``--host 0.0.0.0``: a warning that it is plain HTTP on all interfaces; a client may
+    name the machine as it reaches it (loopback, the host name, ``--allow-host``); another
+    ``Host`` is 421 (the SDK's Misdirected Request), a foreign ``Origin`` 403."""
+    lite = make_root(tmp_path / "wild", {"mode": "lite"})  # its own: a server holds the lock
+    proc, port, token, said = start_http(*lite, "--allow-host", "memory.lan", host="0.0.0.0")
+    try:
+        assert "warning: serving plain HTTP on all interfaces" in said[1], said
+        auth = {"Authorization": f"Bearer {token}"}
+        url = f"http://127.0.0.1:{port}/mcp"
+        for name in ("127.0.0.1", "localhost", socket.gethostname(), "memory.lan"):
+            answer = raw_post(url, {**auth, "Host": f"{name}:{port}"}, INITIALIZE)
+            assert answer.status_code == 200, (name, answer.status_code, answer.text)
+        assert raw_post(url, {**auth, "Host": f"evil.example:{port}"},
+                        INITIALIZE).status_code == 421
+        assert raw_post(url, {**auth, "Origin": "http://evil.example"},
+                        INITIALIZE).status_code == 403
+
+        async def run() -> str:
+            async with httpx2.AsyncClient(headers=auth) as http, \
+                    Client(streamable_http_client(url, http_client=http)) as client:
+                result = await client.call_tool("memory_recall", {"query": "dentist"})
+                return str(result.structured_content["results"][0]["text"])
+
+        assert asyncio.run(run()) == FACTS[0]
+    finally:
+        stop(proc)
+
+
+def test_loopback_serving_says_nothing_more(tmp_path: Path) -> None:
+    proc, _port, _token, said = start_http(*make_root(tmp_path / "quiet", {"mode": "lite"}))
+    try:
+        assert len(said) == 1 and "warning" not in said[0]
+    finally:
+        stop(proc)
+
+
+def test_sessions_are_capped_and_idle_ones_expire(tmp_path: Path) -> None:
+    """At most ``--max-sessions`` at once (503 for one more, the open ones unaffected); a
+    session idle for ``--session-idle`` seconds is ended (404 for its id) and makes room."""
+    lite = make_root(tmp_path / "capped", {"mode": "lite"})
+    proc, port, token, _said = start_http(*lite, "--max-sessions", "2", "--session-idle", "2")
+    try:
+        auth = {"Authorization": f"Bearer {token}"}
+        url = f"http://127.0.0.1:{port}/mcp"
+        first = raw_post(url, auth, INITIALIZE)
+        second = raw_post(url, auth, INITIALIZE)
+        assert first.status_code == second.status_code == 200
+        assert raw_post(url, auth, INITIALIZE).status_code == 503
+        session = first.headers["mcp-session-id"]
+        ping = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}).encode()
+        assert raw_post(url, {**auth, "mcp-session-id": session,
+                              "mcp-protocol-version": "2025-06-18"}, ping).status_code == 200
+        time.sleep(4)  # both idle past 2 s
+        assert raw_post(url, {**auth, "mcp-session-id": session,
+                              "mcp-protocol-version": "2025-06-18"}, ping).status_code == 404
+
+        async def run() -> bool:  # the SDK's own client gets a session again
+            async with httpx2.AsyncClient(headers=auth) as http, \
+                    Client(streamable_http_client(url, http_client=http)) as client:
+                result = await client.call_tool("memory_recall", {"query": "dentist"})
+                return bool(result.is_error)
+
+        assert asyncio.run(run()) is False
+    finally:
+        stop(proc)
 
 
 @pytest.mark.parametrize("delay", [0.4, 0.9, 1.6])

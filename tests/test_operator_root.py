@@ -1,6 +1,7 @@
 """Operator and read commands never create a root (issue 12, item 2): a mistyped ``--root``
 is a one-line "no memory root here" error (exit 2) and nothing is written there. Only
-admission (``memory-es admit``, ``MemoryStore.open``) starts a new root."""
+admission (``memory-es admit``, ``MemoryStore.open``) starts a new root; ``remember`` and
+``serve-mcp`` are writers too, and refuse a path that holds no root like the others (C*)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,38 @@ COMMANDS = [
     ["drain"], ["retry"], ["resolve", RUN, "typo"], ["rebuild"], ["inspect"],
     ["search", "dentist"], ["export", "--journal", "-"],
     ["journal", "--from", "2026-12-01", "--through", "2026-12-01", "--tz", "UTC"],
+    ["remember", "The garage door code changes every March."],
+    ["remember", "A line.", "--valid-to", "2027-01-01"],
+    ["serve-mcp"], ["serve-mcp", "--transport", "http", "--port", "1"],
+    ["set-status", RUN, "done"], ["mark", RUN, "--insight"], ["consolidate"],
+    ["forget", RUN, "--reason", "typo"], ["list"], ["show", RUN], ["profile"], ["anchor"],
+    ["migrate-journal", "--to", "sqlite"],
 ]
 
 
-@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: a[0])
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: "-".join(a[:3]))
 def test_a_mistyped_root_is_refused_and_left_alone(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     typo = tmp_path / "mmeory"
     assert main(["--root", str(typo), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no memory root here" in err and "Traceback" not in err
+    assert str(typo) in err  # the message names the path it looked at
     assert not typo.exists()
+
+
+def test_remember_into_an_existing_root_still_writes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "root"
+    assert main(["--root", str(root), "admit", "--run-id", "r1", "--answer", "Booked."]) == 0
+    assert main(["--root", str(root), "remember", "The garage code changes in March."]) == 0
+    assert '"remembered"' in capsys.readouterr().out
+
+
+def test_the_api_still_creates_a_root_for_a_host(tmp_path: Path) -> None:
+    """``MemoryStore.open`` creates by design (README: the host's writer); the CLI checks."""
+    with MemoryStore.open(tmp_path / "new", background=False) as store:
+        assert store.remember("A first fact.").status == "remembered"
 
 
 def test_health_of_a_mistyped_root_cannot_audit_and_writes_nothing(
@@ -58,7 +80,7 @@ def test_admission_still_starts_a_root_and_operators_then_work(
     root = tmp_path / "root"
     assert main(["--root", str(root), "admit", "--run-id", "r1", "--answer", "Booked."]) == 0
     assert main(["--root", str(root), "drain"]) == 0
-    assert "ran 1 attempts" in capsys.readouterr().out
+    assert "ran 1 attempt;" in capsys.readouterr().out
     assert main(["--root", str(root), "rebuild"]) == 0
 
 

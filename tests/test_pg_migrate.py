@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,76 @@ def test_leftovers_of_a_cut_short_migration_are_reported_and_removed(
     assert not any(p.name.startswith("journal.db") for p in root.iterdir())
     assert not local_keys(root).exists()
     assert cli("health", "--root", str(root), dsn=pg_dsn).returncode == 0
+
+
+def test_the_dsn_comes_from_the_environment_or_an_owner_only_file(tmp_path: Path,
+                                                                  pg_dsn: str) -> None:
+    """The password stays out of ``ps``: ``$MEMORY_ES_PG_DSN`` or ``--dsn-file`` (owner-only,
+    like a config file holding ``journal.dsn``); ``--dsn`` with a password still works but
+    says so on stderr."""
+    password = psycopg.conninfo.conninfo_to_dict(pg_dsn)["password"]
+    dsn_file = tmp_path / "dsn"
+    dsn_file.write_text(pg_dsn + "\n")
+    dsn_file.chmod(0o644)
+    root = tmp_path / "root"
+    fill(root, 2)
+    loose = cli("migrate-journal", "--root", str(root), "--to", "postgres",
+                "--dsn-file", str(dsn_file))
+    assert loose.returncode == 2 and loose.stderr.count("\n") == 1, loose
+    assert str(dsn_file) in loose.stderr and "0644" in loose.stderr
+    assert password not in loose.stdout + loose.stderr
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == JOURNAL_FILE
+    dsn_file.chmod(0o600)
+    moved = cli("migrate-journal", "--root", str(root), "--to", "postgres",
+                "--dsn-file", str(dsn_file))
+    assert moved.returncode == 0 and moved.stderr == "", moved
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == "postgres"
+    back = cli("migrate-journal", "--root", str(root), "--to", "sqlite", dsn=pg_dsn)
+    assert back.returncode == 0 and back.stderr == "", back  # the environment alone
+
+    other = tmp_path / "other"
+    fill(other, 1)
+    for db in ("env", "flag"):
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {db}_{os.getpid()}")
+    base = pg_dsn.rsplit("/", 1)[0]
+    env_dsn = f"{base}/env_{os.getpid()}?connect_timeout=5"
+    by_env = cli("migrate-journal", "--root", str(other), "--to", "postgres", dsn=env_dsn)
+    assert by_env.returncode == 0 and by_env.stderr == "", by_env
+    third = tmp_path / "third"
+    fill(third, 1)
+    flagged = cli("migrate-journal", "--root", str(third), "--to", "postgres", "--dsn",
+                  f"{base}/flag_{os.getpid()}?connect_timeout=5")
+    assert flagged.returncode == 0, flagged
+    assert "warning: --dsn carries a password" in flagged.stderr
+    assert password not in flagged.stderr
+
+
+def test_a_bad_dsn_parameter_a_wrong_password_and_a_server_down_read_differently(
+        tmp_path: Path, pg_dsn: str) -> None:
+    password = psycopg.conninfo.conninfo_to_dict(pg_dsn)["password"]
+    root = tmp_path / "root"
+    fill(root, 1)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    port = psycopg.conninfo.conninfo_to_dict(pg_dsn)["port"]
+    cases = {
+        "timeout": (pg_dsn.replace("connect_timeout=5", "connect_timeout=abc"), 2,
+                    "journal_dsn_invalid", "connect_timeout"),
+        "password": (pg_dsn.replace(password, "not-the-password"), 3,
+                     "journal_auth_failed", "authentication failed"),
+        "down": (pg_dsn.replace(f":{port}/", f":{dead}/"), 3, "io_error",
+                 "server unreachable"),
+    }
+    for name, (dsn, code, error, words) in cases.items():
+        for argv in (["--json"], []):
+            out = cli("migrate-journal", "--root", str(root), "--to", "postgres", *argv,
+                      dsn=dsn)
+            assert out.returncode == code, (name, out)
+            assert "Traceback" not in out.stderr and password not in out.stdout + out.stderr
+            if argv:
+                assert json.loads(out.stdout)["error"]["code"] == error, (name, out.stdout)
+            else:
+                assert out.stderr.count("\n") == 1 and words in out.stderr, (name, out.stderr)
+    assert json.loads((root / MARKER_FILE).read_text())["journal"] == JOURNAL_FILE

@@ -221,7 +221,28 @@ def _postgres_search_parses() -> None:
     assert build_parser().parse_args(argv).func == "search"
 
 
+def _install_from_a_checkout() -> None:
+    """The install block installs this checkout (not a PyPI name that does not exist yet),
+    with extras pyproject.toml defines, and its wheel name is the one setuptools builds."""
+    import tomllib
+
+    (block,) = [b for b in BLOCKS if "pip wheel" in b.body]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
+    extras = set(project["optional-dependencies"])
+    installs = [[a for a in line.split("#")[0].split()[2:] if a != "-e"]
+                for line in block.body.splitlines() if line.startswith("pip install")]
+    assert len(installs) == 2 and all(len(args) == 1 for args in installs), installs
+    wheel = f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+    for (target,) in installs:
+        spec = target.strip("'")
+        assert spec.startswith((".[", "./dist/" + wheel + "[")), spec  # never 'memory-es[...]'
+        assert set(spec.split("[", 1)[1].rstrip("]").split(",")) <= extras, spec
+    readme = README.read_text("utf-8")
+    assert "pip install 'memory-es[" not in readme and 'pip install "memory-es[' not in readme
+
+
 NOT_RUN: dict[str, Callable[[], None]] = {
+    "installs with pip from a checkout (network)": _install_from_a_checkout,
     "make builds a venv with pip (network)": _make_targets_run_the_tested_commands,
     "an MCP client's config (see test_mcp_server.py)": _mcp_client_config_starts_the_server,
     "needs a PostgreSQL server (see test_pg_store.py)": _postgres_search_parses,

@@ -93,3 +93,38 @@ def test_cli_search_explain(store: MemoryStore, tmp_path: Path,
     assert all("explain" in item for item in body["results"])
     reader = MemoryRoot.open(root, parse_config(JOURNAL))
     assert reader.recall("dentist", explain=True).recall.hits[0].explanation is not None
+
+
+def test_explain_lines_mark_a_cut_text_with_an_ellipsis(store: MemoryStore) -> None:
+    """A hit's text above its score parts is cut at 60 characters with '…', so a reader
+    knows there is more; a short text is shown whole."""
+    from memory_es.recall.result import explanation_lines
+
+    long = ("The dentist said the crown needs a second appointment after the x-ray, "
+            "probably in January.")
+    store.remember(long)
+    lines = explanation_lines(store.recall("dentist crown appointment", explain=True))
+    shown = [line.split(" ", 1)[1] for line in lines if line[:1].isdigit()]
+    assert any(s.endswith("…") and len(s) == 60 and long.startswith(s[:-1].rstrip())
+               for s in shown), shown
+    lines = explanation_lines(store.recall("Elm Street", explain=True))
+    assert TEXTS[1] in [line.split(" ", 1)[1] for line in lines if line[:1].isdigit()]
+    store.close()  # a short text is shown whole, without '…'
+
+
+
+def test_recall_result_and_hit_describe_their_public_fields() -> None:
+    """A host reading help(RecallResult) learns where a hit's id is; every public field of
+    both dataclasses is described in the class docstring."""
+    import dataclasses
+
+    from memory_es.recall.render import Hit
+    from memory_es.recall.result import RecallResult
+
+    assert RecallResult.__doc__ is not None and "recall.hits[0].id" in RecallResult.__doc__
+    for cls, fields in ((RecallResult, None), (Hit, ("id", "score", "text", "status",
+                                                     "currentness", "source"))):
+        doc = cls.__doc__ or ""
+        names = fields or tuple(f.name for f in dataclasses.fields(cls))
+        missing = [n for n in names if f"    {n}:" not in doc and f" {n}," not in doc]
+        assert missing == [], (cls.__name__, missing)

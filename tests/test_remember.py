@@ -93,6 +93,9 @@ def test_j14_capture_switches_do_not_apply(tmp_path: Path) -> None:
 
 def test_cli_remember_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = str(tmp_path / "root")
+    assert main(["--root", root, "remember", FACT]) == 2  # only admit starts a root
+    assert "no memory root here" in capsys.readouterr().err
+    MemoryStore.open(root, background=False).close()
     assert main(["--root", root, "remember", FACT, "--session", "web:cli"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "remembered"
     assert main(["--root", root, "remember", FACT]) == 0
@@ -124,3 +127,64 @@ def test_n11_j12_a_write_killed_after_its_commit_is_completed_not_duplicated(
     assert text.count(FACT) == 1 and "source_session=web:first" in text
     assert "web:second" not in text
     assert MemoryRoot.open(root).health().status == "clean"
+
+
+STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+GOOGLE = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+MISSED_BEFORE = (  # each passed the hand-written screen and was stored
+    f"The Stripe key for the shop is {STRIPE}",
+    f"Maps key: {GOOGLE} (billing account 2)",
+    "my password is hunter2",
+    "My bank PIN is 4711 and the passphrase is correct-horse-42",
+    "the key sk_live_4eC39Hq\u200bLyjWDarjtT1zdp7dc with a zero-width space inside",
+    "my pass\u200bword is hunter2",
+    "ｐａｓｓｗｏｒｄ＝ｈｕｎｔｅｒ２",  # full width: NFKC first
+)
+STILL_MEMORIES = (
+    "The office WiFi password was changed last week.",
+    "The password is on the fridge.",
+    "The garage door code changes every March.",
+    "Ada's train leaves at 08:10.",
+    "sk-learn is a library",
+    "zero\u200bwidth spaces are fine in a note",
+)
+
+
+def test_j5_the_screen_finds_keys_and_stated_passwords_it_missed(tmp_path: Path) -> None:
+    """J5 with detect-secrets behind the same refusal: a Stripe secret key, a Google API key,
+    "my password is ...", and a key split by a zero-width space are refused, nothing
+    written; sentences about passwords stay memories."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, background=False) as store:
+        store.remember("A first fact to make the root.")
+        events = len(list(store.events()))
+        for secret in MISSED_BEFORE:
+            with pytest.raises(MemoryEsError) as err:
+                store.remember(secret)
+            assert err.value.code == "remember_credential", secret
+            assert "hunter2" not in str(err.value) and STRIPE not in str(err.value)
+        assert len(list(store.events())) == events
+        for fact in STILL_MEMORIES:
+            assert store.remember(fact).status == "remembered", fact
+    text = daily_text(root)
+    assert "hunter2" not in text and "4eC39Hq" not in text and "AIza" not in text
+
+
+def test_j5_detect_secrets_is_the_scanner_behind_the_screen() -> None:
+    from memory_es.credentials import credential_kind
+
+    assert credential_kind(STRIPE) == "Stripe Access Key"
+    assert credential_kind("aws AKIAIOSFODNN7EXAMPLE") == "AWS Access Key"
+    assert credential_kind("x https://ada:hunter2@example.com/y") == "Basic Auth Credentials"
+    assert credential_kind(GOOGLE) == "credential format"  # no Google detector in it
+    assert credential_kind("my password is hunter2") == "stated password"
+    assert credential_kind("The garage door code changes every March.") is None
+
+
+def test_cli_remember_refuses_a_stripe_key_with_exit_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = str(tmp_path / "root")
+    MemoryStore.open(root, background=False).close()
+    assert main(["--root", root, "remember", f"stripe {STRIPE}"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "remember_credential" in err and STRIPE not in err

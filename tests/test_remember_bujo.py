@@ -24,6 +24,7 @@ from helpers_capture import (
 from helpers_index import index_rows
 from memory_es import MemoryRoot
 from memory_es.cli import main
+from memory_es.config import load_config
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.store import MemoryStore
 
@@ -263,6 +264,8 @@ def test_cli_remember_options_and_refusals(tmp_path: Path,
     config.write_text(json.dumps({"memory": {
         "mode": "bujo", "path": str(root), "embeddings": {"dim": 8},
         "llm": {"provider": "ollama", "model": "m"}}}))
+    MemoryStore.open(root, load_config(config), background=False).close()  # remember
+    # never starts a root (only admit and the API do)
 
     def run(*argv: str) -> tuple[int, Any]:
         code = main(["--config", str(config), *argv, "--json"])

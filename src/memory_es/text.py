@@ -18,3 +18,29 @@ def journal_text(text: str) -> str:
 def fold(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed: how names and fact values compare."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def counted(n: int, singular: str, plural: str | None = None) -> str:
+    """``1 memory``, ``2 memories``, ``0 files``: a count with its noun in number, as every
+    line of CLI output states counts."""
+    return f"{n} {singular if n == 1 else plural or singular + 's'}"
+
+
+def truncate(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters, cut on a character boundary (never
+    between a base character and its combining marks, a ZWJ sequence or a variation
+    selector), with ``…`` when cut."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    cut = width - 1
+    while cut > 0 and (_joins(flat[cut]) or flat[cut - 1] == "\u200d"):
+        cut -= 1
+    return flat[:cut].rstrip() + "…"
+
+
+def _joins(char: str) -> bool:
+    """Does ``char`` belong to the character before it?"""
+    return (unicodedata.combining(char) != 0 or char == "\u200d"
+            or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff"
+            or unicodedata.category(char) in ("Mn", "Me", "Mc"))

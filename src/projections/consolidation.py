@@ -77,7 +77,9 @@ def is_time_node(name: str, type_: str) -> bool:
 
 class ConsolidationSummary(msgspec.Struct, frozen=True, kw_only=True):
     """What one refresh found, content-free (counts only; N12): what ``memory-es consolidate``
-    prints. ``changed`` says whether ``index.md`` was rewritten (or removed)."""
+    prints. ``changed`` says whether ``index.md`` was rewritten (or removed). ``tier`` is the
+    root's tier when the store says it (None from the projection alone): only ``bujo`` keeps
+    an ``index.md``, so on ``lite`` and ``journal`` the refresh has nothing to do (D14)."""
 
     entities_scanned: int
     scan_complete: bool
@@ -89,6 +91,7 @@ class ConsolidationSummary(msgspec.Struct, frozen=True, kw_only=True):
     lines_scanned: int
     duplicate_groups: int
     changed: bool = False
+    tier: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__struct_fields__}

@@ -18,11 +18,14 @@ from memory_es.cli.parser import build_parser
 __all__ = ["build_parser", "main"]
 
 
-def _cmd_demo() -> int:
-    """The whole Lite flow, then BuJo capture, in a temporary root (memory_es.demo)."""
+def _cmd_demo(root: str | None) -> int:
+    """The whole Lite flow, then BuJo capture, in a temporary root, or kept at ``--root``
+    (memory_es.demo)."""
+    from pathlib import Path
+
     from memory_es.demo import run_demo
 
-    return run_demo(main)
+    return run_demo(main, Path(root) if root is not None else None)
 
 
 def _quiet_stdout() -> None:
@@ -52,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         check_args(parser, args)
         if args.func == "demo":
-            return _cmd_demo()
+            return _cmd_demo(args.root)
         if args.func == "forget":
             from memory_es.cli.forget import cmd_forget
 

@@ -22,7 +22,8 @@ from memory_es.recall.inventory import (
 
 MAX_PAGE = 1000  # a journal snapshot holds at most 1,000 entries
 # Arguments that name files: any bytes the filesystem allows (a non-UTF-8 name is legal).
-PATH_DESTS = frozenset({"root", "config", "capture_text_file", "labelled", "expect_anchor"})
+PATH_DESTS = frozenset({"root", "config", "capture_text_file", "labelled", "expect_anchor",
+                        "dsn_file", "token_file"})
 
 
 def _utf8_problem(value: str) -> str | None:

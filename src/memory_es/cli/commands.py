@@ -18,13 +18,14 @@ from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, 
 from memory_es.config import MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.intake import CompletedTurn, iso_ms
-from memory_es.journal import MARKER_FILE, Anchor, parse_anchor
+from memory_es.journal import Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
 from memory_es.recall.inventory import check_memory_id, truncate
 from memory_es.recall.render import format_instant
 from memory_es.recall.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.rootconfig import resolve_root
+from memory_es.text import counted
 
 if TYPE_CHECKING:
     from memory_es.store import MemoryStore
@@ -112,22 +113,18 @@ def cmd_admit(args: argparse.Namespace) -> int:
 
 
 def cmd_remember(args: argparse.Namespace) -> int:
-    from memory_es.store.remembering import RememberTerms, check_tier, checked_text
+    from memory_es.store.remembering import RememberTerms, checked_text
 
     config = _config(args)
     text = _read_text("-", "text") if args.text == "-" else args.text
-    # Refusals that need no root come before one is opened (or created): bad text or options,
-    # and enhanced options where the root would be a new Lite or Journal one (J6).
+    # Refusals that need no root come before one is opened: bad text or options (exit 2).
     checked_text(text)
-    terms = RememberTerms.checked(about=args.about, supersedes=args.supersedes,
-                                  replaceable=args.replaceable, valid_from=args.valid_from,
-                                  valid_to=args.valid_to, due_at=args.due)
-    root = _root(args, config)
-    if not (root / MARKER_FILE).exists():
-        check_tier(terms, (config or MemoryConfig()).mode)
-    # about and supersedes name stored lines: an existing root only
-    with open_store(root, config, background=False,
-                   create=terms.about is None and terms.supersedes is None) as store:
+    RememberTerms.checked(about=args.about, supersedes=args.supersedes,
+                          replaceable=args.replaceable, valid_from=args.valid_from,
+                          valid_to=args.valid_to, due_at=args.due)
+    # Only admit starts a root (C*): a mistyped --root is "no memory root here" (exit 2),
+    # never a new empty root holding the one fact.
+    with open_store(_root(args, config), config, background=False, create=False) as store:
         result = store.remember(text, session=args.session, about=args.about,
                                 supersedes=args.supersedes, replaceable=args.replaceable,
                                 valid_from=args.valid_from, valid_to=args.valid_to,
@@ -188,7 +185,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.journal == "-":
         count = root.export(sys.stdout.buffer)
         sys.stdout.flush()
-        print(f"exported {count} events", file=sys.stderr)
+        print(f"exported {counted(count, 'event')}", file=sys.stderr)
         return OK
     try:
         count = root.export_to(args.journal)
@@ -198,7 +195,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"exported": count, "journal": args.journal})
     else:
-        print(f"exported {count} events", file=sys.stderr)
+        print(f"exported {counted(count, 'event')}", file=sys.stderr)
     return OK
 
 
@@ -212,7 +209,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"attempts": count, "counts": counts.to_json(), "vectors_pending": backlog})
         return OK
-    print(f"ran {count} attempts; pending={counts.pending} (due={counts.due}, "
+    print(f"ran {counted(count, 'attempt')}; pending={counts.pending} (due={counts.due}, "
           f"delayed={counts.delayed}) dead={counts.dead} resolved={counts.resolved}"
           + _vectors(backlog))
     return OK
@@ -260,7 +257,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
                     "vectors_pending": report.vectors_pending})
         return OK
     print(f"activated index gen-{report.generation} at position {report.position}; "
-          f"rewrote {len(report.written)} files, removed {len(report.removed)}"
+          f"rewrote {counted(len(report.written), 'file')}, removed {len(report.removed)}"
           + _vectors(report.vectors_pending))
     return OK
 
@@ -272,10 +269,15 @@ def cmd_migrate_journal(args: argparse.Namespace) -> int:
 
     if not 1 <= args.batch <= 100_000:
         raise UsageError(f"argument --batch: {args.batch} is not 1 to 100000")
+    given = read_dsn_file(args.dsn_file) if args.dsn_file is not None else args.dsn
+    if args.dsn is not None and dsn_has_password(args.dsn):
+        print("memory-es: warning: --dsn carries a password, which any user can read in ps "
+              "while the migration runs; pass it in $MEMORY_ES_PG_DSN, an owner-only "
+              "--dsn-file, or ~/.pgpass instead", file=sys.stderr)
     config = _config(args)
     block = config.journal if config is not None else None
     schema = args.schema or (block.pg_schema if block is not None else DEFAULT_PG_SCHEMA)
-    dsn = args.dsn or (block.dsn.get_secret_value() if block is not None and block.dsn else None)
+    dsn = given or (block.dsn.get_secret_value() if block is not None and block.dsn else None)
     target = (PostgresJournal(dsn, schema) if dsn else
               journal_target("postgres", None, schema) if args.to == "postgres" else
               PostgresJournal.from_env(schema))
@@ -289,10 +291,50 @@ def cmd_migrate_journal(args: argparse.Namespace) -> int:
     elif report.already:
         print(f"the journal is already on {report.to} ({report.location}); nothing copied")
     else:
-        print(f"copied {report.copied} events (from position {report.resumed_from}), "
-              f"{report.payloads} payloads and {report.record_keys} record keys to "
+        print(f"copied {counted(report.copied, 'event')} (from position "
+              f"{report.resumed_from}), {counted(report.payloads, 'payload')} and "
+              f"{counted(report.record_keys, 'record key')} to "
               f"{report.location}; the journal is on {report.to} at position {report.position}")
     return OK
+
+
+def read_dsn_file(path: str) -> str:
+    """The DSN on the first line of ``path``, an owner-only file (the rule of a config file
+    holding ``journal.dsn``): group or other access, or another owner, is a usage error
+    naming the file, never its content."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise UsageError(f"argument --dsn-file: cannot read {path}: {e.strerror or e}") from e
+    try:
+        st = os.fstat(fd)
+        problems = ([f"mode {st.st_mode & 0o7777:04o}"] if st.st_mode & 0o077 else []) + \
+            ([f"owned by uid {st.st_uid}"] if st.st_uid != os.geteuid() else [])
+        if problems:
+            raise UsageError(f"argument --dsn-file: {path} must be owner-only (mode 0600, owned "
+                             f"by you; this one is {' and '.join(problems)}): chmod 600 it",
+                             code="dsn_file_unsafe")
+        data = os.read(fd, 64 * 1024)
+    finally:
+        os.close(fd)
+    try:
+        lines = data.decode("utf-8").strip().splitlines()
+    except UnicodeDecodeError as e:
+        raise UsageError(f"argument --dsn-file: {path} is not UTF-8 text") from e
+    if not lines or not lines[0].strip():
+        raise UsageError(f"argument --dsn-file: {path} holds no DSN")
+    return lines[0].strip()
+
+
+def dsn_has_password(dsn: str) -> bool:
+    """Does ``dsn`` carry a non-empty password (``password=`` or ``user:pw@`` in a URI)?"""
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return bool(conninfo_to_dict(dsn).get("password"))
+    except ProgrammingError:
+        return ":" in dsn.split("@", 1)[0].split("//", 1)[-1] if "@" in dsn else False
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
@@ -304,9 +346,14 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary.to_json())
         return OK
-    print(f"scanned {summary.entities_scanned} entity rows"
+    if summary.tier != "bujo":
+        print(f"nothing to consolidate: a {summary.tier} root keeps no index.md (only BuJo "
+              "has the living index)" + ("; removed a stray index.md" if summary.changed
+                                          else ""))
+        return OK
+    print(f"scanned {counted(summary.entities_scanned, 'entity row')}"
           + ("" if summary.scan_complete else " (ceiling reached)")
-          + f"; rendered {summary.groups_rendered} of {summary.groups} groups; "
+          + f"; rendered {summary.groups_rendered} of {counted(summary.groups, 'group')}; "
           f"duplicate_groups={summary.duplicate_groups}; "
           f"index.md {'rewritten' if summary.changed else 'unchanged'}")
     return OK
@@ -322,8 +369,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print_json({"position": report.position, "written": len(report.written),
                     "vectors_pending": report.vectors_pending})
         return OK
-    print(f"replayed {report.position} events into {args.root}; "
-          f"wrote {len(report.written)} files" + _vectors(report.vectors_pending))
+    print(f"replayed {counted(report.position, 'event')} into {args.root}; "
+          f"wrote {counted(len(report.written), 'file')}" + _vectors(report.vectors_pending))
     return OK
 
 
@@ -367,7 +414,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         print_json(report.to_json())
     else:
         print(f"{report.status}: journal at {report.journal_position}, projections at "
-              f"{report.projection_position}, {len(report.findings)} findings; "
+              f"{report.projection_position}, {counted(len(report.findings), 'finding')}; "
               f"worker={report.worker}" + _vectors(report.vectors_pending))
         for f in sorted(report.findings):
             print(f"{f.code}  {f.path}  {f.detail}")
@@ -384,8 +431,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if result.as_of is not None:
         print(f"(as of {result.as_of}: journal position {result.position})", file=sys.stderr)
     if result.degraded:
-        print(f"(degraded: {result.reason}" + (f", {result.vectors_pending} memories without "
-              "a vector" if result.vectors_pending else "") + ")", file=sys.stderr)
+        print(f"(degraded: {result.reason}" + (
+            f", {counted(result.vectors_pending, 'memory', 'memories')} without a vector"
+            if result.vectors_pending else "") + ")", file=sys.stderr)
     if args.explain:
         print("\n" + "\n".join(explanation_lines(result)))
     return OK

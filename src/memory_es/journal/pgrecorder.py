@@ -32,6 +32,7 @@ import psycopg
 from eventsourcing.persistence import (
     ApplicationRecorder,
     Notification,
+    OperationalError,
     ProgrammingError,
     StoredEvent,
     Subscription,
@@ -48,7 +49,13 @@ from memory_es.errors import IntegrityError
 from memory_es.fsutil import crash_point
 from memory_es.journal.chain import GENESIS, Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
-from memory_es.journal.pgconnect import WriterConnection, check_schema, datastore, redact
+from memory_es.journal.pgconnect import (
+    WriterConnection,
+    check_schema,
+    connection_failure,
+    datastore,
+    redact,
+)
 from memory_es.journal.pgleases import Leases
 from memory_es.journal.pgrecords import table_statements as record_key_tables
 from memory_es.journal.recorder import Payload
@@ -74,6 +81,14 @@ def make_recorder(dsn: str, schema: str, **kwargs: Any) -> PostgresJournalRecord
         finally:
             store.close()
         raise
+    except OperationalError as e:  # the pool says only "couldn't get a connection"
+        try:
+            failure = connection_failure(store, redact(dsn), e)
+        finally:
+            store.close()
+        if failure is e:
+            raise
+        raise failure from e
 
 
 def _position_taken(error: Exception) -> bool:

@@ -184,7 +184,9 @@ def plateau_middle(values: Sequence[float]) -> float:
 def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence[int],
                     lexical_weight: float = NOMIC_V15.lexical_weight
                     ) -> tuple[Calibration, dict[str, Any]]:
-    """The five numbers fitted on the questions ``idx`` (see the module docstring).
+    """The recall numbers fitted on the questions ``idx`` (see the module docstring): the
+    no-evidence cosine, floor and tail at ``lexical_weight``; the automatic pair stays the
+    reference's until :func:`fit_auto` fits it (as :func:`fit_hybrid` and the report do).
 
     ``golds[i]`` is question i's gold ids (empty: no answer); ``full(nec, i)`` its whole hybrid
     ranking and best score when cosines below ``nec`` count as no evidence. Returns the

@@ -41,6 +41,7 @@ from memory_es.recall.engine import Recaller, embeddings_block
 from memory_es.recall.labelled import LabelledQuestion, check_gold, load_labelled
 from memory_es.recall.score import NOMIC_V15, Calibration
 from memory_es.recall.vectors import VectorMatrix
+from memory_es.text import counted
 from memory_es.vocabulary import TERMINAL_STATUSES
 
 NEEDS_EMBEDDINGS: Final = "calibrate_needs_embeddings"
@@ -103,7 +104,8 @@ def _num(x: float) -> str:
 
 
 def render_text(report: CalibrationReport) -> str:
-    """The operator's view: the five numbers, the trade-off table and the config snippet."""
+    """The operator's view: the six fitted numbers, the trade-off table and the config
+    snippet."""
     c, f = report.counts, report.fitted
     lines = [
         f"calibration for {report.identity}: {c['answerable']} answerable and "
@@ -123,8 +125,10 @@ def render_text(report: CalibrationReport) -> str:
         "a block",
     ]
     if report.vectors < report.memories:
-        lines.append(f"  warning: {report.memories - report.vectors} memories have no vector "
-                     "yet; they were scored lexically")
+        missing = report.memories - report.vectors
+        lines.append(f"  warning: {counted(missing, 'memory', 'memories')} "
+                     f"{'has' if missing == 1 else 'have'} no vector yet; "
+                     f"{'it was' if missing == 1 else 'they were'} scored lexically")
     lines += ["", "trade-off (reference, current, fitted: on these same questions, in-sample;"
               " held out: each half scored with numbers fitted on the other half)",
               f"  {'calibration':<12}{'floor':>6}{'R@1':>7}{'R@5':>7}{'MRR':>7}{'R@5 ret':>8}"

@@ -15,7 +15,6 @@ pages never shift a page.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, tzinfo
@@ -33,6 +32,7 @@ from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import Candidate, Source
 from memory_es.recall.select import currentness
 from memory_es.recall.vectors import optional_rows
+from memory_es.text import truncate as truncate  # re-exported: the CLI's list and show
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
 
 # Every status a stored line can have (K14, DESIGN 9.8); forgotten lines are not stored.
@@ -358,21 +358,3 @@ def show_memory(conn: apsw.Connection | None, opened: OpenedJournal | None, memo
         events=events)
 
 
-def truncate(text: str, width: int) -> str:
-    """``text`` on one line, at most ``width`` characters, cut on a character boundary (never
-    between a base character and its combining marks, a ZWJ sequence or a variation
-    selector), with ``…`` when cut."""
-    flat = " ".join(text.split())
-    if len(flat) <= width:
-        return flat
-    cut = width - 1
-    while cut > 0 and (_joins(flat[cut]) or flat[cut - 1] == "\u200d"):
-        cut -= 1
-    return flat[:cut].rstrip() + "…"
-
-
-def _joins(char: str) -> bool:
-    """Does ``char`` belong to the character before it?"""
-    return (unicodedata.combining(char) != 0 or char == "\u200d"
-            or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff"
-            or unicodedata.category(char) in ("Mn", "Me", "Mc"))

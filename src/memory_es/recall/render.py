@@ -27,11 +27,28 @@ INSUFFICIENT_NOTE = "Insufficient evidence:"  # G17
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One returned result (G25); optional fields are ``None`` when the backend lacks them."""
+    """One returned result (G25); optional fields are ``None`` when the backend lacks them.
+
+    Attributes:
+        id: the memory id, 64 hex characters (what ``show``, ``forget``, ``set_status``,
+            ``mark``, ``access_stats`` and ``supersedes=`` take).
+        score: the final score, 0 to 1 (higher is better).
+        text: the stored line.
+        type: ``observation``, ``note``, ``event``, ``task``... or None.
+        status: ``open``, ``done``, ``scheduled``, ``migrated``, ``dropped``,
+            ``superseded``, ``invalidated`` or None.
+        created_at: when it was recorded (UTC).
+        valid_from, valid_to, due_at: its stated validity and due date, or None.
+        currentness: ``current``, ``superseded`` or ``ended``, as judged for this recall.
+        source: the conversation and intake it came from (for the host only; never in text).
+    """
 
     id: str
+    """The memory id (64 hex): what show, forget, set_status and mark take."""
     score: float
+    """The final score, 0 to 1."""
     text: str
+    """The stored line."""
     type: str | None
     status: str | None
     created_at: datetime | None

@@ -14,6 +14,7 @@ from memory_es.recall.lexical import LexicalEvidence
 from memory_es.recall.render import Recall, format_recall
 from memory_es.recall.score import EPSILON, Calibration, Scored, Scoring
 from memory_es.recall.select import SelectMode
+from memory_es.text import truncate
 
 DegradedReason = Literal["lexical_only", "provider_unavailable", "vectors_pending",
                          "no_index", "index_unreadable"]
@@ -27,23 +28,56 @@ class RecallResult:
     ``vectors_pending`` (``vectors_pending`` live memories still lack a vector and are found
     lexically only, D9), ``no_index`` (nothing was ever projected) or ``index_unreadable``
     (the active index cannot be read: no hits until ``memory-es rebuild``; the journal, and
-    so every admitted turn, is intact)."""
+    so every admitted turn, is intact).
+
+    A hit's id: ``result.recall.hits[0].id`` (64 hex characters; what ``show``, ``forget``,
+    ``set_status`` and ``mark`` take), with ``.text``, ``.score``, ``.status``,
+    ``.created_at`` beside it (:class:`~memory_es.recall.render.Hit`); ``delivered()`` lists
+    every id the result shows, ``text`` is the rendered form, ``to_json()`` the structured one.
+
+    Attributes:
+        recall: the ranked hits (``recall.hits``, best first, each a ``Hit`` with ``id``,
+            ``text``, ``score``...) and the evidence flag (``recall.evidence``:
+            ``insufficient`` or ``conflicting``; ``recall.notes``).
+        degraded: True when the semantic side was not whole (see ``reason``).
+        reason: why it was degraded (the codes above), or None.
+        vectors_pending: live memories still without a vector, found lexically only.
+        explanation: the query's side of ``explain=True`` (scoring, formula, term weights,
+            calibration); each hit's parts are on ``hit.explanation``. None otherwise.
+        as_of: an as-of recall's instant (ISO, UTC), or None for a recall of now.
+        position: an as-of recall's last journal position recorded by then (0: nothing yet).
+        guidance: the "Preferences & lessons" lines (G26, G27), each with its memory ``id``.
+        fact_sheets: the named people's fact sheets (G28, M23); their rows carry
+            ``memory_id``.
+        zone: the host time zone the dates of guidance and fact sheets are read in.
+    """
 
     recall: Recall
+    """The hits (``recall.hits[i].id``, ``.text``, ``.score``) and the evidence flag."""
     degraded: bool
+    """True when the semantic side was not whole; ``reason`` says why."""
     reason: DegradedReason | None = None
+    """``lexical_only``, ``provider_unavailable``, ``vectors_pending``, ``no_index``,
+    ``index_unreadable``, or None when not degraded."""
     vectors_pending: int = 0
-    explanation: dict[str, Any] | None = None  # the query's side of ``explain=True``
+    """Live memories still waiting for a vector (found lexically only)."""
+    explanation: dict[str, Any] | None = None
+    """The query's side of ``explain=True``; each hit's parts are on ``hit.explanation``."""
     # An as-of recall (issue 14 item 5): the instant asked about (UTC) and the last journal
     # position the store had recorded then (0: nothing yet).
     as_of: str | None = None
+    """The instant an as-of recall answered for (ISO, UTC), or None."""
     position: int | None = None
+    """The last journal position recorded by ``as_of`` (0: nothing yet), or None."""
     # Additive (G18): the "Preferences & lessons" lines (G26, G27) and the fact sheets of the
     # people the query (or ``about``) names (G28, M23); ``zone`` is the host zone their dates
     # read in.
     guidance: tuple[GuidanceLine, ...] = ()
+    """The "Preferences & lessons" lines (G26, G27), each with its memory ``id``."""
     fact_sheets: tuple[FactSheet, ...] = ()
+    """The named people's fact sheets (G28, M23); each row has its ``memory_id``."""
     zone: tzinfo | None = None
+    """The host zone the guidance and fact-sheet dates are read in (None: UTC)."""
 
     @property
     def text(self) -> str:
@@ -152,6 +186,9 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
                      "calibration": asdict(calibration), "evidenceNote": trimmed.evidence})
 
 
+EXPLAIN_TEXT_WIDTH = 60  # characters of a hit's text above its score parts, '…' when cut
+
+
 def explanation_lines(result: RecallResult) -> list[str]:
     """``explain=True`` as text (``memory-es search --explain``)."""
     query = result.explanation or {}
@@ -163,7 +200,7 @@ def explanation_lines(result: RecallResult) -> list[str]:
         parts = hit.explanation or {}
         shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in parts.items()
                  if k not in ("cut", "tieBreak", "semanticFrom")}
-        lines.append(f"{hit.score:.3f} {hit.text[:60]}")
+        lines.append(f"{hit.score:.3f} {truncate(hit.text, EXPLAIN_TEXT_WIDTH)}")
         lines.append("    " + " ".join(f"{k}={v}" for k, v in shown.items()))
         lines.append(f"    semantic from {parts.get('semanticFrom')}; {parts.get('cut')}")
     return lines

@@ -4,9 +4,15 @@
   time); without it the answer is 401 and nothing reaches the tools. The token is generated on
   first start into an owner-only file beside the root's keys (:func:`token_file`), or read
   from ``--token-file``.
-- The SDK's DNS-rebinding protection: the ``Host`` must be the bound address and a browser's
-  ``Origin``, when sent, one of the same loopback origins (403 otherwise).
+- The SDK's DNS-rebinding protection: the ``Host`` must name the bound address (421
+  Misdirected Request otherwise, the SDK's answer) and a browser's ``Origin``, when sent, the
+  same names (403 otherwise). A loopback bind accepts every loopback name; a wildcard bind
+  (``0.0.0.0``, ``::``) accepts this machine's names and addresses (:func:`host_names`) and
+  any ``--allow-host``.
 - Request bodies are limited to :data:`MAX_REQUEST_BYTES` (413 past it).
+- Sessions: at most :data:`MAX_SESSIONS` at once (503 for one more), each ended after
+  :data:`SESSION_IDLE_SECONDS` without a request (its id then answers 404).
+- A given token file must be owner-only, like the key store (``mcp_token_unsafe``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from memory_es.keystore import KeyStore, private_key_file
 MAX_REQUEST_BYTES: Final = 256 * 1024  # a tool call's arguments are at most a few KB
 TOKEN_FILE: Final = "mcp.token"
 LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
+WILDCARD: Final = ("0.0.0.0", "::", "")
+# One agent host holds one or two sessions; the SDK's own default allows 10,000 for 30 min.
+MAX_SESSIONS: Final = 32
+SESSION_IDLE_SECONDS: Final = 600.0
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -47,27 +57,78 @@ def token_file(store: KeyStore, root_id: str) -> Path:
 
 
 def read_token(path: Path) -> str:
-    """The token in ``path``: its first line, at least 16 characters."""
+    """The token in ``path``: its first line, at least 16 characters. The file must be
+    owner-only (no group or other access, owned by this user: the key store's rule), since
+    whoever reads it can call every tool."""
     try:
-        token = path.read_text("utf-8").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise InvalidArgumentError(f"mcp_token_unreadable: {path}: {type(e).__name__}",
+                                   code="mcp_token_unreadable") from e
+    try:
+        st = os.fstat(fd)
+        problems = ([f"mode {st.st_mode & 0o7777:04o}"] if st.st_mode & 0o077 else []) + \
+            ([f"owned by uid {st.st_uid}"] if st.st_uid != os.geteuid() else [])
+        if problems:
+            raise InvalidArgumentError(
+                f"mcp_token_unsafe: {path} must be owner-only (mode 0600, owned by you; this "
+                f"one is {' and '.join(problems)}): chmod 600 it", code="mcp_token_unsafe")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            token = f.read(64 * 1024).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidArgumentError(f"mcp_token_unreadable: {path}: {type(e).__name__}",
                                    code="mcp_token_unreadable") from e
+    finally:
+        os.close(fd)
     if len(token) < 16 or any(c.isspace() for c in token):
         raise InvalidArgumentError(f"mcp_token_invalid: {path} must hold one token of at "
                                    "least 16 characters", code="mcp_token_invalid")
     return token
 
 
-def security_settings(host: str) -> Any:
-    """Host and Origin checks for the bound address (loopback: every loopback name)."""
+def host_names() -> list[str]:
+    """What a client on this machine or the network may put in ``Host`` for a wildcard bind:
+    the loopback names, this machine's host name and fully qualified name, and the addresses
+    they resolve to."""
+    import socket
+
+    names = list(LOOPBACK)
+    for name in {socket.gethostname(), socket.getfqdn()} - {""}:
+        names.append(name)
+        try:
+            infos = socket.getaddrinfo(name, None)
+        except OSError:
+            continue
+        names += [str(info[4][0]).split("%")[0] for info in infos]
+    return list(dict.fromkeys(names))
+
+
+def is_wildcard(host: str) -> bool:
+    return host in WILDCARD
+
+
+def bind_warning(host: str) -> str | None:
+    """The stderr warning for a bind beyond this machine: plain HTTP, token in clear."""
+    if host in LOOPBACK:
+        return None
+    where = "on all interfaces" if is_wildcard(host) else f"on {host}"
+    return (f"memory-es: warning: serving plain HTTP {where}: the bearer token and every "
+            "memory cross the network unencrypted; put a TLS proxy in front or bind "
+            "127.0.0.1")
+
+
+def security_settings(host: str, allow_hosts: tuple[str, ...] = ()) -> Any:
+    """Host and Origin checks for the bound address (loopback: every loopback name; a
+    wildcard: :func:`host_names`), plus the names in ``allow_hosts``."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    names = LOOPBACK if host in LOOPBACK else (host,)
+    names = (list(LOOPBACK) if host in LOOPBACK else host_names() if is_wildcard(host)
+             else [host]) + [n for n in allow_hosts if n]
+    names = list(dict.fromkeys(names))
     shown = [f"[{n}]" if ":" in n else n for n in names]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{n}:*" for n in shown],
+        allowed_hosts=shown + [f"{n}:*" for n in shown],
         allowed_origins=[f"{scheme}://{n}:*" for n in shown for scheme in ("http", "https")])
 
 

@@ -22,23 +22,38 @@ def require_sdk() -> None:
     try:
         import mcp  # noqa: F401
     except ImportError as e:
-        raise MemoryEsError("mcp_unavailable: the MCP server needs the [mcp] extra "
-                            "(pip install 'memory-es[mcp]')", code="mcp_unavailable") from e
+        raise MemoryEsError("mcp_unavailable: the MCP server needs the [mcp] extra (in a "
+                            "checkout: pip install -e '.[mcp]')", code="mcp_unavailable") from e
 
 
 def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "stdio",
           host: str = "127.0.0.1", port: int = 8765, token_path: Path | None = None,
-          lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+          lock_timeout: float = DEFAULT_LOCK_TIMEOUT, create: bool = True,
+          allow_hosts: tuple[str, ...] = (), max_sessions: int | None = None,
+          session_idle: float | None = None) -> None:
     """Open ``root`` (its worker running), serve its tools until the client goes away (stdio)
-    or the process is stopped (HTTP), then close the store: due work drains first (B22)."""
+    or the process is stopped (HTTP), then close the store: due work drains first (B22).
+
+    ``create`` as in ``MemoryStore.open``: false (what ``memory-es serve-mcp`` passes) refuses
+    a path that holds no memory root (``NotARootError``) instead of starting an empty one.
+    HTTP only: ``allow_hosts`` adds ``Host`` names to the bound address's, ``max_sessions``
+    and ``session_idle`` (seconds) bound the MCP sessions (defaults: ``MAX_SESSIONS`` and
+    ``SESSION_IDLE_SECONDS`` of :mod:`memory_es.serve.http`)."""
     require_sdk()
-    from memory_es.serve.http import read_token, token_file
+    from memory_es.serve.http import (
+        MAX_SESSIONS,
+        SESSION_IDLE_SECONDS,
+        bind_warning,
+        read_token,
+        token_file,
+    )
     from memory_es.serve.server import build_server
     from memory_es.store import MemoryStore
 
     # a given token file is read before the root is opened: a bad one creates nothing
     token = read_token(token_path) if token_path is not None else None
-    with MemoryStore.open(root, config, background=True, lock_timeout=lock_timeout) as store:
+    with MemoryStore.open(root, config, background=True, lock_timeout=lock_timeout,
+                          create=create) as store:
         server = build_server(store)
         if transport == "stdio":
             server.run("stdio")
@@ -52,14 +67,20 @@ def serve(root: Path, config: MemoryConfig | None, *, transport: Transport = "st
         assert token is not None
         print(f"memory-es: MCP server on http://{_url_host(host)}:{port}{MCP_PATH} "
               f"(bearer token in {token_path})", file=sys.stderr, flush=True)
-        _run_http(server, host, port, token)
+        warning = bind_warning(host)
+        if warning is not None:
+            print(warning, file=sys.stderr, flush=True)
+        _run_http(server, host, port, token, allow_hosts=allow_hosts,
+                  max_sessions=max_sessions or MAX_SESSIONS,
+                  session_idle=session_idle or SESSION_IDLE_SECONDS)
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _run_http(server: object, host: str, port: int, token: str) -> None:
+def _run_http(server: object, host: str, port: int, token: str, *,
+              allow_hosts: tuple[str, ...], max_sessions: int, session_idle: float) -> None:
     import anyio
     import uvicorn
 
@@ -67,7 +88,8 @@ def _run_http(server: object, host: str, port: int, token: str) -> None:
 
     app = server.streamable_http_app(  # type: ignore[attr-defined]
         streamable_http_path=MCP_PATH, max_request_body_size=MAX_REQUEST_BYTES,
-        transport_security=security_settings(host), host=host)
+        transport_security=security_settings(host, allow_hosts), host=host,
+        max_sessions=max_sessions, session_idle_timeout=session_idle)
     config = uvicorn.Config(require_token(app, token), host=host, port=port,
                             log_level="warning", lifespan="on")
     anyio.run(uvicorn.Server(config).serve, backend_options={"use_uvloop": _has_uvloop()})

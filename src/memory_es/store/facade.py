@@ -523,10 +523,12 @@ class MemoryStore:
         """Refresh the living ``index.md`` now (``memory-es consolidate``; L6-L9, D13): catch
         the projections up, then re-render the file from the index. Projection-only: no model
         call, nothing written to the journal or the index. The flush already refreshes it after
-        every pass that changed the graph or the lines; this is the on-demand run."""
+        every pass that changed the graph or the lines; this is the on-demand run. Lite and
+        Journal keep no ``index.md`` (D14): there it does nothing, and ``tier`` says so."""
         with self.journal_writer.exclusive():
             self.projections.catch_up()
-            return self.projections.get().consolidate()
+            summary = self.projections.get().consolidate()
+        return msgspec.structs.replace(summary, tier=self.config.mode)
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
         """Content-free intake report (C1, C2): counts, and the unresolved records (or the one

@@ -23,6 +23,7 @@ import apsw
 
 from memory_es.bounds import describe
 from memory_es.capture.contracts.common import TEXT_MAX_BYTES, check_safe_text
+from memory_es.credentials import CREDENTIAL_RULE
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import Memory
 from memory_es.ids import memory_uuid, remember_id
@@ -59,7 +60,7 @@ def checked_text(text: object) -> str:
     if not clean:
         raise InvalidArgumentError("remember: text is empty", code="remember_invalid_text")
     rule = check_safe_text(clean)
-    if rule == "looks like a credential":
+    if rule == CREDENTIAL_RULE:
         raise MemoryEsError("remember_credential: the text looks like a credential; nothing "
                             "was written (J5)", code="remember_credential")
     if rule is not None:

@@ -9,8 +9,9 @@ text, UTF-8 byte bounds, distinct values). Any violation is a ``model_invalid_ou
 ``<json path>: <rule>``: numbers and our own field names, never model text.
 
 Unsafe text: C0/C1 controls other than tab, bidi embeddings, overrides and isolates, lone
-surrogates, ``<!--`` and ``-->``, and credentials in common key formats. It rejects the whole
-value and is never cleaned.
+surrogates, ``<!--`` and ``-->``, and credentials (:mod:`memory_es.credentials`: detect-secrets'
+detectors and a few targeted rules, on the text's NFKC form without zero-width characters). It
+rejects the whole value and is never cleaned.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Annotated, Any, Final, TypeVar
 import msgspec
 
 from memory_es.capture.models import INVALID_OUTPUT, ModelError
+from memory_es.credentials import CREDENTIAL_RULE, looks_like_credential
 
 MAX_COMPLETION_UTF16: Final = 262_144  # E9: JavaScript characters
 TEXT_MAX_BYTES: Final = 2_048  # memory / replacement text, UTF-8 bytes (our bound)
@@ -54,19 +56,6 @@ _TOO_LONG = re.compile(r"Expected `array` of length <= (\d+)")
 
 _UNSAFE_CHARS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _COMMENT = re.compile("<!--|-->")
-_CREDENTIALS: Final = (
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
-    re.compile(
-        r"(?i)\b(?:password|passwd|pwd|passphrase|api[_-]?key|secret[_-]?key|client[_-]?secret"
-        r"|access[_-]?token|auth[_-]?token)\s*[=:]\s*\S"
-    ),
-)
-
 S = TypeVar("S")
 
 
@@ -81,8 +70,8 @@ def check_safe_text(text: str) -> str | None:
         return "contains a control, bidi or surrogate character"
     if _COMMENT.search(text):
         return "contains an HTML comment marker"
-    if any(p.search(text) for p in _CREDENTIALS):
-        return "looks like a credential"
+    if looks_like_credential(text):  # detect-secrets and targeted rules (memory_es.credentials)
+        return CREDENTIAL_RULE
     return None
 
 
