@@ -487,6 +487,7 @@ def rebuild(root: Path, events: Iterable[tuple[int, object]],
     try:
         if before_activate is not None:  # e.g. vectors for the new generation (D10, C8)
             before_activate(index)
+        scrub(index.conn)  # the forgets it replayed leave no free page behind either
     except BaseException:
         index.close()
         remove_generation(root / INDEX_DIR / f"gen-{generation}")

@@ -359,6 +359,26 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_rewrite_journal(args: argparse.Namespace) -> int:
+    """A thin shell over :func:`memory_es.rewrite.rewrite_journal`."""
+    from memory_es.rewrite import rewrite_journal
+
+    config = _config(args)
+    report = rewrite_journal(_root(args, config), config)
+    if args.json:
+        print_json({"already": report.already, "position": report.position,
+                    "memories": report.memories, "entities": report.entities,
+                    "digests": report.digests, "root_id": report.root_id})
+    elif report.already:
+        print("no id or digest in this journal hashes content; nothing rewritten")
+    else:
+        print(f"rewrote {counted(report.memories, 'memory', 'memories')}, "
+              f"{counted(report.entities, 'entity', 'entities')} and "
+              f"{counted(report.digests, 'payload digest')} at position {report.position}; "
+              f"verified; new root id {report.root_id} (anchors made before no longer apply)")
+    return OK
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from memory_es.transfer import replay_export
 
@@ -563,4 +583,5 @@ COMMANDS: dict[str, Command] = {
     "search": cmd_search, "calibrate": cmd_calibrate, "journal": cmd_journal,
     "list": cmd_list, "show": cmd_show, "set_status": cmd_set_status,
     "mark": cmd_mark, "consolidate": cmd_consolidate, "migrate_journal": cmd_migrate_journal,
+    "rewrite_journal": cmd_rewrite_journal,
 }

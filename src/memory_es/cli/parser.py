@@ -285,6 +285,19 @@ def build_parser() -> Parser:
     p.add_argument("--lock-timeout", type=float, default=0.0, metavar="S", help=LOCK_HELP)
     p.set_defaults(func="migrate_journal")
 
+    p = command("rewrite-journal", "rewrite a root's content-derived ids, verified, in place",
+                description="A root written before ids stopped hashing content keeps, in "
+                            "events already written, digests that confirm a forgotten text "
+                            "(Journal and Remember ids, entity ids, admission digests). This "
+                            "rewrites its journal into the new form: new ids for those "
+                            "memories and entities with every reference following, no digest "
+                            "in the clear; replays it into a new root beside this one, "
+                            "verifies every index row against a replay of the old journal, "
+                            "then swaps it in and deletes the old root and its keys. The "
+                            "root id (so its anchors) changes; texts, statuses and positions "
+                            "do not. Nothing to do: says so.")
+    p.set_defaults(func="rewrite_journal")
+
     p = command("search", "hybrid recall (FTS5 + vectors), read-only (C9)")
     p.add_argument("query", help="what to recall (UTF-8 text)")
     p.add_argument("--limit", type=int, default=5,
