@@ -285,8 +285,9 @@ def test_admit_capture_text_file(
     assert stored is not None
     assert stored.data == text.encode("utf-8")
     state = json.loads(row[4])
-    assert state["payload_bytes"] == len(text.encode("utf-8"))
-    assert state["payload_sha256"] == hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # sealed: no digest or length of the text in the clear (its AES-GCM tag checks it)
+    assert (state["payload_sha256"], state["payload_bytes"]) == ("sealed", 0)
+    assert hashlib.sha256(text.encode("utf-8")).hexdigest().encode() not in row[4]
     assert state["write_mode"] == "capture"
 
 

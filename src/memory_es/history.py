@@ -48,16 +48,22 @@ def journal_guard(root: str | Path) -> contextlib.AbstractContextManager[None]:
 
 @contextlib.contextmanager
 def open_reader(root: str | Path, key_store: KeyStore | None = None,
-                journal: PostgresJournal | None = None) -> Iterator[OpenedJournal]:
+                journal: PostgresJournal | None = None, *,
+                applied: int | None = 0) -> Iterator[OpenedJournal]:
     """The verified, read-only journal of ``root`` for the span of one read (its chain key
     from ``key_store``, default: :meth:`KeyStore.resolve`; ``journal``: its PostgreSQL
     server when the config names one). A storage failure of the journal, opening it or
-    reading it in the block, raises :class:`StorageError` (:func:`journal_guard`)."""
+    reading it in the block, raises :class:`StorageError` (:func:`journal_guard`).
+
+    ``applied``: the position up to which forgets are known to be finished (0: look at every
+    ``Forgotten`` event; None: the caller does it, knowing where the index stands), see
+    :func:`unfinished_forgets`."""
     with journal_guard(root):
         opened = open_journal(Path(root), writable=False, key_store=key_store, journal=journal)
     try:
         with journal_guard(root):
-            unfinished_forgets(opened, _applied(Path(root)))
+            if applied is not None:
+                unfinished_forgets(opened, applied)
             yield opened
     finally:
         opened.close()
@@ -78,22 +84,6 @@ def unfinished_forgets(opened: OpenedJournal, after: int) -> int:
     sealer = opened.recorder.sealer
     sealer.withheld = sealer.withheld | keys
     return len(found)
-
-
-def _applied(root: Path) -> int:
-    """Where the active index stands (0 when it is missing or cannot be read: every
-    ``Forgotten`` event then counts as not applied)."""
-    try:
-        conn = open_active_index(root)
-    except (apsw.Error, OSError, MemoryEsError):
-        return 0
-    try:
-        return index_position(conn)
-    except apsw.Error:
-        return 0
-    finally:
-        if conn is not None:
-            conn.close()
 
 
 def index_position(conn: apsw.Connection | None) -> int:
@@ -121,12 +111,15 @@ def verified_journal_and_index(
 ) -> Iterator[tuple[OpenedJournal, apsw.Connection | None]]:
     """:func:`verified_index` with the verified read-only journal it checked, for a read that
     needs both (``memory-es show``: the index row and the journal events behind it)."""
-    with open_reader(root, key_store, journal) as opened:
+    with open_reader(root, key_store, journal, applied=None) as opened:
         with storage_guard(Path(root) / INDEX_DIR, what="index",
                            corrupt_code="index_unreadable"):
             conn = open_active_index(root)
-            position = index_position(conn)
-        if unfinished_forgets(opened, position):
+        try:
+            position: int | None = index_position(conn)
+        except apsw.Error:  # a damaged index: the read degrades or fails on it as before
+            position = None
+        if unfinished_forgets(opened, position or 0) and position is not None:
             # the index still holds what a committed forget erases: answer from the journal
             log.warning("memory_es: a forget is unfinished (the next writer open finishes "
                         "it); this read answers from the journal")

@@ -67,6 +67,10 @@ class RecordKeys:
             conn.execute("PRAGMA secure_delete=ON")
             for ddl in _SCHEMA:
                 conn.execute(ddl)
+        elif not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'destroyed'"
+                              ).fetchone():  # a writer made the file, not yet its tables
+            conn.close()
+            return None
         conn.execute("PRAGMA synchronous=FULL")
         self._conn = conn
         return conn

@@ -29,7 +29,7 @@ import apsw
 from memory_es.errors import InvalidArgumentError
 from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import EPSILON, Calibration, Scored
-from memory_es.recall.select import currentness, host_zone
+from memory_es.recall.select import currentness, host_zone, ranking_order
 from memory_es.recall.vectors import optional_rows
 from memory_es.vocabulary import TERMINAL_STATUSES
 
@@ -117,7 +117,7 @@ def guidance_select(scored: Iterable[Scored], labelled: dict[str, tuple[Guidance
     (``kind`` only, when given) that clear ``auto_floor`` (any score with an explicit
     ``kind``), ordered by scope precedence then score (then id), at most 6."""
     live = sorted((s for s in scored if s.candidate.status not in TERMINAL_STATUSES),
-                  key=lambda s: (-s.score, s.candidate.id))
+                  key=ranking_order)
     zone = host_zone(now, tz)
     chosen: list[GuidanceLine] = []
     for s in live[:GUIDANCE_WINDOW]:

@@ -119,7 +119,14 @@ def _hit(s: Scored, now: datetime, tz: tzinfo | None, note_due_ends: bool = Fals
 
 def _live_ranked(scored: Iterable[Scored]) -> list[Scored]:
     live = [s for s in scored if s.candidate.status not in TERMINAL_STATUSES]
-    return sorted(live, key=lambda s: (-s.score, s.candidate.id))
+    return sorted(live, key=ranking_order)
+
+
+def ranking_order(s: Scored) -> tuple[float, str, str]:
+    """Best score first; an exact tie goes to the line recorded first (the journal's order,
+    not an id: ids carry no meaning), then the id."""
+    created = s.candidate.created_at
+    return (-s.score, created.astimezone(UTC).isoformat() if created else "", s.candidate.id)
 
 
 def auto_best(scored: Iterable[Scored]) -> float | None:
@@ -222,7 +229,8 @@ def auto_select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, 
        its text repeats a taken line's text (H5), its text is over 360 UTF-8 bytes (left out, never
        cut, H11), or its rendered line (plus newline) would overflow the 1,500-byte budget (H11);
        stop at 3 lines (H5).
-    5. Return the chosen lines oldest first (by ``created_at``, unknown first, then id) (H8).
+    5. Return the chosen lines oldest first (by ``created_at``, unknown first; lines of one
+       instant current first (H7), then by id) (H8).
 
     The budget counts the rendered lines with their newlines, not the heading. With the default
     caps three lines cannot exceed it (3 x (360 + label overhead) < 1,500), so it is a guard.
@@ -258,7 +266,7 @@ def auto_select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, 
     epoch = datetime.min.replace(tzinfo=UTC)
     chosen.sort(key=lambda h: (h.created_at is not None,
                                _sort_instant(h.created_at, zone) if h.created_at else epoch,
-                               h.id))
+                               h.currentness != "current", h.id))
     return tuple(chosen)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,11 +58,16 @@ class VectorCache:
     truncated file), on open or on any later read or write, is deleted with one warning
     naming it and started afresh (:func:`discard_cache`), so what it held is embedded again;
     a read-only one stops answering. Deleted, not set aside: a copy kept beside it would
-    keep the vectors of texts a forget erased."""
+    keep the vectors of texts a forget erased.
+
+    One connection serves every thread of a store (the worker's embedding and a host's
+    ``drain`` or recall): apsw refuses a connection used by two threads at once
+    (``ThreadingViolationError``), so each call holds the cache's lock."""
 
     def __init__(self, root: Path, *, readonly: bool = False) -> None:
         self.root = Path(root)
         self.readonly = readonly
+        self._lock = threading.RLock()
         if readonly:  # the read-only door writes nothing: what the cache lacks is not kept
             self.conn = apsw.Connection(str(root / CACHE_DIR / CACHE_FILE),
                                         flags=apsw.SQLITE_OPEN_READONLY
@@ -101,6 +107,10 @@ class VectorCache:
         self.conn = self._open()
 
     def get_many(self, identity: str, shas: Sequence[str]) -> dict[str, bytes]:
+        with self._lock:
+            return self._checked_get_many(identity, shas)
+
+    def _checked_get_many(self, identity: str, shas: Sequence[str]) -> dict[str, bytes]:
         """The cached vectors of these texts, one query per 256 (a rebuild reads a million).
         An entry that is not a vector this identity could have produced (wrong length, NaN
         or infinity, not unit length) is never returned, and a writer deletes it: the text
@@ -145,6 +155,10 @@ class VectorCache:
     def put_many(self, identity: str, items: Sequence[tuple[str, bytes]]) -> None:
         if self.readonly:
             return
+        with self._lock:
+            self._put_many(identity, items)
+
+    def _put_many(self, identity: str, items: Sequence[tuple[str, bytes]]) -> None:
         for attempt in (1, 2):
             try:
                 with self.conn:
@@ -157,7 +171,8 @@ class VectorCache:
                 self._damaged(e)
 
     def close(self) -> None:
-        self.conn.close()
+        with self._lock:
+            self.conn.close()
 
 
 def identity_dim(identity: str) -> int | None:
