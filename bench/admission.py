@@ -3,8 +3,8 @@
 - latency: ``persist_completed_turn`` of a 1 KiB turn vs the floor: one apsw
   ``BEGIN IMMEDIATE; INSERT; COMMIT`` of the same bytes into a WAL database with
   synchronous=FULL (the same durability the journal uses). Target: median ratio <= 2.0.
-- throughput: admissions/s from 8 and 32 threads through one store vs 1 thread (issue 16
-  goals: 8 threads >= 4x, 32 threads >= 6x), with the distribution of group-commit batch sizes
+- throughput: admissions/s from 8 and 32 threads through one store vs 1 thread (goals:
+  8 threads >= 4x, 32 threads >= 6x), with the distribution of group-commit batch sizes
   (admissions per shared transaction and fsync).
 - CPU ceiling: the same 8-thread run against a journal with ``synchronous=OFF`` (no fsync): the
   rate this machine's one GIL allows, whatever the disk. Threads can only win what the fsync
@@ -16,7 +16,7 @@ The store runs with its background worker off, so the figure is admission alone;
 projection work under load is measured by bench/worker.py. Runs alternate between floor and
 store in rounds so that disk noise hits both alike.
 
-``--backend postgres`` (issue 18) starts a throwaway PostgreSQL server (memory_es.pgcluster)
+``--backend postgres`` starts a throwaway PostgreSQL server (memory_es.pgcluster)
 and puts each store's journal there: the floor is one ``INSERT ...; COMMIT`` of the same bytes
 with ``synchronous_commit=on`` on the same server (goal: p50 <= 2x floor), and throughput runs
 1, 8 and 32 writers as threads of one store and as processes, each its own root on the shared
@@ -217,7 +217,7 @@ def main() -> None:
     print(json.dumps(figures, sort_keys=True))
 
 
-# -- --backend postgres (issue 18) ------------------------------------------------------------
+# -- --backend postgres ------------------------------------------------------------
 
 
 def use_database(cluster: Any, name: str) -> str:

@@ -1,4 +1,4 @@
-"""Approximate nearest-neighbour libraries for the recall vector index (issue 16 item 2), each
+"""Approximate nearest-neighbour libraries for the recall vector index, each
 beside the exact numpy floor measured in the same run.
 
 Data: real embeddings, not random vectors (random 512-d vectors have no neighbourhoods and make

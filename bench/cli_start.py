@@ -1,4 +1,4 @@
-"""How fast the CLI answers from a cold process (issue 16 item 4).
+"""How fast the CLI answers from a cold process.
 
 Each command runs as a whole new process, as a user's shell runs it, alternating with its floor
 so that both see the same machine:

@@ -1,4 +1,4 @@
-"""Background embedding at the model's speed (issue 16 item 5): the store's vector queue,
+"""Background embedding at the model's speed: the store's vector queue,
 beside the model alone on the same texts, measured in the same run.
 
 - store: a Journal root with the default ``local`` model (USE multilingual v3), ``N`` turns

@@ -1,4 +1,4 @@
-"""The MCP server under load (issue 17): concurrent clients over HTTP against one server.
+"""The MCP server under load: concurrent clients over HTTP against one server.
 
 A Journal root with the offline default model (USE) is seeded with ``--seed`` facts; then
 ``memory-es serve-mcp --transport http`` runs as its own process on 127.0.0.1 and ``--clients``

@@ -11,7 +11,7 @@ pollute the peak RSS:
   table (same tokenizer and pragmas as the index) in one transaction.
 - rebuild: ``memory_es.transfer.rebuild_root`` on the closed root (verify the chain, replay every
   event into a new index generation, render and compare Markdown).
-  Targets: floor events/s / rebuild events/s <= 2.0 (issue 16); peak RSS < 500 MB.
+  Targets: floor events/s / rebuild events/s <= 2.0; peak RSS < 500 MB.
 - health: ``MemoryRoot.health`` on the same root (must be clean).
   Target: health time <= 1.5x rebuild time.
 
@@ -194,7 +194,7 @@ def phase_floor(root: Path, scratch: Path) -> dict[str, Any]:
 
     scratch.mkdir(parents=True, exist_ok=True)
     fts_path = scratch / f"floor-{os.getpid()}-{time.monotonic_ns()}.db"
-    # Content fields are sealed (issue 14) and opening them is work any rebuild must do: the
+    # Content fields are sealed and opening them is work any rebuild must do: the
     # floor decodes with the root's read-only sealer, found (chain verified, keys opened)
     # before its clock starts.
     opened = open_journal(root, writable=False, create=False)

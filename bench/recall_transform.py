@@ -17,7 +17,7 @@ Each set is admitted once; the candidate pools are recomputed per variant from t
 with a transformed copy of the matrix. Prints ``recall_quality``'s per-set report per variant,
 then one summary table.
 
-Result for USE multilingual v3 (issue 12; run before the no-evidence cosine rule became the
+Result for USE multilingual v3 (run before the no-evidence cosine rule became the
 plateau's middle, so every variant's calibration took the plateau's highest value): no variant
 wins. Centring and all-but-the-top (1-3 directions) lift the hybrid test recall@5 a little
 (labelled 0.867 -> 0.888-0.898, held-out 0.789 -> 0.794-0.807) but lower cosine alone (0.878 ->

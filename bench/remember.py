@@ -1,5 +1,5 @@
 """Remember latency at 10,000 and 100,000 stored memories, beside a floor measured in the same
-run (issue 14: goal p50 <= 3x the floor).
+run (goal p50 <= 3x the floor).
 
 Fill (per size, untimed): a Journal-tier root reaches N stored memories the fastest honest way
 through the product: N turns (realistic sentences of 40-200 characters, as in

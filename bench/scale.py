@@ -26,7 +26,7 @@ Each phase runs in a fresh interpreter (its peak RSS is its own), beside its flo
   bench/rebuild.py's floor (read every event, decode, bulk-insert the texts into FTS5).
 - peak RSS: the largest of the engine phases, beside the floor phase's.
 
-Goals (issue 16) at 1,000,000: recall p50 < 30 ms, rebuild < 10 min, peak RSS < 2 GB; printed
+Goals at 1,000,000: recall p50 < 30 ms, rebuild < 10 min, peak RSS < 2 GB; printed
 beside the largest size, with each figure's growth exponent (log-log slope between the last two
 sizes: 1.0 is linear) and, below 1M, a projection (the per-memory increment between the last
 two sizes carried on; the power law when growth is above linear). Writes a log-log plot

@@ -3,7 +3,7 @@
 The face: the writer (:class:`MemoryStore`), the read-only door (:class:`MemoryRoot`), the
 turn and result types, the config and the errors. Each name is imported on first use (PEP 562),
 so ``import memory_es`` (and ``memory-es --version``) loads nothing heavy: numpy, apsw, the
-event classes and the store come in only with the names that need them (issue 16 item 4).
+event classes and the store come in only with the names that need them.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def run_demo(cli: Cli, keep: Path | None = None) -> int:
             print(f"\nkept the demo roots: {roots[0]} (Lite) and {roots[1]} (BuJo capture); "
                   f"try: memory-es --root {roots[0]} search dentist")
             return code
-        # the demo's roots are thrown away: so are their chain keys (issue 13 item 11)
+        # the demo's roots are thrown away: so are their chain keys
         with tempfile.TemporaryDirectory(prefix="memory-es-demo-") as tmp, \
                 throwaway_key_store():
             return _demo(Path(tmp) / "memory", cli)

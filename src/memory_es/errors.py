@@ -64,7 +64,7 @@ class InvalidArgumentError(MemoryEsError, ValueError):
 # What "could not write or read the disk" looks like from SQLite and the OS.
 _IO_ERRORS = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
 
-# SQLite errors by what they say about a file (issue 13 item 10). Our SQL is fixed, so an
+# SQLite errors by what they say about a file. Our SQL is fixed, so an
 # SQLError on a file we made means its schema is gone: damage, like a malformed page.
 _CORRUPT = (apsw.CorruptError, apsw.NotADBError, apsw.SQLError, apsw.FormatError,
             apsw.MismatchError, apsw.EmptyError, apsw.TooBigError, apsw.RangeError,
@@ -101,7 +101,7 @@ def storage_kind(error: BaseException) -> StorageKind | None:
 
 def _server_unreachable(error: BaseException) -> bool:
     """eventsourcing's ``OperationalError`` / ``InterfaceError``: the PostgreSQL journal's
-    server is down or the connection was cut (issue 18). Matched by name, so that this module
+    server is down or the connection was cut. Matched by name, so that this module
     does not import eventsourcing (the CLI's start stays light)."""
     return any(c.__module__ == "eventsourcing.persistence"
                and c.__name__ in ("OperationalError", "InterfaceError")
@@ -127,7 +127,7 @@ def storage_error(error: BaseException, path: object, *, what: str,
                   corrupt_code: str) -> StorageError | None:
     """``error`` as a :class:`StorageError` naming ``path`` (``what`` it is, e.g. "journal"),
     or None when it is no storage failure. Damage gets ``corrupt_code``; the disk failing gets
-    ``io_error``, whichever file it is (the one code of issue 13 item 6)."""
+    ``io_error``, whichever file it is (one code for every file)."""
     kind = storage_kind(error)
     if kind is None:
         return None
@@ -147,7 +147,7 @@ def storage_error(error: BaseException, path: object, *, what: str,
 def io_problem(error: BaseException) -> str | None:
     """A content-free description when ``error`` is the disk failing (:func:`storage_kind`
     ``io``: full, read-only, I/O), else None: admission and the worker report such failures
-    under the one code ``io_error`` (issue 13 item 6)."""
+    under the one code ``io_error``."""
     if storage_kind(error) != "io":
         return None
     if isinstance(error, apsw.FullError) or (isinstance(error, OSError)

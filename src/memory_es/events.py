@@ -219,7 +219,7 @@ class Intake(Aggregate):
                           decisions=decisions, model=model)
 
     class Forgotten(Event):
-        """The turn's content was erased (issue 14 item 4): ``key_ids`` are the record keys
+        """The turn's content was erased: ``key_ids`` are the record keys
         of its summary, payload and retained plans, destroyed after this commits. Content-free,
         never sealed; the audit line goes with it."""
 
@@ -455,7 +455,7 @@ class Memory(Aggregate):
             run_hash=run_hash, tier=tier)
 
     class Forgotten(Event):
-        """Terminal (issue 14 item 3): the memory's text was erased. ``key_ids`` are the record
+        """Terminal: the memory's text was erased. ``key_ids`` are the record
         keys destroyed after this commits (its own events, the relations it states, entities
         only it named, and the content of the turns that support it: ``run_hashes``);
         ``entity_ids`` are the entities pruned with it. Content-free, never sealed."""
@@ -523,7 +523,7 @@ class Entity(Aggregate):
                      to=to, relation=relation, memory=memory)
 
     class NamedAgain(Event):
-        """An entity a forget pruned is named by a later line (issue 14): its first ``Named``
+        """An entity a forget pruned is named by a later line: its first ``Named``
         is still in the journal (sealed, its key destroyed), so the new naming follows it."""
 
         TOPIC = "memory_es/Entity.NamedAgain"
@@ -541,7 +541,7 @@ class Entity(Aggregate):
 
 class Root(Aggregate):
     """The memory root itself (one per journal, id ``ROOT_UUID``): the configuration it was
-    opened with, recorded on first open and on every change (issue 12 item 2, B26), so later
+    opened with, recorded on first open and on every change (B26), so later
     opens without a config use it and a change is never silent. ``embeddings`` and ``llm``
     hold only what names a model (provider, model, dim): never an endpoint or a key."""
 
@@ -589,7 +589,7 @@ RESOLVED_TOPIC = Intake.Resolved.TOPIC
 RECORDED_TOPIC = Memory.Recorded.TOPIC
 
 
-# Content fields a writer seals under per-record keys (issue 14, crypto-shredding), with the
+# Content fields a writer seals under per-record keys (crypto-shredding), with the
 # content-free value a reader gets once the key is destroyed. Everything else (ids, hashes,
 # days, statuses, labels, salience, models) is not content and stays readable.
 SEALED_FIELDS: dict[str, dict[str, Any]] = {

@@ -39,7 +39,7 @@ log = logging.getLogger("memory_es")
 
 
 def journal_guard(root: str | Path) -> contextlib.AbstractContextManager[None]:
-    """SQLite and OS failures of the journal as one stable code each (issue 13 item 10):
+    """SQLite and OS failures of the journal as one stable code each:
     ``journal_corrupt`` (a damaged or emptied file), ``io_error`` (read-only, full, EIO,
     EACCES), ``busy``; the message names journal.db, never content."""
     return storage_guard(Path(root) / JOURNAL_FILE, what="journal",
@@ -163,7 +163,7 @@ def iter_index_events(
     event the index does not fold comes as ``(position, None)``, undecoded, so the fold still
     advances past it; a screened one (an admission: only BuJo's are audited) is first decoded
     without opening its sealed fields. A Lite journal's resolutions (a third of its events)
-    are never decoded, its admissions never decrypted (issue 16: rebuild time)."""
+    are never decoded, its admissions never decrypted (rebuild time)."""
     mapper = opened.app.mapper
     assert isinstance(mapper, MsgspecMapper)
     recorder = opened.recorder
@@ -221,8 +221,8 @@ def export_lines(opened: OpenedJournal) -> Iterator[bytes]:
     ``chain`` is the plain SHA-256 chain (what a schema-1 root stores), recomputed here for a
     keyed root: an export is a portable document that any root can verify and replay without
     the origin's key (which never leaves its key store), and it is byte-identical whichever
-    key the exporting root had. Its chain detects damage, not a forger (issue 13 item 11).
-    Sealed content is exported open (a portable document, issue 14); a forgotten record keeps
+    key the exporting root had. Its chain detects damage, not a forger.
+    Sealed content is exported open (a portable document); a forgotten record keeps
     only its content-free tombstone (``{"$sealed": 1, "void": ...}``: no key, no ciphertext),
     so a root that never forgot exports the same bytes as before sealing existed. A
     ``Forgotten`` event is exported without the origin's key references (``key_ids`` empty,
@@ -334,7 +334,7 @@ def _without_key_refs(state: bytes) -> bytes:
 
 
 def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, str, str]]:
-    """Health's proof that every forget finished (issue 14): (code, path, detail) triples.
+    """Health's proof that every forget finished: (code, path, detail) triples.
     ``forgotten_key_present``: a Forgotten event's record keys still exist (a forget a kill
     interrupted; the next writer open destroys them); ``forgotten_row_present``: the active
     index still holds a row of a forgotten memory or turn. Content-free: ids only."""

@@ -1,4 +1,4 @@
-"""The key store: per-root secrets kept outside every root, owner-only (issue 13 item 11).
+"""The key store: per-root secrets kept outside every root, owner-only.
 
 Layout (every directory 0700, every file 0600, owned by this user, no symlinks, one link)::
 
@@ -7,8 +7,8 @@ Layout (every directory 0700, every file 0600, owned by this user, no symlinks, 
       <root id>/                  one directory per root: 32 hex digits, random, recorded in
                                   the root's schema marker
         chain.key                 32 random bytes: the HMAC-SHA256 key of the journal chain
-        records.db                the per-record AES-GCM keys of sealed content (issue 14:
-                                  forget destroys them; ``journal.records``)
+        records.db                the per-record AES-GCM keys of sealed content (forget
+                                  destroys them; ``journal.records``)
 
 Both share one location and one set of hygiene checks (``private_key_file``).
 

@@ -174,7 +174,7 @@ class MemoryRoot:
         return self._vectors()[0]
 
     def ann_index(self) -> str | None:
-        """The active generation's saved ANN index for the configured identity (issue 16):
+        """The active generation's saved ANN index for the configured identity:
         "absent", "current", "stale" or "invalid"; None when this config never embeds."""
         return self._vectors(ann=True)[1]
 
@@ -216,7 +216,7 @@ class MemoryRoot:
     def export_to(self, path: str | Path) -> int:
         """Export to ``path`` atomically (owner-only: an export holds every memory)."""
         target = Path(path)
-        fd, tmp = private_temp(target)  # never a pre-created file (issue 13 item 8)
+        fd, tmp = private_temp(target)  # never a pre-created file
         try:
             with os.fdopen(fd, "wb") as out:
                 count = self.export(out)
@@ -363,8 +363,8 @@ class MemoryRoot:
         """``memory-es search`` (C9): the same config-aware hybrid scoring as
         ``MemoryStore.recall``, read-only. The query is embedded with the configured provider
         (Lite: lexical only); a provider outage degrades, flagged. ``as_of`` (an aware datetime
-        or an ISO instant with its offset) answers from what the journal held at that instant
-        (issue 14 item 5): folded in memory, nothing written; a future instant is now.
+        or an ISO instant with its offset) answers from what the journal held at that instant:
+        folded in memory, nothing written; a future instant is now.
         ``kind`` and ``about`` as on the store (G26-G28); this door owns no turn, so
         ``use_original_query`` is ``recall_original_unavailable`` (G34) and ``turn`` only
         checked."""
@@ -383,7 +383,7 @@ class MemoryRoot:
                 return self._recaller().search(conn, ask.query, now=utc_now(), limit=limit,
                                                explain=explain, kind=ask.kind,
                                                about=ask.about)
-        except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe (issue 13)
+        except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 
     def _recall_as_of(self, query: str, limit: int, explain: bool, as_of: datetime,
@@ -474,7 +474,7 @@ class MemoryRoot:
             except MemoryEsError as e:
                 # The tool's generic journal_unavailable hides SQLite's error (I14); here a
                 # generation SQLite cannot read is index_unreadable, as everywhere else
-                # (issue 13 item 10).
+                #.
                 cause = e.__cause__
                 if e.code != "journal_unavailable" or not isinstance(cause, apsw.Error):
                     raise

@@ -1,4 +1,4 @@
-"""A root knows its own configuration (issue 12 item 2; B26).
+"""A root knows its own configuration (B26).
 
 A root records the tier, the write mode, and what names the embedding and chat models
 (provider, model, dimension: never an endpoint or a key) as ``Root.Configured``, in the same
@@ -130,7 +130,7 @@ def settle(opened: OpenedJournal, config: MemoryConfig, *, at: datetime,
 def journal_of(config: MemoryConfig | None) -> PostgresJournal | None:
     """Where ``config`` puts the journal: None for the root's own SQLite file (or, for a root
     made on PostgreSQL, the server its marker names), else the server ``memory.journal``
-    names (issue 18)."""
+    names."""
     if config is None:
         return None
     dsn = config.journal.dsn

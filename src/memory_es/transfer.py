@@ -73,7 +73,7 @@ def replay_export(path: str | Path, root: str | Path,
     an embedding provider, the new generation is embedded before it is activated (D10).
 
     The export's plain SHA-256 chain is verified line by line; the new root gets its own root
-    id and chain key (in ``key_store``) and keys every row it appends (issue 13 item 11)."""
+    id and chain key (in ``key_store``) and keys every row it appends."""
     root = Path(root)
     if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
         raise MemoryEsError(f"{root}: replay needs a new or empty directory", code="root_not_empty")
@@ -104,7 +104,7 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
     agent holds the root.
     """
     check_seconds("lock_timeout", lock_timeout)
-    with journal_guard(root):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
+    with journal_guard(root):  # a damaged journal.db: journal_corrupt
         opened = open_journal(Path(root), writable=True, lock_timeout=lock_timeout,
                               create=False, key_store=key_store, journal=journal_of(config))
     try:

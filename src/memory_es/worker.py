@@ -57,7 +57,7 @@ _SHUTDOWN_STATES = frozenset({"running", "draining", "cancelled", "stopped", "de
 
 
 def snapshot_state(root: Path) -> SnapshotState:
-    """What ``.runtime/snapshot.json`` says about the worker, content-free (issue 13 item 12):
+    """What ``.runtime/snapshot.json`` says about the worker, content-free:
     ``absent`` (no background worker ever ran here), ``invalid`` (not the JSON object a
     worker publishes: pid, heartbeat, counts, a known shutdown state), ``stale`` (it says a
     worker runs or drains, but no process holds the root: that worker was killed; the next
@@ -166,7 +166,7 @@ class Worker:
                 return
             if self._failures > failed_before:
                 # A failing pass (disk full, I/O) backs off instead of spinning; a stop still
-                # ends the wait at once (issue 13 item 6).
+                # ends the wait at once.
                 if self._stopping.wait(self._backoff()):
                     return
                 continue

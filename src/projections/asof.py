@@ -1,4 +1,4 @@
-"""The journal as it stood at an instant (issue 14 item 5): the cut and the throwaway fold.
+"""The journal as it stood at an instant: the cut and the throwaway fold.
 
 What the store knew at instant T is a journal *prefix*, never the events whose timestamp is at
 most T. A timestamp is the caller's clock when the event was made, not when it was committed:

@@ -140,7 +140,7 @@ def compare_sidecar(root: Path, live: apsw.Connection) -> Iterator[Finding]:
 
 
 def audit_vectors(live: apsw.Connection, rel: str) -> Iterator[Finding]:
-    """Stored vectors against the generation's live records (issue 13 item 12; D4, D9, N14).
+    """Stored vectors against the generation's live records (D4, D9, N14).
     Vectors are not events (health never compares them with replay) but what is stored must
     be usable: of the generation's one identity (``provider/model/dim``, meta
     ``vector_identity``), of that dimension, finite, for records that exist; and every live
@@ -225,7 +225,7 @@ def compare_provenance(root: Path, live: apsw.Connection,
 
     ``rendered``: files whose bytes are known to equal their rendering from an index equal
     to ``live`` (health, when both comparisons found nothing): their provenance is the
-    index's by construction, so they are not parsed again (issue 16: health time)."""
+    index's by construction, so they are not parsed again (health time)."""
     indexed = dict(live.execute("SELECT id, source_session FROM memories"))
     for rel in managed_files(root):
         if not rel.startswith("daily/") or rel in rendered:

@@ -16,7 +16,7 @@ from projections.replay import INDEX_DB
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 
 HealthStatus = Literal["clean", "in_progress", "recoverable", "findings", "cannot_audit"]
-# Findings the next writer open repairs by itself: what a killed writer left (issue 13 item 9),
+# Findings the next writer open repairs by itself: what a killed writer left,
 # projections behind the journal, the newer generation a live writer's rebuild is building,
 # and committed rows past the catalog whose keyed chain verifies (a kill between the journal
 # commit and the catalog write; the next writer open adopts them). A report holding only

@@ -1,4 +1,4 @@
-"""What a forget removes from the index (issue 14 items 3 and 4).
+"""What a forget removes from the index.
 
 ``Memory.Forgotten`` removes every row of the memory (memories, FTS, meta, terms, entity links,
 relations it states, lifecycle and thread rows, its vector and its place in the embedding

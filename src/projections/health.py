@@ -126,7 +126,7 @@ def audit(
     ``events_upto(opened, upto, after)`` yields decoded events in (after, upto], and
     ``journal_checks(opened)`` adds intake findings (payloads).
 
-    A storage failure never escapes (issue 13 item 10): a damaged journal is the finding
+    A storage failure never escapes: a damaged journal is the finding
     ``journal_corrupt``, a damaged index ``index_unreadable``; when the journal cannot be read
     at all (I/O, permissions, a lock: :class:`StorageError` of another kind) the status is
     ``cannot_audit`` with that one finding (exit 3)."""
@@ -210,7 +210,7 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
     # Journal ahead of the catalog (its suffix verified with the chain key): with a writer
     # holding the root it is a commit whose catalog write is in flight; with none, its own
     # finding (a crash the next writer open recovers, or rows appended outside memory-es),
-    # never projection_behind (issue 13 item 11).
+    # never projection_behind.
     catalog_at = getattr(opened, "recovered_from", None)
     ahead = catalog_at is not None and not writer_alive(root)
     if ahead:
@@ -248,7 +248,7 @@ def _audit_opened(root: Path, opened: Any, findings: list[Finding],
         row: Any = live.execute("SELECT value FROM meta WHERE key = 'position'").fetchone()
         position = int(row[0])
     except (MemoryEsError, apsw.Error, TypeError, ValueError) as e:
-        # Truncated, corrupt, unsafe: nothing in it can be compared (issue 13 item 2).
+        # Truncated, corrupt, unsafe: nothing in it can be compared.
         if live is not None:
             live.close()
         if storage_kind(e) in ("io", "busy"):  # a read-only disk is no damage to rebuild

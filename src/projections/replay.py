@@ -62,7 +62,7 @@ _ROOT_RENDER = {"graph": (GRAPH_FILE, render_graph), "sidecar": (SIDECAR_FILE, r
 INDEX_INPUTS = frozenset({"graph", "daily", "audit"})
 ROOT_FILES = tuple(path for path, _ in _ROOT_RENDER.values())
 # What a root holds only once its journal has projected something: a fresh journal is never
-# started beside these (issue 13 item 3).
+# started beside these.
 DERIVED_ENTRIES = (INDEX_DIR, *MARKDOWN_DIRS, *ROOT_FILES)
 
 
@@ -71,7 +71,7 @@ def render_one(index: IndexProjection, kind: str, day: str) -> tuple[str, bytes 
     if kind in _ROOT_RENDER:
         path, render = _ROOT_RENDER[kind]
         return path, render(index.conn)
-    rows = index.day_rows(kind, day)  # a day a forget emptied has no file (issue 14)
+    rows = index.day_rows(kind, day)  # a day a forget emptied has no file
     return day_file(kind, day), _RENDER[kind](day, rows) if rows else None
 
 
@@ -98,7 +98,7 @@ def generation_path(root: Path, generation: int) -> Path:
 
 
 def unreadable(db: Path, error: BaseException) -> IndexUnavailableError:
-    """The one error for an index generation SQLite cannot read (issue 13 item 2)."""
+    """The one error for an index generation SQLite cannot read."""
     return IndexUnavailableError(
         f"{db}: index unreadable ({type(error).__name__}); run memory-es rebuild",
         code="index_unreadable")
@@ -359,7 +359,7 @@ class Projector:
         self.index.close()
 
     def scrub(self) -> bool:
-        """Leave no trace of forgotten rows in the index file (issue 14): see
+        """Leave no trace of forgotten rows in the index file: see
         :func:`projections.forgetting.scrub`. Call after a flush."""
         return scrub(self.index.conn)
 
@@ -376,8 +376,8 @@ def generation_dirs(root: Path) -> dict[int, Path]:
 
 def remove_inactive_generations(root: Path, active: int | None) -> None:
     """Remove the generations a killed rebuild (or a killed first open) left beside the
-    active one: built but never activated, or replaced but not yet removed (issue 13 item
-    9). Only the writer-lock holder calls this; no writer can be using them."""
+    active one: built but never activated, or replaced but not yet removed. Only the
+    writer-lock holder calls this; no writer can be using them."""
     for number, path in generation_dirs(root).items():
         if number != active:
             remove_generation(path)

@@ -1,4 +1,4 @@
-"""Crash residue (issue 13 item 9): what a writer killed at a known boundary leaves, which the
+"""Crash residue: what a writer killed at a known boundary leaves, which the
 next writer open repairs; a hand edit of the same shape stays drift."""
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from projections.sqlite_index import IndexProjection
 
 
 class Residue:
-    """What a writer killed at a known boundary can leave, judged against replay (issue 13
-    item 9). ``expected`` is the scratch replay at the live index position; ``future`` then
+    """What a writer killed at a known boundary can leave, judged against replay.
+    ``expected`` is the scratch replay at the live index position; ``future`` then
     extends it event by event to the journal head, rendering each file an event touches, so
     a file written ahead of the index commit (the Markdown, graph or sidecar of a flush the
     kill cut short) is one of those renderings, byte for byte."""

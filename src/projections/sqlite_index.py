@@ -26,7 +26,7 @@ from projections.forgetting import forget_rows
 SESSION_MAX_BYTES = 512  # K7: longer conversation ids are stored as "unknown"
 UNKNOWN = "unknown"
 
-# Porter stemming over unicode61: "appointments" meets "appointment" (issue 12 item 4); an
+# Porter stemming over unicode61: "appointments" meets "appointment"; an
 # older generation keeps the tokenizer it was built with, and recall reads it from the schema.
 FTS_DDL = ("CREATE VIRTUAL TABLE memories_fts USING fts5(text, "
            "tokenize='porter unicode61 remove_diacritics 2')")
@@ -136,7 +136,7 @@ DUMP_TABLES = {
 DUMP_ORDER = {"memory_entities": "memory_id, entity_id"}
 
 
-IN_MEMORY = Path(":memory:")  # the throwaway projection of an as-of recall (issue 14 item 5)
+IN_MEMORY = Path(":memory:")  # the throwaway projection of an as-of recall
 
 
 def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
@@ -263,7 +263,7 @@ class IndexProjection:
         self.touched.add(("graph", ""))
 
     def _other(self, position: int, event: object) -> None:
-        """A forget (issue 14), an entity named again, or an event the index does not hold."""
+        """A forget, an entity named again, or an event the index does not hold."""
         if (removed := forget_rows(self.conn, position, event)) is not None:
             self.touched |= removed.touched
             self.rewritten.extend(removed.rowids)
@@ -438,7 +438,7 @@ class IndexProjection:
     def rollback(self) -> None:
         if self._in_txn:
             # SQLite may have rolled back already (SQLITE_FULL, I/O errors): a second
-            # ROLLBACK would raise "cannot rollback" and mask the real error (issue 13 item 6).
+            # ROLLBACK would raise "cannot rollback" and mask the real error.
             if not self.conn.getautocommit():
                 self.conn.execute("ROLLBACK")
             self._in_txn = False
@@ -493,7 +493,7 @@ def fts_query(text: str) -> str:
 # The index's handler of each event class, in the order an event is tested against them (a
 # subclass is handled as its first listed ancestor); a class listed nowhere goes to _other.
 # Resolved per concrete class on its first event (_HANDLERS): one dict lookup per event in a
-# rebuild instead of a chain of isinstance tests (issue 16).
+# rebuild instead of a chain of isinstance tests.
 _RULES: tuple[tuple[type, Any], ...] = (
     (Memory.Recorded, IndexProjection._record),
     (Intake.Admitted, IndexProjection._admitted),

@@ -170,7 +170,7 @@ class _Commit:
             if entity.id in named_by and key not in known:
                 known.add(key)
                 before = self.reads.version(entity_uuid(key))
-                if before:  # named before, pruned by a forget since (issue 14)
+                if before:  # named before, pruned by a forget since
                     events.append(Entity.named_again(
                         version=before, at=self.at, entity_id=key, name=entity.name,
                         type=entity.type))

@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return e.code if isinstance(e.code, int) else OK
         as_json = bool(getattr(args, "json", False))
         # the commands (and the store, the read path, numpy) load only now: --help and
-        # --version never need them (issue 16 item 4)
+        # --version never need them
         from memory_es.cli.checks import check_args
         from memory_es.cli.commands import COMMANDS
 

@@ -40,7 +40,7 @@ def print_json(obj: Any) -> None:
 
 def open_store(root: Path, config: MemoryConfig | None, **options: Any) -> MemoryStore:
     """``MemoryStore.open``, the writer imported on first use: a reading command never
-    imports the capture pipeline, the worker or the journal writer (issue 16 item 4)."""
+    imports the capture pipeline, the worker or the journal writer."""
     from memory_es.store import MemoryStore
 
     return MemoryStore.open(root, config, **options)
@@ -263,7 +263,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate_journal(args: argparse.Namespace) -> int:
-    """Issue 18 item 4: a thin shell over :func:`memory_es.journal.migrate.migrate_journal`."""
+    """A thin shell over :func:`memory_es.journal.migrate.migrate_journal`."""
     from memory_es.journal.backend import DEFAULT_PG_SCHEMA, PostgresJournal, journal_target
     from memory_es.journal.migrate import migrate_journal
 
@@ -526,7 +526,7 @@ LIST_ID_WIDTH = 12  # hex characters of an id in ``list``: unique far past 100k 
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Stored memories, newest first (issue 14 item 6): one line per memory, or ``--json``."""
+    """Stored memories, newest first: one line per memory, or ``--json``."""
     page = _reader(args).list_memories(status=args.status, since=args.since,
                                        limit=args.limit, cursor=args.cursor)
     if args.json:
@@ -545,7 +545,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Everything stored about one memory (issue 14 item 6), as text or ``--json``."""
+    """Everything stored about one memory, as text or ``--json``."""
     detail = _reader(args).show(args.id)
     if args.json:
         print_json(detail.to_json())

@@ -1,4 +1,4 @@
-"""The exit-code contract of ``memory-es`` (SPEC C; issue 13 item 14), in one place.
+"""The exit-code contract of ``memory-es`` (SPEC C), in one place.
 
 Every failure, whatever raised it, becomes one :class:`Failure`: an exit code, a stable
 content-free ``code`` and a one-line message. It is printed as ``memory-es: error: MESSAGE`` on

@@ -1,5 +1,5 @@
 """``memory-es forget``: a thin shell over :meth:`MemoryStore.forget` and
-:meth:`MemoryStore.forget_turn` (issue 14 items 3 and 4). One of ``ID``, ``--run-id`` or
+:meth:`MemoryStore.forget_turn`. One of ``ID``, ``--run-id`` or
 ``--query``; ``--dry-run`` lists what would go (a query lists texts, it is the owner's own
 search; ``--show-text`` adds them to the other listings); a query erases only with ``--yes``.
 """

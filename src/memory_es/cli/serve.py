@@ -1,4 +1,4 @@
-"""``memory-es serve-mcp``: the memory tools over MCP (issue 17), a thin shell over
+"""``memory-es serve-mcp``: the memory tools over MCP, a thin shell over
 :func:`memory_es.serve.serve`. Bad options are usage errors (exit 2) before the root opens."""
 
 from __future__ import annotations

@@ -317,7 +317,7 @@ class ToolToggle(_Block):
 
 
 class OptInToggle(_Block):
-    """`memory.forgetTool`: a destructive tool is off unless explicitly true (issue 17)."""
+    """`memory.forgetTool`: a destructive tool is off unless explicitly true."""
 
     enabled: bool = False
 
@@ -381,7 +381,7 @@ class ProfileConfig(_Block):
 
 
 class JournalConfig(_Block):
-    """`memory.journal` (issue 18): where the journal is. `backend` "sqlite" (default): the
+    """`memory.journal`: where the journal is. `backend` "sqlite" (default): the
     root's own `journal.db`; "postgres": a PostgreSQL server that many hosts share, reached
     with `dsn` (a literal, read only from an owner-only file like `apiKey`; else
     `$MEMORY_ES_PG_DSN` when the store opens), its tables in `schema` (default "public")."""

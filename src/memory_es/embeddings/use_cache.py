@@ -1,5 +1,5 @@
 """A per-machine cache of the USE model's load-ready form, so a cold process (one
-``memory-es search``) loads the model in a fraction of the time (issue 16 item 4).
+``memory-es search``) loads the model in a fraction of the time.
 
 Loading from the wheel costs, every time: SentencePiece's 128,000 pieces parsed in pure Python
 into a prefix table (~0.65 s here), the embedding table inflated from a compressed ``.npz``

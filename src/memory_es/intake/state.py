@@ -134,7 +134,7 @@ class IntakeView:
         # Resolved intakes with capture text, in resolution order: whose payloads to keep (B9).
         self.resolved_payloads: dict[str, None] = {}
         # The journal position folded up to (every event, intake or not): where a store on a
-        # shared journal goes on folding what other hosts appended (issue 18).
+        # shared journal goes on folding what other hosts appended.
         self.position = 0
 
     def apply(self, position: int, event: object) -> None:
@@ -169,7 +169,7 @@ class IntakeView:
             self._resolve(record, position, event)
         elif isinstance(event, RETAINED):
             record.retained = RETAINED_STAGE[type(event)]
-        elif not isinstance(event, Intake.Forgotten):  # its content erased (issue 14)
+        elif not isinstance(event, Intake.Forgotten):  # its content erased
             return
         record.revision = event.originator_version
         self.transitions += 1

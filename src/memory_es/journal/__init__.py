@@ -10,7 +10,7 @@ Modules:
 - ``layout``: the files at a root, the schema marker and initialisation of a fresh root;
 - ``open``: the eventsourcing application and ``open_journal``, which verifies before use;
 - ``anchor``: the signed head an operator pins outside the root (``memory-es anchor``);
-- ``records``, ``sealing``: per-record keys and the sealed fields they open (issue 14).
+- ``records``, ``sealing``: per-record keys and the sealed fields they open.
 
 The journal knows nothing of the domain: it imports no events, projections, store or worker.
 """

@@ -1,5 +1,4 @@
-"""Anchors: the signed head of a root's journal, kept by the operator outside the root
-(issue 13 item 11).
+"""Anchors: the signed head of a root's journal, kept by the operator outside the root.
 
 The keyed chain stops anyone without the key from editing, appending or rewriting rows. It
 cannot stop a *whole-root* rollback (an older copy of the root, journal, catalog and marker
@@ -73,7 +72,7 @@ def make_anchor(opened: OpenedJournal) -> Anchor:
             "(schema 1), which an anchor cannot pin; open it once as a writer (e.g. memory-es "
             "drain) to key it", code="chain_unkeyed")
     position, keyed, plain = 0, GENESIS, GENESIS
-    unseal = opened.recorder.sealer.unseal  # the export holds sealed content open (issue 14)
+    unseal = opened.recorder.sealer.unseal  # the export holds sealed content open
     for pos, oid, version, topic, state, stored in opened.recorder.rows():
         position += 1
         keyed = chain.link(keyed, pos, oid, version, topic, state)

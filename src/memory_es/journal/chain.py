@@ -1,4 +1,4 @@
-"""The journal's hash chain (DESIGN 3; issue 13 item 11).
+"""The journal's hash chain (DESIGN 3).
 
 Every event row carries a running chain value over ``(chain_{n-1}, position, originator_id,
 version, topic, state)``, starting from GENESIS, so any edit, deletion or replacement of a

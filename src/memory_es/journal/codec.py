@@ -67,7 +67,7 @@ class MsgspecMapper(Mapper[UUID]):
         self.sealer = sealer if sealer is not None else Sealer(None, None)
 
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
-        """The canonical state, with the content fields sealed (issue 14) before it is
+        """The canonical state, with the content fields sealed before it is
         chained: the caller's transaction references only keys it commits."""
         topic = get_topic(type(domain_event))
         if self.sealer.policy is None or topic not in self.sealer.policy:

@@ -8,7 +8,7 @@ All owner-only, never followed through symlinks:
   commit. Catalog ahead of journal = truncation; chain mismatch = replacement; both fail closed.
 - ``.memory-es-schema``: proves a journal existed, so deleting journal and catalog cannot pass as
   a fresh root (B15). It says which chain the journal uses: schema 1 = plain SHA-256 (roots
-  made before issue 13 item 11, readable and verifiable as they are), schema 2 = HMAC-SHA256
+  made before the keyed chain, readable and verifiable as they are), schema 2 = HMAC-SHA256
   keyed by the root's chain key, found in the key store under the marker's random ``root_id``;
   ``keyed_from`` is the first keyed position (1, or the position after the head when a writer
   upgraded a schema-1 root); ``mac`` authenticates the marker under the same key, so neither
@@ -39,7 +39,7 @@ MARKER_FILE = ".memory-es-schema"
 LOCK_FILE = ".writer.lock"
 POSTGRES = "postgres"  # the marker's "journal" when the events live on a PostgreSQL server
 PLAIN_SCHEMA = 1  # plain SHA-256 chain, no key
-SCHEMA_VERSION = 2  # HMAC-SHA256 chain keyed per root (issue 13 item 11)
+SCHEMA_VERSION = 2  # HMAC-SHA256 chain keyed per root
 CHAIN_ALGORITHM = "hmac-sha256"
 _MARKER_LABEL = b"memory-es marker"
 
@@ -53,7 +53,7 @@ class Marker:
     root_id: str | None = None
     keyed_from: int = NEVER
     mac: str = ""
-    journal: str = JOURNAL_FILE  # or POSTGRES (issue 18)
+    journal: str = JOURNAL_FILE  # or POSTGRES
     location: str = ""  # POSTGRES: the server, without credentials ("" in the server's copy)
     pg_schema: str = ""  # POSTGRES: the database schema holding the tables
 

@@ -1,4 +1,4 @@
-"""``memory-es migrate-journal``: move a root's journal between SQLite and PostgreSQL (issue 18).
+"""``memory-es migrate-journal``: move a root's journal between SQLite and PostgreSQL.
 
 A copy, not a conversion: every row moves with its position and keyed chain value (the same
 root id, the same chain key, so the same links), every payload and record key as stored, so

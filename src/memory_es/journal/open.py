@@ -116,13 +116,13 @@ def open_journal(
     up to ``lock_timeout``) and recover a journal-ahead catalog. Readers take no lock and
     change nothing. A writer never initialises where any of the root-relative ``derived``
     entries exist: projections without a journal mean the journal was lost, and a fresh one
-    beside them would admit old run ids again (issue 13 item 3).
+    beside them would admit old run ids again.
 
     ``key_store`` is where the root's chain key lives (default: ``$MEMORY_ES_KEY_STORE``,
     read now, else ``~/.local/state/memory-es/keys``); it must lie outside the root.
-    ``seal`` is the domain's policy of content fields a writer seals under per-record keys
-    (issue 14); every opener can open sealed fields whose keys exist.
-    ``journal`` puts a new root's journal on PostgreSQL (issue 18); a root whose marker says
+    ``seal`` is the domain's policy of content fields a writer seals under per-record keys;
+    every opener can open sealed fields whose keys exist.
+    ``journal`` puts a new root's journal on PostgreSQL; a root whose marker says
     its journal is there finds the server from it, or from ``$MEMORY_ES_PG_DSN``.
     """
     root = Path(root)
@@ -229,16 +229,16 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
             catalog.write(position, tail)
             catalog.sync()
         if writable and not recorder.chain.keyed:
-            # A schema-1 root: key it from the next position on (issue 13 item 11). The
+            # A schema-1 root: key it from the next position on. The
             # verified plain prefix stays as it is; the first keyed link covers its tail.
             recorder.chain = write_keyed_marker(root, keys, position + 1)
         if recorder.chain.root_id is not None:
             records = RecordKeys(keys, recorder.chain.root_id, writable=writable)
             recorder.sealer = Sealer(records, seal if writable else None)
             if writable and seal is not None:
-                # keys a crash left reserved but unused (issue 14), collected before this
+                # keys a crash left reserved but unused, collected before this
                 # writer hands out any; an opener that seals nothing (rebuild, migrate) never
-                # does, and skips the scan of every sealed row (issue 16: 0.4 s at 100k)
+                # does, and skips the scan of every sealed row (0.4 s at 100k)
                 records.collect_garbage(recorder.highest_key_id())
     except BaseException:
         recorder.close()

@@ -1,4 +1,4 @@
-"""Connections to the PostgreSQL journal's server (issue 18): eventsourcing's datastore (a
+"""Connections to the PostgreSQL journal's server: eventsourcing's datastore (a
 pool) for a DSN, the DSN redacted for messages, the schema check, and the writer's own
 connection, which makes admission run at the server's speed.
 

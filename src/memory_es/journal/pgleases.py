@@ -1,4 +1,4 @@
-"""Leases on intakes across the hosts of a shared PostgreSQL journal (issue 18 item 2).
+"""Leases on intakes across the hosts of a shared PostgreSQL journal.
 
 One advisory lock per intake, taken without waiting (``pg_try_advisory_lock``) on a connection
 of this process's own: session locks die with their session, so a crashed host's intakes are

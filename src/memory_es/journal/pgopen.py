@@ -1,4 +1,4 @@
-"""Opening a root whose journal is on PostgreSQL (issue 18).
+"""Opening a root whose journal is on PostgreSQL.
 
 The server keeps the journal's own schema marker (root id, first keyed position, MAC) beside
 the events; the root's directory keeps a copy that also names the server (without

@@ -1,5 +1,5 @@
 """Per-record keys in the PostgreSQL journal's database, so every host can open what any
-host sealed (issue 18 on top of issue 14).
+host sealed.
 
 A SQLite root keeps its record keys in the key store beside its chain key; a journal shared
 by many hosts cannot: host B must open what host A sealed, and a forget on one host must

@@ -1,7 +1,7 @@
 """What the rest of the engine may ask of a journal's recorder, on either backend.
 
 :class:`~memory_es.journal.recorder.JournalRecorder` (SQLite, the default) and
-:class:`~memory_es.journal.pgrecorder.PostgresJournalRecorder` (issue 18) both satisfy it, so
+:class:`~memory_es.journal.pgrecorder.PostgresJournalRecorder` both satisfy it, so
 the store, the worker, replay and health never ask which one they hold. The PostgreSQL one is
 imported only when a root's journal is there: psycopg is an optional extra.
 """

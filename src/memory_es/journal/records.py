@@ -1,4 +1,4 @@
-"""Per-record keys: the durable pool behind crypto-shredding (issue 14 item 3).
+"""Per-record keys: the durable pool behind crypto-shredding.
 
 Every content-bearing event is sealed under its own AES-GCM key. The keys live outside the
 root, in the key store beside the chain key (``<store>/<root id>/records.db``): a copy of the

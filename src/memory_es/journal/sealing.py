@@ -1,4 +1,4 @@
-"""Sealed fields: content encrypted under a per-record key before it is chained (issue 14).
+"""Sealed fields: content encrypted under a per-record key before it is chained.
 
 The domain hands the journal a policy (topic -> {field: tombstone}); the journal knows no
 event class. A sealed field is replaced in the stored JSON by a self-describing value::

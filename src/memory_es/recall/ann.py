@@ -1,4 +1,4 @@
-"""Approximate nearest neighbours for a large vector matrix (issue 16 item 2).
+"""Approximate nearest neighbours for a large vector matrix.
 
 Below :data:`ANN_THRESHOLD` live vectors recall searches the matrix exactly (numpy). Past it, a
 writable store builds an HNSW index in a background thread and searches it once it is ready.
@@ -19,7 +19,7 @@ of what it covers: the row count and SHA-256 of the rowids and of the matrix) on
 built or grown from a matrix nothing was removed from, which is exactly the matrix a fresh load
 reads. A load that finds a different matrix ignores the file and builds again. A removal (a
 forgotten or rewritten row) deletes the file at once, so a forgotten text's vector never
-outlives it on disk (issue 14); the next open builds a fresh one.
+outlives it on disk; the next open builds a fresh one.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def publish(tmp: Path, path: Path, meta: Path, record: dict[str, Any]) -> None:
 
 def discard(path: Path, meta: Path) -> None:
     """Remove every ANN file of the generation ``path`` lies in, of every identity, temps
-    included: a removed row's vector must not survive in any of them (issue 14)."""
+    included: a removed row's vector must not survive in any of them."""
     discard_all(path.parent)
 
 
@@ -265,7 +265,7 @@ class AnnCache:
 
     def removed(self, positions: np.ndarray) -> None:
         """These matrix positions died (call with :attr:`lock` held): out of the index, and
-        the file goes at once (a forgotten text's vector never outlives it, issue 14)."""
+        the file goes at once (a forgotten text's vector never outlives it)."""
         self._removed = True
         if self._files is not None:
             discard(*self._files)

@@ -1,4 +1,4 @@
-"""Recall as of an instant (issue 14 item 5): the same recall over the journal's state then.
+"""Recall as of an instant: the same recall over the journal's state then.
 
 A door gives the journal's decoded events; :class:`AsOfStates` cuts them at the instant
 (``projections.asof``: a prefix by position, one commit never split), folds the prefix into a

@@ -7,8 +7,8 @@ that interval in chronological order (recorded_at, then id) into a frozen snapsh
 returns the first page. Later pages come only from ``continue_`` with the cursor the previous
 page issued.
 
-A cursor carries what it needs, so it works in any handle and any process on the same root
-(issue 13 item 16): its query (the three range fields and the limit), the exact offset of the
+A cursor carries what it needs, so it works in any handle and any process on the same root:
+its query (the three range fields and the limit), the exact offset of the
 next page, the index position the snapshot was read at and the snapshot's content digest
 (SHA-256 over the range echo, the limit, every entry and the coverage). It is HMAC-SHA-256
 signed with the root's cursor key (:mod:`memory_es.recall.journal_key`; a handle without a

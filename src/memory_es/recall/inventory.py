@@ -1,4 +1,4 @@
-"""See what is stored: ``memory-es list`` and ``memory-es show`` (issue 14 item 6; G13, G14,
+"""See what is stored: ``memory-es list`` and ``memory-es show`` (G13, G14,
 G25, K2-K7, K14).
 
 Both read one index connection (and, for ``show``, the journal events of the memory's own

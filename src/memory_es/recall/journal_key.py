@@ -1,4 +1,4 @@
-"""The root's MemoryJournal cursor key (I6; issue 13 item 16).
+"""The root's MemoryJournal cursor key (I6).
 
 32 random bytes in ``.runtime/journal-cursor.key``: owner-only (0600 in a 0700 directory,
 opened without following a symlink and refused when a symlink, foreign-owned, group/other

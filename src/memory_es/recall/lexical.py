@@ -1,4 +1,4 @@
-"""Lexical evidence from the index's own statistics (G10, G32; issue 12 item 4).
+"""Lexical evidence from the index's own statistics (G10, G32).
 
 A query's terms are the index's own tokens (the FTS5 tokenizer of the generation, read from
 its schema: Porter stemming over unicode61 in current generations, so ``appointments`` meets

@@ -1,5 +1,5 @@
 """What recall hands back (G25, G20): :class:`RecallResult`, its degraded reasons, and the
-``explain=True`` view of every score (issue 12 item 7)."""
+``explain=True`` view of every score."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class RecallResult:
     """Live memories still waiting for a vector (found lexically only)."""
     explanation: dict[str, Any] | None = None
     """The query's side of ``explain=True``; each hit's parts are on ``hit.explanation``."""
-    # An as-of recall (issue 14 item 5): the instant asked about (UTC) and the last journal
+    # An as-of recall: the instant asked about (UTC) and the last journal
     # position the store had recorded then (0: nothing yet).
     as_of: str | None = None
     """The instant an as-of recall answered for (ISO, UTC), or None."""

@@ -1,6 +1,6 @@
 """Where a long-lived writer's vector matrix keeps its rows: an unnamed file in the generation
 directory, memory-mapped, so that a million 512-d rows (2 GB of float32) do not stay resident
-(issue 16 item 3: peak RSS < 2 GB at 1M memories).
+(peak RSS < 2 GB at 1M memories).
 
 The ANN index proposes rows and only those are scored against the matrix, so a query touches
 a few hundred rows, copied out (:func:`gather`) and released at once. Every pass that reads

@@ -354,7 +354,7 @@ def fill_vectors(conn: apsw.Connection, embedder: Embedder, cache: VectorCache |
 
 def store_vectors(conn: apsw.Connection, identity: str, rowids: Sequence[int],
                   blobs: Sequence[bytes]) -> None:
-    with conn:  # a row forgotten while its text was being embedded gets no vector (issue 14)
+    with conn:  # a row forgotten while its text was being embedded gets no vector
         conn.executemany("INSERT OR REPLACE INTO vectors SELECT ?, ?, ? WHERE EXISTS "
                          "(SELECT 1 FROM memories WHERE rowid = ?)",
                          [(r, identity, b, r) for r, b in zip(rowids, blobs, strict=True)])

@@ -1,4 +1,4 @@
-"""The MCP tool server (issue 17): :func:`serve` runs ``memory-es serve-mcp``."""
+"""The MCP tool server: :func:`serve` runs ``memory-es serve-mcp``."""
 
 from memory_es.serve.run import serve
 

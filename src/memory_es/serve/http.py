@@ -1,4 +1,4 @@
-"""The MCP server's HTTP surface: who may call it, from where, and how much (issue 17 item 3).
+"""The MCP server's HTTP surface: who may call it, from where, and how much.
 
 - A bearer token on every request (``Authorization: Bearer <token>``, compared in constant
   time); without it the answer is 401 and nothing reaches the tools. The token is generated on

@@ -1,4 +1,4 @@
-"""``memory-es serve-mcp``: the memory tools over the Model Context Protocol (issue 17).
+"""``memory-es serve-mcp``: the memory tools over the Model Context Protocol.
 
 One process holds the store open (the writer lock, the background worker, one vector matrix,
 one embedder), and every tool call of every client shares it. Built on the official ``mcp``

@@ -1,4 +1,4 @@
-"""The memory tools an agent calls through the MCP server (issue 17; SPEC G*, I*, J*, C9).
+"""The memory tools an agent calls through the MCP server (SPEC G*, I*, J*, C9).
 
 Each tool is a plain method over one open :class:`~memory_es.store.MemoryStore`, returning the
 JSON a client receives as structured content; :mod:`memory_es.serve.server` only registers them

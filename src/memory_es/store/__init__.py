@@ -2,7 +2,7 @@
 
 The names are imported on first use (PEP 562), so a read path that needs one module of this
 package (``memory_es.store.access``) does not import the whole writer: the capture pipeline,
-the worker and the journal writer (issue 16 item 4).
+the worker and the journal writer.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ class GroupCommit:
                 self.view.position = max(self.view.position, positions[-1])
 
     def catch_up(self) -> None:
-        """Fold into the view what other processes appended to a shared journal (issue 18):
+        """Fold into the view what other processes appended to a shared journal:
         their intakes and every transition of them. A no-op on a root's own journal."""
         if not self._opened.recorder.shared:
             return
@@ -206,7 +206,7 @@ class GroupCommit:
         """Decide every queued request, write the admitted ones in one transaction.
 
         A run id already in the journal but not in the view (pruned, B10; or admitted by
-        another process on a shared journal, issue 18) makes the database's unique constraint
+        another process on a shared journal) makes the database's unique constraint
         refuse the write (``RecordConflict``); the requests that rode on it are then decided
         again from the journal, where that admission is (a duplicate, or a conflict)."""
         results: list[AdmissionResult | None] = [None] * len(batch)
@@ -231,7 +231,7 @@ class GroupCommit:
                     self._fail(batch, results, rides_on_write, "journal_write_failed",
                                "run ids kept racing another writer")
                 except Exception as e:
-                    # disk full, read-only, I/O, the journal's server down: one code (issue 13)
+                    # disk full, read-only, I/O, the journal's server down: one code
                     problem = io_problem(e)
                     log.error("memory_es journal write failed: %s", problem or type(e).__name__)
                     self._fail(batch, results, rides_on_write,

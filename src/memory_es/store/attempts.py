@@ -100,7 +100,7 @@ class Attempts:
                  projections: LiveProjections, vectors: Vectors, processor: Processor,
                  clock: Clock) -> None:
         self._opened = opened
-        # Due intakes the last pass left to another host that held their lease (issue 18).
+        # Due intakes the last pass left to another host that held their lease.
         self.elsewhere = 0
         self._journal = journal
         self._projections = projections
@@ -108,7 +108,7 @@ class Attempts:
         self.processor = processor
         self._clock = clock
         self._work_lock = threading.Lock()  # one attempt at a time per root (B23)
-        self.work_lock = self._work_lock  # held by a forget too (issue 14)
+        self.work_lock = self._work_lock  # held by a forget too
 
     # -- attempts -------------------------------------------------------------------------------
 
@@ -209,7 +209,7 @@ class Attempts:
                 return 0
             raise
         except RecordConflict:
-            # Another host on a shared journal (issue 18) committed an outcome for one of
+            # Another host on a shared journal committed an outcome for one of
             # these intakes first: take in what it wrote; the next pass sees what is left.
             log.info("memory_es: another writer advanced an intake of this batch first")
             self._journal.catch_up()

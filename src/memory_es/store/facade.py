@@ -162,7 +162,7 @@ class MemoryStore:
         Lite never embeds, D2). ``chat_model`` and ``classifier`` override the chat models
         ``memory.llm`` and ``memory.capture.reconcileModel`` name (BuJo capture only, E31).
         ``key_store`` is where the root's chain key is kept (default: ``$MEMORY_ES_KEY_STORE``,
-        read now, else ``~/.local/state/memory-es/keys``; issue 13 item 11).
+        read now, else ``~/.local/state/memory-es/keys``).
         ``time_zone`` is the host's zone (an IANA name or a ``tzinfo``) that date-only
         validity ends and the automatic block's dates are read in (G15); default: the
         process's own zone.
@@ -172,7 +172,7 @@ class MemoryStore:
         check_seconds("shutdown_timeout", shutdown_timeout)
         path = resolve_root(root, config)
         journal = journal_of(config)
-        with journal_guard(path):  # a damaged journal.db: journal_corrupt (issue 13 item 10)
+        with journal_guard(path):  # a damaged journal.db: journal_corrupt
             opened = open_journal(path, writable=True, lock_timeout=lock_timeout,
                                   create=create, derived=DERIVED_ENTRIES, key_store=key_store,
                                   seal=SEALED_FIELDS, journal=journal)
@@ -274,7 +274,7 @@ class MemoryStore:
 
     @property
     def batch_sizes(self) -> dict[int, int]:
-        """How many group-commit batches held each number of admissions (issue 16)."""
+        """How many group-commit batches held each number of admissions."""
         with self.journal_writer.cv:
             return dict(self.journal_writer.batch_sizes)
 
@@ -412,7 +412,7 @@ class MemoryStore:
         result is lexical-only and ``degraded`` with its reason. ``explain`` adds each hit's
         score parts and the cut it passed. ``as_of`` (an aware datetime or an ISO instant with
         its offset) answers from what the journal held at that instant (a future one is now):
-        lines superseded since are current, later lines absent (issue 14 item 5).
+        lines superseded since are current, later lines absent.
 
         ``kind`` (``"preference"`` / ``"lesson"``) narrows the "Preferences & lessons" section
         and lifts its floor (G26, G27); ``about`` (a person's entity id or unique prefix)
@@ -564,7 +564,7 @@ class MemoryStore:
 
     def forget(self, memory_id: str | Sequence[str], *, reason: str, dry_run: bool = False,
                show_text: bool = False) -> ForgetReceipt:
-        """Erase a memory (or several) everywhere (issue 14 item 3): a content-free
+        """Erase a memory (or several) everywhere: a content-free
         ``Forgotten`` event, its record keys destroyed (and those of the turns that state it),
         every projection rewritten; returns the deletion receipt. ``dry_run`` lists what would
         go (texts only with ``show_text``); unknown id: ``memory_not_found``; forgetting again:
@@ -578,7 +578,7 @@ class MemoryStore:
     def forget_turn(self, run_id: str, *, reason: str, dry_run: bool = False,
                     show_text: bool = False) -> ForgetReceipt:
         """Erase a turn's content and every memory derived from it that no other live turn
-        supports (issue 14 item 4); ``turn_not_found``; ``turn_unresolved`` (pending or dead:
+        supports; ``turn_not_found``; ``turn_unresolved`` (pending or dead:
         resolve it first) refused."""
         with self.attempts.work_lock:
             return self._forgot(self._forgetter.forget(

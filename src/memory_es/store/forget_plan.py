@@ -1,4 +1,4 @@
-"""What a forget erases (issue 14 items 3 and 4), found from the journal and the index before
+"""What a forget erases, found from the journal and the index before
 anything is written.
 
 A memory's text is stated by its own events (Recorded / Captured / TextUpdated / Remembered),

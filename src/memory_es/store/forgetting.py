@@ -387,7 +387,7 @@ def complete_forgets(opened: OpenedJournal, root: Path) -> int:
     if not present:
         return 0
     purge_vector_cache(root, [sha256_hex(t) for t in _texts_under(opened, set(present))])
-    for generation in generation_dirs(root).values():  # the ANN index files (issue 16)
+    for generation in generation_dirs(root).values():  # the ANN index files
         discard_all(generation)
     keys.destroy(present)
     return len(present)

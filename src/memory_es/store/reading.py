@@ -58,7 +58,7 @@ class StoreReads:
         self._clock = clock
         self._bound: Recaller | None = None
         # Snapshots live per handle; cursors are signed with the root's key, so any handle
-        # (another process, the CLI, MemoryRoot) continues them (I*, issue 13 item 16).
+        # (another process, the CLI, MemoryRoot) continues them (I*).
         self._chronology = MemoryJournal(RootCursorKey(root), clock)
         self._as_of = AsOfStates()
         self._turns = TurnLookups()  # the host's logical turns (G34, G35, G30)
@@ -87,7 +87,7 @@ class StoreReads:
         with self._journal.exclusive():
             try:
                 conn = self._projections.get().index.conn
-            except IndexUnavailableError:  # logged at open; admission goes on (issue 13)
+            except IndexUnavailableError:  # logged at open; admission goes on
                 return RecallResult(recall=Recall(hits=()), degraded=True,
                                     reason="index_unreadable")
             vector = query_vector if lookup is None else lookup.query_vector
@@ -127,7 +127,7 @@ class StoreReads:
     def recall_as_of(self, query: str | None, limit: int, explain: bool, as_of: datetime | str,
                      opened: OpenedJournal, *, kind: str | None = None,
                      about: str | None = None) -> RecallResult:
-        """Recall over the journal's state at ``as_of`` (issue 14 item 5; a future instant is
+        """Recall over the journal's state at ``as_of`` (a future instant is
         now). The events are read holding the journal; the fold, the vectors (cache first,
         no lock held: the provider may be called for text never embedded) and recall after."""
         ask = check_ask(query, limit, kind=kind, about=about)

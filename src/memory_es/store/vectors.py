@@ -168,7 +168,7 @@ class Vectors:
 
     def rows_removed(self) -> None:
         """A forget removed rows: the live ANN index is never saved again and no ANN file of
-        the generation keeps their vectors (issue 14)."""
+        the generation keeps their vectors."""
         if self._matrix is not None:
             self._matrix.rows_removed()
         discard_all(self._projections.get().index.path.parent)
