@@ -97,3 +97,14 @@ def admit_forever(root: str, tier: str, prefix: str, acks: Connection) -> None:
         if store.persist_completed_turn(turn(run_id, tier)).status == "admitted":
             acks.send(run_id)
     time.sleep(60)
+
+
+def three_lines(store: MemoryStore, marker: str) -> None:
+    """Three Lite turns, the middle one carrying ``marker``, drained: a root with one line to
+    forget or damage between two to keep."""
+    for i, answer in enumerate(("The boiler was serviced in April.",
+                                f"My locker code word is {marker} today.",
+                                "The cat prefers the blue bowl.")):
+        store.persist_completed_turn(CompletedTurn(run_id=f"r{i}", outcome="success",
+                                                   answer=answer, session="web:c"))
+    store.drain()

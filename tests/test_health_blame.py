@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers_attack import open_store
+from helpers_attack import open_store, three_lines
 from helpers_index import active_index_path
-from memory_es import CompletedTurn
 from memory_es.cli import main
 
 MARKER = "xqzvkptwq"
@@ -21,12 +20,7 @@ MARKER = "xqzvkptwq"
 
 def forgot_one(root: Path) -> None:
     with open_store(root, "lite", background=False) as store:
-        for i, answer in enumerate(("The boiler was serviced in April.",
-                                    f"My locker code word is {MARKER} today.",
-                                    "The cat prefers the blue bowl.")):
-            store.persist_completed_turn(CompletedTurn(run_id=f"r{i}", outcome="success",
-                                                       answer=answer, session="web:c"))
-        store.drain()
+        three_lines(store, MARKER)
         assert store.forget(store.lexical_search(MARKER)[0].id,
                             reason="test").status == "forgotten"
 

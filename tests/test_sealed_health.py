@@ -12,8 +12,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from helpers_attack import open_store
-from memory_es import CompletedTurn, MemoryRoot
+from helpers_attack import open_store, three_lines
+from memory_es import MemoryRoot
 from memory_es.cli import main
 from memory_es.errors import IntegrityError
 from memory_es.history import open_reader
@@ -26,12 +26,7 @@ MARKER = "xqzvkptwq"
 def root(tmp_path: Path) -> Path:
     path = tmp_path / "root"
     with open_store(path, "lite", background=False) as store:
-        for i, answer in enumerate(("The boiler was serviced in April.",
-                                    f"My locker code word is {MARKER} today.",
-                                    "The cat prefers the blue bowl.")):
-            store.persist_completed_turn(CompletedTurn(run_id=f"r{i}", outcome="success",
-                                                       answer=answer, session="web:c"))
-        store.drain()
+        three_lines(store, MARKER)
     return path
 
 

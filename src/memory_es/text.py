@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from datetime import UTC, datetime
+
+# What no stored line may carry as written: C0 and C1 controls but the tab, and the bidi
+# overrides and isolates (they reorder what is shown around them). One class, used by the
+# capture contracts (refused), Markdown (replaced) and MemoryJournal (withheld).
+UNSAFE_CHARS = "\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+UNSAFE_CHAR = re.compile(f"[{UNSAFE_CHARS}]")
 
 
 def collapse_ws(text: str) -> str:
@@ -44,3 +52,10 @@ def _joins(char: str) -> bool:
     return (unicodedata.combining(char) != 0 or char == "\u200d"
             or "\ufe00" <= char <= "\ufe0f" or "\U0001f3fb" <= char <= "\U0001f3ff"
             or unicodedata.category(char) in ("Mn", "Me", "Mc"))
+
+
+def iso_ms(ts: datetime) -> str:
+    """An instant as every row, file and report writes it: UTC, milliseconds, ``Z``
+    (``2026-05-04T09:00:00.000Z``). A naive datetime is read as UTC."""
+    ts = ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -14,9 +14,11 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
+from memory_es.text import UNSAFE_CHARS
+
 # C0/C1 controls (tab and newline are whitespace and already collapsed), bidi embeddings,
 # overrides and isolates (DESIGN 9.11).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(f"[\t{UNSAFE_CHARS}]")  # a line's tab goes too
 _PCT_SAFE = "-._~:@"
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +19,7 @@ from eventsourcing.utils import get_topic
 from memory_es.events import Entity, Intake, Memory, Root
 from memory_es.fsutil import create_private_file
 from memory_es.ids import sha256_hex, text_key
+from memory_es.text import iso_ms
 from memory_es.vocabulary import TERMINAL_STATUSES
 from projections.forgetting import forget_rows
 
@@ -158,11 +158,6 @@ def authority_digest(run_hash: str | None, by: str = "") -> str:
     """The content-free authority of replay-owned state (F3): the capture that decided it, or
     (``run_hash`` None) the Remember that superseded the line with ``by`` (J8)."""
     return sha256_hex(f"capture:{run_hash}" if run_hash is not None else f"remember:{by}")
-
-
-def iso_ms(ts: datetime) -> str:
-    """UTC instant with milliseconds and a Z, the one timestamp form projections write."""
-    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def stored_session(session: str | None) -> str | None:

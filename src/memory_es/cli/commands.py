@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, UsageError
 from memory_es.config import MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError, StorageError
-from memory_es.intake import CompletedTurn, iso_ms
+from memory_es.intake import CompletedTurn, iso_ms_or_none
 from memory_es.journal import Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
 from memory_es.recall.inventory import check_memory_id, truncate
@@ -168,7 +168,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"worker={report.worker}" + _vectors(report.vectors_pending).replace(";", ""))
     for r in report.records:
         if r.state == "pending":
-            detail = f"{'due' if r.due else 'delayed':<7} next={iso_ms(r.next_due_at)}"
+            detail = f"{'due' if r.due else 'delayed':<7} next={iso_ms_or_none(r.next_due_at)}"
         elif r.state == "dead":
             detail = f"category={r.category}"
         else:
@@ -176,7 +176,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if r.retained and r.state != "resolved":
             detail += f" retained={r.retained}"  # a capture resumes after this stage
         print(f"{r.id}  {r.state:<8} attempts={r.attempts} "
-              f"admitted={iso_ms(r.admitted_at)} {detail}")
+              f"admitted={iso_ms_or_none(r.admitted_at)} {detail}")
     return OK
 
 

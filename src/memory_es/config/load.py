@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from memory_es.config.model import LOADING, MemoryConfig
 from memory_es.config.rules import ROOT, format_validation_error, json_type, key_path, rule_errors
 from memory_es.errors import ConfigError
+from memory_es.jsonobject import JsonObject, object_pairs
 
 __all__ = ["is_host_file", "load_config", "parse_config", "validate_file"]
 
@@ -87,23 +88,6 @@ def parse_config(obj: object) -> MemoryConfig:
     return config
 
 
-class _JsonObject(dict[str, Any]):
-    """A decoded JSON object that remembers which of its keys appeared more than once."""
-
-    duplicates: list[str]
-
-
-def _object_pairs(pairs: list[tuple[str, Any]]) -> _JsonObject:
-    """object_pairs_hook: keep the object but record duplicate keys instead of last-wins."""
-    obj = _JsonObject()
-    obj.duplicates = []
-    for key, value in pairs:
-        if key in obj and key not in obj.duplicates:
-            obj.duplicates.append(key)
-        obj[key] = value
-    return obj
-
-
 class _JsonConstantError(ValueError):
     """NaN / Infinity: accepted by Python's json module, but not JSON."""
 
@@ -116,7 +100,7 @@ def _reject_constant(name: str) -> Any:
 def _duplicate_errors(value: object, path: str) -> list[str]:
     """Walk the decoded document and report each duplicated key by its dotted path."""
     errors: list[str] = []
-    if isinstance(value, _JsonObject):
+    if isinstance(value, JsonObject):
         for key in value.duplicates:
             errors.append(f"{key_path([key], path)}: duplicate key")
         for key, child in value.items():
@@ -211,7 +195,7 @@ def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:
         raise ConfigError([f"{name}: config file is not valid UTF-8 (byte {exc.start})"]) from None
     try:
         document = json.loads(
-            text, object_pairs_hook=_object_pairs, parse_constant=_reject_constant
+            text, object_pairs_hook=object_pairs, parse_constant=_reject_constant
         )
     except json.JSONDecodeError as exc:
         raise ConfigError(
@@ -229,7 +213,7 @@ def load_config(path: str | os.PathLike[str] | None) -> MemoryConfig:
         raise ConfigError([f"{name}: invalid JSON: nested more than {MAX_DEPTH} levels deep "
                            "(a memory config nests 4)"])
 
-    if isinstance(document, _JsonObject) and is_host_file(document):
+    if isinstance(document, JsonObject) and is_host_file(document):
         # The host's own sections are not ours to judge; only `memory` and what it holds are.
         errors = [f"{ROOT}: duplicate key"] if ROOT in document.duplicates else []
         errors.extend(_duplicate_errors(document[ROOT], ROOT))

@@ -30,7 +30,7 @@ from memory_es.intake.report import (
     IntakeStatus,
     ResolvedOutcome,
     RetainedStage,
-    iso_ms,
+    iso_ms_or_none,
 )
 from memory_es.intake.state import (
     ACTIVE_STATES,
@@ -83,7 +83,7 @@ __all__ = [
     "failure_event",
     "intake_record",
     "is_nothing_to_report",
-    "iso_ms",
+    "iso_ms_or_none",
     "payload_problem",
     "prepare_turn",
     "utc_now",

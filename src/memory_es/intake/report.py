@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from memory_es.text import iso_ms
+
 IntakeStatus = Literal["pending", "dead", "resolved"]
 FailureCategory = Literal["model_timeout", "model_invalid_output", "model_unavailable",
                           "embedding_unavailable", "io_error", "internal", "integrity"]
@@ -19,11 +21,9 @@ ResolvedOutcome = Literal["projected", "captured", "empty", "operator_resolved"]
 RetainedStage = Literal["extract", "review", "reconcile"]
 
 
-def iso_ms(ts: datetime | None) -> str | None:
-    """An event instant as the report writes it: milliseconds, ``Z`` for UTC."""
-    if ts is None:
-        return None
-    return ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def iso_ms_or_none(ts: datetime | None) -> str | None:
+    """An event instant as the report writes it (:func:`memory_es.text.iso_ms`), or None."""
+    return None if ts is None else iso_ms(ts)
 
 
 class IntakeCounts(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,8 +76,8 @@ class IntakeRecord(msgspec.Struct, frozen=True, kw_only=True):
             "attempts_left": self.attempts_left,
             "revision": self.revision,
             "position": self.position,
-            "admitted_at": iso_ms(self.admitted_at),
-            "next_due_at": iso_ms(self.next_due_at),
+            "admitted_at": iso_ms_or_none(self.admitted_at),
+            "next_due_at": iso_ms_or_none(self.next_due_at),
             "category": self.category,
             "outcome": self.outcome,
             "reason_slug": self.reason_slug,

@@ -26,8 +26,9 @@ from memory_es.recall.engine import Recaller
 from memory_es.recall.guidance import GuidanceKind
 from memory_es.recall.result import RecallResult
 from memory_es.recall.vectors import VectorMatrix, vector_backlog
+from memory_es.text import iso_ms
 from projections.asof import as_of_cut, fold_in_memory
-from projections.sqlite_index import IndexProjection, iso_ms
+from projections.sqlite_index import IndexProjection
 
 Events = Callable[[int], Iterable[tuple[int, object]]]  # upto -> (position, event), in order
 KEEP = 4  # as-of folds a handle keeps (each is a whole index in memory)

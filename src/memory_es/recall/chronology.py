@@ -64,10 +64,10 @@ from memory_es.recall.journal_page import (
     JournalPage,
     Range,
     StoppedBy,
-    iso_ms,
 )
 from memory_es.recall.score import Candidate
 from memory_es.recall.select import currentness
+from memory_es.text import UNSAFE_CHARS, iso_ms
 from memory_es.validity import parse_validity
 from memory_es.vocabulary import TERMINAL_STATUSES  # G22 / I14: never returned
 
@@ -96,7 +96,7 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _SAFE_WORD = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 # DESIGN 9.11: C0/C1 controls except tab, bidi embeddings/overrides/isolates, HTML comments.
-_UNSAFE_TEXT = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|<!--|-->")
+_UNSAFE_TEXT = re.compile(f"[{UNSAFE_CHARS}]|<!--|-->")
 # Names the zoneinfo search path resolves that are not a chosen IANA zone: they would
 # silently guess the host zone (I4).
 _HOST_ZONE_NAMES = frozenset({"localtime", "posixrules"})

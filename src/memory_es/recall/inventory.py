@@ -32,6 +32,7 @@ from memory_es.recall.render import Currentness, format_instant
 from memory_es.recall.score import Candidate, Source
 from memory_es.recall.select import currentness
 from memory_es.recall.vectors import optional_rows
+from memory_es.text import iso_ms
 from memory_es.text import truncate as truncate  # re-exported: the CLI's list and show
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
 
@@ -42,10 +43,6 @@ _PREFIX = re.compile(r"[0-9a-f]{8,64}")
 _CURSOR = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)~([0-9a-f]{64})")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _COLUMNS = "m.id, m.text, m.kind, m.status, m.recorded_at, m.source_session, m.run_hash"
-
-
-def _utc_ms(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +190,7 @@ def check_since(since: object) -> str | None:
             raise ValueError
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        return _utc_ms(when)
+        return iso_ms(when)
     except (ValueError, OverflowError):
         raise InvalidArgumentError(
             f"since must be an ISO date (YYYY-MM-DD, UTC) or instant (2026-12-02T09:00:00Z, "
@@ -347,7 +344,7 @@ def show_memory(conn: apsw.Connection | None, opened: OpenedJournal | None, memo
         decoded: list[EventRef] = []
         for position, version, topic, state in opened.recorder.aggregate_rows(aggregate):
             event: Any = mapper.to_domain_event(StoredEvent(aggregate, version, topic, state))
-            decoded.append(EventRef(position, version, topic, _utc_ms(event.timestamp)))
+            decoded.append(EventRef(position, version, topic, iso_ms(event.timestamp)))
         events = tuple(decoded)
     labels = tuple(x for x in str(meta[0][0]).split(",") if x) if meta else None
     return MemoryDetail(

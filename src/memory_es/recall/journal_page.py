@@ -7,18 +7,15 @@ and page, each with ``to_json()`` giving the camelCase tool shape.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import msgspec
 
+from memory_es.text import iso_ms
+
 StoppedBy = Literal["range_end", "entry_cap", "byte_cap"]
-
-
-def iso_ms(ts: datetime) -> str:
-    """The index's timestamp form: UTC, milliseconds, Z."""
-    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

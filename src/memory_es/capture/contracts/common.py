@@ -26,6 +26,8 @@ import msgspec
 
 from memory_es.capture.models import INVALID_OUTPUT, ModelError
 from memory_es.credentials import CREDENTIAL_RULE, looks_like_credential
+from memory_es.jsonobject import JsonObject, object_pairs
+from memory_es.text import UNSAFE_CHARS
 
 MAX_COMPLETION_UTF16: Final = 262_144  # E9: JavaScript characters
 TEXT_MAX_BYTES: Final = 2_048  # memory / replacement text, UTF-8 bytes (our bound)
@@ -54,7 +56,7 @@ _NEGATIVE: Final = "Expected `int` >= 0"
 _OUTSIDE_SALIENCE: Final = ("Expected `float` >= 0.0", "Expected `float` <= 1.0")
 _TOO_LONG = re.compile(r"Expected `array` of length <= (\d+)")
 
-_UNSAFE_CHARS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_CHARS = re.compile(f"[{UNSAFE_CHARS}\ud800-\udfff]")  # and lone surrogates
 _COMMENT = re.compile("<!--|-->")
 S = TypeVar("S")
 
@@ -120,29 +122,13 @@ def _field_names() -> frozenset[str]:
     return frozenset(names)
 
 
-class _Object(dict[str, Any]):
-    """A decoded JSON object that remembers which of its keys were repeated."""
-
-    duplicates: list[str]
-
-
-def _object_hook(pairs: list[tuple[str, Any]]) -> _Object:
-    obj = _Object()
-    obj.duplicates = []
-    for key, value in pairs:
-        if key in obj:
-            obj.duplicates.append(key)
-        obj[key] = value
-    return obj
-
-
 def _shown_key(key: str) -> str:
     """A key as a message may show it: one of our field names, else ``<key>`` (content-free)."""
     return key if key in _field_names() else "<key>"
 
 
 def _find_duplicate(value: Any, path: str) -> str | None:
-    if isinstance(value, _Object):
+    if isinstance(value, JsonObject):
         if value.duplicates:
             return f"{path or '$'}: duplicate key {_shown_key(value.duplicates[0])!r}"
         for key, child in value.items():
@@ -233,7 +219,7 @@ def decode(raw: str, kind: type[S]) -> S:
             f"$: completion is {length} UTF-16 code units, more than {MAX_COMPLETION_UTF16}"
         )
     try:
-        tree = json.loads(raw, object_pairs_hook=_object_hook)
+        tree = json.loads(raw, object_pairs_hook=object_pairs)
     except (ValueError, RecursionError) as e:
         raise invalid("$: not one valid JSON value") from e
     duplicate = _find_duplicate(tree, "")
