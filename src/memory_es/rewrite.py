@@ -78,8 +78,22 @@ class RewriteReport:
 
 def rewrite_lines(lines: Iterable[bytes]) -> tuple[list[bytes], dict[str, str]]:
     """An export rewritten into the new form, its plain chain recomputed; and the id map."""
+    rewritten = _rewrite(lines)
+    return rewritten.lines, rewritten.ids
+
+
+@dataclass(frozen=True)
+class _Rewritten:
+    lines: list[bytes]
+    ids: dict[str, str]  # old id -> new id, memories and entities
+    entities: int  # how many of ``ids`` are entities
+    digests: int  # admissions whose digests were sealed or voided
+
+
+def _rewrite(lines: Iterable[bytes]) -> _Rewritten:
     rows = [json.loads(line) for line in lines]
     ids: dict[str, str] = {}
+    entities = 0
     for row in rows:
         topic, state, position = row["topic"], row["state"], row["position"]
         if topic in (Memory.Recorded.TOPIC, Memory.Remembered.TOPIC):
@@ -98,14 +112,16 @@ def rewrite_lines(lines: Iterable[bytes]) -> tuple[list[bytes], dict[str, str]]:
                 if isinstance(name, str) else old != new  # a forgotten name: cannot tell
             if legacy and old not in ids:
                 ids[old] = new
+                entities += 1
     aggregates = {str(memory_uuid(o)): str(memory_uuid(n)) for o, n in ids.items()}
     aggregates |= {str(entity_uuid(o)): str(entity_uuid(n)) for o, n in ids.items()}
     out: list[bytes] = []
     chain = GENESIS
+    digests = 0
     for row in rows:
         state = _mapped(row["state"], ids)
-        if row["topic"] == Intake.Admitted.TOPIC:
-            _digests_out(state)
+        if row["topic"] == Intake.Admitted.TOPIC and _digests_out(state):
+            digests += 1
         oid = aggregates.get(row["originator_id"], row["originator_id"])
         raw = msgspec.json.encode(state, order="sorted")
         chain = chain_link(chain, row["position"], oid, row["originator_version"], row["topic"],
@@ -114,7 +130,7 @@ def rewrite_lines(lines: Iterable[bytes]) -> tuple[list[bytes], dict[str, str]]:
             {"chain": chain.hex(), "originator_id": oid,
              "originator_version": row["originator_version"], "position": row["position"],
              "state": msgspec.Raw(raw), "topic": row["topic"]}, order="sorted") + b"\n")
-    return out, ids
+    return _Rewritten(out, ids, entities, digests)
 
 
 def _remember_id(position: int, stamp: str) -> str:
@@ -137,16 +153,21 @@ def _mapped(value: Any, ids: dict[str, str]) -> Any:
     return value
 
 
-def _digests_out(state: dict[str, Any]) -> None:
+def _digests_out(state: dict[str, Any]) -> bool:
     """No digest or size of a turn left in the clear: a capture text's gives way to the
-    sealed marker; a forgotten turn's record digest and size become tombstones."""
+    sealed marker; a forgotten turn's record digest and size become tombstones. True when
+    anything changed."""
+    changed = False
     if state.get("payload_sha256") not in (None, SEALED_PAYLOAD):
         state["payload_sha256"], state["payload_bytes"] = SEALED_PAYLOAD, 0
+        changed = True
     summary = state.get("summary")
     if isinstance(summary, dict) and _SEALED in summary:  # forgotten: its key is gone
         for field, void in (("content_sha256", ""), ("content_bytes", 0)):
             if not isinstance(state.get(field), dict):
                 state[field] = {_SEALED: 1, "void": void}
+                changed = True
+    return changed
 
 
 def rewrite_journal(root: str | Path, config: MemoryConfig | None = None, *,
@@ -160,11 +181,11 @@ def rewrite_journal(root: str | Path, config: MemoryConfig | None = None, *,
     shutil.rmtree(new, ignore_errors=True)  # a run killed before its swap
     opened = open_journal(root, writable=True, create=False, key_store=keys)
     try:
-        lines, ids = rewrite_lines(export_lines(opened))
+        rewritten = _rewrite(export_lines(opened))
+        lines, ids = rewritten.lines, rewritten.ids
         old_root_id = opened.chain.root_id
         config = config if config is not None else effective(opened, None)
-        digests = sum(1 for line in lines if b'"payload_sha256":"sealed"' in line)
-        if not ids and not _digests_left(opened):
+        if not ids and not rewritten.digests:
             return _report_of(root, keys, already=True)
         with tempfile.NamedTemporaryFile(dir=root.parent, prefix=f".{root.name}-rewrite-",
                                          suffix=".jsonl") as export:
@@ -183,15 +204,9 @@ def rewrite_journal(root: str | Path, config: MemoryConfig | None = None, *,
             opened.lock.release()
     _remove_old(old, keys, old_root_id)
     report = _report_of(root, keys)
-    entities = sum(1 for line in lines if Entity.Named.TOPIC.encode() in line)
-    return RewriteReport(position=report.position, memories=len(ids) - entities,
-                         entities=entities, digests=digests, root_id=report.root_id)
-
-
-def _digests_left(opened: Any) -> bool:
-    """Does an admission still hold a capture text's digest in the clear?"""
-    return any(b'"payload_sha256":"' in state and b'"payload_sha256":"sealed"' not in state
-               for _p, _o, _v, _t, state in opened.recorder.rows_of([Intake.Admitted.TOPIC]))
+    return RewriteReport(position=report.position, memories=len(ids) - rewritten.entities,
+                         entities=rewritten.entities, digests=rewritten.digests,
+                         root_id=report.root_id)
 
 
 def _finish_swap(root: Path, new: Path, old: Path, keys: KeyStore) -> bool:

@@ -218,12 +218,11 @@ def leftovers(root: Path, keys: KeyStore, root_id: str | None, *, on_postgres: b
     """What a migration left that still opens with a key: the SQLite journal files (current
     names, and ``*.migrated`` copies an earlier version kept) of a root whose journal is on
     PostgreSQL, and the key store's copy of its record keys."""
-    if not on_postgres:
-        return [root / (name + MIGRATED) for name in SQLITE_FILES
-                if exists(root / (name + MIGRATED))]
-    found = [root / name for name in SQLITE_FILES if exists(root / name)]
-    found += [root / (name + MIGRATED) for name in SQLITE_FILES if exists(root / (name + MIGRATED))]
-    if root_id is not None:
+    names = [name + MIGRATED for name in SQLITE_FILES]
+    if on_postgres:
+        names += SQLITE_FILES
+    found = [root / name for name in names if exists(root / name)]
+    if on_postgres and root_id is not None:
         found += [p for p in _local_key_files(keys, root_id) if p.exists()]
     return found
 
