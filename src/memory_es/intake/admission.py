@@ -8,10 +8,12 @@ checks duplicates and capacity (``MAX_ACTIVE``) when it commits.
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
+from msgspec import Meta
 
 from memory_es.events import Intake
 from memory_es.ids import run_hash
@@ -20,9 +22,12 @@ from memory_es.intake.state import SEALED_PAYLOAD
 SENTINEL = "NOTHING_TO_REPORT"
 MAX_RECORD_BYTES = 640 * 1024  # B18: 640 KiB per record
 MAX_ACTIVE = 4096  # B18: pending + dead
-OUTCOMES = ("success", "cancelled", "failed", "interrupted", "isolated", "never_started")
-SPEAKER_KINDS = ("human-turn", "trigger", "unknown")
-TRIGGERS = ("human", "cron", "webhook")
+Outcome = Literal["success", "cancelled", "failed", "interrupted", "isolated", "never_started"]
+SpeakerKind = Literal["human-turn", "trigger", "unknown"]
+Trigger = Literal["human", "cron", "webhook"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+SPEAKER_KINDS: tuple[str, ...] = get_args(SpeakerKind)
+TRIGGERS: tuple[str, ...] = get_args(Trigger)
 SOURCE_LABELS = {"human": "User", "cron": "scheduled-task", "webhook": "webhook"}
 
 Status = Literal["admitted", "duplicate", "skipped", "rejected"]
@@ -32,7 +37,7 @@ class Attachment(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Redacted attachment metadata (A25): never the attachment's text or name."""
 
     media_type: str
-    size_bytes: int
+    size_bytes: Annotated[int, Meta(ge=0)]
     sha256: str | None = None
 
 
@@ -42,15 +47,18 @@ class CompletedTurn(msgspec.Struct, frozen=True, kw_only=True):
     ``answer`` is the assistant answer, the only source of the host summary (A10).
     ``capture_text`` is the host-approved text for BuJo capture (A4); other write modes ignore
     it. ``speaker_kind`` is host-verified provenance and is stored exactly as given (B28).
+
+    The field types state the rules; msgspec checks them on decode, not on construction, so
+    the store checks a constructed turn with :func:`validate_turn` (never raising into a host).
     """
 
-    run_id: str
-    outcome: str
+    run_id: Annotated[str, Meta(pattern=r"\S")]  # not empty, not only white space
+    outcome: Outcome
     answer: str
     capture_text: str | None = None
     session: str | None = None
-    speaker_kind: str = "unknown"
-    trigger: str = "human"
+    speaker_kind: SpeakerKind = "unknown"
+    trigger: Trigger = "human"
     source_label: str | None = None
     attachments: tuple[Attachment, ...] = ()
 
@@ -133,14 +141,20 @@ def _invalid(detail: str) -> AdmissionResult:
     return _rejected("invalid_turn", detail)
 
 
-_TEXT_FIELDS = (("run_id", False), ("outcome", False), ("answer", False),
-                ("capture_text", True), ("session", True), ("speaker_kind", False),
-                ("trigger", False), ("source_label", True))
+_TEXT_FIELDS = ("run_id", "outcome", "answer", "capture_text", "session", "speaker_kind",
+                "trigger", "source_label")
+_AT = re.compile(r"^(?P<rule>.*) - at `\$\.(?P<path>[^`]*)`$", re.DOTALL)
+# msgspec's rule text for a constraint of the types above, in the words a host reads.
+_RULES = {
+    "Expected `str` matching regex '\\\\S'": "must not be empty",
+    "Expected `int` >= 0": "must be a non-negative integer",
+    "Expected `array`, got `str`": "expected a list of attachment metadata",
+}
 
 
 def _unencodable_field(turn: CompletedTurn) -> str:
     """Name the field holding an unpaired surrogate (slow path, after encoding failed)."""
-    for name, _ in _TEXT_FIELDS:
+    for name in _TEXT_FIELDS:
         value = getattr(turn, name)
         try:
             if value is not None:
@@ -150,36 +164,44 @@ def _unencodable_field(turn: CompletedTurn) -> str:
     return "attachments: contains an unpaired surrogate (not valid UTF-8)"
 
 
-def validate_turn(turn: CompletedTurn) -> str | None:
-    """The first problem with the turn's fields, as a one-line detail, or None.
+def _field_problem(error: msgspec.ValidationError) -> str:
+    """``field: rule`` from msgspec's ``rule - at `$.field` ``."""
+    match = _AT.match(str(error))
+    if match is None:
+        return str(error)
+    path, rule = match.group("path"), match.group("rule")
+    choices = {"outcome": OUTCOMES, "speaker_kind": SPEAKER_KINDS, "trigger": TRIGGERS}
+    if rule.startswith("Invalid enum value") and path in choices:
+        value = rule.removeprefix("Invalid enum value ")
+        return f"{path}: {value} is not one of {', '.join(choices[path])}"
+    return f"{path}: {_RULES.get(rule, rule[:1].lower() + rule[1:])}"
 
-    UTF-8 validity is checked when the record is encoded, not here: admission is a hot path.
+
+def validate_turn(turn: CompletedTurn) -> str | None:
+    """The first problem with the turn's fields, as a one-line detail naming the field, or None.
+
+    The fields' declared types and constraints are checked by converting the turn's values
+    strictly (a constructed Struct is never checked by msgspec itself); then the rules that
+    span two fields. UTF-8 validity is checked when the record is encoded, not here: admission
+    is a hot path.
     """
-    for name, optional in _TEXT_FIELDS:
-        value = getattr(turn, name)
-        if type(value) is not str and not (value is None and optional):
-            return f"{name}: expected a string, got {type(value).__name__}"
-    if not turn.run_id.strip():
-        return "run_id: must not be empty"
-    if turn.outcome not in OUTCOMES:
-        return f"outcome: {turn.outcome!r} is not one of {', '.join(OUTCOMES)}"
-    if turn.speaker_kind not in SPEAKER_KINDS:
-        return f"speaker_kind: {turn.speaker_kind!r} is not one of {', '.join(SPEAKER_KINDS)}"
-    if turn.trigger not in TRIGGERS:
-        return f"trigger: {turn.trigger!r} is not one of {', '.join(TRIGGERS)}"
+    attachments: Any = turn.attachments
+    if isinstance(attachments, tuple | list):
+        for i, att in enumerate(attachments):
+            if not isinstance(att, Attachment):  # a dict is data, not the host's metadata type
+                return f"attachments[{i}]: expected Attachment metadata"
+        attachments = [msgspec.structs.asdict(a) for a in attachments]
+    values = {name: getattr(turn, name) for name in _TEXT_FIELDS}
+    try:
+        msgspec.convert({**values, "attachments": attachments}, CompletedTurn, strict=True)
+    except msgspec.ValidationError as e:
+        return _field_problem(e)
     expected_label = SOURCE_LABELS[turn.trigger]
     if turn.source_label is not None and turn.source_label != expected_label:
         return (f"source_label: {turn.source_label!r} does not match trigger {turn.trigger!r} "
                 f"(expected {expected_label!r}; trigger turns are never labelled User)")
     if turn.trigger != "human" and turn.speaker_kind == "human-turn":
         return f"speaker_kind: a {turn.trigger} turn cannot be a human-turn"
-    if not isinstance(turn.attachments, tuple | list):
-        return "attachments: expected a list of attachment metadata"
-    for i, att in enumerate(turn.attachments):
-        if not isinstance(att, Attachment):
-            return f"attachments[{i}]: expected Attachment metadata"
-        if not isinstance(att.size_bytes, int) or att.size_bytes < 0:
-            return f"attachments[{i}].size_bytes: must be a non-negative integer"
     return None
 
 
