@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from array import array
 from pathlib import Path
 
 import msgspec
@@ -69,12 +70,37 @@ def test_the_prefix_table_turns_into_a_dict_for_a_batch(
     cached = UseEmbedder()
     table = cached._model.sp._prefixes
     assert isinstance(table, use_cache.PrefixTable)
+    builds: list[int] = []
+    build = use_cache.PrefixTable._build
+
+    def counted(self: use_cache.PrefixTable) -> dict[str, int]:
+        builds.append(1)
+        return build(self)
+
+    monkeypatch.setattr(use_cache.PrefixTable, "_build", counted)
     batch = [f"{t} {n}" for n in range(400) for t in TEXTS[:4]]
     monkeypatch.setenv(use_cache.CACHE_ENV, "")
-    assert isinstance(table.get, type({}.get)) is False
+    cached.embed(TEXTS[:1])
+    assert builds == []  # one query bisects
     vectors = cached.embed(batch)
-    assert table.get.__self__.__class__ is dict  # built once the batch was under way
-    assert np.array_equal(vectors, UseEmbedder().embed(batch))
+    again = cached.embed(batch)  # the tokenizer keeps the bound method it was given
+    assert builds == [1]  # built once the batch was under way, never again
+    assert np.array_equal(vectors, UseEmbedder().embed(batch)) and np.array_equal(again, vectors)
+
+
+def test_a_bound_get_built_into_a_dict_answers_from_it() -> None:
+    """A caller holding the bound ``get`` (as the tokenizer does) reaches the dict too: the
+    table is built once, not on every lookup past the threshold (an embedding stall)."""
+    keys = np.array(sorted(["a", "ab", "b", "ba"]))
+    table = use_cache.PrefixTable(keys, array("q", [1, 2, 3, 4]))
+    builds: list[int] = []
+    build = table._build
+    table._build = lambda: builds.append(1) or build()  # type: ignore[method-assign]
+    get = table.get
+    answers = [get(k, 0) for _ in range(use_cache.PrefixTable.DICT_AFTER + 50)
+               for k in ("ab", "zz")]
+    assert builds == [1]
+    assert set(answers) == {2, 0} and answers[-2:] == [2, 0]
 
 
 def _rehash(root: Path, name: str) -> None:

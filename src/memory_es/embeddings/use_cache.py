@@ -69,7 +69,8 @@ class PrefixTable:
     not a piece) over a memory-mapped sorted array of its keys. Building the 250,000-entry dict
     costs ~75 ms, more than a query's whole tokenization, so lookups bisect until
     :data:`DICT_AFTER` of them say a batch is being embedded; then the dict is built once and
-    its own ``get`` takes over."""
+    answers every later lookup. The switch lives inside :meth:`get`, never by rebinding it: the
+    tokenizer holds the bound method it was given, so a rebound ``get`` would never reach it."""
 
     DICT_AFTER: Final = 20_000
 
@@ -77,17 +78,23 @@ class PrefixTable:
         self._keys = keys
         self._values = values
         self._lookups = 0
+        self._table: dict[str, int] | None = None
 
     def get(self, key: str, default: int | None = None) -> int | None:
+        table = self._table
+        if table is not None:
+            return table.get(key, default)
         self._lookups += 1
         if self._lookups > self.DICT_AFTER:
-            table = dict(zip(self._keys.tolist(), self._values, strict=True))
-            self.get = table.get  # type: ignore[method-assign, assignment]
+            self._table = table = self._build()
             return table.get(key, default)
         n = int(np.searchsorted(self._keys, key))
         if n < len(self._values) and self._keys[n] == key:
             return self._values[n]
         return default
+
+    def _build(self) -> dict[str, int]:
+        return dict(zip(self._keys.tolist(), self._values, strict=True))
 
 
 def cache_dir() -> Path | None:
