@@ -49,7 +49,7 @@ def suite_cluster(request: pytest.FixtureRequest, pg_cluster: Any) -> None:
 
 @pytest.mark.usefixtures("suite_cluster")
 class TestPostgresJournalRecorderSuite(_ApplicationRecorderSuite[PostgresJournalRecorder]):
-    """Issue 18: the PostgreSQL journal passes eventsourcing's ApplicationRecorder suite."""
+    """The PostgreSQL journal passes eventsourcing's ApplicationRecorder suite."""
 
     cluster: Any
 
@@ -113,7 +113,7 @@ class TestPostgresJournalRecorderContract(RecorderContract):
 
 
 def test_the_dsn_never_appears_in_a_location(pg_dsn: str) -> None:
-    """Issue 18 item 1: the DSN (its user and password) is never put in a message."""
+    """The DSN (its user and password) is never put in a message."""
     where = redact(pg_dsn)
     assert where.startswith("postgresql://127.0.0.1:") and "@" not in where
     password = str(psycopg.conninfo.conninfo_to_dict(pg_dsn)["password"])
@@ -121,8 +121,8 @@ def test_the_dsn_never_appears_in_a_location(pg_dsn: str) -> None:
 
 
 def test_a_dsn_that_does_not_parse_is_refused_naming_no_part_of_it() -> None:
-    """Review of issue 18: libpq's parse errors quote the DSN, password included; the refusal
-    says what a DSN looks like instead."""
+    """libpq's parse errors quote the DSN, password included; the refusal says what a DSN
+    looks like instead."""
     from memory_es.errors import InvalidArgumentError
 
     for dsn in ("postgresql://bob:s3cr%zzet@db/mem", "host=db user=bob password=s3cret extra"):
@@ -133,8 +133,8 @@ def test_a_dsn_that_does_not_parse_is_refused_naming_no_part_of_it() -> None:
 
 def test_the_writer_connection_keeps_its_settings_and_survives_many_descriptors(
         pg_dsn: str) -> None:
-    """Review of issue 18: the writer's own connection gives up connecting as the pool does
-    (connect_timeout 10 s when the DSN names none), finds a dead peer in seconds (keepalives,
+    """The writer's own connection gives up connecting as the pool does (connect_timeout
+    10 s when the DSN names none), finds a dead peer in seconds (keepalives,
     tcp_user_timeout), lets the server end a transaction a paused host left open (the head
     row's lock), and is kept between writes even when the process holds more than 1,024 file
     descriptors (select() cannot watch those: every write reconnected)."""

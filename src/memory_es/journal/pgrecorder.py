@@ -16,6 +16,8 @@ journal means the same on both backends:
 - ``UNIQUE (originator_id, originator_version)`` makes a second admission of a run id fail in
   the database itself, whichever process tries (no read-then-write).
 
+Its tables and write function are :mod:`~memory_es.journal.pgschema`'s.
+
 The DSN is never logged or put in an error message: :func:`~.pgconnect.redact` names a server
 without it.
 """
