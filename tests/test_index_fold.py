@@ -1,11 +1,11 @@
-"""A rebuild's fold reads only what the index folds (issue 16: rebuild time).
+"""A rebuild's fold reads only what the index folds (rebuild time).
 
-``iter_index_events`` skips the events the index passes over (a Lite journal's resolutions)
-undecoded and decodes an admission without its sealed summary unless BuJo audits it. These
-tests hold it to the full fold: the same index, row for row, on every golden fixture journal
-and on a root with forgets and BuJo audit lines; a topic this version does not know still
-fails the rebuild instead of being passed over; and a rebuild (which seals nothing) leaves
-the collection of unused record keys to the next sealing writer.
+``iter_events(index_only=True)`` skips the events the index passes over (a Lite journal's
+resolutions) undecoded and decodes an admission without its sealed summary unless BuJo
+audits it. These tests hold it to the full fold: the same index, row for row, on every
+golden fixture journal and on a root with forgets and BuJo audit lines; a topic this
+version does not know still fails the rebuild instead of being passed over; and a rebuild
+(which seals nothing) leaves the collection of unused record keys to the next sealing writer.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from eventsourcing.utils import TopicError
 
 from helpers_replay import FIXTURES, regen
 from memory_es.config import parse_config
-from memory_es.history import iter_events, iter_index_events, open_reader
+from memory_es.history import iter_events, open_reader
 from memory_es.intake import CompletedTurn
 from memory_es.journal.records import CHUNK
 from memory_es.keystore import KeyStore
@@ -38,7 +38,7 @@ def _assert_same_fold(root: Path, scratch: Path) -> tuple[int, int]:
     must hold the same rows. Returns (events, events the rebuild's fold did not decode)."""
     with open_reader(root) as opened:
         full = build_generation(scratch / "full.db", iter_events(opened))
-        events = list(iter_index_events(opened))
+        events = list(iter_events(opened, index_only=True))
         lean = build_generation(scratch / "lean.db", iter(events))
     try:
         assert full.position == lean.position == len(events)
@@ -108,7 +108,7 @@ def test_a_topic_this_version_does_not_know_still_fails_the_fold(
 
         monkeypatch.setattr(opened.recorder, "select_notifications", from_the_future)
         with pytest.raises(TopicError, match="FromTheFuture"):
-            list(iter_index_events(opened))
+            list(iter_events(opened, index_only=True))
 
 
 def test_a_rebuild_leaves_unused_record_keys_to_the_next_sealing_writer(

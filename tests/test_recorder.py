@@ -1,7 +1,10 @@
-"""JournalRecorder, hash chain, catalog, payloads and MsgspecMapper (DESIGN 3; B1, B5, B12-B14).
+"""JournalRecorder, hash chain, catalog and MsgspecMapper (DESIGN 3; B1, B5, B12-B14).
 
 The recorder is checked against eventsourcing's own ApplicationRecorder test suite (DESIGN 3:
-"Subclass eventsourcing's recorder test case to prove it"), then against our additions.
+"Subclass eventsourcing's recorder test case to prove it"), then against the journal's own
+recorder contract (tests/recorder_contract.py, the cases the PostgreSQL recorder runs too),
+then against what only the SQLite recorder does: its integrity catalog, closing under a
+read, its polling subscription.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import queue
 import shutil
 import tempfile
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
+import apsw
 import pytest
-from eventsourcing.persistence import IntegrityError as RecordConflict
 from eventsourcing.persistence import MapperDeserialisationError, Notification, StoredEvent
 from eventsourcing.tests.persistence import (
     ApplicationRecorderTestCase as _ApplicationRecorderSuite,
@@ -32,20 +36,23 @@ from memory_es.ids import intake_uuid
 from memory_es.journal import (
     GENESIS,
     Catalog,
+    Chain,
     JournalRecorder,
     MsgspecMapper,
-    Payload,
     chain_link,
 )
+from memory_es.journal.protocol import Recorder
+from recorder_contract import OpenRecorder, RecorderContract
 
 ADMITTED_TOPIC = "memory_es/Intake.Admitted"
 
 
-def _new_recorder(directory: Path) -> JournalRecorder:
+def _new_recorder(directory: Path, chain: Chain | None = None) -> JournalRecorder:
     """A fresh JournalRecorder on an empty journal file with its own integrity catalog."""
     db = directory / "journal.db"
     os.close(create_private_file(db))
-    return JournalRecorder(db, catalog=Catalog.create(directory / "journal.catalog"))
+    return JournalRecorder(db, catalog=Catalog.create(directory / "journal.catalog"),
+                           chain=chain)
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,6 +88,50 @@ class TestJournalRecorderSuite(_ApplicationRecorderSuite[JournalRecorder]):
     def test_insert_subscribe(self) -> None:
         """The suite's optional subscription test: our polling subscription passes it too."""
         self.optional_test_insert_subscribe()
+
+
+# --------------------------------------------------------------------------------------------
+# the journal's recorder contract
+
+
+class TestJournalRecorderContract(RecorderContract):
+    """The Recorder contract on SQLite (B3, B5, B9, B12, B13, B23): the first recorder of a
+    journal keeps its integrity catalog (the durable head); later ones on the same file, as
+    another process's would, write without one."""
+
+    SHARED = False
+
+    @pytest.fixture
+    def journals(self, tmp_path: Path) -> Iterator[OpenRecorder]:
+        made: list[JournalRecorder] = []
+
+        def open_recorder(name: str = "a", *, readonly: bool = False,
+                          chain: Chain | None = None) -> JournalRecorder:
+            directory = tmp_path / name
+            if directory.exists():
+                rec = JournalRecorder(directory / "journal.db", None, readonly=readonly,
+                                      chain=chain)
+            else:
+                directory.mkdir(mode=0o700)
+                rec = _new_recorder(directory, chain)
+            made.append(rec)
+            return rec
+
+        yield open_recorder
+        for rec in made:
+            rec.close()
+
+    def durable_head(self, recorder: Recorder) -> tuple[int, bytes]:
+        assert isinstance(recorder, JournalRecorder) and recorder.catalog is not None
+        return recorder.catalog.read()
+
+    def tamper(self, recorder: Recorder, sql: str) -> None:
+        assert isinstance(recorder, JournalRecorder)
+        conn = apsw.Connection(str(recorder.path))
+        try:
+            conn.execute(sql.format(events="events", position="position"))
+        finally:
+            conn.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,33 +204,6 @@ def test_chain_link_encoding_is_unambiguous() -> None:
     assert a != b
 
 
-def test_stored_chain_follows_the_formula_and_catalog_records_the_tail(
-    recorder: JournalRecorder,
-) -> None:
-    """B12 / DESIGN 3: each row's chain links to the previous; the catalog holds (max, chain)."""
-    assert recorder.catalog is not None
-    assert recorder.catalog.read() == (0, GENESIS)
-    batches = [
-        [_event(state=b"one"), _event(state=b"two")],
-        [_event(topic="other", state=b"three")],
-        [_event(state=b"four"), _event(state=b"five"), _event(state=b"six")],
-    ]
-    for batch in batches:
-        recorder.insert_events(batch)
-        last = recorder.max_notification_id()
-        assert last is not None
-        assert recorder.catalog.read() == (last, recorder.chain_at(last))
-
-    rows = list(recorder.rows())
-    assert [r[0] for r in rows] == [1, 2, 3, 4, 5, 6]
-    chain = GENESIS
-    for position, oid, version, topic, state, stored_chain in rows:
-        chain = chain_link(chain, position, oid, version, topic, state)
-        assert bytes(stored_chain) == chain
-    assert recorder.catalog.read() == (6, chain)
-    assert recorder.verify() == (6, chain)
-
-
 def test_catalog_survives_reopen(tmp_path: Path) -> None:
     """B12: a reopened catalog reads the last committed (position, chain)."""
     rec = _new_recorder(tmp_path)
@@ -193,58 +217,6 @@ def test_catalog_survives_reopen(tmp_path: Path) -> None:
         assert catalog.read() == tail
     finally:
         catalog.close()
-
-
-# --------------------------------------------------------------------------------------------
-# payloads (B5): same transaction as the events
-
-
-def test_payloads_are_written_with_their_events(recorder: JournalRecorder) -> None:
-    """B5 / DESIGN 3: payloads=[Payload...] lands in the payloads table with the events."""
-    data = "capture text ☕\n".encode() * 10
-    payload = Payload("a" * 64, hashlib.sha256(data).hexdigest(), data)
-    assert recorder.payload("a" * 64) is None
-    positions = recorder.insert_events([_event()], payloads=[payload])
-    assert positions == [1]
-    assert recorder.payload("a" * 64) == payload
-    assert recorder.payload("b" * 64) is None
-
-
-def test_conflicting_batch_writes_neither_events_nor_payloads(recorder: JournalRecorder) -> None:
-    """B5: a batch whose later event conflicts is absent as a whole, payloads included."""
-    existing = _event(state=b"existing")
-    recorder.insert_events([existing], payloads=[Payload("e" * 64, "0" * 64, b"kept")])
-    assert recorder.catalog is not None
-    tail_before = recorder.catalog.read()
-
-    fresh = _event(state=b"fresh")
-    conflict = _event(originator_id=existing.originator_id, version=1, state=b"other")
-    new_payload = Payload("f" * 64, "1" * 64, b"must not survive")
-    with pytest.raises(RecordConflict):
-        recorder.insert_events([fresh, conflict], payloads=[new_payload])
-
-    assert recorder.select_events(fresh.originator_id) == []
-    assert recorder.payload("f" * 64) is None
-    assert recorder.max_notification_id() == 1
-    assert [e.state for e in recorder.select_events(existing.originator_id)] == [b"existing"]
-    assert recorder.payload("e" * 64) == Payload("e" * 64, "0" * 64, b"kept")
-    assert recorder.catalog.read() == tail_before
-
-    # the journal stays usable and contiguous after the rolled-back batch
-    assert recorder.insert_events([fresh], payloads=[new_payload]) == [2]
-    assert recorder.payload("f" * 64) == new_payload
-    assert recorder.verify()[0] == 2
-
-
-def test_conflicting_payload_rolls_back_its_events(recorder: JournalRecorder) -> None:
-    """B5: a payload that collides with an existing one rolls back the batch's events too."""
-    recorder.insert_events([_event()], payloads=[Payload("c" * 64, "0" * 64, b"first")])
-    fresh = _event()
-    with pytest.raises(RecordConflict):
-        recorder.insert_events([fresh], payloads=[Payload("c" * 64, "1" * 64, b"second")])
-    assert recorder.select_events(fresh.originator_id) == []
-    assert recorder.max_notification_id() == 1
-    assert recorder.payload("c" * 64) == Payload("c" * 64, "0" * 64, b"first")
 
 
 # --------------------------------------------------------------------------------------------
@@ -288,8 +260,8 @@ def test_mapper_round_trips_admitted_event() -> None:
     assert back.originator_version == 1
     assert isinstance(back.timestamp, datetime)
     assert back.timestamp == _AT
-    assert back.timestamp.utcoffset() is not None
-    assert back.timestamp.utcoffset().total_seconds() == 0
+    offset = back.timestamp.utcoffset()
+    assert offset is not None and offset.total_seconds() == 0
     for name, value in _FIELDS.items():
         got = getattr(back, name)
         assert got == value, name
@@ -371,11 +343,11 @@ def test_close_waits_for_a_read_in_another_thread(recorder: JournalRecorder) -> 
     recorder.insert_events([_event(state=b"x" * 64) for _ in range(200)])
     inside, release = threading.Event(), threading.Event()
 
-    def park() -> int:
+    def park() -> bool:
         if not inside.is_set():
             inside.set()
             release.wait(timeout=0.5)
-        return 0
+        return False  # go on with the query
 
     recorder._reader.setprogresshandler(park, 100)
     results: list[Any] = []

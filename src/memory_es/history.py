@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import apsw
 import msgspec
-from eventsourcing.persistence import StoredEvent
+from eventsourcing.persistence import Notification, StoredEvent
 
 from memory_es.errors import IntegrityError, MemoryEsError, storage_guard, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS
@@ -125,7 +125,7 @@ def verified_journal_and_index(
                         "it); this read answers from the journal")
             if conn is not None:
                 conn.close()
-            conn = fold_in_memory(iter_index_events(opened)).conn
+            conn = fold_in_memory(iter_events(opened, index_only=True)).conn
         try:
             try:
                 yield opened, conn
@@ -140,32 +140,22 @@ def verified_journal_and_index(
                 conn.close()
 
 
-def iter_events(
-    opened: OpenedJournal, after: int = 0, upto: int | None = None, batch: int = 1000
-) -> Iterator[tuple[int, Any]]:
-    """Decoded events after position ``after`` (up to ``upto``), in journal order."""
-    mapper = opened.app.mapper
-    recorder = opened.recorder
-    while True:
-        notifications = recorder.select_notifications(
-            after, batch, stop=upto, inclusive_of_start=False)
-        if not notifications:
-            return
-        for n in notifications:
-            yield n.id, mapper.to_domain_event(n)
-        after = notifications[-1].id
+def iter_events(opened: OpenedJournal, after: int = 0, upto: int | None = None,
+                batch: int = 1000, *, index_only: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(position, event)`` of every event after position ``after`` (up to ``upto``), in
+    journal order, read a page of ``batch`` notifications at a time: the one read loop of the
+    journal, for a live catch-up (``index_only`` False: every event decoded in full) and for a
+    fold into the index alone (``index_only`` True: a rebuild, health's replay, an in-memory
+    fold).
 
-
-def iter_index_events(
-    opened: OpenedJournal, after: int = 0, upto: int | None = None, batch: int = 1000
-) -> Iterator[tuple[int, Any]]:
-    """:func:`iter_events` for a fold into the index alone (a rebuild, health's replay): an
-    event the index does not fold comes as ``(position, None)``, undecoded, so the fold still
-    advances past it; a screened one (an admission: only BuJo's are audited) is first decoded
-    without opening its sealed fields. A Lite journal's resolutions (a third of its events)
-    are never decoded, its admissions never decrypted (rebuild time)."""
+    With ``index_only`` an event the index does not fold comes as ``(position, None)``,
+    undecoded, so the fold still advances past it; a screened one (an admission: only
+    BuJo's are audited) is first decoded without opening its sealed fields. A Lite journal's
+    resolutions (a third of its events) are then never decoded, its admissions never
+    decrypted (rebuild time). A topic this version does not know fails either way."""
     mapper = opened.app.mapper
     assert isinstance(mapper, MsgspecMapper)
+    decode = _index_decoder(mapper) if index_only else mapper.to_domain_event
     recorder = opened.recorder
     while True:
         notifications = recorder.select_notifications(
@@ -173,11 +163,21 @@ def iter_index_events(
         if not notifications:
             return
         for n in notifications:
-            screen = INDEX_SCREENS.get(n.topic)
-            folded = n.topic not in INDEX_PASSES_OVER and (
-                screen is None or screen(mapper.to_domain_event(n, content=False)))
-            yield n.id, mapper.to_domain_event(n) if folded else None
+            yield n.id, decode(n)
         after = notifications[-1].id
+
+
+def _index_decoder(mapper: MsgspecMapper) -> Callable[[Notification], Any]:
+    """How :func:`iter_events` decodes for the index: None for an event it passes over
+    (``INDEX_PASSES_OVER``) or whose screen (``INDEX_SCREENS``) refuses it, else the event."""
+
+    def decode(n: Notification) -> Any:
+        screen = INDEX_SCREENS.get(n.topic)
+        folded = n.topic not in INDEX_PASSES_OVER and (
+            screen is None or screen(mapper.to_domain_event(n, content=False)))
+        return mapper.to_domain_event(n) if folded else None
+
+    return decode
 
 
 def checked_payload(opened: OpenedJournal,

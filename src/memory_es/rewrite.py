@@ -40,7 +40,7 @@ from memory_es.config import MemoryConfig
 from memory_es.errors import IntegrityError
 from memory_es.events import Entity, Intake, Memory
 from memory_es.fsutil import crash_point, fsync_dir
-from memory_es.history import export_lines, iter_index_events
+from memory_es.history import export_lines, iter_events
 from memory_es.ids import (
     entity_uuid,
     memory_uuid,
@@ -243,7 +243,7 @@ def verify(before: OpenedJournal, after: Path, ids: dict[str, str]) -> None:
     statuses, links, audit lines."""
     # a Remember's supersession is attested by its line's id (sqlite_index: its authority)
     attested = {sha256_hex(f"remember:{o}"): sha256_hex(f"remember:{n}") for o, n in ids.items()}
-    fold = fold_in_memory(iter_index_events(before))
+    fold = fold_in_memory(iter_events(before, index_only=True))
     try:
         want = _rows(fold.conn, ids | attested)
     finally:

@@ -37,7 +37,6 @@ from memory_es.history import (
     fold_intakes,
     forget_findings,
     iter_events,
-    iter_index_events,
     journal_guard,
     open_reader,
     sealed_findings,
@@ -258,7 +257,7 @@ class MemoryRoot:
 
         def events(opened: OpenedJournal, upto: int, after: int) -> Iterator[tuple[int, Any]]:
             with journal_guard(root):
-                yield from iter_index_events(opened, after=after, upto=upto)
+                yield from iter_events(opened, after=after, upto=upto, index_only=True)
 
         def checks(opened: OpenedJournal) -> Iterator[Finding]:
             with journal_guard(root):

@@ -21,7 +21,7 @@ from memory_es.config import MemoryConfig
 from memory_es.embeddings import EmbeddingError, make_embedder
 from memory_es.errors import IntegrityError, MemoryEsError
 from memory_es.events import SEALED_FIELDS
-from memory_es.history import iter_index_events, journal_guard
+from memory_es.history import iter_events, journal_guard
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
 from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
@@ -116,7 +116,7 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
 def _rebuild(root: Path, opened: OpenedJournal, config: MemoryConfig | None) -> RebuildReport:
     block = embeddings_block(effective(opened, config))  # None: the root's own config
     if block is None:
-        return rebuild(root, iter_index_events(opened))
+        return rebuild(root, iter_events(opened, index_only=True))
     embedder = make_embedder(block)
     assert embedder is not None
     backlog: list[int] = []
@@ -131,5 +131,5 @@ def _rebuild(root: Path, opened: OpenedJournal, config: MemoryConfig | None) -> 
         finally:
             cache.close()
 
-    report = rebuild(root, iter_index_events(opened), before_activate=fill)
+    report = rebuild(root, iter_events(opened, index_only=True), before_activate=fill)
     return msgspec.structs.replace(report, vectors_pending=backlog[0] if backlog else None)

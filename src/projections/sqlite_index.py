@@ -519,7 +519,7 @@ def _topics_passed_over() -> frozenset[str]:
                      and not issubclass(value, folded))
 
 
-# What a rebuild and health's replay skip undecoded (memory_es.history.iter_index_events; the
+# What a rebuild and health's replay skip undecoded (memory_es.history.iter_events, index_only; the
 # index position still advances past them), and the events first decoded without their sealed
 # content and folded only when their screen passes.
 INDEX_PASSES_OVER = _topics_passed_over()

@@ -4,8 +4,8 @@ The running store holds it, and so do mutating operator commands, which therefor
 the agent runs. Readers never take it.
 
 The lock is taken on the directory, not on a file inside it: a lock file can be unlinked while
-it is held, and the next writer would then lock a fresh file and get in beside the first (issue
-13 item 4). A directory that holds a journal cannot be unlinked. ``.writer.lock`` still records
+it is held, and the next writer would then lock a fresh file and get in beside the first. A
+directory that holds a journal cannot be unlinked. ``.writer.lock`` still records
 the holder's pid, for messages only; deleting it changes nothing.
 """
 

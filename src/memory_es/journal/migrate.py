@@ -125,7 +125,7 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
 def _postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
     """The target database's journal, its marker claimed for this root (or already this
     root's: a resumed run)."""
-    from memory_es.journal.pgrecorder import make_recorder
+    from memory_es.journal.pgopen import make_recorder
     from memory_es.journal.pgrecords import PostgresRecordKeys
 
     sink = make_recorder(target.dsn, target.schema, chain=chain)
@@ -247,7 +247,7 @@ def _local_key_files(keys: KeyStore, root_id: str) -> list[Path]:
 
 def _drop_server_journal(target: PostgresJournal, chain: Chain) -> None:
     """Drop the server's copy of a journal that moved back into its root."""
-    from memory_es.journal.pgrecorder import make_recorder
+    from memory_es.journal.pgopen import make_recorder
 
     server = make_recorder(target.dsn, target.schema, chain=chain)
     try:

@@ -1,6 +1,7 @@
 """Connections to the PostgreSQL journal's server: eventsourcing's datastore (a
 pool) for a DSN, the DSN redacted for messages, the schema check, and the writer's own
-connection, which makes admission run at the server's speed.
+connection, which makes admission run at the server's speed, and the LISTEN/NOTIFY
+subscription.
 
 A write is one statement, ``SELECT * FROM memory_es_append_v1(...)``, run in autocommit: the
 server's implicit transaction checks and moves the head, inserts and commits in one round
@@ -21,9 +22,9 @@ from typing import Any, Final
 
 import psycopg
 from eventsourcing import persistence as es
-from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.postgres import PostgresDatastore, PostgresSubscription
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.sql import SQL, Literal
+from psycopg.sql import SQL, Identifier, Literal
 
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 
@@ -237,3 +238,22 @@ class WriterConnection:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class ListeningSubscription(PostgresSubscription):
+    """eventsourcing's LISTEN/NOTIFY subscription, without its lost wake-up: its first pull
+    runs before its LISTEN does, so a row committed in between notified nobody and the
+    subscriber waited forever (seen under load). Once listening, it pulls once more."""
+
+    def _listen(self) -> None:
+        try:
+            with self._recorder.datastore.get_connection() as conn:
+                conn.execute(SQL("LISTEN {0}").format(Identifier(self._recorder.channel_name)))
+                self._has_been_notified.set()  # anything committed before LISTEN took hold
+                while not self._has_been_stopped and not self._thread_error:
+                    for _ in conn.notifies(timeout=0.1, stop_after=1):
+                        self._has_been_notified.set()
+        except BaseException as e:
+            if self._thread_error is None:
+                self._thread_error = e
+            self.stop()

@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+from eventsourcing.persistence import OperationalError, ProgrammingError
 
 from memory_es.errors import IntegrityError, InvalidArgumentError, NotARootError
 from memory_es.journal.backend import DSN_ENV, PostgresJournal
@@ -26,10 +29,35 @@ from memory_es.journal.layout import (
     mint_marker,
     parse_marker,
 )
-from memory_es.journal.pgrecorder import PostgresJournalRecorder, make_recorder
+from memory_es.journal.pgconnect import check_schema, connection_failure, datastore, redact
+from memory_es.journal.pgrecorder import PostgresJournalRecorder
 from memory_es.journal.pgrecords import PostgresRecordKeys
 from memory_es.journal.sealing import Sealer, SealPolicy
 from memory_es.keystore import KeyStore
+
+
+def make_recorder(dsn: str, schema: str, **kwargs: Any) -> PostgresJournalRecorder:
+    """The recorder of the journal in ``schema`` of ``dsn``'s database. eventsourcing's own
+    statements name the schema unquoted, so making one fails on a reserved word: that failure
+    (and only it: no extra connection on every open) is explained by :func:`check_schema`."""
+    store = datastore(dsn, schema=schema)
+    try:
+        return PostgresJournalRecorder(store, location=redact(dsn), **kwargs)
+    except ProgrammingError:
+        try:
+            check_schema(store)
+        finally:
+            store.close()
+        raise
+    except OperationalError as e:  # the pool says only "couldn't get a connection"
+        try:
+            failure = connection_failure(store, redact(dsn), e)
+        finally:
+            store.close()
+        if failure is e:
+            raise
+        raise failure from e
+
 
 
 def open_on_postgres(root: Path, marker: Marker | None, journal: PostgresJournal | None, *,

@@ -16,6 +16,8 @@ journal means the same on both backends:
 - ``UNIQUE (originator_id, originator_version)`` makes a second admission of a run id fail in
   the database itself, whichever process tries (no read-then-write).
 
+Its tables and write function are :mod:`~memory_es.journal.pgschema`'s.
+
 The DSN is never logged or put in an error message: :func:`~.pgconnect.redact` names a server
 without it.
 """
@@ -32,63 +34,27 @@ import psycopg
 from eventsourcing.persistence import (
     ApplicationRecorder,
     Notification,
-    OperationalError,
-    ProgrammingError,
     StoredEvent,
     Subscription,
 )
 from eventsourcing.persistence import IntegrityError as RecordConflict
-from eventsourcing.postgres import (
-    PostgresApplicationRecorder,
-    PostgresDatastore,
-    PostgresSubscription,
-)
-from psycopg.sql import SQL, Composed, Identifier, Literal
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg.sql import SQL, Composed, Literal
 
 from memory_es.errors import IntegrityError
 from memory_es.fsutil import crash_point
-from memory_es.journal.chain import GENESIS, Chain, verify_chain
+from memory_es.journal.chain import Chain, verify_chain
 from memory_es.journal.codec import admitted_content_sha256
-from memory_es.journal.pgconnect import (
-    WriterConnection,
-    check_schema,
-    connection_failure,
-    datastore,
-    redact,
-)
+from memory_es.journal.pgconnect import ListeningSubscription, WriterConnection
 from memory_es.journal.pgleases import Leases
-from memory_es.journal.pgrecords import table_statements as record_key_tables
+from memory_es.journal.pgschema import (
+    EVENTS_TABLE,
+    create_schema,
+    drop_schema,
+    journal_statements,
+)
 from memory_es.journal.recorder import Payload
 from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
-
-EVENTS_TABLE = "memory_es_events"
-# The write function, versioned by name: a change is a new function beside the old one (a
-# CREATE OR REPLACE would need its owner's role on every host, and the last host to open would
-# choose everyone's version). Hosts of one journal run one version: stop them all to upgrade.
-APPEND_FUNCTION = "memory_es_append_v1"
-
-
-def make_recorder(dsn: str, schema: str, **kwargs: Any) -> PostgresJournalRecorder:
-    """The recorder of the journal in ``schema`` of ``dsn``'s database. eventsourcing's own
-    statements name the schema unquoted, so making one fails on a reserved word: that failure
-    (and only it: no extra connection on every open) is explained by :func:`check_schema`."""
-    store = datastore(dsn, schema=schema)
-    try:
-        return PostgresJournalRecorder(store, location=redact(dsn), **kwargs)
-    except ProgrammingError:
-        try:
-            check_schema(store)
-        finally:
-            store.close()
-        raise
-    except OperationalError as e:  # the pool says only "couldn't get a connection"
-        try:
-            failure = connection_failure(store, redact(dsn), e)
-        finally:
-            store.close()
-        if failure is e:
-            raise
-        raise failure from e
 
 
 def _position_taken(error: Exception) -> bool:
@@ -122,83 +88,24 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         self._contended = 0
         self.leases = Leases(store)
         self._write_lock = threading.Lock()  # one writer per process; others wait on the lock
-        s = Identifier(store.schema)
-        self._t_names = ("events", "payloads", "head", "meta")
-        self._t = {name: SQL("{}.{}").format(s, Identifier(f"memory_es_{name}"))
-                   for name in self._t_names}
-        append = SQL("{}.{}").format(s, Identifier(APPEND_FUNCTION))
-        # one write: the head checked and moved, rows and payloads inserted, listeners told;
-        # when the head was not the one given, nothing is written and the current one returned
-        self._append = SQL("SELECT * FROM {}(%s, %s, %s::bigint[], %s::uuid[], %s::bigint[], "
-                           "%s::text[], %s::bytea[], %s::bytea[], %s::text[], %s::text[], "
-                           "%s::bytea[])").format(append)
         self.writer = WriterConnection(store)
-        # rows as columns (position, originator id, version, topic, state, chain): one statement
-        self._insert_rows = SQL(
-            "INSERT INTO {} (notification_id, originator_id, originator_version, topic, state, "
-            "chain) SELECT * FROM unnest(%s::bigint[], %s::uuid[], %s::bigint[], %s::text[], "
-            "%s::bytea[], %s::bytea[])").format(self._t["events"])
-        events, payloads, head = self._t["events"], self._t["payloads"], self._t["head"]
-        self._create_function = SQL(
-            "CREATE FUNCTION {fn}(p bigint, c bytea, ids bigint[], oids uuid[], vs bigint[], "
-            "ts text[], ss bytea[], cs bytea[], pids text[], pshas text[], pbytes bytea[]) "
-            "RETURNS TABLE (head_position bigint, head_chain bytea) LANGUAGE plpgsql "
-            "SET search_path = pg_catalog, pg_temp AS $$ "
-            "DECLARE n int := array_length(ids, 1); BEGIN "
-            "UPDATE {head} SET position = ids[n], chain = cs[n] "
-            "WHERE position = p AND chain = c; "
-            "IF NOT FOUND THEN RETURN QUERY SELECT h.position, h.chain FROM {head} h; "
-            "RETURN; END IF; "
-            "INSERT INTO {events} (notification_id, originator_id, originator_version, topic, "
-            "state, chain) SELECT * FROM unnest(ids, oids, vs, ts, ss, cs); "
-            "INSERT INTO {payloads} (intake_id, sha256, bytes) "
-            "SELECT * FROM unnest(pids, pshas, pbytes); "
-            "PERFORM pg_notify({channel}, ''); END $$").format(
-            fn=append, events=events, head=head, payloads=payloads,
-            channel=Literal(self.channel_name))
-        self.sql_create_statements[self.create_table_statement_index] = SQL(
-            "CREATE TABLE IF NOT EXISTS {} (notification_id bigint PRIMARY KEY, "
-            "originator_id uuid NOT NULL, originator_version bigint NOT NULL, "
-            "topic text NOT NULL, state bytea NOT NULL, chain bytea NOT NULL, "
-            "UNIQUE (originator_id, originator_version))").format(events)
-        # Our own insert (below) needs neither eventsourcing's function, nor its composite type,
-        # nor a second index on notification_id (the primary key here).
-        self.sql_create_statements[1:] = [
-            SQL("CREATE TABLE IF NOT EXISTS {} (intake_id text PRIMARY KEY, "
-                "sha256 text NOT NULL, bytes bytea NOT NULL)").format(payloads),
-            SQL("CREATE TABLE IF NOT EXISTS {} (one boolean PRIMARY KEY DEFAULT true "
-                "CHECK (one), position bigint NOT NULL, chain bytea NOT NULL)").format(head),
-            SQL("INSERT INTO {} (position, chain) VALUES (0, %s) ON CONFLICT DO NOTHING"
-                ).format(head),
-            SQL("CREATE TABLE IF NOT EXISTS {} (one boolean PRIMARY KEY DEFAULT true "
-                "CHECK (one), marker text NOT NULL)").format(self._t["meta"]),
-            *record_key_tables(store.schema),
-        ]
+        self._sql = journal_statements(store.schema, self.channel_name)
+        self._t = self._sql.tables
+        self.sql_create_statements[:] = self._sql.create
 
     def _create_table(self, curs: psycopg.Cursor[Any]) -> None:
-        # CREATE ... IF NOT EXISTS races itself (a duplicate pg_type row) when hosts open an
-        # empty database at once: one creator at a time, for this transaction.
-        curs.execute("SELECT pg_advisory_xact_lock(hashtext('memory_es schema'))")
-        for statement in self.sql_create_statements:
-            params = (GENESIS,) if statement.as_string().startswith("INSERT INTO") else None
-            curs.execute(statement, params, prepare=False)
-        if not curs.execute("SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = "
-                            "p.pronamespace WHERE n.nspname = %s AND p.proname = %s",
-                            (self.datastore.schema, APPEND_FUNCTION)).fetchone():
-            curs.execute(self._create_function, prepare=False)
+        create_schema(curs, self._sql)
 
     # -- writing ------------------------------------------------------------------------------
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any
                       ) -> Sequence[int] | None:
-        """Append events (and ``payloads=[Payload...]``) in one transaction. Not retried
-        after a lost connection: the commit may have happened, and only the caller can tell.
-
-        First optimistically, from the head this process last wrote or read: one statement
-        on the writer's own connection (:mod:`~memory_es.journal.pgconnect`) that moves the
-        head only if it is still what we think; when another writer moved it, that statement
-        changes nothing, and this append and the next few wait in line for the head row's
-        lock (:data:`_CONTENDED_WRITES`)."""
+        """Append events (and ``payloads=[Payload...]``, sealed here) in one transaction
+        (B5): this takes the write lock and the writer's own connection
+        (:mod:`~memory_es.journal.pgconnect`), :meth:`_append_events` writes on it. Not
+        retried after a lost connection: the commit may have happened, and only the caller
+        can tell. A run id already taken is eventsourcing's ``IntegrityError``; a position
+        already taken (a row no writer of ours appended) is ``chain_broken``."""
         payloads: Sequence[Payload] = kwargs.get("payloads", ())
         if self.readonly:
             raise IntegrityError(f"{self.location}: journal opened read-only",
@@ -210,17 +117,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         extra = [list(c) for c in zip(*sealed, strict=True)] if sealed else [None] * 3
         try:
             with self._write_lock, self.writer.use() as conn:
-                written, head = None, self._known_head
-                if head is not None and not self._contended:
-                    written = self._rows(stored_events, head)
-                    crash_point("journal.before_commit")  # nothing sent yet
-                    if conn.execute(self._append, (*head, *written[0], *extra),
-                                    prepare=True).fetchone() is not None:  # the head moved on
-                        written, self._contended = None, _CONTENDED_WRITES + 1
-                if written is None:
-                    written = self._locked_append(conn, stored_events, extra)
-                self._contended = max(0, self._contended - 1)
-                columns, self._known_head = written
+                positions = self._append_events(conn, stored_events, extra)
         except RecordConflict as e:
             if _position_taken(e):  # not another run id: a row no writer of ours appended
                 raise IntegrityError(
@@ -228,6 +125,28 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                     "memory-es; audit it with memory-es health", code="chain_broken") from e
             raise
         crash_point("journal.after_commit")
+        return positions
+
+    def _append_events(self, conn: psycopg.Connection[Any],
+                       stored_events: Sequence[StoredEvent], extra: list[Any]) -> list[int]:
+        """On ``conn``, under the write lock: append the events after the head and return
+        their positions (B12: gapless, in commit order). Not named ``_insert_events``: that
+        is eventsourcing's hook for extra writes before its own insert, with another
+        signature. First optimistically, from the head this process last wrote or read: one
+        statement that moves the head only if it is still what we think; when another writer
+        moved it, that statement changes nothing, and this append and the next few wait in
+        line for the head row's lock (:data:`_CONTENDED_WRITES`, :meth:`_locked_append`)."""
+        written, head = None, self._known_head
+        if head is not None and not self._contended:
+            written = self._rows(stored_events, head)
+            crash_point("journal.before_commit")  # nothing sent yet
+            if conn.execute(self._sql.append, (*head, *written[0], *extra),
+                            prepare=True).fetchone() is not None:  # the head moved on
+                written, self._contended = None, _CONTENDED_WRITES + 1
+        if written is None:
+            written = self._locked_append(conn, stored_events, extra)
+        self._contended = max(0, self._contended - 1)
+        columns, self._known_head = written
         return list(columns[0])
 
     def _rows(self, stored_events: Sequence[StoredEvent], head: tuple[int, bytes]
@@ -255,7 +174,8 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             assert row is not None, "journal head row missing"
             head = (int(row["position"]), bytes(row["chain"]))
             written = self._rows(stored_events, head)
-            appended = conn.execute(self._append, (*head, *written[0], *extra), prepare=True)
+            appended = conn.execute(self._sql.append, (*head, *written[0], *extra),
+                                    prepare=True)
             crash_point("journal.before_commit")
         # read after the pipeline's last round trip (the append and the COMMIT)
         if appended.fetchone() is not None:  # nothing was written (cannot be while the row is ours)
@@ -280,7 +200,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
                                      f"follow the head at {head['position']}",
                                      code="chain_broken")
             if rows:
-                curs.execute(self._insert_rows, [list(c) for c in zip(*rows, strict=True)])
+                curs.execute(self._sql.insert_rows, [list(c) for c in zip(*rows, strict=True)])
                 curs.execute(SQL("UPDATE {} SET position = %s, chain = %s").format(
                     self._t["head"]), (rows[-1][0], rows[-1][5]))
                 self._notify_channel(curs)  # subscribers of the target see the rows
@@ -379,8 +299,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def head(self) -> tuple[int, bytes]:
         """The head row: the last committed ``(position, chain)``, as the catalog is."""
-        return self._head(self._fetch(SQL("SELECT position, chain FROM {}").format(
-            self._t["head"])))
+        return self._head(self._fetch(self._sql.head))
 
     def _head(self, rows: list[Any]) -> tuple[int, bytes]:
         if len(rows) != 1:
@@ -421,8 +340,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
         with self.datastore.get_connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             if head is not None:  # the head as of the same snapshot as the rows
-                head.append(self._head(conn.execute(SQL("SELECT position, chain FROM {}").format(
-                    self._t["head"])).fetchall()))
+                head.append(self._head(conn.execute(self._sql.head).fetchall()))
             with conn.cursor(name="memory_es_rows") as curs:
                 curs.itersize = 2000
                 curs.execute(SQL(
@@ -442,7 +360,7 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
 
     def subscribe(self, gt: int | None = None, topics: Sequence[str] = ()
                   ) -> Subscription[ApplicationRecorder]:
-        return _ListeningSubscription(recorder=self, gt=gt, topics=list(topics))
+        return ListeningSubscription(recorder=self, gt=gt, topics=list(topics))
 
     # -- integrity ----------------------------------------------------------------------------
 
@@ -486,14 +404,8 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
     def drop_journal(self) -> None:
         """Drop this journal from the server: its tables, its write function and its record
         keys (``migrate-journal --to sqlite`` once the root's own copy verifies)."""
-        s = Identifier(self.datastore.schema)
         with self.datastore.transaction(commit=True) as curs:
-            curs.execute(SQL("DROP FUNCTION IF EXISTS {}.{}").format(
-                s, Identifier(APPEND_FUNCTION)))
-            for name in (*self._t_names, "record_keys", "destroyed_keys"):
-                curs.execute(SQL("DROP TABLE IF EXISTS {}.{}").format(
-                    s, Identifier(f"memory_es_{name}")))
-            curs.execute(SQL("DROP SEQUENCE IF EXISTS {}.memory_es_record_key_ids").format(s))
+            drop_schema(curs, self.datastore.schema)
 
     def close(self) -> None:
         with self._write_lock:
@@ -502,22 +414,3 @@ class PostgresJournalRecorder(PostgresApplicationRecorder):
             self.datastore.close()
             if self.sealer.keys is not None:
                 self.sealer.keys.close()
-
-
-class _ListeningSubscription(PostgresSubscription):
-    """eventsourcing's LISTEN/NOTIFY subscription, without its lost wake-up: its first pull
-    runs before its LISTEN does, so a row committed in between notified nobody and the
-    subscriber waited forever (seen under load). Once listening, it pulls once more."""
-
-    def _listen(self) -> None:
-        try:
-            with self._recorder.datastore.get_connection() as conn:
-                conn.execute(SQL("LISTEN {0}").format(Identifier(self._recorder.channel_name)))
-                self._has_been_notified.set()  # anything committed before LISTEN took hold
-                while not self._has_been_stopped and not self._thread_error:
-                    for _ in conn.notifies(timeout=0.1, stop_after=1):
-                        self._has_been_notified.set()
-        except BaseException as e:
-            if self._thread_error is None:
-                self._thread_error = e
-            self.stop()

@@ -116,65 +116,72 @@ class JournalRecorder(ApplicationRecorder):
     def insert_events(
         self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
-        """Append events (and ``payloads=[Payload...]``) in one durable transaction."""
+        """Append events (and ``payloads=[Payload...]``) in one durable transaction (B5):
+        this opens it (``BEGIN IMMEDIATE`` under the write lock), commits it or rolls it back
+        whole, and records the new tail in the integrity catalog after the commit (B12).
+        A run id or payload already taken is eventsourcing's ``IntegrityError``."""
         payloads: Sequence[Payload] = kwargs.get("payloads", ())
-        if self._writer is None:
-            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
-        conn = self._writer
+        conn = self._writable()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                position, chain = self._tail(conn)
-                rows = []
-                link = self.chain.link
-                for ev in stored_events:
-                    position += 1
-                    chain = link(
-                        chain, position, ev.originator_id, ev.originator_version, ev.topic, ev.state
-                    )
-                    rows.append(
-                        (
-                            position,
-                            str(ev.originator_id),
-                            ev.originator_version,
-                            ev.topic,
-                            ev.state,
-                            chain,
-                        )
-                    )
-                # One call per table: every apsw call re-takes the GIL, which is contended when
-                # many threads admit at once.
-                conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
-                if payloads:
-                    conn.executemany(
-                        "INSERT INTO payloads VALUES (?, ?, ?)",
-                        [(p.intake_id, p.sha256, self.sealer.seal_payload(p.intake_id, p.data))
-                         for p in payloads],
-                    )
-                positions = [row[0] for row in rows]
+                positions, tail = self._insert_events(conn, stored_events, payloads)
                 crash_point("journal.before_commit")
                 conn.execute("COMMIT")
             except apsw.ConstraintError as e:
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
+                self._rollback(conn)
                 raise RecordConflict(str(e)) from e
             except BaseException:
-                if not conn.getautocommit():
-                    conn.execute("ROLLBACK")
+                self._rollback(conn)
                 raise
             crash_point("journal.after_commit")
             if self.catalog is not None and positions:
-                self.catalog.write(position, chain)
+                self.catalog.write(*tail)
             return positions
+
+    def _insert_events(self, conn: apsw.Connection, stored_events: Sequence[StoredEvent],
+                       payloads: Sequence[Payload]) -> tuple[list[int], tuple[int, bytes]]:
+        """Inside the caller's transaction on ``conn``: chain the events on from the tail
+        (B12), insert them and the payloads (sealed); return their positions and the new
+        tail ``(position, chain)``."""
+        position, chain = self._tail(conn)
+        rows = []
+        link = self.chain.link
+        for ev in stored_events:
+            position += 1
+            chain = link(chain, position, ev.originator_id, ev.originator_version, ev.topic,
+                         ev.state)
+            rows.append((position, str(ev.originator_id), ev.originator_version, ev.topic,
+                         ev.state, chain))
+        # One call per table: every apsw call re-takes the GIL, which is contended when many
+        # threads admit at once.
+        conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)", rows)
+        if payloads:
+            conn.executemany(
+                "INSERT INTO payloads VALUES (?, ?, ?)",
+                [(p.intake_id, p.sha256, self.sealer.seal_payload(p.intake_id, p.data))
+                 for p in payloads],
+            )
+        return [row[0] for row in rows], (position, chain)
+
+    @staticmethod
+    def _rollback(conn: apsw.Connection) -> None:
+        """End the failed write's transaction, if SQLite has not already ended it."""
+        if not conn.getautocommit():
+            conn.execute("ROLLBACK")
+
+    def _writable(self) -> apsw.Connection:
+        """The write connection; ``journal_read_only`` when this recorder has none."""
+        if self._writer is None:
+            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
+        return self._writer
 
     def append_rows(self, rows: Sequence[tuple[int, str, int, str, bytes, bytes]],
                     payloads: Sequence[tuple[str, str, bytes]] = ()) -> None:
         """Append rows exactly as another journal of the same root holds them (position and
         chain included) and payloads as stored (sealed): ``migrate-journal``. The rows must
         follow the tail; the chain is verified by the caller."""
-        if self._writer is None:
-            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
-        conn = self._writer
+        conn = self._writable()
         with self._write_lock, conn:
             position, _ = self._tail(conn)
             if rows and rows[0][0] != position + 1:
@@ -309,11 +316,10 @@ class JournalRecorder(ApplicationRecorder):
 
     def delete_payloads(self, intake_ids: Sequence[str]) -> None:
         """Drop the payloads of resolved intakes beyond the retained set (B9)."""
-        if self._writer is None:
-            raise IntegrityError(f"{self.path}: journal opened read-only", code="journal_read_only")
-        with self._write_lock, self._writer:
-            self._writer.executemany("DELETE FROM payloads WHERE intake_id = ?",
-                                     [(i,) for i in intake_ids])
+        conn = self._writable()
+        with self._write_lock, conn:
+            conn.executemany("DELETE FROM payloads WHERE intake_id = ?",
+                             [(i,) for i in intake_ids])
 
     def payload(self, intake_id: str) -> Payload | None:
         with self._read_lock:

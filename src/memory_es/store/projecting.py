@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from memory_es.history import iter_events, iter_index_events
+from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
 from memory_es.store.admission import GroupCommit
 from projections.replay import Projector, RebuildReport, rebuild
@@ -60,7 +60,7 @@ class LiveProjections:
         """Replay the journal into a new generation, activate it and reopen (the caller holds
         the journal)."""
         self.close()
-        report = rebuild(self._root, iter_index_events(self._opened),
+        report = rebuild(self._root, iter_events(self._opened, index_only=True),
                          before_activate=before_activate)
         self.catch_up()
         return report
