@@ -236,6 +236,19 @@ def test_every_option_has_help_and_every_help_states_the_exit_codes() -> None:
             assert line in text, parser.prog
 
 
+def test_every_command_of_every_group_reaches_the_parser_once() -> None:
+    """Each group module declares its commands beside their bodies; the parser lists every
+    one of them, once, in the order --help shows."""
+    from memory_es.cli.commands import GROUPS, HELP_ORDER
+
+    declared = [command.name for group in GROUPS for command in group.COMMANDS]
+    assert sorted(declared) == sorted(HELP_ORDER)
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(sub.choices) == list(HELP_ORDER)
+    for name, parser in sub.choices.items():
+        assert parser.get_default("cmd").name == name
+
+
 def test_version_and_help_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "--version")
     assert code == 0 and out.startswith("memory-es ")

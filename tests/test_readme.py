@@ -205,7 +205,7 @@ def _mcp_client_config_starts_the_server() -> None:
     entry = json.loads(block.body)["mcpServers"]["memory"]
     assert entry["command"] == "memory-es"
     args = build_parser().parse_args(entry["args"])
-    assert args.func == "serve_mcp" and args.transport == "stdio"
+    assert args.command == "serve-mcp" and args.transport == "stdio"
 
 
 def _postgres_search_parses() -> None:
@@ -218,7 +218,7 @@ def _postgres_search_parses() -> None:
     (block,) = [b for b in BLOCKS if "MEMORY_ES_PG_DSN=" in b.body]
     env, program, *argv = shlex.split(block.body)
     assert env.startswith("MEMORY_ES_PG_DSN=postgresql://") and program == "memory-es"
-    assert build_parser().parse_args(argv).func == "search"
+    assert build_parser().parse_args(argv).command == "search"
 
 
 def _install_from_a_checkout() -> None:

@@ -1,5 +1,9 @@
 """``memory-es``: a thin shell over the library. Every command is one library call.
 
+:func:`main` parses (:mod:`memory_es.cli.parser`), checks the arguments before anything is
+opened (:func:`memory_es.cli.common.check_args`), then runs the command's body, which lives
+beside its options in its group's module (:mod:`memory_es.cli.commands`).
+
 One exit-code contract for every command (:mod:`memory_es.cli.contract`): 0 ok, 1 findings or a
 refused operation, 2 usage error, 3 could not run; an error is one line on stderr, or a JSON
 error object on stdout under ``--json``, and never a traceback.
@@ -12,20 +16,12 @@ import os
 import sys
 from collections.abc import Sequence
 
+from memory_es.cli.common import Command, check_args
 from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
 from memory_es.cli.parser import build_parser
+from memory_es.cli.standalone import cmd_demo
 
 __all__ = ["build_parser", "main"]
-
-
-def _cmd_demo(root: str | None) -> int:
-    """The whole Lite flow, then BuJo capture, in a temporary root, or kept at ``--root``
-    (memory_es.demo)."""
-    from pathlib import Path
-
-    from memory_es.demo import run_demo
-
-    return run_demo(main, Path(root) if root is not None else None)
 
 
 def _quiet_stdout() -> None:
@@ -48,27 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as e:  # --help, --version
             return e.code if isinstance(e.code, int) else OK
         as_json = bool(getattr(args, "json", False))
-        # the commands (and the store, the read path, numpy) load only now: --help and
-        # --version never need them
-        from memory_es.cli.checks import check_args
-        from memory_es.cli.commands import COMMANDS
-
+        # the store, the read path and numpy load only now, inside the command's body:
+        # --help and --version never need them
         check_args(parser, args)
-        if args.func == "demo":
-            return _cmd_demo(args.root)
-        if args.func == "forget":
-            from memory_es.cli.forget import cmd_forget
-
-            return cmd_forget(args)
-        if args.func == "profile":
-            from memory_es.cli.profile import cmd_profile
-
-            return cmd_profile(args)
-        if args.func == "serve_mcp":
-            from memory_es.cli.serve import cmd_serve_mcp
-
-            return cmd_serve_mcp(args)
-        return COMMANDS[args.func](args)
+        command: Command = args.cmd
+        if command.run is None:  # demo drives memory-es itself: it is handed main
+            return cmd_demo(args, main)
+        return command.run(args)
     except BrokenPipeError:
         _quiet_stdout()
         return OK

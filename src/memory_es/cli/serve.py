@@ -1,5 +1,6 @@
-"""``memory-es serve-mcp``: the memory tools over MCP, a thin shell over
-:func:`memory_es.serve.serve`. Bad options are usage errors (exit 2) before the root opens."""
+"""``memory-es serve-mcp``: the memory tools over MCP, holding the writer store open, a thin
+shell over :func:`memory_es.serve.serve`, with its options beside its body. Bad options are
+usage errors (exit 2) before the root opens."""
 
 from __future__ import annotations
 
@@ -7,8 +8,34 @@ import argparse
 import math
 from pathlib import Path
 
-from memory_es.cli.commands import _config, _root
+from memory_es.cli.common import Command, add_lock_timeout, config, root_path
 from memory_es.cli.contract import OK, UsageError
+
+
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (default: the client starts this process) or http (Streamable "
+                        "HTTP with a bearer token)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="http: the address to bind (default 127.0.0.1; another address "
+                        "serves plain HTTP beyond this machine, and a warning says so; "
+                        "0.0.0.0 or :: accept this machine's names and addresses as Host)")
+    p.add_argument("--port", type=int, default=8765, help="http: the port (default 8765)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="http: one more name clients may send as Host (and Origin), e.g. "
+                        "the DNS name they reach this machine by; repeatable. Any other "
+                        "Host is answered 421, any other Origin 403")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="http: read the bearer token from FILE, which must be owner-only "
+                        "(mode 0600; default: generated on first start into an owner-only "
+                        "file beside the root's keys)")
+    p.add_argument("--max-sessions", type=int, default=None, metavar="N",
+                   help="http: MCP sessions open at once, 1 to 10000 (default 32); one more "
+                        "is answered 503")
+    p.add_argument("--session-idle", type=float, default=None, metavar="S",
+                   help="http: end a session after S seconds without a request, 1 to 86400 "
+                        "(default 600); its id then answers 404 and the client starts anew")
+    add_lock_timeout(p)
 
 
 def cmd_serve_mcp(args: argparse.Namespace) -> int:
@@ -29,10 +56,17 @@ def cmd_serve_mcp(args: argparse.Namespace) -> int:
             math.isfinite(args.session_idle) and 1 <= args.session_idle <= 86_400):
         raise UsageError("argument --session-idle: must be 1 to 86400 seconds, got "
                          f"{args.session_idle}")
-    config = _config(args)
-    serve(_root(args, config), config, transport=args.transport, host=args.host,
+    loaded = config(args)
+    serve(root_path(args, loaded), loaded, transport=args.transport, host=args.host,
           port=args.port, lock_timeout=args.lock_timeout, create=False,  # only admit creates
           token_path=Path(args.token_file) if args.token_file is not None else None,
           allow_hosts=tuple(args.allow_host), max_sessions=args.max_sessions,
           session_idle=args.session_idle)
     return OK
+
+
+SERVE_MCP = Command("serve-mcp", "serve the memory tools (recall, journal, remember; forget "
+                    "when enabled) to MCP clients over stdio or HTTP, holding the store open",
+                    cmd_serve_mcp, _serve_options, paths=frozenset({"token_file"}), json=False)
+
+COMMANDS = (SERVE_MCP,)
