@@ -14,13 +14,18 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, date, datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
 
 import apsw
 import msgspec
 
+from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, show_memory
+from memory_es.browse.journal import MemoryJournal
+from memory_es.browse.journal_key import RootCursorKey
+from memory_es.browse.journal_page import JournalPage
+from memory_es.calibration.report import CalibrationReport, calibrate_root
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, configured_identity, make_embedder
 from memory_es.errors import (
@@ -55,42 +60,17 @@ from memory_es.journal import (
     open_journal,
 )
 from memory_es.keystore import KeyStore
-from memory_es.recall import (
-    JournalPage,
-    MemoryJournal,
-    Recall,
-    Recaller,
-    RecallResult,
-    check_limit,
-    check_query,
-    embeddings_block,
-    fill_vectors,
-    vector_backlog,
-)
-from memory_es.recall.ann import ann_paths, saved_state
-from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
-from memory_es.recall.asking import check_ask
-from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
-from memory_es.recall.guidance import GuidanceKind
-from memory_es.recall.inventory import (
-    MemoryDetail,
-    MemoryList,
-    list_memories,
-    show_memory,
-)
-from memory_es.recall.journal_key import RootCursorKey
-from memory_es.recall.profile import Profile
-from memory_es.recall.turns import unavailable
-from memory_es.recall.vectors import (
-    CACHE_REL,
-    VectorMatrix,
-    cache_problem,
-    invalid_cache_entries,
-    read_only_cache,
-)
+from memory_es.recall import Recall, Recaller, RecallResult
+from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
+from memory_es.recall.asking import check_ask, check_limit, check_query, unavailable
+from memory_es.recall.sections.profile import Profile
 from memory_es.rootconfig import effective, journal_of
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
+from memory_es.vectors.ann import ann_paths, saved_state
+from memory_es.vectors.cache import CACHE_REL, cache_problem, invalid_cache_entries
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from memory_es.worker import snapshot_state, worker_status
 from projections.findings import Finding, HealthReport, with_findings
@@ -373,48 +353,28 @@ class MemoryRoot:
         if use_original_query:
             raise unavailable("the read-only MemoryRoot owns no automatic lookup")
         if as_of is not None:
-            return self._recall_as_of(ask.query, limit, explain, check_as_of(as_of),
-                                      ask.kind, ask.about)
+            return self._recaller().answer_as_of(
+                ask, check_as_of(as_of), now=utc_now(), fold=self._fold,
+                fill=self._fill, limit=limit, explain=explain)
         try:
-            with self.index() as conn:
-                if conn is None:
-                    return RecallResult(recall=Recall(hits=()), degraded=True,
-                                        reason="no_index")
-                return self._recaller().search(conn, ask.query, now=utc_now(), limit=limit,
-                                               explain=explain, kind=ask.kind,
-                                               about=ask.about)
+            return self._recaller().answer(ask, self.index, now=utc_now, limit=limit,
+                                           explain=explain)
         except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 
-    def _recall_as_of(self, query: str, limit: int, explain: bool, as_of: datetime,
-                      kind: GuidanceKind | None, about: str | None) -> RecallResult:
-        instant = min(as_of, utc_now()).astimezone(UTC)
-        recaller = self._recaller()
-        query_vector = recaller.embed_query(query)
+    def _fold(self, instant: datetime) -> AsOfState:
+        """The journal's fold at ``instant``, made inside one verified read of it."""
         with self.reader() as opened:
             head = opened.recorder.max_notification_id() or 0
-            state = self._as_of.cached(head, instant) or self._as_of.state(
+            return self._as_of.cached(head, instant) or self._as_of.state(
                 lambda upto: iter_events(opened, upto=upto), head, instant)
-        if query_vector is not None and recaller.embedder is not None:  # lexical: none
-            state.fill(self._fill, recaller.embedder.identity.key)
-        return recall_as_of(recaller, state, query, instant=instant,
-                            query_vector=query_vector, limit=limit, explain=explain,
-                            kind=kind, about=about)
 
     def _fill(self, index: IndexProjection) -> None:
         """Vectors for an as-of fold: the root's cache read-only, the rest from the provider
         and kept nowhere (this door writes nothing); an outage leaves them lexical (D9)."""
         embedder = self._recaller().embedder
-        if embedder is None:
-            return
-        cache = read_only_cache(self.root)
-        try:
-            fill_vectors(index.conn, embedder, cache)
-        except EmbeddingError as e:
-            log.warning("memory_degraded: as-of recall without some vectors (code=%s)", e.code)
-        finally:
-            if cache is not None:
-                cache.close()
+        if embedder is not None:
+            fill_read_only(self.root, index.conn, embedder)
 
     def _recaller(self) -> Recaller:
         """Recall bound to this handle's config and embedder, made on first use and kept:

@@ -7,18 +7,13 @@ import argparse
 from collections.abc import Callable
 
 from memory_es.bounds import check_intake_id, check_seconds, describe
+from memory_es.browse.inventory import check_cursor, check_list_limit, check_memory_id, check_since
+from memory_es.browse.journal import check_limit as check_journal_limit
 from memory_es.cli.contract import UsageError
 from memory_es.cli.parser import option_names
 from memory_es.errors import MemoryEsError
-from memory_es.recall import check_limit as check_recall_limit
 from memory_es.recall.as_of import check_as_of
-from memory_es.recall.chronology import check_limit as check_journal_limit
-from memory_es.recall.inventory import (
-    check_cursor,
-    check_list_limit,
-    check_memory_id,
-    check_since,
-)
+from memory_es.recall.asking import check_limit as check_recall_limit
 
 MAX_PAGE = 1000  # a journal snapshot holds at most 1,000 entries
 # Arguments that name files: any bytes the filesystem allows (a non-UTF-8 name is legal).

@@ -14,15 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_es.browse.inventory import check_memory_id, truncate
 from memory_es.cli.contract import COULD_NOT_ADMIT, COULD_NOT_RUN, OK, REFUSED, UsageError
 from memory_es.config import MemoryConfig, load_config, validate_file
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.intake import CompletedTurn, iso_ms_or_none
 from memory_es.journal import Anchor, parse_anchor
 from memory_es.journal.anchor import MAX_ANCHOR_BYTES
-from memory_es.recall.inventory import check_memory_id, truncate
-from memory_es.recall.render import format_instant
-from memory_es.recall.result import explanation_lines
+from memory_es.recall.rank.render import format_instant
+from memory_es.recall.sections.result import explanation_lines
 from memory_es.root import MemoryRoot
 from memory_es.rootconfig import resolve_root
 from memory_es.text import counted
@@ -460,7 +460,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from memory_es.recall.calibrate_report import render_text
+    from memory_es.calibration.report import render_text
 
     report = _reader(args).calibrate(args.labelled)
     if args.json:

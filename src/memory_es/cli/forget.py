@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from memory_es.browse.inventory import truncate
 from memory_es.cli.commands import _operator_store, print_json
 from memory_es.cli.contract import OK, REFUSED, UsageError
-from memory_es.recall.inventory import truncate
 from memory_es.store.forgetting import ForgetReceipt
 from memory_es.text import counted
 

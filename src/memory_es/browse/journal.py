@@ -11,7 +11,7 @@ A cursor carries what it needs, so it works in any handle and any process on the
 its query (the three range fields and the limit), the exact offset of the
 next page, the index position the snapshot was read at and the snapshot's content digest
 (SHA-256 over the range echo, the limit, every entry and the coverage). It is HMAC-SHA-256
-signed with the root's cursor key (:mod:`memory_es.recall.journal_key`; a handle without a
+signed with the root's cursor key (:mod:`memory_es.browse.journal_key`; a handle without a
 root, in tests, uses a random key of its own), so a changed byte or a cursor of another root
 fails ``journal_cursor_invalid``, and carries no field a caller could override. The handle that
 froze the snapshot serves its pages from memory: writes after the snapshot never shift them.
@@ -57,16 +57,16 @@ from zoneinfo import ZoneInfo, available_timezones
 
 import apsw
 
-from memory_es.errors import MemoryEsError
-from memory_es.recall.journal_page import (
+from memory_es.browse.journal_page import (
     JournalCoverage,
     JournalEntry,
     JournalPage,
     Range,
     StoppedBy,
 )
-from memory_es.recall.score import Candidate
-from memory_es.recall.select import currentness
+from memory_es.errors import MemoryEsError
+from memory_es.recall.rank.score import Candidate
+from memory_es.recall.rank.select import currentness
 from memory_es.text import UNSAFE_CHARS, iso_ms
 from memory_es.validity import parse_validity
 from memory_es.vocabulary import TERMINAL_STATUSES  # G22 / I14: never returned
@@ -297,7 +297,7 @@ KeySource = Callable[[bool], bytes | None]
 class MemoryJournal:
     """The chronological tool for one handle: its cursor key and its 4 frozen snapshots.
 
-    ``key`` is the root's key source (:class:`~memory_es.recall.journal_key.RootCursorKey`:
+    ``key`` is the root's key source (:class:`~memory_es.browse.journal_key.RootCursorKey`:
     called with ``create=True`` to sign, ``False`` to verify), raw key bytes, or None for a
     random key of this handle alone.
     """
