@@ -26,9 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from memory_es.recall.asking import unavailable
+from memory_es.recall.asking import has_content, unavailable
 from memory_es.recall.explicit import Lookup
-from memory_es.recall.retrieve.candidates import has_content
 from memory_es.text import fold
 
 MAX_OPEN_TURNS: Final = 64

@@ -30,6 +30,11 @@ class Ask:
     turn: str | None
 
 
+def has_content(query: str) -> bool:
+    """A query names something only if it holds a letter or digit (any script)."""
+    return any(ch.isalnum() for ch in query)
+
+
 def check_limit(limit: object) -> int:
     """Result limits are whole numbers from 1 to the fifty-hit pool (G31); anything else is a
     caller's mistake, refused with a one-line error rather than silently reinterpreted."""

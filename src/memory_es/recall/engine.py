@@ -27,7 +27,7 @@ from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError
 from memory_es.errors import IndexUnavailableError
 from memory_es.recall.as_of import AsOfState
-from memory_es.recall.asking import Ask
+from memory_es.recall.asking import Ask, has_content
 from memory_es.recall.automatic import auto_block
 from memory_es.recall.explicit import Lookup, deliberate, direct_lookup, recall
 from memory_es.recall.rank.calibrations import calibration_for, configured_calibration
@@ -229,6 +229,40 @@ class Recaller:
             return self.reuse(conn, lookup, now=now(), matrix=vectors, limit=limit,
                               explain=explain, original=original, kind=ask.kind,
                               about=ask.about)
+
+    def answer_auto(self, text: str, index: Index, *, now: Callable[[], datetime],
+                    session: str | None, lines: bool = True, embed: bool = True,
+                    matrix: Matrix | None = None, turn: str | None = None,
+                    turns: Turns | None = None) -> AutoContext:
+        """The automatic context for ``text`` (H1-H22), the whole of it: embed (a pause, ``embed``
+        off, is said once in the log, M8), open the door's ``index`` (``index_unreadable``
+        when it cannot be read), take the vectors, and with ``turn`` make the direct lookup
+        the turn's original one (G34), shared with an identical tool query (G35), then
+        :meth:`auto_block`. ``lines``: the short-owner-text gate's verdict (H14)."""
+        query_vector = None
+        if self.embedder is not None and not embed:
+            log.warning("memory_recall_unavailable: no automatic block (provider paused)")
+        elif self.embedder is not None:
+            query_vector = self.embed_query(text, unavailable="no automatic block")
+        with contextlib.ExitStack() as held:
+            try:
+                conn = held.enter_context(index())
+            except IndexUnavailableError:
+                return AutoContext("", degraded=True, reason="index_unreadable")
+            if conn is None:
+                return AutoContext("", degraded=True, reason="no_index")
+            vectors = None
+            if self.embedder is not None and query_vector is not None:
+                vectors = (matrix or _fresh_matrix)(self.embedder, conn)
+            lookup = None
+            if turns is not None and turn is not None and vectors is not None \
+                    and has_content(text):
+                lookup = self.lookup(conn, text, query_vector=query_vector, matrix=vectors,
+                                     session=session)
+                turns.keep(turn, lookup, original=True)
+            return self.auto_block(conn, text, now=now(), query_vector=query_vector,
+                                   matrix=vectors, session=session, lines=lines,
+                                   lookup=lookup)
 
     def answer_as_of(self, ask: Ask, as_of: datetime, *, now: datetime, fold: Fold,
                      fill: Callable[[IndexProjection], None], limit: int,

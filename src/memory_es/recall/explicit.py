@@ -19,7 +19,7 @@ import numpy as np
 
 import memory_es.recall.retrieve.candidates as retrieval  # by module: the retrievers stay one seam
 from memory_es.errors import MemoryEsError
-from memory_es.recall.asking import check_limit, check_query
+from memory_es.recall.asking import check_limit, check_query, has_content
 from memory_es.recall.rank.policy import OFF, ReadPolicy, apply_recency
 from memory_es.recall.rank.render import Recall
 from memory_es.recall.rank.score import (
@@ -31,7 +31,6 @@ from memory_es.recall.rank.score import (
     score_all,
 )
 from memory_es.recall.rank.select import SelectMode, host_zone, select
-from memory_es.recall.retrieve.candidates import has_content
 from memory_es.recall.retrieve.lexical import LexicalEvidence
 from memory_es.recall.sections.card import mentioned_people
 from memory_es.recall.sections.factsheet import FactSheet, fact_sheet

@@ -2,13 +2,14 @@
 the store's live index, with its own vector matrix (G*, H*, I*).
 
 Reads hold the journal (``GroupCommit.exclusive``) so they see a committed index; the query is
-embedded before, with no lock held.
+embedded before, with no lock held. Recall and the automatic block are orchestrated by
+:class:`~memory_es.recall.engine.Recaller` (``answer``, ``answer_as_of``, ``answer_auto``);
+this door gives it the live index, the live matrix, the pause and the host's turns.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime, tzinfo
 from pathlib import Path
@@ -26,18 +27,15 @@ from memory_es.host.turns import TurnLookups
 from memory_es.journal import OpenedJournal
 from memory_es.recall import AutoContext, Recaller, RecallResult
 from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
-from memory_es.recall.asking import check_ask, check_limit, check_query, check_turn
+from memory_es.recall.asking import check_ask, check_limit, check_query, check_turn, has_content
 from memory_es.recall.explicit import Lookup
 from memory_es.recall.rank.select import owner_text_gate
-from memory_es.recall.retrieve.candidates import has_content
 from memory_es.recall.sections.profile import Profile
 from memory_es.store.access import AccessLog, AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
 from projections.search import SearchHit, fts_search
-
-log = logging.getLogger("memory_es")
 
 
 class StoreReads:
@@ -146,28 +144,11 @@ class StoreReads:
                 self._turns.keep(turn, Lookup(text, None, ()), original=True)
         if not owner:
             return AutoContext("")
-        lines = not gate_owner_text or owner_text_gate(text)
-        recaller = self.recaller()
-        query_vector = None
-        if recaller.embedder is not None and self._vectors.paused:  # M8: say why, once
-            log.warning("memory_recall_unavailable: no automatic block (provider paused)")
-        elif recaller.embedder is not None:
-            query_vector = recaller.embed_query(text, unavailable="no automatic block")
-        with self._journal.exclusive():
-            try:
-                conn = self._projections.get().index.conn
-            except IndexUnavailableError:
-                return AutoContext("", degraded=True, reason="index_unreadable")
-            matrix = (self._vectors.matrix(recaller.embedder, conn)
-                      if recaller.embedder is not None and query_vector is not None else None)
-            lookup = None
-            if turn is not None and matrix is not None and has_content(text):
-                lookup = recaller.lookup(conn, text, query_vector=query_vector, matrix=matrix,
-                                         session=session)
-                self._turns.keep(turn, lookup, original=True)
-            return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                                       matrix=matrix, session=session, lines=lines,
-                                       lookup=lookup)
+        return self.recaller().answer_auto(
+            text, self._live_index, now=self._clock, session=session,
+            lines=not gate_owner_text or owner_text_gate(text),
+            embed=not self._vectors.paused, matrix=self._vectors.matrix, turn=turn,
+            turns=self._turns)
 
     def profile(self) -> Profile:
         """The owner profile over the live index (M3-M7, C11); no index, no profile."""

@@ -243,8 +243,3 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
         neighbours.append(replace(_candidate(row, cosines.get(row[6]), None, None, evidence),
                                   graph_hop=True))
     return with_entity_names(conn, neighbours)
-
-
-def has_content(query: str) -> bool:
-    """A query names something only if it holds a letter or digit (any script)."""
-    return any(ch.isalnum() for ch in query)
