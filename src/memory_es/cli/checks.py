@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from memory_es.bounds import check_intake_id, check_seconds, describe
 from memory_es.browse.inventory import check_cursor, check_list_limit, check_memory_id, check_since
-from memory_es.browse.journal import check_limit as check_journal_limit
+from memory_es.browse.journal_request import check_limit as check_journal_limit
 from memory_es.cli.contract import UsageError
 from memory_es.cli.parser import option_names
 from memory_es.errors import MemoryEsError
