@@ -27,7 +27,7 @@ from memory_es.browse.journal_key import RootCursorKey
 from memory_es.browse.journal_page import JournalPage
 from memory_es.calibration.report import CalibrationReport, calibrate_root
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, EmbeddingError, configured_identity, make_embedder
+from memory_es.embeddings import Embedder, configured_identity, make_embedder
 from memory_es.errors import (
     IndexUnavailableError,
     MemoryEsError,
@@ -68,7 +68,7 @@ from memory_es.rootconfig import effective, journal_of
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vectors.ann import ann_paths, saved_state
-from memory_es.vectors.cache import CACHE_REL, cache_problem, invalid_cache_entries
+from memory_es.vectors.health import cache_findings, sample_findings, sampled_rows
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
@@ -80,8 +80,6 @@ from projections.search import SearchHit, fts_search
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
-SAMPLE_VECTORS = 8  # health --deep re-embeds this many stored vectors' texts
-SAMPLE_COSINE = 0.99  # ... and each must be at least this close to its fresh embedding
 
 
 class MemoryRoot:
@@ -261,7 +259,7 @@ class MemoryRoot:
         report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
-        extra = list(_cache_findings(root, deep))
+        extra = list(cache_findings(root, deep))
         if deep:
             with contextlib.suppress(MemoryEsError, apsw.Error):  # findings say what broke
                 extra += list(self._sample_findings())
@@ -275,42 +273,17 @@ class MemoryRoot:
                                        runtime=snapshot_state(self.root))
 
     def _sample_findings(self) -> Iterator[Finding]:
-        """``health --deep``: up to :data:`SAMPLE_VECTORS` stored vectors of the configured
-        identity, spread over the index, against a fresh embedding of their texts. A vector
-        that is whole but not its text's (a poisoned cache refilled it) is
-        ``vector_mismatch``; a provider that does not answer samples nothing."""
-        import numpy as np  # a reading command's start stays light (tests/test_cli_startup)
-
+        """``health --deep``: a sample of stored vectors of the configured identity against a
+        fresh embedding of their texts (:func:`memory_es.vectors.health.sample_findings`)."""
         embedder = self._recaller().embedder
         if embedder is None:
             return
-        identity = embedder.identity.key
         with self.index() as conn:
             if conn is None:
                 return
             rel = os.path.relpath(conn.filename, self.root)
-            rowids = [int(r[0]) for r in conn.execute(
-                "SELECT v.rowid FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-                "WHERE v.identity = ? ORDER BY v.rowid", (identity,))]
-            picked = rowids[::max(1, len(rowids) // SAMPLE_VECTORS)][:SAMPLE_VECTORS]
-            rows: list[Any] = [conn.execute(
-                "SELECT m.text, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-                "WHERE v.rowid = ?", (r,)).fetchone() for r in picked]
-        if not rows:
-            return
-        try:
-            fresh = embedder.embed([str(text) for text, _ in rows])
-        except EmbeddingError:
-            return
-        differ = 0
-        for (_text, blob), vector in zip(rows, fresh, strict=True):
-            stored = np.frombuffer(bytes(blob), dtype=np.float32)
-            if stored.shape != vector.shape or not float(stored @ vector) >= SAMPLE_COSINE:
-                differ += 1
-        if differ:
-            yield Finding("vector_mismatch", rel,
-                          f"{differ} of {len(rows)} sampled vectors are not their text's "
-                          "embedding; delete embeddings/cache.db, then run memory-es rebuild")
+            rows = sampled_rows(conn, embedder.identity.key)
+        yield from sample_findings(rel, rows, embedder)
 
     # -- the index --------------------------------------------------------------------------------
 
@@ -462,20 +435,6 @@ def _leftover_findings(root: Path, keys: KeyStore, opened: OpenedJournal
         yield Finding("journal_leftover", shown, "a journal copy or record keys a migration "
                       "left; a forget does not reach them: run memory-es migrate-journal "
                       f"--to {'postgres' if on_postgres else 'sqlite'} again to remove them")
-
-
-def _cache_findings(root: Path, deep: bool) -> Iterator[Finding]:
-    """The vector cache (a projection of the provider, not of events): damaged, or (``deep``)
-    holding entries no embedder could have produced. Counts and names only (N12)."""
-    why = cache_problem(root)
-    if why is not None:
-        yield Finding("vector_cache_damaged", CACHE_REL,
-                      f"SQLite reports it damaged ({why}); a cache: the next writer open "
-                      "deletes it and embeds again (or run memory-es rebuild)")
-    elif deep and (bad := invalid_cache_entries(root)):
-        yield Finding("vector_cache_invalid", CACHE_REL,
-                      f"{bad} entries are not finite unit vectors of their dimension; the "
-                      "next writer that reads them drops them and embeds again")
 
 
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:

@@ -5,7 +5,8 @@ read by recall, and by nothing that answers a question itself.
 - :mod:`~memory_es.vectors.pending`: the pending-vector queue, embedding and backlog;
 - :mod:`~memory_es.vectors.matrix`: a generation's vectors as one matrix, searched exactly
   or through :mod:`~memory_es.vectors.ann` past its threshold, its rows kept by
-  :mod:`~memory_es.vectors.spill` in a long-lived writer.
+  :mod:`~memory_es.vectors.spill` in a long-lived writer;
+- :mod:`~memory_es.vectors.health`: what health reports of the cache and the stored vectors.
 
 This room never imports recall, browse or calibration: it is the floor they stand on.
 """
