@@ -326,12 +326,16 @@ class MemoryRoot:
         if use_original_query:
             raise unavailable("the read-only MemoryRoot owns no automatic lookup")
         if as_of is not None:
-            return self._recaller().answer_as_of(
-                ask, check_as_of(as_of), now=utc_now(), fold=self._fold,
-                fill=self._fill, limit=limit, explain=explain)
+            instant, now = check_as_of(as_of), utc_now()
+            return self._recaller().answer_as_of(ask, instant, now=now, fold=self._fold,
+                                                 fill=self._fill, limit=limit, explain=explain)
         try:
-            return self._recaller().answer(ask, self.index, now=utc_now, limit=limit,
-                                           explain=explain)
+            with self.index() as conn:  # first: no index, no embedder built, nothing embedded
+                if conn is None:
+                    return RecallResult(recall=Recall(hits=()), degraded=True,
+                                        reason="no_index")
+                return self._recaller().answer(ask, lambda: contextlib.nullcontext(conn),
+                                               now=utc_now, limit=limit, explain=explain)
         except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 

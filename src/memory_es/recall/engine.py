@@ -41,7 +41,7 @@ from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import vector_backlog
 from projections.sqlite_index import IndexProjection
 
-Index = Callable[[], AbstractContextManager[apsw.Connection | None]]  # None: no index yet
+Index = Callable[[], AbstractContextManager[apsw.Connection]]  # the door holds its index
 Matrix = Callable[[Embedder, apsw.Connection], VectorMatrix]
 Fold = Callable[[datetime], AsOfState]  # the fold of the door's journal at an instant
 
@@ -191,9 +191,10 @@ class Recaller:
                matrix: Matrix | None = None, turns: Turns | None = None) -> RecallResult:
         """One deliberate recall of a checked question (G*), the whole of it: embed the query
         (unless ``embed`` is off, a pause, or the turn already has a lookup: never embedded
-        twice, G35), open the door's ``index`` (``index_unreadable`` when it cannot be read,
-        ``no_index`` when there is none yet), take the vectors (``matrix``: the door's live
-        one; default read afresh) only when there is a query vector, then select.
+        twice, G35), open the door's ``index`` (``index_unreadable`` when it cannot be read),
+        take the vectors (``matrix``: the door's live one; default read afresh) only when
+        there is a query vector, then select. A door that must not embed without an index
+        (the read-only one: no index, no embedder built) passes the index it already holds.
 
         A door with ``turns`` reuses and keeps its turn's lookups (G34 original-query mode,
         G35 an identical query earlier in the turn; never one an outage degraded) and selects
@@ -210,8 +211,6 @@ class Recaller:
             except IndexUnavailableError:  # logged where it was found
                 return RecallResult(recall=Recall(hits=()), degraded=True,
                                     reason="index_unreadable")
-            if conn is None:
-                return RecallResult(recall=Recall(hits=()), degraded=True, reason="no_index")
             vector = query_vector if lookup is None else lookup.query_vector
             vectors = None
             if self.embedder is not None and vector is not None:
@@ -249,8 +248,6 @@ class Recaller:
                 conn = held.enter_context(index())
             except IndexUnavailableError:
                 return AutoContext("", degraded=True, reason="index_unreadable")
-            if conn is None:
-                return AutoContext("", degraded=True, reason="no_index")
             vectors = None
             if self.embedder is not None and query_vector is not None:
                 vectors = (matrix or _fresh_matrix)(self.embedder, conn)

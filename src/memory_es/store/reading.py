@@ -112,8 +112,9 @@ class StoreReads:
         provider may be called for text never embedded)."""
         ask = check_ask(query, limit, kind=kind, about=about)
         now = self._clock()
+        instant = check_as_of(as_of)
         return self.recaller().answer_as_of(
-            ask, check_as_of(as_of), now=now, fold=lambda at: self._fold(opened, at),
+            ask, instant, now=now, fold=lambda at: self._fold(opened, at),
             fill=self._vectors.fill, limit=limit, explain=explain,
             embed=not self._vectors.paused)
 
