@@ -58,6 +58,7 @@ class Turns(Protocol):
 
 log = logging.getLogger("memory_es")
 
+
 class Recaller:
     """Recall for one configuration and embedder (``None``: lexical only).
 
