@@ -31,7 +31,7 @@ Figures, per model:
   dependencies other than numpy (onnxruntime, tokenizers, ...) with theirs;
 - retrieval, cosine only: every question's vector against every memory's (exact numpy top-k
   over normalised vectors, the first 50 ranked as recall's pool does), recall@1, recall@5 and
-  MRR (``memory_es.recall.calibrate.ranking_metrics``: a hit is any gold id) overall and per
+  MRR (``memory_es.calibration.fit.ranking_metrics``: a hit is any gold id) overall and per
   question kind. Kinds whose questions have no gold are unanswerable: for them the median best
   cosine, beside the answerable questions' median, and the AUC of the best cosine separating
   answerable from unanswerable questions (1.0: one threshold abstains perfectly).
@@ -61,7 +61,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from memory_es.recall.calibrate import RANK_DEPTH, ranking_metrics
+from memory_es.calibration.fit import RANK_DEPTH, ranking_metrics
 
 Matrix = npt.NDArray[np.float32]
 

@@ -50,10 +50,12 @@ import numpy as np
 from memory_es.embeddings import USE_DIM, USE_MODEL, EmbeddingIdentity
 from memory_es.events import Memory
 from memory_es.ids import sha256_hex
-from memory_es.recall import VectorMatrix, recall, store_vectors
-from memory_es.recall.ann import ANN_THRESHOLD
-from memory_es.recall.candidates import RETRIEVER_DEPTH, _lexical_ranks
-from memory_es.recall.lexical import LexicalEvidence
+from memory_es.recall import recall
+from memory_es.recall.retrieve.candidates import RETRIEVER_DEPTH, _lexical_ranks
+from memory_es.recall.retrieve.lexical import LexicalEvidence
+from memory_es.vectors.ann import ANN_THRESHOLD
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import store_vectors
 from projections.replay import build_generation
 from projections.sqlite_index import fts_query
 from rebuild import peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script

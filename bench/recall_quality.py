@@ -44,12 +44,7 @@ from typing import Any
 import numpy as np
 
 from memory_es import CompletedTurn, MemoryStore
-from memory_es.config import parse_config
-from memory_es.embeddings import Embedder, LocalEmbedder, UseEmbedder
-from memory_es.ids import sha256_hex
-from memory_es.keystore import throwaway_key_store
-from memory_es.recall import Calibration, calibration_for, candidate_pool, recall
-from memory_es.recall.calibrate import (
+from memory_es.calibration.fit import (
     RANK_DEPTH,
     PoolScorer,
     evaluate,
@@ -59,7 +54,14 @@ from memory_es.recall.calibrate import (
     fit_tail,
     rank_of,
 )
-from memory_es.recall.score import Candidate
+from memory_es.config import parse_config
+from memory_es.embeddings import Embedder, LocalEmbedder, UseEmbedder
+from memory_es.ids import sha256_hex
+from memory_es.keystore import throwaway_key_store
+from memory_es.recall import recall
+from memory_es.recall.rank.calibrations import calibration_for
+from memory_es.recall.rank.score import Calibration, Candidate
+from memory_es.recall.retrieve.candidates import candidate_pool
 from memory_es.text import journal_text
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -44,20 +44,17 @@ import numpy as np
 
 import recall_quality as rq  # bench/ is the script's own directory, so on sys.path
 from memory_es import CompletedTurn, MemoryStore
+from memory_es.calibration.fit import RANK_DEPTH, PoolScorer, fit_calibration, fit_hybrid, fit_tail
 from memory_es.config import parse_config
 from memory_es.embeddings import Embedder
 from memory_es.ids import sha256_hex
 from memory_es.keystore import throwaway_key_store
-from memory_es.recall import Calibration, calibration_for, candidate_pool, recall
-from memory_es.recall.calibrate import (
-    RANK_DEPTH,
-    PoolScorer,
-    fit_calibration,
-    fit_hybrid,
-    fit_tail,
-)
-from memory_es.recall.vectors import VectorMatrix
+from memory_es.recall import recall
+from memory_es.recall.rank.calibrations import calibration_for
+from memory_es.recall.rank.score import Calibration
+from memory_es.recall.retrieve.candidates import candidate_pool
 from memory_es.text import journal_text
+from memory_es.vectors.matrix import VectorMatrix
 
 
 @dataclass

@@ -77,7 +77,7 @@ GOALS = {"recall_ms": 30.0, "rebuild_s": 600.0, "peak_rss_mb": 2048.0}  # at 1,0
 def phase_vectors(root: Path) -> dict[str, Any]:
     """A seeded unit vector per distinct memory text into the root's vector cache."""
     from memory_es.ids import sha256_hex
-    from memory_es.recall import VectorCache
+    from memory_es.vectors.cache import VectorCache
     from projections.replay import open_active_index
 
     t0 = time.perf_counter()
@@ -111,8 +111,9 @@ def phase_rebuild(root: Path) -> dict[str, Any]:
 def phase_read(root: Path, queries: int) -> dict[str, Any]:
     """The engine's reads, alone in their process (its peak RSS is the engine's): recall and
     the automatic block over the matrix a long-lived store serves."""
-    from memory_es.recall import VectorMatrix, auto_block
-    from memory_es.recall.ann import ANN_THRESHOLD
+    from memory_es.recall.automatic import auto_block
+    from memory_es.vectors.ann import ANN_THRESHOLD
+    from memory_es.vectors.matrix import VectorMatrix
     from projections.replay import open_active_index
 
     conn = open_active_index(root)
@@ -152,7 +153,7 @@ def phase_read(root: Path, queries: int) -> dict[str, Any]:
 def phase_read_floor(root: Path, queries: int) -> dict[str, Any]:
     """The floor of a read, in its own process: numpy top-50 over the whole float32 matrix in
     RAM + one FTS5 bm25 query of every word (bench/recall_latency.py), on the same queries."""
-    from memory_es.recall import VectorMatrix
+    from memory_es.vectors.matrix import VectorMatrix
     from projections.replay import open_active_index
 
     conn = open_active_index(root)

@@ -21,9 +21,9 @@ import pytest
 from ceilings import HANG_S
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
-from memory_es.recall import ann
-from memory_es.recall.vectors import VectorMatrix
 from memory_es.testing import WordBagEmbedder
+from memory_es.vectors import ann
+from memory_es.vectors.matrix import VectorMatrix
 from projections.replay import build_generation
 
 DIM = 32
@@ -209,7 +209,7 @@ def test_the_index_library_and_the_onnx_runtime_share_a_process() -> None:
     it: whichever comes first, both load and work."""
     pytest.importorskip("onnxruntime")
     code = ("import numpy as np\n"
-            "from memory_es.recall.ann import AnnIndex\n"
+            "from memory_es.vectors.ann import AnnIndex\n"
             "index = AnnIndex(8)\n"
             "index.add(0, np.eye(8, dtype=np.float32))\n"
             "import onnxruntime\n"

@@ -1,4 +1,4 @@
-"""``memory_es.recall.calibrate`` and ``memory-es calibrate``: fitting a recall calibration on
+"""``memory_es.calibration.fit`` and ``memory-es calibrate``: fitting a recall calibration on
 a user's labelled questions, and the ``memory.embeddings.calibration`` override (DESIGN 9.4).
 
 A deterministic bag-of-words ``FakeEmbedder`` (word-hash vectors, as in tests/test_recall.py,
@@ -9,6 +9,7 @@ holds, so their best hybrid scores are well apart and the fitted floor must sepa
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -21,25 +22,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import memory_es.recall.calibrate_report
+import memory_es.calibration.report
 import memory_es.root
 from helpers_index import index_rows
 from memory_es import cli
-from memory_es.config import MemoryConfig, parse_config
-from memory_es.embeddings import EmbeddingIdentity
-from memory_es.errors import MemoryEsError
-from memory_es.intake import CompletedTurn
-from memory_es.recall import (
-    LOCAL_MINILM,
-    NOMIC_V15,
-    Calibration,
-    Recaller,
-    calibration_for,
-    candidate_pool,
-    configured_calibration,
-    embeddings_block,
-)
-from memory_es.recall.calibrate import (
+from memory_es.calibration.fit import (
     AUTO_FLOORS,
     AUTO_WINDOWS,
     LEXICAL_WEIGHTS,
@@ -53,10 +40,20 @@ from memory_es.recall.calibrate import (
     fit_calibration,
     plateau_middle,
 )
-from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root, config_snippet
-from memory_es.recall.labelled import LabelledQuestion, load_labelled
+from memory_es.calibration.labelled import LabelledQuestion, load_labelled
+from memory_es.calibration.report import CalibrationReport, calibrate_root, config_snippet
+from memory_es.config import MemoryConfig, parse_config
+from memory_es.embeddings import EmbeddingIdentity
+from memory_es.errors import MemoryEsError
+from memory_es.intake import CompletedTurn
+from memory_es.recall import Recaller
+from memory_es.recall.asking import check_ask
+from memory_es.recall.rank.calibrations import LOCAL_MINILM, calibration_for, configured_calibration
+from memory_es.recall.rank.score import NOMIC_V15, Calibration
+from memory_es.recall.retrieve.candidates import candidate_pool
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
+from memory_es.vectors.pending import embeddings_block
 
 DIM = 64
 JOURNAL: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": DIM}}
@@ -269,7 +266,7 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
 def test_help_and_readme_say_what_calibrate_fits(report: CalibrationReport,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """The text matches the code: six numbers, the automatic floor fitted, not kept."""
-    from memory_es.recall.score import NOMIC_V15
+    from memory_es.recall.rank.score import NOMIC_V15
 
     assert report.fitted.auto_floor != NOMIC_V15.auto_floor  # fitted here, not the reference's
     assert cli.main(["calibrate", "--help"]) == 0
@@ -500,7 +497,9 @@ def test_recaller_binds_config_embedder_and_calibration(built: tuple[Path, dict[
         matrix = recaller.load_matrix(conn)
         got = recaller.recall(conn, question, now=now, query_vector=vector, matrix=matrix)
         assert got.to_json() == expected.to_json()
-        assert recaller.search(conn, question, now=now).to_json() == expected.to_json()
+        fresh = recaller.answer(check_ask(question, 10), lambda: contextlib.nullcontext(conn),
+                                now=lambda: now, limit=10)  # a read-only door's: no turns
+        assert fresh.to_json() == expected.to_json()
         assert recaller.auto_block(conn, question, now=now, query_vector=vector, matrix=matrix,
                                    session=None).text == block
         degraded = recaller.recall(conn, question, now=now, query_vector=None, matrix=None)
@@ -547,7 +546,7 @@ def test_cli_prints_numbers_table_and_snippet(built: tuple[Path, dict[str, str]]
                                               monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     root, ids = built
-    monkeypatch.setattr(memory_es.recall.calibrate_report, "make_embedder",
+    monkeypatch.setattr(memory_es.calibration.report, "make_embedder",
                         lambda block: FakeEmbedder())
     config_path = write(tmp_path, {"memory": JOURNAL}, "config.json")
     labels = write(tmp_path, labelled(ids))
@@ -615,7 +614,7 @@ def test_held_out_figures_score_each_half_with_the_other_halfs_numbers(
         report: CalibrationReport) -> None:
     """Issue 12 item 5: beside the in-sample figures, a 2-fold held-out row, in the JSON and
     the text, never scored with numbers fitted on the same questions."""
-    from memory_es.recall.calibrate_report import HELD_OUT, _held_out, render_text
+    from memory_es.calibration.report import HELD_OUT, _held_out, render_text
 
     held = report.metrics[HELD_OUT]
     assert set(held) == set(report.metrics["fitted"])

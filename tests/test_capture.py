@@ -734,7 +734,7 @@ def _graph_root(root: Path) -> None:
 
 
 def test_l4_explicit_recall_expands_one_hop_through_entities(root: Path) -> None:
-    from memory_es.recall import candidate_pool, expand_one_hop
+    from memory_es.recall.retrieve.candidates import candidate_pool, expand_one_hop
     _graph_root(root)
     conn = index_connection(root)
     try:
@@ -752,7 +752,7 @@ def test_l4_explicit_recall_expands_one_hop_through_entities(root: Path) -> None
 
 def test_l5_automatic_recall_never_expands(root: Path, monkeypatch: pytest.MonkeyPatch
                                            ) -> None:
-    import memory_es.recall.candidates
+    import memory_es.recall.retrieve.candidates
 
     _graph_root(root)
 
@@ -761,7 +761,7 @@ def test_l5_automatic_recall_never_expands(root: Path, monkeypatch: pytest.Monke
     store, _ = open_capture(root, [])
     with store:
         explicit = store.recall("Morgan works at Acme")
-        monkeypatch.setattr(memory_es.recall.candidates, "expand_one_hop", fail)
+        monkeypatch.setattr(memory_es.recall.retrieve.candidates, "expand_one_hop", fail)
         store.auto_recall("Where does Morgan work these days, at Acme Robotics?")
     assert explicit.recall.hits[0].text == "Morgan works at Acme Robotics"
 

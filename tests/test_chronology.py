@@ -21,11 +21,9 @@ import pytest
 
 from helpers_index import active_index_path, index_connection
 from journal_backends import BACKENDS, use_backend
-from memory_es.cli import main
-from memory_es.errors import MemoryEsError
-from memory_es.intake import CompletedTurn
-from memory_es.recall import JournalPage, chronology
-from memory_es.recall.chronology import (
+from memory_es.browse import journal as chronology
+from memory_es.browse import journal_request
+from memory_es.browse.journal import (
     PAGE_MAX_BYTES,
     SNAPSHOT_MAX_BYTES,
     SNAPSHOT_MAX_ENTRIES,
@@ -36,6 +34,10 @@ from memory_es.recall.chronology import (
     MemoryJournal,
     entry_bytes,
 )
+from memory_es.browse.journal_page import JournalPage
+from memory_es.cli import main
+from memory_es.errors import MemoryEsError
+from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 
 
@@ -597,8 +599,8 @@ def test_order_is_recorded_at_then_id(tmp_path: Path) -> None:
 
 
 def test_zone_list_excludes_host_guesses() -> None:
-    assert "localtime" not in chronology._iana_zones()
-    assert "Europe/Berlin" in chronology._iana_zones()
+    assert "localtime" not in journal_request._iana_zones()
+    assert "Europe/Berlin" in journal_request._iana_zones()
 
 
 # -- CLI -----------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ import pytest
 from ceilings import HANG_S
 
 HEAVY = ("numpy", "eventsourcing", "pydantic", "msgspec", "onnxruntime", "cryptography",
-         "tenacity", "memory_es.store", "memory_es.recall", "memory_es.root",
+         "tenacity", "memory_es.store", "memory_es.recall", "memory_es.vectors",
+         "memory_es.browse", "memory_es.calibration", "memory_es.host", "memory_es.root",
          "memory_es.events", "memory_es.journal", "memory_es.config", "projections")
 
 PROBE = """

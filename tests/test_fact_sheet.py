@@ -23,13 +23,13 @@ from helpers_capture import (
     script,
     turn,
 )
-from memory_es.recall.card import person_card
 from memory_es.recall.explicit import Lookup, deliberate
-from memory_es.recall.factsheet import fact_sheet, key_text, value_text
-from memory_es.recall.render import CONFLICTING_NOTE
-from memory_es.recall.result import RecallResult
-from memory_es.recall.score import Candidate, Scored
-from memory_es.recall.vectors import VectorMatrix
+from memory_es.recall.rank.render import CONFLICTING_NOTE
+from memory_es.recall.rank.score import Candidate, Scored
+from memory_es.recall.sections.card import person_card
+from memory_es.recall.sections.factsheet import fact_sheet, key_text, value_text
+from memory_es.recall.sections.result import RecallResult
+from memory_es.vectors.matrix import VectorMatrix
 from projections.sqlite_index import IN_MEMORY, IndexProjection
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)

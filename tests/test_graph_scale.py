@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_es.recall import VectorMatrix, recall
+from memory_es.recall import recall
+from memory_es.vectors.matrix import VectorMatrix
 from projections.replay import build_generation
 
 DIM = 8

@@ -18,7 +18,8 @@ from helpers_capture import entity, extraction, memory, open_capture, review, sc
 from memory_es import MemoryRoot, MemoryStore
 from memory_es.cli import main
 from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.recall.guidance import (
+from memory_es.recall.rank.score import NOMIC_V15, Candidate, Scored
+from memory_es.recall.sections.guidance import (
     GUIDANCE_HEADING,
     GUIDANCE_MAX_LINES,
     GuidanceLine,
@@ -27,7 +28,6 @@ from memory_es.recall.guidance import (
     render_guidance,
     scope_rank,
 )
-from memory_es.recall.score import NOMIC_V15, Candidate, Scored
 from memory_es.testing import WordBagEmbedder
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)

@@ -27,10 +27,10 @@ from helpers_capture import (
 )
 from helpers_index import active_index_path
 from memory_es import CompletedTurn, MemoryEsError, MemoryRoot, MemoryStore
+from memory_es.browse.inventory import resolve_id, truncate
 from memory_es.cli import main
 from memory_es.cli.contract import classify
 from memory_es.errors import InvalidArgumentError
-from memory_es.recall.inventory import resolve_id, truncate
 
 MORGAN = [entity("m", "Morgan")]
 BERLIN, MADRID, LISBON = ("Morgan lives in Berlin", "Morgan lives in Madrid",

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from memory_es.browse.journal_page import JournalEntry
 from memory_es.cli import main
 from memory_es.intake import CompletedTurn, IntakeRecord
-from memory_es.recall import JournalEntry
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from projections.findings import Finding

@@ -16,9 +16,9 @@ import pytest
 
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
-from memory_es.recall import lexical
-from memory_es.recall.lexical import LexicalEvidence, index_tokenizer
-from memory_es.recall.score import NOMIC_V15, Candidate, score_all
+from memory_es.recall.rank.score import NOMIC_V15, Candidate, score_all
+from memory_es.recall.retrieve import lexical
+from memory_es.recall.retrieve.lexical import LexicalEvidence, index_tokenizer
 from projections.sqlite_index import FTS_DDL
 
 

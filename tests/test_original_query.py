@@ -22,8 +22,8 @@ from helpers_capture import (
 from memory_es import MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.errors import InvalidArgumentError, MemoryEsError
+from memory_es.host.turns import MAX_OPEN_TURNS, TurnLookups
 from memory_es.recall.explicit import Lookup
-from memory_es.recall.turns import MAX_OPEN_TURNS, TurnLookups
 
 QUESTION = "Which window seats on long flights do I like?"
 

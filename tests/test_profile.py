@@ -35,7 +35,7 @@ from memory_es import MemoryRoot, MemoryStore
 from memory_es.cli import main
 from memory_es.config import ConfigError, parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
-from memory_es.recall.profile import (
+from memory_es.recall.sections.profile import (
     PROFILE_HEADING,
     PROFILE_MAX_CODE_POINTS,
     owner_profile,

@@ -31,10 +31,10 @@ from helpers_index import active_index_path, index_rows
 from memory_es.config import parse_config
 from memory_es.embeddings import EmbeddingError, EmbeddingIdentity
 from memory_es.intake import CompletedTurn
-from memory_es.recall import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import rebuild_root
+from memory_es.vectors.pending import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
 from projections.replay import open_active_index, read_current
 
 JOURNAL_FAKE: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 8}}

@@ -98,7 +98,7 @@ def test_cli_search_explain(store: MemoryStore, tmp_path: Path,
 def test_explain_lines_mark_a_cut_text_with_an_ellipsis(store: MemoryStore) -> None:
     """A hit's text above its score parts is cut at 60 characters with '…', so a reader
     knows there is more; a short text is shown whole."""
-    from memory_es.recall.result import explanation_lines
+    from memory_es.recall.sections.result import explanation_lines
 
     long = ("The dentist said the crown needs a second appointment after the x-ray, "
             "probably in January.")
@@ -118,8 +118,8 @@ def test_recall_result_and_hit_describe_their_public_fields() -> None:
     both dataclasses is described in the class docstring."""
     import dataclasses
 
-    from memory_es.recall.render import Hit
-    from memory_es.recall.result import RecallResult
+    from memory_es.recall.rank.render import Hit
+    from memory_es.recall.sections.result import RecallResult
 
     assert RecallResult.__doc__ is not None and "recall.hits[0].id" in RecallResult.__doc__
     for cls, fields in ((RecallResult, None), (Hit, ("id", "score", "text", "status",

@@ -32,7 +32,7 @@ from memory_es.capture.scripted import ScriptedChat
 from memory_es.cli import main
 from memory_es.config import parse_config
 from memory_es.errors import ConfigError
-from memory_es.recall.policy import (
+from memory_es.recall.rank.policy import (
     OFF,
     RECENCY_MAX,
     ReadPolicy,
@@ -45,9 +45,9 @@ from memory_es.recall.policy import (
     recency_terms,
     reorder,
 )
-from memory_es.recall.render import Hit
-from memory_es.recall.score import NOMIC_V15, Candidate
-from memory_es.recall.select import SelectMode, currentness
+from memory_es.recall.rank.render import Hit
+from memory_es.recall.rank.score import NOMIC_V15, Candidate
+from memory_es.recall.rank.select import SelectMode, currentness
 from memory_es.store import MemoryStore
 
 NOW = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)

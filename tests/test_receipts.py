@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from helpers_capture import Clock, extraction, memory, open_capture, review, script, turn
-from memory_es.recall import AUTO_HEADING, BACKGROUND_HEADING, AutoContext
-from memory_es.recall.profile import PROFILE_HEADING
-from memory_es.recall.receipts import (
+from memory_es.host.receipts import (
     MAX_CONVERSATIONS,
     MAX_FINGERPRINTS,
     PROFILE_CLEARED,
     ReceiptCache,
 )
+from memory_es.recall import AUTO_HEADING, BACKGROUND_HEADING, AutoContext
+from memory_es.recall.sections.profile import PROFILE_HEADING
 
 PROFILE = f"{PROFILE_HEADING}\n\n- fact: I live in Lisbon (recorded 2026-05-04)"
 TEA = "- – I like green tea. (recorded 2026-05-01; current; you said)"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from memory_es.recall.anchors import Anchors, extract_anchors
-from memory_es.recall.render import (
+from memory_es.recall.rank.anchors import Anchors, extract_anchors
+from memory_es.recall.rank.render import (
     AUTO_HEADING,
     BACKGROUND_HEADING,
     Hit,
@@ -23,7 +23,7 @@ from memory_es.recall.render import (
     render_auto_block,
     render_background,
 )
-from memory_es.recall.score import (
+from memory_es.recall.rank.score import (
     MAX_CANDIDATES,
     NOMIC_V15,
     Calibration,
@@ -36,7 +36,7 @@ from memory_es.recall.score import (
     score,
     score_all,
 )
-from memory_es.recall.select import (
+from memory_es.recall.rank.select import (
     AUTO_BLOCK_BUDGET_BYTES,
     AUTO_LINE_TEXT_CAP_BYTES,
     AUTO_MAX_LINES,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import memory_es.recall.candidates as candidates_module
+import memory_es.recall.retrieve.candidates as candidates_module
 from helpers_capture import (
     entity,
     extraction,

@@ -10,7 +10,8 @@ import apsw
 import numpy as np
 import pytest
 
-from memory_es.recall import VectorMatrix, spill
+from memory_es.vectors import spill
+from memory_es.vectors.matrix import VectorMatrix
 
 
 def rss_file_kb() -> int:
@@ -73,7 +74,7 @@ def test_a_spilled_matrix_answers_like_one_in_ram(tmp_path: Path,
     rows added later."""
     monkeypatch.setattr(spill, "CHUNK_ROWS", 1_024)
     monkeypatch.setattr(spill, "RELEASE_BYTES", 64 * 1024)
-    monkeypatch.setattr("memory_es.recall.ann.ANN_THRESHOLD", 10**9)  # exact answers only
+    monkeypatch.setattr("memory_es.vectors.ann.ANN_THRESHOLD", 10**9)  # exact answers only
     conn, vectors = index_with_vectors(tmp_path / "index.db", 5_000, 32, seed=7)
     generation = tmp_path / "gen"
     generation.mkdir()

@@ -8,7 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_es.recall import VectorCache, VectorMatrix, vectors
+from memory_es.vectors import matrix as matrix_module
+from memory_es.vectors import pending
+from memory_es.vectors.cache import VectorCache
+from memory_es.vectors.matrix import VectorMatrix
 from projections.replay import build_generation
 
 DIM = 4
@@ -22,7 +25,7 @@ def _vector(n: int) -> np.ndarray:
 
 def test_a_load_in_chunks_holds_every_live_row_in_order(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vectors, "_LOAD_CHUNK", 3)
+    monkeypatch.setattr(matrix_module, "_LOAD_CHUNK", 3)
     conn = build_generation(tmp_path / "gen" / "memory.db", []).conn
     with conn:
         for rowid in range(1, 12):
@@ -51,7 +54,7 @@ def test_a_load_in_chunks_holds_every_live_row_in_order(tmp_path: Path,
 
 def test_the_cache_answers_more_texts_than_one_query_holds(tmp_path: Path) -> None:
     cache = VectorCache(tmp_path)
-    items = [(f"{n:064x}", _vector(n).tobytes()) for n in range(vectors.MAX_IN_FLIGHT * 2 + 5)]
+    items = [(f"{n:064x}", _vector(n).tobytes()) for n in range(pending.MAX_IN_FLIGHT * 2 + 5)]
     cache.put_many(IDENTITY, items)
     wanted = [sha for sha, _ in items[::2]] + ["f" * 64]  # one never cached
     found = cache.get_many(IDENTITY, wanted)

@@ -24,7 +24,7 @@ _FACE: dict[str, str] = {
     "MemoryRoot": "memory_es.root",
     "MemoryStore": "memory_es.store",
     "NotARootError": "memory_es.errors",
-    "ReceiptCache": "memory_es.recall.receipts",
+    "ReceiptCache": "memory_es.host.receipts",
     "UnsafePathError": "memory_es.errors",
     "load_config": "memory_es.config",
 }
@@ -56,8 +56,8 @@ if TYPE_CHECKING:
         NotARootError,
         UnsafePathError,
     )
+    from memory_es.host.receipts import ReceiptCache
     from memory_es.intake import AdmissionResult, Attachment, CompletedTurn
-    from memory_es.recall.receipts import ReceiptCache
     from memory_es.root import MemoryRoot
     from memory_es.store import MemoryStore
 

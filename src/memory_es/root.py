@@ -14,15 +14,20 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, date, datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
 
 import apsw
 import msgspec
 
+from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, show_memory
+from memory_es.browse.journal import MemoryJournal
+from memory_es.browse.journal_key import RootCursorKey
+from memory_es.browse.journal_page import JournalPage
+from memory_es.calibration.report import CalibrationReport, calibrate_root
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, EmbeddingError, configured_identity, make_embedder
+from memory_es.embeddings import Embedder, configured_identity, make_embedder
 from memory_es.errors import (
     IndexUnavailableError,
     MemoryEsError,
@@ -54,42 +59,17 @@ from memory_es.journal import (
     open_journal,
 )
 from memory_es.keystore import KeyStore
-from memory_es.recall import (
-    JournalPage,
-    MemoryJournal,
-    Recall,
-    Recaller,
-    RecallResult,
-    check_limit,
-    check_query,
-    embeddings_block,
-    fill_vectors,
-    vector_backlog,
-)
-from memory_es.recall.ann import ann_paths, saved_state
-from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
-from memory_es.recall.asking import check_ask
-from memory_es.recall.calibrate_report import CalibrationReport, calibrate_root
-from memory_es.recall.guidance import GuidanceKind
-from memory_es.recall.inventory import (
-    MemoryDetail,
-    MemoryList,
-    list_memories,
-    show_memory,
-)
-from memory_es.recall.journal_key import RootCursorKey
-from memory_es.recall.profile import Profile
-from memory_es.recall.turns import unavailable
-from memory_es.recall.vectors import (
-    CACHE_REL,
-    VectorMatrix,
-    cache_problem,
-    invalid_cache_entries,
-    read_only_cache,
-)
+from memory_es.recall import Recall, Recaller, RecallResult
+from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
+from memory_es.recall.asking import check_ask, check_limit, check_query, unavailable
+from memory_es.recall.sections.profile import Profile
 from memory_es.rootconfig import effective, journal_of
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
+from memory_es.vectors.ann import ann_paths, saved_state
+from memory_es.vectors.health import cache_findings, sample_findings, sampled_rows
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from memory_es.worker import snapshot_state, worker_status
 from projections.findings import Finding, HealthReport, with_findings
@@ -99,8 +79,6 @@ from projections.search import SearchHit, fts_search
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
-SAMPLE_VECTORS = 8  # health --deep re-embeds this many stored vectors' texts
-SAMPLE_COSINE = 0.99  # ... and each must be at least this close to its fresh embedding
 
 
 class MemoryRoot:
@@ -280,7 +258,7 @@ class MemoryRoot:
         report = audit(root, open_journal=opener, events_upto=events, journal_checks=checks)
         if report.status == "cannot_audit":
             return report
-        extra = list(_cache_findings(root, deep))
+        extra = list(cache_findings(root, deep))
         if deep:
             with contextlib.suppress(MemoryEsError, apsw.Error):  # findings say what broke
                 extra += list(self._sample_findings())
@@ -294,42 +272,17 @@ class MemoryRoot:
                                        runtime=snapshot_state(self.root))
 
     def _sample_findings(self) -> Iterator[Finding]:
-        """``health --deep``: up to :data:`SAMPLE_VECTORS` stored vectors of the configured
-        identity, spread over the index, against a fresh embedding of their texts. A vector
-        that is whole but not its text's (a poisoned cache refilled it) is
-        ``vector_mismatch``; a provider that does not answer samples nothing."""
-        import numpy as np  # a reading command's start stays light (tests/test_cli_startup)
-
+        """``health --deep``: a sample of stored vectors of the configured identity against a
+        fresh embedding of their texts (:func:`memory_es.vectors.health.sample_findings`)."""
         embedder = self._recaller().embedder
         if embedder is None:
             return
-        identity = embedder.identity.key
         with self.index() as conn:
             if conn is None:
                 return
             rel = os.path.relpath(conn.filename, self.root)
-            rowids = [int(r[0]) for r in conn.execute(
-                "SELECT v.rowid FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-                "WHERE v.identity = ? ORDER BY v.rowid", (identity,))]
-            picked = rowids[::max(1, len(rowids) // SAMPLE_VECTORS)][:SAMPLE_VECTORS]
-            rows: list[Any] = [conn.execute(
-                "SELECT m.text, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-                "WHERE v.rowid = ?", (r,)).fetchone() for r in picked]
-        if not rows:
-            return
-        try:
-            fresh = embedder.embed([str(text) for text, _ in rows])
-        except EmbeddingError:
-            return
-        differ = 0
-        for (_text, blob), vector in zip(rows, fresh, strict=True):
-            stored = np.frombuffer(bytes(blob), dtype=np.float32)
-            if stored.shape != vector.shape or not float(stored @ vector) >= SAMPLE_COSINE:
-                differ += 1
-        if differ:
-            yield Finding("vector_mismatch", rel,
-                          f"{differ} of {len(rows)} sampled vectors are not their text's "
-                          "embedding; delete embeddings/cache.db, then run memory-es rebuild")
+            rows = sampled_rows(conn, embedder.identity.key)
+        yield from sample_findings(rel, rows, embedder)
 
     # -- the index --------------------------------------------------------------------------------
 
@@ -372,48 +325,32 @@ class MemoryRoot:
         if use_original_query:
             raise unavailable("the read-only MemoryRoot owns no automatic lookup")
         if as_of is not None:
-            return self._recall_as_of(ask.query, limit, explain, check_as_of(as_of),
-                                      ask.kind, ask.about)
+            instant, now = check_as_of(as_of), utc_now()
+            return self._recaller().answer_as_of(ask, instant, now=now, fold=self._fold,
+                                                 fill=self._fill, limit=limit, explain=explain)
         try:
-            with self.index() as conn:
+            with self.index() as conn:  # first: no index, no embedder built, nothing embedded
                 if conn is None:
                     return RecallResult(recall=Recall(hits=()), degraded=True,
                                         reason="no_index")
-                return self._recaller().search(conn, ask.query, now=utc_now(), limit=limit,
-                                               explain=explain, kind=ask.kind,
-                                               about=ask.about)
+                return self._recaller().answer(ask, lambda: contextlib.nullcontext(conn),
+                                               now=utc_now, limit=limit, explain=explain)
         except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 
-    def _recall_as_of(self, query: str, limit: int, explain: bool, as_of: datetime,
-                      kind: GuidanceKind | None, about: str | None) -> RecallResult:
-        instant = min(as_of, utc_now()).astimezone(UTC)
-        recaller = self._recaller()
-        query_vector = recaller.embed_query(query)
+    def _fold(self, instant: datetime) -> AsOfState:
+        """The journal's fold at ``instant``, made inside one verified read of it."""
         with self.reader() as opened:
             head = opened.recorder.max_notification_id() or 0
-            state = self._as_of.cached(head, instant) or self._as_of.state(
+            return self._as_of.cached(head, instant) or self._as_of.state(
                 lambda upto: iter_events(opened, upto=upto), head, instant)
-        if query_vector is not None and recaller.embedder is not None:  # lexical: none
-            state.fill(self._fill, recaller.embedder.identity.key)
-        return recall_as_of(recaller, state, query, instant=instant,
-                            query_vector=query_vector, limit=limit, explain=explain,
-                            kind=kind, about=about)
 
     def _fill(self, index: IndexProjection) -> None:
         """Vectors for an as-of fold: the root's cache read-only, the rest from the provider
         and kept nowhere (this door writes nothing); an outage leaves them lexical (D9)."""
         embedder = self._recaller().embedder
-        if embedder is None:
-            return
-        cache = read_only_cache(self.root)
-        try:
-            fill_vectors(index.conn, embedder, cache)
-        except EmbeddingError as e:
-            log.warning("memory_degraded: as-of recall without some vectors (code=%s)", e.code)
-        finally:
-            if cache is not None:
-                cache.close()
+        if embedder is not None:
+            fill_read_only(self.root, index.conn, embedder)
 
     def _recaller(self) -> Recaller:
         """Recall bound to this handle's config and embedder, made on first use and kept:
@@ -501,20 +438,6 @@ def _leftover_findings(root: Path, keys: KeyStore, opened: OpenedJournal
         yield Finding("journal_leftover", shown, "a journal copy or record keys a migration "
                       "left; a forget does not reach them: run memory-es migrate-journal "
                       f"--to {'postgres' if on_postgres else 'sqlite'} again to remove them")
-
-
-def _cache_findings(root: Path, deep: bool) -> Iterator[Finding]:
-    """The vector cache (a projection of the provider, not of events): damaged, or (``deep``)
-    holding entries no embedder could have produced. Counts and names only (N12)."""
-    why = cache_problem(root)
-    if why is not None:
-        yield Finding("vector_cache_damaged", CACHE_REL,
-                      f"SQLite reports it damaged ({why}); a cache: the next writer open "
-                      "deletes it and embeds again (or run memory-es rebuild)")
-    elif deep and (bad := invalid_cache_entries(root)):
-        yield Finding("vector_cache_invalid", CACHE_REL,
-                      f"{bad} entries are not finite unit vectors of their dimension; the "
-                      "next writer that reads them drops them and embeds again")
 
 
 def _payload_findings(opened: OpenedJournal) -> Iterator[Finding]:

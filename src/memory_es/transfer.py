@@ -24,8 +24,9 @@ from memory_es.events import SEALED_FIELDS
 from memory_es.history import iter_events, journal_guard
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
-from memory_es.recall import VectorCache, embeddings_block, fill_vectors, vector_backlog
 from memory_es.rootconfig import effective, journal_of
+from memory_es.vectors.cache import VectorCache
+from memory_es.vectors.pending import embeddings_block, fill_vectors, vector_backlog
 from projections.replay import RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection
 

@@ -209,7 +209,7 @@ def _calibrate_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from memory_es.recall.calibrate_report import render_text
+    from memory_es.calibration.report import render_text
 
     report = reader(args).calibrate(args.labelled)
     if args.json:

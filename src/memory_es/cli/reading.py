@@ -43,8 +43,8 @@ def _search_options(p: argparse.ArgumentParser) -> None:
 
 
 def _search_check(args: argparse.Namespace) -> None:
-    from memory_es.recall import check_limit as check_recall_limit
     from memory_es.recall.as_of import check_as_of
+    from memory_es.recall.asking import check_limit as check_recall_limit
 
     named("--limit", lambda: check_recall_limit(args.limit))
     if args.as_of is not None:
@@ -52,7 +52,7 @@ def _search_check(args: argparse.Namespace) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from memory_es.recall.result import explanation_lines
+    from memory_es.recall.sections.result import explanation_lines
 
     result = reader(args).recall(args.query, args.limit, explain=args.explain,
                                  as_of=args.as_of, kind=args.kind, about=args.about)
@@ -97,7 +97,7 @@ def _journal_options(p: argparse.ArgumentParser) -> None:
 
 
 def _journal_check(args: argparse.Namespace) -> None:
-    from memory_es.recall.chronology import check_limit as check_journal_limit
+    from memory_es.browse.journal_request import check_limit as check_journal_limit
 
     if args.limit is not None:
         named("--limit", lambda: check_journal_limit(args.limit))
@@ -182,7 +182,7 @@ def _list_options(p: argparse.ArgumentParser) -> None:
 
 
 def _list_check(args: argparse.Namespace) -> None:
-    from memory_es.recall.inventory import check_cursor, check_list_limit, check_since
+    from memory_es.browse.inventory import check_cursor, check_list_limit, check_since
 
     named("--limit", lambda: check_list_limit(args.limit))
     named("--since", lambda: check_since(args.since))
@@ -191,8 +191,8 @@ def _list_check(args: argparse.Namespace) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """Stored memories, newest first: one line per memory, or ``--json``."""
-    from memory_es.recall.inventory import truncate
-    from memory_es.recall.render import format_instant
+    from memory_es.browse.inventory import truncate
+    from memory_es.recall.rank.render import format_instant
 
     page = reader(args).list_memories(status=args.status, since=args.since,
                                       limit=args.limit, cursor=args.cursor)
@@ -227,15 +227,15 @@ def _show_options(p: argparse.ArgumentParser) -> None:
 
 
 def _show_check(args: argparse.Namespace) -> None:
-    from memory_es.recall.inventory import check_memory_id
+    from memory_es.browse.inventory import check_memory_id
 
     named("id", lambda: check_memory_id(args.id))
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     """Everything stored about one memory, as text or ``--json``."""
-    from memory_es.recall.inventory import truncate
-    from memory_es.recall.render import format_instant
+    from memory_es.browse.inventory import truncate
+    from memory_es.recall.rank.render import format_instant
 
     detail = reader(args).show(args.id)
     if args.json:

@@ -131,7 +131,7 @@ def _set_status_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_set_status(args: argparse.Namespace) -> int:
-    from memory_es.recall.inventory import check_memory_id
+    from memory_es.browse.inventory import check_memory_id
     from memory_es.store.lifecycle import check_status_change
 
     loaded = config(args)
@@ -159,7 +159,7 @@ def _mark_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_mark(args: argparse.Namespace) -> int:
-    from memory_es.recall.inventory import check_memory_id
+    from memory_es.browse.inventory import check_memory_id
 
     loaded = config(args)
     check_memory_id(args.id)
@@ -280,7 +280,7 @@ def _forget_options(p: argparse.ArgumentParser) -> None:
 
 
 def _forget_check(args: argparse.Namespace) -> None:
-    from memory_es.recall.inventory import check_memory_id
+    from memory_es.browse.inventory import check_memory_id
 
     if args.id is not None:
         named("id", lambda: check_memory_id(args.id))
@@ -316,7 +316,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def _print_receipt(receipt: ForgetReceipt) -> None:
-    from memory_es.recall.inventory import truncate
+    from memory_es.browse.inventory import truncate
 
     if receipt.status == "dry_run":
         print(f"would forget {counted(len(receipt.memory_ids), 'memory', 'memories')}, "

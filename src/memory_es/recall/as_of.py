@@ -6,7 +6,8 @@ throwaway in-memory index with the replay driver's projection, fills its vectors
 vector cache (keyed by text, so text embedded once is never embedded again) and keeps it for
 the handle's life, keyed by (journal head, cut): the head is in the key because a later event
 can change how an earlier one decodes (a forgotten line's text). Recall then runs unchanged
-over it, with ``now`` set to the instant, so currentness (``ended``) is judged then, not now.
+over it (:meth:`memory_es.recall.engine.Recaller.answer_as_of`), with ``now`` set to the
+instant, so currentness (``ended``) is judged then, not now (the instant: ``check_as_of``).
 """
 
 from __future__ import annotations
@@ -15,18 +16,13 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-
-import numpy as np
 
 from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError
-from memory_es.recall.engine import Recaller
-from memory_es.recall.guidance import GuidanceKind
-from memory_es.recall.result import RecallResult
-from memory_es.recall.vectors import VectorMatrix, vector_backlog
-from memory_es.text import iso_ms
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import vector_backlog
 from projections.asof import as_of_cut, fold_in_memory
 from projections.sqlite_index import IndexProjection
 
@@ -127,24 +123,3 @@ class AsOfStates:
                 state.close()
             self._states.clear()
             self._cuts.clear()
-
-
-def recall_as_of(recaller: Recaller, state: AsOfState, query: str, *, instant: datetime,
-                 query_vector: np.ndarray | None, limit: int,
-                 explain: bool = False, kind: GuidanceKind | None = None,
-                 about: str | None = None) -> RecallResult:
-    """:meth:`Recaller.recall` over ``state`` with currentness judged at ``instant``; the
-    result says which instant and journal position it answers from."""
-    conn = state.index.conn
-    matrix = None
-    if recaller.embedder is not None and query_vector is not None:
-        identity = recaller.embedder.identity.key
-        matrix = state.matrices.get(identity)
-        if matrix is None:
-            matrix = state.matrices[identity] = recaller.load_matrix(conn)
-        else:
-            matrix.refresh(conn, identity)  # vectors a later fill added (incremental)
-    result = recaller.recall(conn, query, now=instant, query_vector=query_vector,
-                             matrix=matrix, limit=limit, explain=explain, kind=kind,
-                             about=about)
-    return replace(result, as_of=iso_ms(instant), position=state.position)

@@ -1,15 +1,23 @@
-"""What a deliberate recall may be asked (G26, G27, G34): its arguments checked once, before
-anything is read, each bad one refused with a one-line typed error naming it."""
+"""What a deliberate recall may be asked (G26, G27, G31, G34): its arguments checked once,
+before anything is read, each bad one refused with a one-line typed error naming it. Both
+doors (the writer and the read-only root) and the CLI check a question here, so a refusal
+reads the same everywhere.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Final
 
-from memory_es.errors import InvalidArgumentError
-from memory_es.recall.candidates import check_limit, check_query
-from memory_es.recall.explicit import check_about
-from memory_es.recall.guidance import GuidanceKind, check_kind
-from memory_es.recall.turns import check_turn, unavailable
+from memory_es.bounds import check_text
+from memory_es.errors import InvalidArgumentError, MemoryEsError
+from memory_es.recall.rank.score import MAX_CANDIDATES
+from memory_es.recall.sections.guidance import GuidanceKind, check_kind
+
+TURN_ID_MAX: Final = 256
+UNAVAILABLE: Final = "recall_original_unavailable"
+_ABOUT: Final = re.compile(r"(?:person:)?([0-9a-f]{8,64})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +28,55 @@ class Ask:
     kind: GuidanceKind | None
     about: str | None
     turn: str | None
+
+
+def has_content(query: str) -> bool:
+    """A query names something only if it holds a letter or digit (any script)."""
+    return any(ch.isalnum() for ch in query)
+
+
+def check_limit(limit: object) -> int:
+    """Result limits are whole numbers from 1 to the fifty-hit pool (G31); anything else is a
+    caller's mistake, refused with a one-line error rather than silently reinterpreted."""
+    if isinstance(limit, bool) or not isinstance(limit, int) \
+            or not 1 <= limit <= MAX_CANDIDATES:
+        raise MemoryEsError(f"recall_invalid_limit: limit must be a whole number from 1 to "
+                            f"{MAX_CANDIDATES}, got {limit!r}", code="recall_invalid_limit")
+    return limit
+
+
+def check_query(query: object) -> str:
+    """A query is text that encodes as UTF-8: an unpaired surrogate is refused (one line)
+    rather than failing deep in SQLite or the embedder."""
+    return check_text("query", query, code="recall_invalid_query")
+
+
+def check_about(about: object) -> str | None:
+    """``about`` is None or a person's entity id (64 hex) or a unique prefix of at least 8,
+    optionally written ``person:<id>``; anything else is ``recall_invalid_about``."""
+    if about is None:
+        return None
+    if not isinstance(about, str) or (found := _ABOUT.fullmatch(about)) is None:
+        raise InvalidArgumentError(f"recall_invalid_about: about must be a person's entity id "
+                                   f"or a unique prefix of at least 8 hex digits, got "
+                                   f"{about!r}", code="recall_invalid_about")
+    return found[1]
+
+
+def check_turn(turn: object) -> str | None:
+    """A turn id is None or non-empty text of at most 256 characters."""
+    if turn is None:
+        return None
+    if not isinstance(turn, str) or not turn.strip() or len(turn) > TURN_ID_MAX:
+        raise InvalidArgumentError(f"recall_invalid_turn: turn must be a non-empty string of "
+                                   f"at most {TURN_ID_MAX} characters, got {turn!r}",
+                                   code="recall_invalid_turn")
+    return turn
+
+
+def unavailable(why: str) -> MemoryEsError:
+    return MemoryEsError(f"{UNAVAILABLE}: useOriginalQuery is unavailable: {why}",
+                         code=UNAVAILABLE)
 
 
 def check_ask(query: object, limit: object, *, kind: object = None, about: object = None,

@@ -1,79 +1,62 @@
-"""The read path bound to one configuration: :class:`Recaller` holds the config, the embedder
-and the calibration they imply, decided once (DESIGN 9.4, G20).
+"""Answering a question, bound to one configuration: :class:`Recaller` holds the config, the
+embedder and the calibration they imply, decided once (DESIGN 9.4, G20), and is the one
+orchestration of a recall both doors use (the writer's ``store.reading`` and the read-only
+``MemoryRoot``), now or as of an instant.
 
-Each embedding identity carries its own calibration: the configured
-``memory.embeddings.calibration`` when present, else the identity's shipped one
-(:data:`CALIBRATIONS`), else the reference's numbers (``NOMIC_V15``, nomic-embed-text v1.5).
-Without an embedder (Lite, no embeddings block) every result is lexical-only and flagged
-``degraded``; a provider outage degrades the same way, never an exception.
+A door supplies only what is its own: how it holds its index (a lock, a verified read), where
+its vectors are (a live matrix, or one read afresh), whether embedding is paused, its host's
+turn lookups (G34, G35) and, as of an instant, the fold of its journal. Without an embedder
+(Lite, no embeddings block) every result is lexical-only and flagged ``degraded``; a provider
+outage degrades the same way, never an exception (G20).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
+from typing import Protocol
 
 import apsw
 import numpy as np
 
-from memory_es.config import CalibrationConfig, EmbeddingsConfig, MemoryConfig
-from memory_es.embeddings import Embedder, EmbeddingError, EmbeddingIdentity
-from memory_es.recall.candidates import auto_block, check_query
+from memory_es.config import MemoryConfig
+from memory_es.embeddings import Embedder, EmbeddingError
+from memory_es.errors import IndexUnavailableError
+from memory_es.recall.as_of import AsOfState
+from memory_es.recall.asking import Ask, has_content
+from memory_es.recall.automatic import auto_block
 from memory_es.recall.explicit import Lookup, deliberate, direct_lookup, recall
-from memory_es.recall.guidance import GuidanceKind
-from memory_es.recall.policy import ReadPolicy
-from memory_es.recall.profile import Profile, owner_profile
-from memory_es.recall.result import AutoContext, RecallResult
-from memory_es.recall.score import NOMIC_V15, Calibration
-from memory_es.recall.vectors import VectorMatrix, vector_backlog
+from memory_es.recall.rank.calibrations import calibration_for, configured_calibration
+from memory_es.recall.rank.policy import ReadPolicy
+from memory_es.recall.rank.render import Recall
+from memory_es.recall.sections.guidance import GuidanceKind
+from memory_es.recall.sections.profile import Profile, owner_profile
+from memory_es.recall.sections.result import AutoContext, RecallResult
+from memory_es.text import iso_ms
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import vector_backlog
+from projections.sqlite_index import IndexProjection
+
+Index = Callable[[], AbstractContextManager[apsw.Connection]]  # the door holds its index
+Matrix = Callable[[Embedder, apsw.Connection], VectorMatrix]
+Fold = Callable[[datetime], AsOfState]  # the fold of the door's journal at an instant
+
+
+class Turns(Protocol):
+    """A door's turn-scoped lookups (:class:`memory_es.host.turns.TurnLookups`)."""
+
+    def original(self, turn: str) -> Lookup: ...
+
+    def cached(self, turn: str, query: str) -> Lookup | None: ...
+
+    def keep(self, turn: str, lookup: Lookup, *, original: bool = False) -> None: ...
+
 
 log = logging.getLogger("memory_es")
-
-# Fitted for the local provider's default model, USE multilingual v3 (512-d), by
-# bench/recall_quality.py on the DEV splits of both labelled sets (296 questions) only
-# (fit_hybrid: lexical weight, no-evidence cosine (the middle of the values that cost no dev
-# ranking, calibrate.plateau_middle), a balanced-accuracy floor that flags at most 5 % of
-# answerable dev questions, the narrowest tail that keeps the ranking's recall@5, and the
-# automatic block's floor and window by fit_auto); the README reports the test splits.
-LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.235, recall_tail=0.40,
-                        auto_floor=0.46, auto_window=0.04, lexical_weight=0.25)
-# The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
-# (bench/recall_quality.py --model minilm).
-LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
-                           auto_floor=0.76, auto_window=0.05, lexical_weight=0.5)
-CALIBRATIONS = {("local", "use-multilingual-v3"): LOCAL_USE,
-                ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
-
-
-def calibration_for(identity: EmbeddingIdentity | None,
-                    override: CalibrationConfig | None = None) -> Calibration:
-    """Each embedding identity carries its own calibration (DESIGN 9.4): the configured
-    ``memory.embeddings.calibration`` (``override``) when present, else the identity's shipped
-    one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5)."""
-    shipped = NOMIC_V15 if identity is None else CALIBRATIONS.get(
-        (identity.provider, identity.model), NOMIC_V15)
-    if override is not None:
-        return Calibration(no_evidence_cosine=override.no_evidence_cosine,
-                           recall_floor=override.recall_floor,
-                           recall_tail=override.recall_tail,
-                           auto_floor=override.auto_floor,
-                           auto_window=override.auto_window,
-                           lexical_weight=(shipped.lexical_weight
-                                           if override.lexical_weight is None
-                                           else override.lexical_weight))
-    return shipped
-
-
-def configured_calibration(config: MemoryConfig) -> CalibrationConfig | None:
-    """The ``memory.embeddings.calibration`` override of ``config``, or None."""
-    return config.embeddings.calibration if config.embeddings is not None else None
-
-
-def embeddings_block(config: MemoryConfig) -> EmbeddingsConfig | None:
-    """The embeddings block recall searches vectors with, or None: Lite never embeds (D2), and
-    a config without a ``memory.embeddings`` block has no provider."""
-    return config.embeddings if config.mode != "lite" else None
 
 
 class Recaller:
@@ -81,7 +64,8 @@ class Recaller:
 
     ``calibration`` is the one this pair implies (:func:`calibration_for`); explicit recall
     expands one graph hop in BuJo (L4). The connection, the clock and the vectors stay the
-    caller's: a store passes its own live matrix, a read-only caller uses :meth:`search`.
+    caller's: :meth:`answer` takes them from the door (a store's live matrix, or one read
+    afresh).
     """
 
     def __init__(self, config: MemoryConfig, embedder: Embedder | None,
@@ -117,10 +101,7 @@ class Recaller:
         """The index's vectors of this embedder's identity, read into a new matrix."""
         if self.embedder is None:
             raise ValueError("a lexical Recaller has no vectors to load")
-        identity = self.embedder.identity
-        matrix = VectorMatrix(identity.dim)
-        matrix.refresh(conn, identity.key)
-        return matrix
+        return _fresh_matrix(self.embedder, conn)
 
     def recall(self, conn: apsw.Connection, query: str, *, now: datetime,
                query_vector: np.ndarray | None, matrix: VectorMatrix | None,
@@ -206,13 +187,113 @@ class Recaller:
                                vectors_pending=pending, profile=shown)
         return AutoContext(whole, profile=shown)
 
-    def search(self, conn: apsw.Connection, query: str, *, now: datetime,
-               limit: int = 10, explain: bool = False, kind: GuidanceKind | None = None,
-               about: str | None = None) -> RecallResult:
-        """A read-only caller's whole recall (``memory-es search``): embed the query, read the
-        matrix only when that worked, then :meth:`recall`."""
-        check_query(query)
-        query_vector = self.embed_query(query)
-        matrix = self.load_matrix(conn) if query_vector is not None else None
-        return self.recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
-                           limit=limit, explain=explain, kind=kind, about=about)
+    def answer(self, ask: Ask, index: Index, *, now: Callable[[], datetime], limit: int,
+               explain: bool = False, original: bool = False, embed: bool = True,
+               matrix: Matrix | None = None, turns: Turns | None = None) -> RecallResult:
+        """One deliberate recall of a checked question (G*), the whole of it: embed the query
+        (unless ``embed`` is off, a pause, or the turn already has a lookup: never embedded
+        twice, G35), open the door's ``index`` (``index_unreadable`` when it cannot be read),
+        take the vectors (``matrix``: the door's live one; default read afresh) only when
+        there is a query vector, then select. A door that must not embed without an index
+        (the read-only one: no index, no embedder built) passes the index it already holds.
+
+        A door with ``turns`` reuses and keeps its turn's lookups (G34 original-query mode,
+        G35 an identical query earlier in the turn; never one an outage degraded) and selects
+        over a lookup (:meth:`reuse`); a door without one recalls afresh (:meth:`recall`).
+        ``now`` is read once the index is held."""
+        lookup = None
+        if turns is not None and ask.turn is not None:
+            lookup = (turns.original(ask.turn) if original
+                      else turns.cached(ask.turn, ask.query))
+        query_vector = self.embed_query(ask.query) if lookup is None and embed else None
+        with contextlib.ExitStack() as held:
+            try:
+                conn = held.enter_context(index())
+            except IndexUnavailableError:  # logged where it was found
+                return RecallResult(recall=Recall(hits=()), degraded=True,
+                                    reason="index_unreadable")
+            vector = query_vector if lookup is None else lookup.query_vector
+            vectors = None
+            if self.embedder is not None and vector is not None:
+                vectors = (matrix or _fresh_matrix)(self.embedder, conn)
+            if turns is None:
+                return self.recall(conn, ask.query, now=now(), query_vector=query_vector,
+                                   matrix=vectors, limit=limit, explain=explain,
+                                   kind=ask.kind, about=ask.about)
+            if lookup is None:
+                lookup = self.lookup(conn, ask.query, query_vector=query_vector,
+                                     matrix=vectors)
+                if ask.turn is not None and (query_vector is not None
+                                             or self.embedder is None):
+                    turns.keep(ask.turn, lookup)
+            return self.reuse(conn, lookup, now=now(), matrix=vectors, limit=limit,
+                              explain=explain, original=original, kind=ask.kind,
+                              about=ask.about)
+
+    def answer_auto(self, text: str, index: Index, *, now: Callable[[], datetime],
+                    session: str | None, lines: bool = True, embed: bool = True,
+                    matrix: Matrix | None = None, turn: str | None = None,
+                    turns: Turns | None = None) -> AutoContext:
+        """The automatic context for ``text`` (H1-H22), the whole of it: embed (a pause, ``embed``
+        off, is said once in the log, M8), open the door's ``index`` (``index_unreadable``
+        when it cannot be read), take the vectors, and with ``turn`` make the direct lookup
+        the turn's original one (G34), shared with an identical tool query (G35), then
+        :meth:`auto_block`. ``lines``: the short-owner-text gate's verdict (H14)."""
+        query_vector = None
+        if self.embedder is not None and not embed:
+            log.warning("memory_recall_unavailable: no automatic block (provider paused)")
+        elif self.embedder is not None:
+            query_vector = self.embed_query(text, unavailable="no automatic block")
+        with contextlib.ExitStack() as held:
+            try:
+                conn = held.enter_context(index())
+            except IndexUnavailableError:
+                return AutoContext("", degraded=True, reason="index_unreadable")
+            vectors = None
+            if self.embedder is not None and query_vector is not None:
+                vectors = (matrix or _fresh_matrix)(self.embedder, conn)
+            lookup = None
+            if turns is not None and turn is not None and vectors is not None \
+                    and has_content(text):
+                lookup = self.lookup(conn, text, query_vector=query_vector, matrix=vectors,
+                                     session=session)
+                turns.keep(turn, lookup, original=True)
+            return self.auto_block(conn, text, now=now(), query_vector=query_vector,
+                                   matrix=vectors, session=session, lines=lines,
+                                   lookup=lookup)
+
+    def answer_as_of(self, ask: Ask, as_of: datetime, *, now: datetime, fold: Fold,
+                     fill: Callable[[IndexProjection], None], limit: int,
+                     explain: bool = False, embed: bool = True) -> RecallResult:
+        """Recall over the door's journal as it was at ``as_of`` (a future instant is
+        ``now``): embed the query (unless ``embed`` is off), take the door's ``fold`` of its
+        journal at that instant, give it its vectors (``fill``: the vector cache first, then
+        the provider; lexical recall needs none), then :meth:`recall` over it with
+        currentness judged at the instant. The result says which instant and journal
+        position it answers from."""
+        instant = min(as_of, now).astimezone(UTC)
+        query_vector = self.embed_query(ask.query) if embed else None
+        state = fold(instant)
+        matrix = None
+        if self.embedder is not None and query_vector is not None:
+            identity = self.embedder.identity.key
+            state.fill(fill, identity)
+            conn = state.index.conn
+            matrix = state.matrices.get(identity)
+            if matrix is None:
+                matrix = state.matrices[identity] = self.load_matrix(conn)
+            else:
+                matrix.refresh(conn, identity)  # vectors a later fill added (incremental)
+        result = self.recall(state.index.conn, ask.query, now=instant,
+                             query_vector=query_vector, matrix=matrix, limit=limit,
+                             explain=explain, kind=ask.kind, about=ask.about)
+        return replace(result, as_of=iso_ms(instant), position=state.position)
+
+
+def _fresh_matrix(embedder: Embedder, conn: apsw.Connection) -> VectorMatrix:
+    """The index's vectors of ``embedder``'s identity, read into a new matrix (a one-shot
+    reader's: it loads, answers and goes)."""
+    identity = embedder.identity
+    matrix = VectorMatrix(identity.dim)
+    matrix.refresh(conn, identity.key)
+    return matrix

@@ -10,26 +10,19 @@ without another retrieval or embedding request.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, tzinfo
-from typing import Final
 
 import apsw
 import numpy as np
 
-import memory_es.recall.candidates as retrieval  # by module: the retrievers stay one seam
-from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.recall.candidates import check_limit, check_query, has_content
-from memory_es.recall.card import mentioned_people
-from memory_es.recall.factsheet import FactSheet, fact_sheet
-from memory_es.recall.guidance import GuidanceKind, guidance_select, labelled_lines
-from memory_es.recall.lexical import LexicalEvidence
-from memory_es.recall.policy import OFF, ReadPolicy, apply_recency
-from memory_es.recall.render import Recall
-from memory_es.recall.result import RecallResult, explained
-from memory_es.recall.score import (
+import memory_es.recall.retrieve.candidates as retrieval  # by module: the retrievers stay one seam
+from memory_es.errors import MemoryEsError
+from memory_es.recall.asking import check_limit, check_query, has_content
+from memory_es.recall.rank.policy import OFF, ReadPolicy, apply_recency
+from memory_es.recall.rank.render import Recall
+from memory_es.recall.rank.score import (
     MAX_CANDIDATES,
     NOMIC_V15,
     Calibration,
@@ -37,10 +30,13 @@ from memory_es.recall.score import (
     Scoring,
     score_all,
 )
-from memory_es.recall.select import SelectMode, host_zone, select
-from memory_es.recall.vectors import VectorMatrix
-
-_ABOUT: Final = re.compile(r"(?:person:)?([0-9a-f]{8,64})")
+from memory_es.recall.rank.select import SelectMode, host_zone, select
+from memory_es.recall.retrieve.lexical import LexicalEvidence
+from memory_es.recall.sections.card import mentioned_people
+from memory_es.recall.sections.factsheet import FactSheet, fact_sheet
+from memory_es.recall.sections.guidance import GuidanceKind, guidance_select, labelled_lines
+from memory_es.recall.sections.result import RecallResult, explained
+from memory_es.vectors.matrix import VectorMatrix
 
 
 @dataclass(frozen=True)
@@ -65,18 +61,6 @@ def direct_lookup(conn: apsw.Connection, query: str, *, query_vector: np.ndarray
                                           evidence=evidence)
     return Lookup(query, query_vector,
                   tuple(score_all(query, candidates, calibration, scoring)))
-
-
-def check_about(about: object) -> str | None:
-    """``about`` is None or a person's entity id (64 hex) or a unique prefix of at least 8,
-    optionally written ``person:<id>``; anything else is ``recall_invalid_about``."""
-    if about is None:
-        return None
-    if not isinstance(about, str) or (found := _ABOUT.fullmatch(about)) is None:
-        raise InvalidArgumentError(f"recall_invalid_about: about must be a person's entity id "
-                                   f"or a unique prefix of at least 8 hex digits, got "
-                                   f"{about!r}", code="recall_invalid_about")
-    return found[1]
 
 
 def resolve_about(conn: apsw.Connection, about: str) -> tuple[str, str]:
@@ -202,5 +186,5 @@ def recall(conn: apsw.Connection, query: str, *, now: datetime,
                       kind=kind, about=about, policy=policy)
 
 
-__all__ = ["FactSheet", "Lookup", "check_about", "current_pool", "deliberate", "direct_lookup",
+__all__ = ["FactSheet", "Lookup", "current_pool", "deliberate", "direct_lookup",
            "recall", "resolve_about"]

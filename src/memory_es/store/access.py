@@ -5,7 +5,7 @@ never reaches ranking (G9): no read path opens this file. It lives in
 ``.runtime/access.db`` (runtime state, like the worker's snapshot: health skips ``.runtime``,
 rebuild and replay never read it), one row per memory id with ``last_accessed_at`` (UTC ISO
 with milliseconds) and ``access_count``. The writer counts delivered ids (once per logical
-turn, :class:`~memory_es.recall.turns.TurnLookups`); forgetting a memory deletes its row.
+turn, :class:`~memory_es.host.turns.TurnLookups`); forgetting a memory deletes its row.
 A telemetry failure is logged and swallowed: it must never fail a recall.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, Final
 import apsw
 
 from memory_es.fsutil import make_private_dir
-from memory_es.recall.render import format_instant
+from memory_es.recall.rank.render import format_instant
 from projections.consistency import RUNTIME_DIR
 from projections.sqlite_index import connect_derived
 

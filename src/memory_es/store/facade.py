@@ -20,6 +20,8 @@ from pathlib import Path
 import msgspec
 
 from memory_es.bounds import check_intake_id, check_seconds
+from memory_es.browse.inventory import MemoryDetail, MemoryList
+from memory_es.browse.journal_page import JournalPage
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
 from memory_es.config import ConfigError, MemoryConfig
@@ -37,13 +39,8 @@ from memory_es.intake import (
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.keystore import KeyStore
 from memory_es.observe import ObserveProcessor
-from memory_es.recall import (
-    AutoContext,
-    JournalPage,
-    RecallResult,
-)
-from memory_es.recall.inventory import MemoryDetail, MemoryList
-from memory_es.recall.profile import Profile
+from memory_es.recall import AutoContext, RecallResult
+from memory_es.recall.sections.profile import Profile
 from memory_es.rootconfig import RootConfig, effective, journal_of, resolve_root, settle
 from memory_es.step import Processor
 from memory_es.store.access import AccessStat
@@ -460,7 +457,7 @@ class MemoryStore:
         count of memories still waiting for one. With ``memory.profile.enabled`` the owner
         profile (:meth:`profile`) comes first, for owner turns only, and stays when the
         provider fails (M8); ``profile`` holds that part. Wrap it in a
-        :class:`~memory_es.recall.receipts.ReceiptCache` for a retained provider session
+        :class:`~memory_es.host.receipts.ReceiptCache` for a retained provider session
         (M10-M12). ``turn`` opens (or continues) the host's logical turn and binds this
         lookup as its original question's (G34), until :meth:`end_turn`."""
         return self.reads.auto_recall(text, session=session, owner=owner,

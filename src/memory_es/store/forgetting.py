@@ -28,18 +28,18 @@ import apsw
 import msgspec
 
 from memory_es.bounds import check_slug
+from memory_es.browse.inventory import check_memory_id, resolve_id
 from memory_es.errors import MemoryEsError, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS, Intake, Memory
 from memory_es.fsutil import crash_point
 from memory_es.ids import run_hash as run_hash_of
 from memory_es.ids import sha256_hex
 from memory_es.journal import OpenedJournal
-from memory_es.recall.ann import discard_all
-from memory_es.recall.inventory import check_memory_id, resolve_id
-from memory_es.recall.vectors import CACHE_DIR, CACHE_FILE, discard_cache
 from memory_es.store.admission import GroupCommit
 from memory_es.store.forget_plan import Plan, Planner
 from memory_es.store.projecting import LiveProjections
+from memory_es.vectors.ann import discard_all
+from memory_es.vectors.cache import CACHE_DIR, CACHE_FILE, discard_cache
 from projections.forgetting import scrub_pending, vacuum
 from projections.markdown import forget_rendered
 from projections.replay import generation_dirs

@@ -17,11 +17,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory_es.bounds import check_slug, describe
+from memory_es.browse.inventory import resolve_id
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import Memory
 from memory_es.ids import memory_uuid
 from memory_es.journal import OpenedJournal
-from memory_es.recall.inventory import resolve_id
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.vocabulary import STATUS_TRANSITIONS

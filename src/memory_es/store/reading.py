@@ -2,46 +2,40 @@
 the store's live index, with its own vector matrix (G*, H*, I*).
 
 Reads hold the journal (``GroupCommit.exclusive``) so they see a committed index; the query is
-embedded before, with no lock held.
+embedded before, with no lock held. Recall and the automatic block are orchestrated by
+:class:`~memory_es.recall.engine.Recaller` (``answer``, ``answer_as_of``, ``answer_auto``);
+this door gives it the live index, the live matrix, the pause and the host's turns.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, tzinfo
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from datetime import date, datetime, tzinfo
 from pathlib import Path
 
+import apsw
+
+from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, show_memory
+from memory_es.browse.journal import MemoryJournal
+from memory_es.browse.journal_key import RootCursorKey
+from memory_es.browse.journal_page import JournalPage
 from memory_es.config import MemoryConfig
 from memory_es.errors import IndexUnavailableError, InvalidArgumentError
 from memory_es.history import iter_events
+from memory_es.host.turns import TurnLookups
 from memory_es.journal import OpenedJournal
-from memory_es.recall import (
-    AutoContext,
-    JournalPage,
-    MemoryJournal,
-    Recall,
-    Recaller,
-    RecallResult,
-    check_limit,
-    check_query,
-    has_content,
-    owner_text_gate,
-)
-from memory_es.recall.as_of import AsOfStates, check_as_of, recall_as_of
-from memory_es.recall.asking import check_ask
+from memory_es.recall import AutoContext, Recaller, RecallResult
+from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
+from memory_es.recall.asking import check_ask, check_limit, check_query, check_turn, has_content
 from memory_es.recall.explicit import Lookup
-from memory_es.recall.inventory import MemoryDetail, MemoryList, list_memories, show_memory
-from memory_es.recall.journal_key import RootCursorKey
-from memory_es.recall.profile import Profile
-from memory_es.recall.turns import TurnLookups, check_turn
+from memory_es.recall.rank.select import owner_text_gate
+from memory_es.recall.sections.profile import Profile
 from memory_es.store.access import AccessLog, AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
 from projections.search import SearchHit, fts_search
-
-log = logging.getLogger("memory_es")
 
 
 class StoreReads:
@@ -73,38 +67,24 @@ class StoreReads:
     def recall(self, query: str | None, limit: int, explain: bool = False, *,
                kind: str | None = None, about: str | None = None, turn: str | None = None,
                original: bool = False) -> RecallResult:
-        """Deliberate recall (G*): a fresh lookup, or the turn's (G34 original-query mode;
-        G35 an identical normalized query made earlier in the turn), never embedded twice.
-        The ids it delivers are counted once per turn (G30)."""
+        """Deliberate recall (G*) through :meth:`Recaller.answer`, over the live index held
+        by the journal, with the store's live matrix and its host's turns (G34, G35). The
+        ids it delivers are counted once per turn (G30)."""
         ask = check_ask(query, limit, kind=kind, about=about, turn=turn, original=original)
-        recaller = self.recaller()
-        lookup = (self._turns.original(ask.turn) if ask.turn is not None and original
-                  else self._turns.cached(ask.turn, ask.query) if ask.turn is not None
-                  else None)
-        query_vector = None
-        if lookup is None and not self._vectors.paused:
-            query_vector = recaller.embed_query(ask.query)
-        with self._journal.exclusive():
-            try:
-                conn = self._projections.get().index.conn
-            except IndexUnavailableError:  # logged at open; admission goes on
-                return RecallResult(recall=Recall(hits=()), degraded=True,
-                                    reason="index_unreadable")
-            vector = query_vector if lookup is None else lookup.query_vector
-            matrix = (self._vectors.matrix(recaller.embedder, conn)
-                      if recaller.embedder is not None and vector is not None else None)
-            if lookup is None:
-                lookup = recaller.lookup(conn, ask.query, query_vector=query_vector,
-                                         matrix=matrix)
-                if ask.turn is not None and (query_vector is not None
-                                             or recaller.embedder is None):
-                    self._turns.keep(ask.turn, lookup)  # never a lookup an outage degraded
-            result = recaller.reuse(conn, lookup, now=self._clock(), matrix=matrix,
-                                    limit=limit, explain=explain, original=original,
-                                    kind=ask.kind, about=ask.about)
+        result = self.recaller().answer(
+            ask, self._live_index, now=self._clock, limit=limit, explain=explain,
+            original=original, embed=not self._vectors.paused, matrix=self._vectors.matrix,
+            turns=self._turns)
         self._access.record(self._turns.first_delivery(ask.turn, result.delivered()),
                             self._clock())
         return result
+
+    @contextlib.contextmanager
+    def _live_index(self) -> Iterator[apsw.Connection]:
+        """The live index, read holding the journal so it is a committed one (raises
+        ``IndexUnavailableError`` when it cannot be read; logged at open)."""
+        with self._journal.exclusive():
+            yield self._projections.get().index.conn
 
     def end_turn(self, turn: str) -> bool:
         """Turn cleanup (G34): its lookups go; original-query mode is unavailable after."""
@@ -127,14 +107,20 @@ class StoreReads:
     def recall_as_of(self, query: str | None, limit: int, explain: bool, as_of: datetime | str,
                      opened: OpenedJournal, *, kind: str | None = None,
                      about: str | None = None) -> RecallResult:
-        """Recall over the journal's state at ``as_of`` (a future instant is
-        now). The events are read holding the journal; the fold, the vectors (cache first,
-        no lock held: the provider may be called for text never embedded) and recall after."""
+        """Recall over the journal's state at ``as_of`` (a future instant is now), through
+        :meth:`Recaller.answer_as_of`; vectors from the cache first, no lock held (the
+        provider may be called for text never embedded)."""
         ask = check_ask(query, limit, kind=kind, about=about)
         now = self._clock()
-        instant = min(check_as_of(as_of), now).astimezone(UTC)
-        recaller = self.recaller()
-        query_vector = None if self._vectors.paused else recaller.embed_query(ask.query)
+        instant = check_as_of(as_of)
+        return self.recaller().answer_as_of(
+            ask, instant, now=now, fold=lambda at: self._fold(opened, at),
+            fill=self._vectors.fill, limit=limit, explain=explain,
+            embed=not self._vectors.paused)
+
+    def _fold(self, opened: OpenedJournal, instant: datetime) -> AsOfState:
+        """The journal's fold at ``instant``: its events are read holding the journal, the
+        fold made after, with no lock held."""
         with self._journal.exclusive():
             head = opened.recorder.max_notification_id() or 0
             state = self._as_of.cached(head, instant)
@@ -142,11 +128,7 @@ class StoreReads:
         if state is None:
             state = self._as_of.state(lambda upto: (e for e in events if e[0] <= upto),
                                       head, instant)
-        if query_vector is not None and recaller.embedder is not None:  # lexical: none
-            state.fill(self._vectors.fill, recaller.embedder.identity.key)
-        return recall_as_of(recaller, state, ask.query, instant=instant,
-                            query_vector=query_vector, limit=limit, explain=explain,
-                            kind=ask.kind, about=ask.about)
+        return state
 
     def close(self) -> None:
         self._as_of.close()
@@ -163,28 +145,11 @@ class StoreReads:
                 self._turns.keep(turn, Lookup(text, None, ()), original=True)
         if not owner:
             return AutoContext("")
-        lines = not gate_owner_text or owner_text_gate(text)
-        recaller = self.recaller()
-        query_vector = None
-        if recaller.embedder is not None and self._vectors.paused:  # M8: say why, once
-            log.warning("memory_recall_unavailable: no automatic block (provider paused)")
-        elif recaller.embedder is not None:
-            query_vector = recaller.embed_query(text, unavailable="no automatic block")
-        with self._journal.exclusive():
-            try:
-                conn = self._projections.get().index.conn
-            except IndexUnavailableError:
-                return AutoContext("", degraded=True, reason="index_unreadable")
-            matrix = (self._vectors.matrix(recaller.embedder, conn)
-                      if recaller.embedder is not None and query_vector is not None else None)
-            lookup = None
-            if turn is not None and matrix is not None and has_content(text):
-                lookup = recaller.lookup(conn, text, query_vector=query_vector, matrix=matrix,
-                                         session=session)
-                self._turns.keep(turn, lookup, original=True)
-            return recaller.auto_block(conn, text, now=self._clock(), query_vector=query_vector,
-                                       matrix=matrix, session=session, lines=lines,
-                                       lookup=lookup)
+        return self.recaller().answer_auto(
+            text, self._live_index, now=self._clock, session=session,
+            lines=not gate_owner_text or owner_text_gate(text),
+            embed=not self._vectors.paused, matrix=self._vectors.matrix, turn=turn,
+            turns=self._turns)
 
     def profile(self) -> Profile:
         """The owner profile over the live index (M3-M7, C11); no index, no profile."""

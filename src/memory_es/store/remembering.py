@@ -22,13 +22,13 @@ from typing import Any, Literal, cast
 import apsw
 
 from memory_es.bounds import describe
+from memory_es.browse.inventory import resolve_id
 from memory_es.capture.contracts.common import TEXT_MAX_BYTES, check_safe_text
 from memory_es.credentials import CREDENTIAL_RULE
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import Memory
 from memory_es.ids import memory_uuid, remember_id
 from memory_es.journal import OpenedJournal
-from memory_es.recall.inventory import resolve_id
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
 from memory_es.text import journal_text

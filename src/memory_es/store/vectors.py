@@ -19,18 +19,18 @@ import numpy as np
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, make_embedder
 from memory_es.errors import MemoryEsError
-from memory_es.recall import (
-    VectorCache,
-    VectorMatrix,
+from memory_es.store.admission import GroupCommit
+from memory_es.store.projecting import LiveProjections
+from memory_es.vectors.ann import discard_all
+from memory_es.vectors.cache import VectorCache
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import (
     embed_texts,
     fill_vectors,
     pending_texts,
     store_vectors,
     vector_backlog,
 )
-from memory_es.recall.ann import discard_all
-from memory_es.store.admission import GroupCommit
-from memory_es.store.projecting import LiveProjections
 from projections.replay import open_active_index
 from projections.sqlite_index import IndexProjection
 

@@ -26,8 +26,8 @@ pure functions over per-question rankings and scores (shared with ``bench/recall
   narrowest window, then the highest floor (:func:`fit_auto`). A question's gold is what the
   block should carry, so answerable and no-answer questions are its labels.
 
-The labelled file is :mod:`memory_es.recall.labelled`; fitting a root and its report is
-:mod:`memory_es.recall.calibrate_report`.
+The labelled file is :mod:`memory_es.calibration.labelled`; fitting a root and its report is
+:mod:`memory_es.calibration.report`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, Protocol
 
-from memory_es.recall.labelled import NO_ANSWER_KINDS, LabelledQuestion
-from memory_es.recall.score import (
+from memory_es.calibration.labelled import NO_ANSWER_KINDS, LabelledQuestion
+from memory_es.recall.rank.score import (
     EPSILON,
     NOMIC_V15,
     Calibration,
@@ -50,7 +50,7 @@ from memory_es.recall.score import (
     Scoring,
     score_all,
 )
-from memory_es.recall.select import auto_best, auto_select, select
+from memory_es.recall.rank.select import auto_best, auto_select, select
 
 NEC_STEP: Final = 0.01  # no_evidence_cosine candidates: 0.00, 0.01, ... 0.70
 NEC_MAX: Final = 0.70
@@ -318,8 +318,8 @@ class PoolLike(Protocol):
 
 class PoolScorer:
     """Rankings and runs from each question's candidate pool (computed once: the pool does not
-    depend on the calibration), exactly as :func:`~memory_es.recall.candidates.recall` would
-    score them."""
+    depend on the calibration), exactly as :func:`~memory_es.recall.explicit.recall` would score
+    them."""
 
     def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
                  now: datetime, *, scoring: Scoring = "hybrid",

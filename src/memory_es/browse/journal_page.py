@@ -1,7 +1,7 @@
 """MemoryJournal's typed answers (I3, I10, I11, I13, I15): the range echo, entries, coverage
 and page, each with ``to_json()`` giving the camelCase tool shape.
 
-``memory_es.recall.chronology`` builds them; the tool contract is ``JournalPage.to_json()``.
+``memory_es.browse.journal`` builds them; the tool contract is ``JournalPage.to_json()``.
 """
 
 from __future__ import annotations

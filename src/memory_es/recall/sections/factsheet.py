@@ -25,10 +25,10 @@ from typing import Any, Final
 
 import apsw
 
-from memory_es.recall.render import Currentness, format_instant
-from memory_es.recall.score import Candidate
-from memory_es.recall.select import currentness, ended_on, host_zone
-from memory_es.recall.vectors import optional_rows
+from memory_es.indexread import optional_rows
+from memory_es.recall.rank.render import Currentness, format_instant
+from memory_es.recall.rank.score import Candidate
+from memory_es.recall.rank.select import currentness, ended_on, host_zone
 from memory_es.text import fold
 from memory_es.validity import parse_validity
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list

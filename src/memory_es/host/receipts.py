@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Final, Literal
 
-from memory_es.recall.profile import PROFILE_HEADING
-from memory_es.recall.result import AutoContext
+from memory_es.recall.sections.profile import PROFILE_HEADING
+from memory_es.recall.sections.result import AutoContext
 
 MAX_CONVERSATIONS: Final = 256  # M11
 MAX_FINGERPRINTS: Final = 256  # M11: per conversation

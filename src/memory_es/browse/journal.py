@@ -11,7 +11,7 @@ A cursor carries what it needs, so it works in any handle and any process on the
 its query (the three range fields and the limit), the exact offset of the
 next page, the index position the snapshot was read at and the snapshot's content digest
 (SHA-256 over the range echo, the limit, every entry and the coverage). It is HMAC-SHA-256
-signed with the root's cursor key (:mod:`memory_es.recall.journal_key`; a handle without a
+signed with the root's cursor key (:mod:`memory_es.browse.journal_key`; a handle without a
 root, in tests, uses a random key of its own), so a changed byte or a cursor of another root
 fails ``journal_cursor_invalid``, and carries no field a caller could override. The handle that
 froze the snapshot serves its pages from memory: writes after the snapshot never shift them.
@@ -21,7 +21,8 @@ memories of the range changed since the first page and the cursor fails
 ``journal_cursor_stale`` (repeat the first request). A continuation never returns pages of a
 different snapshot.
 
-Bounds (I5, I7-I9, DESIGN 9.12):
+What a request may be (the range, the zone, the limit) is
+:mod:`memory_es.browse.journal_request`. Bounds (I5, I7-I9, DESIGN 9.12):
 
 - at most 31 civil days inclusive; ``limit`` (entries per page) 10 by default, 1..25, never
   clamped;
@@ -50,30 +51,34 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
-from functools import lru_cache
+from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
 
 import apsw
 
-from memory_es.errors import MemoryEsError
-from memory_es.recall.journal_page import (
+from memory_es.browse.journal_page import (
     JournalCoverage,
     JournalEntry,
     JournalPage,
     Range,
     StoppedBy,
 )
-from memory_es.recall.score import Candidate
-from memory_es.recall.select import currentness
+from memory_es.browse.journal_request import (
+    CIVIL_DATE,
+    DEFAULT_LIMIT,
+    RANGE_FIELDS,
+    check_limit,
+    journal_error,
+    resolve_range,
+)
+from memory_es.errors import MemoryEsError
+from memory_es.recall.rank.score import Candidate
+from memory_es.recall.rank.select import currentness
 from memory_es.text import UNSAFE_CHARS, iso_ms
 from memory_es.validity import parse_validity
 from memory_es.vocabulary import TERMINAL_STATUSES  # G22 / I14: never returned
 
-MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 25
 MAX_SNAPSHOTS = 4
 SNAPSHOT_MAX_ENTRIES = 1000
 SNAPSHOT_MAX_BYTES = 2 * 1024 * 1024
@@ -86,96 +91,16 @@ UNSAFE_TEXT_MARKER = "[unsafe text withheld]"
 UNSAFE_ID_MARKER = "[unsafe id withheld]"
 UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
 
-RANGE_FIELDS = ("fromDate", "throughDate", "timeZone")
-MIN_DATE = date(1, 1, 2)
-MAX_DATE = date(9999, 12, 30)
 CURSOR_VERSION = 2
 MAX_CURSOR = 1024  # characters
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _SAFE_WORD = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 # DESIGN 9.11: C0/C1 controls except tab, bidi embeddings/overrides/isolates, HTML comments.
 _UNSAFE_TEXT = re.compile(f"[{UNSAFE_CHARS}]|<!--|-->")
-# Names the zoneinfo search path resolves that are not a chosen IANA zone: they would
-# silently guess the host zone (I4).
-_HOST_ZONE_NAMES = frozenset({"localtime", "posixrules"})
 
 _COLUMNS = "m.rowid, m.id, m.kind, m.text, m.recorded_at, m.status, m.day"
 _TERM_COLUMNS = _COLUMNS + ", mt.valid_from, mt.valid_to, mt.due_at"
-
-
-def _error(code: str, message: str) -> MemoryEsError:
-    return MemoryEsError(message, code=code)
-
-
-@lru_cache(maxsize=1)
-def _iana_zones() -> frozenset[str]:
-    return frozenset(available_timezones()) - _HOST_ZONE_NAMES
-
-
-def resolve_zone(time_zone: object) -> ZoneInfo:
-    """The explicit IANA zone; never a default, never the host zone (I4)."""
-    if not isinstance(time_zone, str) or time_zone not in _iana_zones():
-        raise _error("journal_invalid_zone", f"unknown IANA time zone {time_zone!r}")
-    try:
-        return ZoneInfo(time_zone)
-    except (KeyError, ValueError, OSError) as e:
-        raise _error("journal_invalid_zone", f"unknown IANA time zone {time_zone!r}") from e
-
-
-def parse_civil_date(value: object, name: str) -> date:
-    """A real calendar date written exactly YYYY-MM-DD."""
-    if not isinstance(value, str) or not _DATE.fullmatch(value):
-        raise _error("journal_invalid_date", f"{name} must be a YYYY-MM-DD date, got {value!r}")
-    try:
-        day = date.fromisoformat(value)
-    except ValueError as e:
-        raise _error("journal_invalid_date", f"{name} {value!r} is not a real date") from e
-    if not MIN_DATE <= day <= MAX_DATE:  # the UTC interval of any zone stays representable
-        raise _error("journal_invalid_date",
-                     f"{name} {value!r} is out of range: dates from {MIN_DATE} to {MAX_DATE}")
-    return day
-
-
-def check_limit(limit: object) -> int:
-    if limit is None:
-        return DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise _error("journal_invalid_limit",
-                     f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
-    return limit
-
-
-def local_midnight_utc(day: date, zone: ZoneInfo) -> datetime:
-    """The UTC instant at which ``day`` starts in ``zone``.
-
-    A midnight that a DST jump skips resolves (fold=0) to the transition instant, and an
-    ambiguous midnight to its first occurrence: either way the day's first instant.
-    """
-    return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
-
-
-def resolve_range(from_date: object, through_date: object, time_zone: object) -> Range:
-    """Validate the three range fields (I2-I4) and resolve the UTC interval."""
-    for name, value in zip(RANGE_FIELDS, (from_date, through_date, time_zone), strict=True):
-        if value is None:
-            raise _error("journal_missing_range",
-                         f"{name} is required: fromDate, throughDate and timeZone are all "
-                         "required (no default zone)")
-    zone = resolve_zone(time_zone)
-    start = parse_civil_date(from_date, "fromDate")
-    end = parse_civil_date(through_date, "throughDate")
-    if start > end:
-        raise _error("journal_invalid_range",
-                     f"fromDate {start} is after throughDate {end}")
-    days = (end - start).days + 1
-    if days > MAX_RANGE_DAYS:
-        raise _error("journal_range_too_long",
-                     f"range covers {days} civil days; at most {MAX_RANGE_DAYS} are allowed")
-    assert isinstance(time_zone, str)
-    return Range(start, end, time_zone, zone, local_midnight_utc(start, zone),
-                 local_midnight_utc(end + timedelta(days=1), zone))
 
 
 def cap_text(text: str) -> tuple[str, bool]:
@@ -218,12 +143,12 @@ def _entry(row: tuple[Any, ...], zone: ZoneInfo, now: datetime) -> JournalEntry:
                                     valid_to=parse_validity(valid_to),
                                     due_at=parse_validity(due_at)), now, zone)
     except ValueError as e:
-        raise _error("journal_unavailable", "the journal backend is unavailable") from e
+        raise journal_error("journal_unavailable", "the journal backend is unavailable") from e
     local = instant.astimezone(zone)
     shown, truncated = safe_text(text)
     # I13: the canonical daily source reference, relative (never a memory-root path).
     source = (f"daily/{source_day}.md" if isinstance(source_day, str)
-              and _DATE.fullmatch(source_day) else UNSAFE_VALUE_MARKER)
+              and CIVIL_DATE.fullmatch(source_day) else UNSAFE_VALUE_MARKER)
     return JournalEntry(id=safe_id(memory_id), recorded_at=iso_ms(instant),
                         day=local.date().isoformat(), time=local.strftime("%H:%M"),
                         type=safe_word(kind), status=safe_word(status), source=source,
@@ -297,7 +222,7 @@ KeySource = Callable[[bool], bytes | None]
 class MemoryJournal:
     """The chronological tool for one handle: its cursor key and its 4 frozen snapshots.
 
-    ``key`` is the root's key source (:class:`~memory_es.recall.journal_key.RootCursorKey`:
+    ``key`` is the root's key source (:class:`~memory_es.browse.journal_key.RootCursorKey`:
     called with ``create=True`` to sign, ``False`` to verify), raw key bytes, or None for a
     random key of this handle alone.
     """
@@ -322,15 +247,15 @@ class MemoryJournal:
         if "cursor" in request:
             extra = sorted(set(request) - {"cursor"})
             if extra:
-                raise _error("journal_invalid_request",
+                raise journal_error("journal_invalid_request",
                              "a continuation takes only the cursor; range or limit overrides "
                              f"are not accepted ({', '.join(extra)})")
             return self.continue_(conn, request["cursor"])
         unknown = sorted(set(request) - {*RANGE_FIELDS, "limit"})
         if unknown:
-            raise _error("journal_invalid_request", f"unknown fields: {', '.join(unknown)}")
+            raise journal_error("journal_invalid_request", f"unknown fields: {', '.join(unknown)}")
         if conn is None:
-            raise _error("journal_unavailable", "the journal backend is unavailable")
+            raise journal_error("journal_unavailable", "the journal backend is unavailable")
         return self.query(conn, request.get("fromDate"), request.get("throughDate"),
                           request.get("timeZone"), request.get("limit"))
 
@@ -350,7 +275,7 @@ class MemoryJournal:
         snapshot = self._snapshots.get(c.digest)
         if snapshot is None:
             if conn is None:
-                raise _error("journal_unavailable", "the journal backend is unavailable")
+                raise journal_error("journal_unavailable", "the journal backend is unavailable")
             try:
                 resolved = resolve_range(c.from_date, c.through_date, c.time_zone)
                 page_limit = check_limit(c.limit)
@@ -364,7 +289,8 @@ class MemoryJournal:
         else:
             self._snapshots.move_to_end(c.digest)
         if c.offset not in snapshot.starts:
-            raise _error("journal_cursor_invalid", "cursor offset is not a page of its snapshot")
+            raise journal_error("journal_cursor_invalid",
+                                "cursor offset is not a page of its snapshot")
         return self._page(snapshot, c.offset)
 
     @property
@@ -412,7 +338,7 @@ class MemoryJournal:
                     total += size
         except apsw.Error as e:
             # I11 / I14: the generic error; the raw backend message never leaves.
-            raise _error("journal_unavailable", "the journal backend is unavailable") from e
+            raise journal_error("journal_unavailable", "the journal backend is unavailable") from e
         coverage = JournalCoverage(complete=stopped == "range_end", stopped_by=stopped,
                                    entries=len(entries), bytes=total)
         return Snapshot(r, limit, entries, sizes, coverage, position)
@@ -439,7 +365,7 @@ class MemoryJournal:
         return f"{_b64(payload)}.{_b64(hmac.new(key, payload, hashlib.sha256).digest())}"
 
     def _verify(self, cursor: Any) -> Cursor:
-        invalid = _error("journal_cursor_invalid",
+        invalid = journal_error("journal_cursor_invalid",
                          "cursor is malformed, altered, or not from this memory root")
         if not isinstance(cursor, str) or cursor.count(".") != 1 or len(cursor) > MAX_CURSOR:
             raise invalid
@@ -476,7 +402,7 @@ def _index_position(conn: apsw.Connection) -> int:
 
 def _stale(cursor: Cursor, position: int | None) -> MemoryEsError:
     now = "" if position is None else f", the index is now at {position}"
-    return _error("journal_cursor_stale",
+    return journal_error("journal_cursor_stale",
                   f"the memories of {cursor.from_date}..{cursor.through_date} "
                   f"{cursor.time_zone} changed since this cursor's first page (read at index "
                   f"position {cursor.position}{now}); repeat the first request")

@@ -2,7 +2,7 @@
 
 A labelled line is *eligible* when it ranks in the effective query's top 8 retrieved (live,
 direct, before the tail cut) candidates and clears the automatic background floor
-(``calibration.auto_floor``, the floor :func:`~memory_es.recall.select.background_select`
+(``calibration.auto_floor``, the floor :func:`~memory_es.recall.rank.select.background_select`
 holds the labelled background to). An explicit ``kind`` keeps only that label and lifts the
 floor, never the top-8 window. Lines are ordered by scope precedence, then score; at most 6.
 
@@ -27,10 +27,10 @@ from typing import Any, Final, Literal
 import apsw
 
 from memory_es.errors import InvalidArgumentError
-from memory_es.recall.render import Currentness, format_instant
-from memory_es.recall.score import EPSILON, Calibration, Scored
-from memory_es.recall.select import currentness, host_zone, ranking_order
-from memory_es.recall.vectors import optional_rows
+from memory_es.indexread import optional_rows
+from memory_es.recall.rank.render import Currentness, format_instant
+from memory_es.recall.rank.score import EPSILON, Calibration, Scored
+from memory_es.recall.rank.select import currentness, host_zone, ranking_order
 from memory_es.vocabulary import TERMINAL_STATUSES
 
 GuidanceKind = Literal["preference", "lesson"]

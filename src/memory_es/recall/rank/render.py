@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, tzinfo
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from memory_es.recall.score import Source
+    from memory_es.recall.rank.score import Source
 
 Currentness = Literal["current", "superseded", "ended"]
 Evidence = Literal["conflicting", "insufficient"]

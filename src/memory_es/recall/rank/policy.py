@@ -32,10 +32,10 @@ from typing import Final
 import apsw
 
 from memory_es.config import MemoryConfig
-from memory_es.recall.render import Hit
-from memory_es.recall.score import EPSILON, Calibration, Candidate
-from memory_es.recall.select import SelectMode
-from memory_es.recall.vectors import optional_rows
+from memory_es.indexread import optional_rows
+from memory_es.recall.rank.render import Hit
+from memory_es.recall.rank.score import EPSILON, Calibration, Candidate
+from memory_es.recall.rank.select import SelectMode
 
 CLOSED_STATUSES: Final = frozenset({"done", "dropped"})  # M24: closed, out of automatic reads
 RECENCY_MAX: Final = 0.02  # M28: the term never exceeds this

@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, tzinfo
 from typing import Any, Literal
 
-from memory_es.recall.factsheet import FactSheet
-from memory_es.recall.guidance import GuidanceLine, render_guidance
-from memory_es.recall.lexical import LexicalEvidence
-from memory_es.recall.render import Recall, format_recall
-from memory_es.recall.score import EPSILON, Calibration, Scored, Scoring
-from memory_es.recall.select import SelectMode
+from memory_es.recall.rank.render import Recall, format_recall
+from memory_es.recall.rank.score import EPSILON, Calibration, Scored, Scoring
+from memory_es.recall.rank.select import SelectMode
+from memory_es.recall.retrieve.lexical import LexicalEvidence
+from memory_es.recall.sections.factsheet import FactSheet
+from memory_es.recall.sections.guidance import GuidanceLine, render_guidance
 from memory_es.text import truncate
 
 DegradedReason = Literal["lexical_only", "provider_unavailable", "vectors_pending",
@@ -32,7 +32,7 @@ class RecallResult:
 
     A hit's id: ``result.recall.hits[0].id`` (64 hex characters; what ``show``, ``forget``,
     ``set_status`` and ``mark`` take), with ``.text``, ``.score``, ``.status``,
-    ``.created_at`` beside it (:class:`~memory_es.recall.render.Hit`); ``delivered()`` lists
+    ``.created_at`` beside it (:class:`~memory_es.recall.rank.render.Hit`); ``delivered()`` lists
     every id the result shows, ``text`` is the rendered form, ``to_json()`` the structured one.
 
     Attributes:

@@ -35,7 +35,7 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from memory_es.fsutil import atomic_write, private_temp
-from memory_es.recall import spill
+from memory_es.vectors import spill
 
 ANN_THRESHOLD: Final = 20_000  # live vectors; below it exact numpy search is as fast (bench)
 CONNECTIVITY: Final = 16

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Literal
 
-from memory_es.recall.anchors import normalize
-from memory_es.recall.render import (
+from memory_es.recall.rank.anchors import normalize
+from memory_es.recall.rank.render import (
     CONFLICTING_NOTE,
     INSUFFICIENT_NOTE,
     Currentness,
@@ -24,7 +24,7 @@ from memory_es.recall.render import (
     format_auto_line,
     format_background_line,
 )
-from memory_es.recall.score import EPSILON, NOMIC_V15, Calibration, Candidate, Scored
+from memory_es.recall.rank.score import EPSILON, NOMIC_V15, Calibration, Candidate, Scored
 from memory_es.vocabulary import TERMINAL_STATUSES
 
 SelectMode = Literal["explicit", "original-query", "degraded"]

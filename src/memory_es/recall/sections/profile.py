@@ -34,8 +34,8 @@ from typing import Any, Final, Literal
 
 import apsw
 
-from memory_es.recall.select import has_ended, host_zone
-from memory_es.recall.vectors import optional_rows
+from memory_es.indexread import optional_rows
+from memory_es.recall.rank.select import has_ended, host_zone
 from memory_es.text import fold
 from memory_es.validity import parse_validity
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list

@@ -26,12 +26,12 @@ from eventsourcing.persistence import StoredEvent
 from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.ids import memory_uuid
+from memory_es.indexread import optional_rows
 from memory_es.journal import OpenedJournal
-from memory_es.recall.candidates import line_fields
-from memory_es.recall.render import Currentness, format_instant
-from memory_es.recall.score import Candidate, Source
-from memory_es.recall.select import currentness
-from memory_es.recall.vectors import optional_rows
+from memory_es.recall.rank.render import Currentness, format_instant
+from memory_es.recall.rank.score import Candidate, Source
+from memory_es.recall.rank.select import currentness
+from memory_es.recall.retrieve.candidates import line_fields
 from memory_es.text import iso_ms
 from memory_es.text import truncate as truncate  # re-exported: the CLI's list and show
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES

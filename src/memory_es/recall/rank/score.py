@@ -1,7 +1,7 @@
 """Recall scoring: pure, no I/O, no clock (SPEC G3-G10, G31, DESIGN 9.4-9.5).
 
 For one query over the bounded candidate pool (at most 50, G31), :func:`score_all` analyses the
-query once (:func:`~memory_es.recall.anchors.extract_anchors`) and scores each candidate in one
+query once (:func:`~memory_es.recall.rank.anchors.extract_anchors`) and scores each candidate in one
 of two modes (``memory.recall.scoring``).
 
 ``"hybrid"`` (the default) joins lexical evidence to the cosine as a probabilistic OR, so a
@@ -11,7 +11,7 @@ were measured on, and the joined part never exceeds 1:
    ``1 - (1 - semantic) * (1 - w * evidence) + anchor_bonus + rrf hint + salience * 0.005``
 
 where ``evidence`` is the candidate's lexical evidence (the IDF-weighted share of the query's
-terms it holds, 0..1, :mod:`~memory_es.recall.lexical`), ``semantic`` as below (clamped to
+terms it holds, 0..1, :mod:`~memory_es.recall.retrieve.lexical`), ``semantic`` as below (clamped to
 0..1) but taken from ``evidence`` while the vector is missing (G10: an exact restatement then
 scores 1, like a perfect cosine), and ``w`` the calibration's ``lexical_weight`` (chosen on a
 dev split, see ``bench/recall_quality.py``).
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 
-from memory_es.recall.anchors import (
+from memory_es.recall.rank.anchors import (
     Anchors,
     candidate_anchor_tokens,
     distinct_words,

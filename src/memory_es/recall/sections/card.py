@@ -18,8 +18,8 @@ from typing import Any
 import apsw
 
 from memory_es.ids import name_key
-from memory_es.recall.factsheet import bare_key, key_text, value_text
-from memory_es.recall.policy import excluded_ids
+from memory_es.recall.rank.policy import excluded_ids
+from memory_es.recall.sections.factsheet import bare_key, key_text, value_text
 from memory_es.text import fold
 from memory_es.vocabulary import HISTORY_STATUSES, sql_list
 from projections.search import entities_by_name

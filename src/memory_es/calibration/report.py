@@ -19,13 +19,7 @@ from typing import Any, Final
 import apsw
 import numpy as np
 
-from memory_es.config import MemoryConfig
-from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError, make_embedder
-from memory_es.errors import MemoryEsError
-from memory_es.history import verified_index
-from memory_es.intake import utc_now
-from memory_es.keystore import KeyStore
-from memory_es.recall.calibrate import (
+from memory_es.calibration.fit import (
     NEC_STEP,
     RANKING_SLACK,
     PoolScorer,
@@ -36,12 +30,19 @@ from memory_es.recall.calibrate import (
     fit_hybrid,
     fit_tail,
 )
-from memory_es.recall.candidates import candidate_pool
-from memory_es.recall.engine import Recaller, embeddings_block
-from memory_es.recall.labelled import LabelledQuestion, check_gold, load_labelled
-from memory_es.recall.score import NOMIC_V15, Calibration
-from memory_es.recall.vectors import VectorMatrix
+from memory_es.calibration.labelled import LabelledQuestion, check_gold, load_labelled
+from memory_es.config import MemoryConfig
+from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError, make_embedder
+from memory_es.errors import MemoryEsError
+from memory_es.history import verified_index
+from memory_es.intake import utc_now
+from memory_es.keystore import KeyStore
+from memory_es.recall.engine import Recaller
+from memory_es.recall.rank.score import NOMIC_V15, Calibration
+from memory_es.recall.retrieve.candidates import candidate_pool
 from memory_es.text import counted
+from memory_es.vectors.matrix import VectorMatrix
+from memory_es.vectors.pending import embeddings_block
 from memory_es.vocabulary import TERMINAL_STATUSES
 
 NEEDS_EMBEDDINGS: Final = "calibrate_needs_embeddings"

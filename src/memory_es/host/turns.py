@@ -1,5 +1,6 @@
 """The turn-scoped lookup cache a host reuses (G34, G35, J13, G30): host state, in memory only,
-beside the store like the receipt cache.
+beside the store like the receipt cache (:mod:`memory_es.host.receipts`). A turn id is checked
+with the question (:func:`memory_es.recall.asking.check_turn`).
 
 A logical turn is named by the host (``turn=`` on ``auto_context`` and ``recall``) and lives
 until ``end_turn``. It keeps
@@ -25,31 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.recall.candidates import has_content
+from memory_es.recall.asking import has_content, unavailable
 from memory_es.recall.explicit import Lookup
 from memory_es.text import fold
 
 MAX_OPEN_TURNS: Final = 64
 MAX_LOOKUPS_PER_TURN: Final = 8
-TURN_ID_MAX: Final = 256
-UNAVAILABLE: Final = "recall_original_unavailable"
-
-
-def check_turn(turn: object) -> str | None:
-    """A turn id is None or non-empty text of at most 256 characters."""
-    if turn is None:
-        return None
-    if not isinstance(turn, str) or not turn.strip() or len(turn) > TURN_ID_MAX:
-        raise InvalidArgumentError(f"recall_invalid_turn: turn must be a non-empty string of "
-                                   f"at most {TURN_ID_MAX} characters, got {turn!r}",
-                                   code="recall_invalid_turn")
-    return turn
-
-
-def unavailable(why: str) -> MemoryEsError:
-    return MemoryEsError(f"{UNAVAILABLE}: useOriginalQuery is unavailable: {why}",
-                         code=UNAVAILABLE)
 
 
 @dataclass

@@ -1,48 +1,35 @@
-"""Hybrid recall over one index connection (G*, H*, L4-L5): the candidate pool and the two
-read operations built on it.
+"""What a question looks at (G3, G31, G22, L4-L5): the candidate pool over one index connection.
 
 The pool is the FTS5 bm25 top 50 of live memories union the vector top 50, at most 50 (G31),
-each candidate carrying its entity names and structured fact.
-:mod:`~memory_es.recall.explicit` scores and selects it for MemoryRecall; :func:`auto_block`
-builds the automatic context: the "possibly relevant" block, the labelled background and the
-person card (H1-H22).
+each candidate carrying its entity names and structured fact; in BuJo one graph hop adds the
+direct hits' neighbours (L4, G12). :mod:`~memory_es.recall.explicit` scores and selects it for
+MemoryRecall; :mod:`~memory_es.recall.automatic` builds the automatic context from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from datetime import datetime, tzinfo
+from datetime import datetime
 from typing import Any
 
 import apsw
 import numpy as np
 
-from memory_es.bounds import check_text
-from memory_es.errors import MemoryEsError
-from memory_es.recall.card import person_card
-from memory_es.recall.lexical import LexicalEvidence
-from memory_es.recall.policy import OFF, ReadPolicy, automatic_pool
-from memory_es.recall.render import render_auto_block, render_background
-from memory_es.recall.score import (
+from memory_es.indexread import optional_rows
+from memory_es.recall.rank.score import (
     MAX_CANDIDATES,
-    NOMIC_V15,
-    Calibration,
     Candidate,
     Fact,
-    Scored,
-    Scoring,
     Source,
-    score_all,
 )
-from memory_es.recall.select import auto_select, background_select, host_zone
-from memory_es.recall.vectors import VectorMatrix, optional_rows
+from memory_es.recall.retrieve.lexical import LexicalEvidence
 from memory_es.validity import parse_validity
+from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vocabulary import REMEMBER_SOURCE, TERMINAL_STATUSES, sql_list
 from projections.sqlite_index import fts_query
 
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever contributes its top 50
-CONTEXT_BUDGET_BYTES = 2_500  # H12: the whole automatic context stays under about 2.5 KB
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
 _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 ASSISTANT_NOTED = "assistant noted"  # J9: an enhanced Remember, never verified-owner
@@ -256,90 +243,3 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
         neighbours.append(replace(_candidate(row, cosines.get(row[6]), None, None, evidence),
                                   graph_hop=True))
     return with_entity_names(conn, neighbours)
-
-
-def has_content(query: str) -> bool:
-    """A query names something only if it holds a letter or digit (any script)."""
-    return any(ch.isalnum() for ch in query)
-
-
-def check_limit(limit: object) -> int:
-    """Result limits are whole numbers from 1 to the fifty-hit pool (G31); anything else is a
-    caller's mistake, refused with a one-line error rather than silently reinterpreted."""
-    if isinstance(limit, bool) or not isinstance(limit, int) \
-            or not 1 <= limit <= MAX_CANDIDATES:
-        raise MemoryEsError(f"recall_invalid_limit: limit must be a whole number from 1 to "
-                            f"{MAX_CANDIDATES}, got {limit!r}", code="recall_invalid_limit")
-    return limit
-
-
-def check_query(query: object) -> str:
-    """A query is text that encodes as UTF-8: an unpaired surrogate is refused (one line)
-    rather than failing deep in SQLite or the embedder."""
-    return check_text("query", query, code="recall_invalid_query")
-
-
-def auto_block(
-    conn: apsw.Connection,
-    text: str,
-    *,
-    now: datetime,
-    query_vector: np.ndarray,
-    matrix: VectorMatrix,
-    session: str | None,
-    calibration: Calibration = NOMIC_V15,
-    lines: bool = True,
-    scoring: Scoring = "hybrid",
-    tz: tzinfo | None = None,
-    reserved_bytes: int = 0,
-    scored: Sequence[Scored] | None = None,
-    policy: ReadPolicy = OFF,
-    shown: Collection[str] = (),
-) -> str:
-    """The automatic context: the "possibly relevant" block (H1-H11, H21, H22: direct hits only),
-    the labelled background of the owner's preferences and verified lessons (H19), and the card
-    of each person the text names (H20), together under ~2.5 KB (H12). ``lines=False`` drops
-    only the block (the short-owner-text gate, H14). ``reserved_bytes`` (the owner profile
-    before it, M6) comes out of the card's share. ``policy``: intentExpiry keeps dated and
-    closed lines out of all three (M24). ``shown``: ids the context already carries (the
-    owner profile's entries), never repeated in the block or the background. ``scored`` is
-    the turn's direct lookup when the caller already made it (G34: the same pool
-    original-query mode reuses), scored again when ``policy`` or ``shown`` leave lines out
-    (name anchors come from the pool)."""
-    pool = ([s.candidate for s in scored] if scored is not None else
-            candidate_pool(conn, text, query_vector=query_vector, matrix=matrix,
-                           exclude_session=session))
-    candidates = [c for c in automatic_pool(pool, policy) if c.id not in shown]
-    if scored is None or len(candidates) != len(scored):
-        scored = score_all(text, candidates, calibration, scoring)
-    zone = host_zone(now, tz)  # G15: dates and ends in the host's zone
-    hits = auto_select(scored, calibration, now=now, tz=zone) if lines else ()
-    background = background_select(scored, labelled_background(conn, candidates), calibration,
-                                   now=now, tz=zone, exclude=[h.id for h in hits])
-    parts = [part for part in (render_auto_block(hits, zone),
-                               render_background(background, zone)) if part]
-    used = reserved_bytes + sum(len(part.encode("utf-8")) + 2 for part in parts)
-    card = person_card(conn, text, now=now, tz=zone, budget_bytes=CONTEXT_BUDGET_BYTES - used,
-                       intent_expiry=policy.intent_expiry)
-    return "\n\n".join([*parts, card] if card else parts)
-
-
-def labelled_background(conn: apsw.Connection, candidates: Sequence[Candidate]
-                        ) -> dict[str, str]:
-    """id -> label for pool memories that may join the labelled background (H19): the owner's
-    own (scope ``agent``) preferences, and lessons the user or a document stated (verified:
-    an assistant's lesson is not)."""
-    ids = [c.id for c in candidates]
-    if not ids:
-        return {}
-    out: dict[str, str] = {}
-    for memory_id, labels, source in optional_rows(
-            conn, f"SELECT m.id, mm.labels, m.source FROM memory_meta mm JOIN memories m "
-                  f"ON m.id = mm.id WHERE mm.id IN ({','.join('?' * len(ids))}) "
-                  "AND mm.scope = 'agent'", ids):
-        kinds = labels.split(",")
-        if "preference" in kinds:
-            out[memory_id] = "preference"
-        elif "lesson" in kinds and source in ("user", "document"):
-            out[memory_id] = "lesson"
-    return out

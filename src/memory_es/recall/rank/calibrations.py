@@ -1,0 +1,50 @@
+"""Which calibration recall uses (DESIGN 9.4, G20): each embedding identity carries its own,
+the configured ``memory.embeddings.calibration`` when present, else the identity's shipped one
+(:data:`CALIBRATIONS`), else the reference's numbers (``NOMIC_V15``, nomic-embed-text v1.5).
+Pure data and lookup, so ranking, the engine and ``memory-es calibrate`` share one table.
+"""
+
+from __future__ import annotations
+
+from memory_es.config import CalibrationConfig, MemoryConfig
+from memory_es.embeddings import EmbeddingIdentity
+from memory_es.recall.rank.score import NOMIC_V15, Calibration
+
+# Fitted for the local provider's default model, USE multilingual v3 (512-d), by
+# bench/recall_quality.py on the DEV splits of both labelled sets (296 questions) only
+# (fit_hybrid: lexical weight, no-evidence cosine (the middle of the values that cost no dev
+# ranking, calibrate.plateau_middle), a balanced-accuracy floor that flags at most 5 % of
+# answerable dev questions, the narrowest tail that keeps the ranking's recall@5, and the
+# automatic block's floor and window by fit_auto); the README reports the test splits.
+LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.235, recall_tail=0.40,
+                        auto_floor=0.46, auto_window=0.04, lexical_weight=0.25)
+# The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
+# (bench/recall_quality.py --model minilm).
+LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
+                           auto_floor=0.76, auto_window=0.05, lexical_weight=0.5)
+CALIBRATIONS = {("local", "use-multilingual-v3"): LOCAL_USE,
+                ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
+
+
+def calibration_for(identity: EmbeddingIdentity | None,
+                    override: CalibrationConfig | None = None) -> Calibration:
+    """Each embedding identity carries its own calibration (DESIGN 9.4): the configured
+    ``memory.embeddings.calibration`` (``override``) when present, else the identity's shipped
+    one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5)."""
+    shipped = NOMIC_V15 if identity is None else CALIBRATIONS.get(
+        (identity.provider, identity.model), NOMIC_V15)
+    if override is not None:
+        return Calibration(no_evidence_cosine=override.no_evidence_cosine,
+                           recall_floor=override.recall_floor,
+                           recall_tail=override.recall_tail,
+                           auto_floor=override.auto_floor,
+                           auto_window=override.auto_window,
+                           lexical_weight=(shipped.lexical_weight
+                                           if override.lexical_weight is None
+                                           else override.lexical_weight))
+    return shipped
+
+
+def configured_calibration(config: MemoryConfig) -> CalibrationConfig | None:
+    """The ``memory.embeddings.calibration`` override of ``config``, or None."""
+    return config.embeddings.calibration if config.embeddings is not None else None
