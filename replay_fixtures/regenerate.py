@@ -1070,7 +1070,7 @@ def golden_reads(spec: Spec, root: Path) -> bytes:
         with MemoryStore.open(root, config, clock=lambda at=read.at: at, background=False,
                               chat_model=_NoModel(), time_zone="UTC",
                               embedder=fixture_embedder(config.embeddings.dim)) as store:
-            store.embed_pending()
+            store.background.embed_pending()
             if read.call == "recall":
                 result = store.recall(read.text, 10).to_json()
             elif read.call == "auto":
