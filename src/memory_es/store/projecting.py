@@ -14,7 +14,8 @@ from memory_es.errors import MemoryEsError
 from memory_es.history import iter_events, iter_index_events
 from memory_es.journal import OpenedJournal
 from memory_es.store.admission import GroupCommit
-from projections.replay import Projector, RebuildReport, rebuild
+from projections.projector import Projector
+from projections.replay import RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
