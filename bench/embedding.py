@@ -3,8 +3,8 @@ beside the model alone on the same texts, measured in the same run.
 
 - store: a Journal root with the default ``local`` model (USE multilingual v3), ``N`` turns
   admitted and projected with ``drain(embed=False)`` (so every line waits for its vector), then
-  ``embed_pending()`` until nothing waits, timed: what the background worker runs (batches of
-  32, the vector cache, the index writes and the matrix refresh included).
+  ``store.background.embed_pending()`` until nothing waits, timed: what the background worker
+  runs (batches of 32, the vector cache, the index writes and the matrix refresh included).
 - floor: ``UseEmbedder.embed`` on the same texts in batches of 32, nothing else.
 
 Figure: texts/s of each and the ratio store / floor (goal >= 0.8). The two alternate for
@@ -45,7 +45,7 @@ def store_round(texts: list[str], embedder: UseEmbedder) -> float:
         store.drain(embed=False)
         start = time.perf_counter()
         done = 0
-        while (n := store.embed_pending()):
+        while (n := store.background.embed_pending()):
             done += n
         elapsed = time.perf_counter() - start
         assert done == len(texts), (done, len(texts))

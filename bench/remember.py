@@ -47,7 +47,7 @@ from memory_es.ids import text_key
 from memory_es.journal.codec import MsgspecMapper
 from memory_es.keystore import throwaway_key_store
 from memory_es.text import journal_text
-from projections.sqlite_index import FTS_DDL
+from projections.index_schema import FTS_DDL
 from rebuild import sentences  # bench/ is sys.path[0] when run as a script
 
 SEED = 20263

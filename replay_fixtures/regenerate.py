@@ -46,8 +46,8 @@ from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 from memory_es.text import journal_text
 from memory_es.transfer import replay_export
+from projections.index_schema import DUMP_ORDER, DUMP_TABLES
 from projections.replay import MARKDOWN_DIRS, ROOT_FILES, open_active_index
-from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES
 
 FIXTURES_DIR = Path(__file__).resolve().parent
 JOURNAL = "journal.jsonl"
@@ -1070,7 +1070,7 @@ def golden_reads(spec: Spec, root: Path) -> bytes:
         with MemoryStore.open(root, config, clock=lambda at=read.at: at, background=False,
                               chat_model=_NoModel(), time_zone="UTC",
                               embedder=fixture_embedder(config.embeddings.dim)) as store:
-            store.embed_pending()
+            store.background.embed_pending()
             if read.call == "recall":
                 result = store.recall(read.text, 10).to_json()
             elif read.call == "auto":

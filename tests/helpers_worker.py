@@ -272,7 +272,7 @@ def main(argv: list[str]) -> int:
             if arm == "retry":
                 arm_now()
             clock.offset += timedelta(minutes=5)  # past the first backoff (60 s)
-            store.kick()
+            store.background.kick()
         wait_until("resolution", lambda: all(r.state == "resolved" for r in records()))
         say("processed")
     store.close()

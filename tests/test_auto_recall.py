@@ -53,7 +53,7 @@ def store(tmp_path: Path, local: Embedder) -> Iterator[tuple[MemoryStore, Flaky]
         store.persist_completed_turn(CompletedTurn(run_id=run_id, outcome="success",
                                                    answer=text, session=session))
     store.drain()
-    while store.embed_pending():
+    while store.background.embed_pending():
         pass
     yield store, flaky
     store.close()

@@ -144,7 +144,7 @@ def admit_all(store: MemoryStore, texts: Sequence[str]) -> None:
             CompletedTurn(run_id=f"fact-{n}", outcome="success", answer=text))
         assert result.status == "admitted", result
     store.drain()
-    while store.embed_pending():
+    while store.background.embed_pending():
         pass
 
 

@@ -951,7 +951,7 @@ def test_h19_background_holds_the_owners_preferences_and_verified_lessons(root: 
         store.persist_completed_turn(turn("p1", "x", speaker_kind="unknown"))
         store.persist_completed_turn(turn("t1", "x"))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         # H14: owner text of at most 16 code points hides the block, not the background
         gated = store.auto_recall("window seats?", session="web:now")
@@ -1034,13 +1034,13 @@ def test_an_updated_line_is_found_by_its_new_vector_not_the_stale_one(root: Path
     with store:
         store.persist_completed_turn(turn("seed", "x"))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         before = store.recall("Morgan lives in Berlin").recall.hits[0]
         assert before.score > 0.99  # the matrix holds the old vector
         store.persist_completed_turn(turn("r2", "y"))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         hit = store.recall("Morgan rents a flat in Kreuzberg").recall.hits[0]
     assert hit.text == "Morgan rents a flat in Kreuzberg" and hit.score > 0.99
@@ -1257,7 +1257,7 @@ def test_a_rewritten_line_rejoins_vector_search_after_a_restart(root: Path) -> N
     with store:
         store.drain()  # the retained reconcile completes: the line's vector is stale
         store.recall("unrelated query")  # the matrix is built while the line waits
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         hit = store.recall(new).recall.hits[0]
     assert hit.text == new and hit.score > 0.99

@@ -104,7 +104,7 @@ def test_b19_n13_the_snapshot_carries_the_downstream_queues(tmp_path: Path) -> N
             queue = (read_snapshot(root) or {}).get("queue", {})
             if queue.get("embedding") == 6 and queue.get("due") == 0:
                 break
-            store.kick()
+            store.background.kick()
             time.sleep(0.1)
         assert queue == {"due": 0, "dead": 0, "capture_retained": 0, "embedding": 6}
     finally:

@@ -19,7 +19,7 @@ from memory_es.config import parse_config
 from memory_es.recall.rank.score import NOMIC_V15, Candidate, score_all
 from memory_es.recall.retrieve import lexical
 from memory_es.recall.retrieve.lexical import LexicalEvidence, index_tokenizer
-from projections.sqlite_index import FTS_DDL
+from projections.index_schema import FTS_DDL
 
 
 def index_of(texts: list[str]) -> apsw.Connection:

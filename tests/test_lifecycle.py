@@ -147,7 +147,7 @@ def currentness_at(tmp_path: Path, instant: datetime, zone: str, **validity: str
     clock = Clock(datetime(2026, 1, 2, 9, 0, tzinfo=UTC))
     with open_bujo(root, clock, time_zone=zone) as store:
         memory_id = store.remember("The lobby is closed for painting.", **validity).memory_id
-        store.embed_pending()
+        store.background.embed_pending()
         clock.now = instant
         seen = {store.recall("lobby closed painting").recall.hits[0].currentness,
                 store.list_memories().memories[0].currentness}
@@ -207,7 +207,7 @@ def test_g14_ended_is_shown_in_text_and_sorted_after_current(tmp_path: Path) -> 
                        valid_to="2026-01-09")
         store.remember("The lobby is closed for painting again next month.",
                        valid_from="2026-02-01")
-        store.embed_pending()
+        store.background.embed_pending()
         clock.now = datetime(2026, 1, 20, 9, 0, tzinfo=UTC)
         result = store.recall("lobby closed painting")
         assert "[ended 2026-01-09]" in result.text and "[valid 2026-01-02" not in result.text
@@ -236,7 +236,7 @@ def test_k14_h6_the_insight_marker_is_shown_kept_when_closed_and_breaks_ties(
     with open_bujo(root) as store:
         plain = store.remember("The kiln fires best at 1200 degrees.").memory_id
         marked = store.remember("The kiln fires best at 1200 degrees, glazed.").memory_id
-        store.embed_pending()
+        store.background.embed_pending()
         before = {h.id: h.score for h in store.recall("kiln fires 1200 degrees").recall.hits}
         result = store.mark(marked[:8], insight=True)
         assert (result.outcome, result.insight) == ("changed", True)
@@ -271,7 +271,7 @@ def test_g15_as_of_judges_validity_at_the_instant_asked(tmp_path: Path) -> None:
     with open_bujo(root, clock, time_zone="UTC") as store:
         memory_id = store.remember("The lobby is closed for painting.",
                                    valid_to="2026-01-10").memory_id
-        store.embed_pending()
+        store.background.embed_pending()
         clock.now = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
         now = {h.id: h.currentness for h in store.recall("lobby painting").recall.hits}
         then = {h.id: h.currentness for h in store.recall(
@@ -302,7 +302,7 @@ def test_forget_erases_an_enhanced_remember_line_with_its_terms(tmp_path: Path) 
                              valid_to="2026-12-31", due_at="2026-06-01T09:00:00+02:00")
         store.mark(new.memory_id, insight=True)
         store.set_status(new.memory_id, "scheduled")
-        store.embed_pending()
+        store.background.embed_pending()
         assert files_holding(root)
         receipt = store.forget(new.memory_id, reason="user-request")
         assert receipt.byte_scan is not None and receipt.byte_scan.clean
@@ -323,7 +323,7 @@ def test_as_of_never_returns_forgotten_text(tmp_path: Path) -> None:
     with open_bujo(root, clock) as store:
         kept = store.remember("The gate code for the yard is 4412.").memory_id
         gone = store.remember(f"The gate code for the shed is {MARKER}.").memory_id
-        store.embed_pending()
+        store.background.embed_pending()
         clock.now = datetime(2026, 1, 3, 9, 0, tzinfo=UTC)
         then = "2026-01-02T12:00:00Z"
         assert gone in {h.id for h in store.recall("gate code", as_of=then).recall.hits}

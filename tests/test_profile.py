@@ -247,7 +247,7 @@ def _filled(root: Path, embedder: WordBagEmbedder, **overrides: object) -> Memor
                             embedder=embedder, **overrides)
     store.persist_completed_turn(turn("r1", "I live in Lisbon; window seats please."))
     store.drain()
-    while store.embed_pending():
+    while store.background.embed_pending():
         pass
     return store
 

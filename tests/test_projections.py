@@ -32,8 +32,9 @@ from memory_es.intake import CompletedTurn
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
-from projections.replay import Projector
-from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, IndexProjection
+from projections.index_schema import DUMP_ORDER, DUMP_TABLES
+from projections.projector import Projector
+from projections.sqlite_index import IndexProjection
 
 LITE: dict[str, Any] = {}
 JOURNAL: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 384}}
@@ -610,8 +611,9 @@ def test_index_apply_twice_in_fresh_generation_is_idempotent(
 # -- packaging -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["projections.replay", "projections.health",
-                                    "projections.sqlite_index", "projections.markdown"])
+@pytest.mark.parametrize("module", ["projections.replay", "projections.projector",
+                                    "projections.health", "projections.sqlite_index",
+                                    "projections.index_schema", "projections.markdown"])
 def test_projection_modules_import_on_their_own(module: str) -> None:
     """DESIGN 7: the projections package is importable first, in a fresh interpreter (tools
     such as a health runner may import it before memory_es)."""

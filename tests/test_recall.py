@@ -107,7 +107,7 @@ def embed_all(store: MemoryStore) -> list[int]:
     """Call embed_pending until it returns 0; the per-call counts."""
     counts: list[int] = []
     for _ in range(100):
-        n = store.embed_pending()
+        n = store.background.embed_pending()
         if not n:
             return counts
         counts.append(n)
@@ -178,7 +178,7 @@ def test_n14_lite_never_embeds_and_recall_is_lexical(tmp_path: Path, fake: FakeE
     with open_store(root, fake, block={"mode": "lite"}) as store:
         admit(store, ["I like green tea", "Green paint for the fence", "Rocket launch Friday"])
         store.drain(embed=False)
-        assert store.embed_pending() == 0
+        assert store.background.embed_pending() == 0
         result = store.recall("green tea")
         assert result.degraded is True
         texts = [item["text"] for item in result.to_json()["results"]]
@@ -216,13 +216,13 @@ def test_d6_at_most_256_texts_per_embed_pending(tmp_path: Path, fake: FakeEmbedd
     with open_store(root, fake) as store:
         admit(store, texts)
         store.drain(embed=False)
-        first = store.embed_pending()
+        first = store.background.embed_pending()
         assert first == MAX_IN_FLIGHT == 256
         first_texts = fake.embedded()
         assert len(first_texts) == 256
         assert all(len(call) <= 32 for call in fake.calls)
-        assert store.embed_pending() == 44
-        assert store.embed_pending() == 0
+        assert store.background.embed_pending() == 44
+        assert store.background.embed_pending() == 0
         assert sorted(fake.embedded()) == sorted(texts)
         assert vector_count(root) == 300
 
@@ -236,7 +236,7 @@ def test_d6_at_most_2_mib_in_flight(tmp_path: Path, fake: FakeEmbedder) -> None:
     with open_store(root, fake) as store:
         admit(store, texts)
         store.drain(embed=False)
-        first = store.embed_pending()
+        first = store.background.embed_pending()
         assert MAX_IN_FLIGHT_BYTES == 2 * 1024 * 1024  # D6: 2 MiB, not just "the constant"
         assert first == MAX_IN_FLIGHT_BYTES // size
         assert first < 256
@@ -244,8 +244,8 @@ def test_d6_at_most_2_mib_in_flight(tmp_path: Path, fake: FakeEmbedder) -> None:
         assert len(in_flight) == first
         assert sum(len(t.encode("utf-8")) for t in in_flight) <= MAX_IN_FLIGHT_BYTES
         assert all(len(call) <= 32 for call in fake.calls)
-        assert store.embed_pending() == 250 - first
-        assert store.embed_pending() == 0
+        assert store.background.embed_pending() == 250 - first
+        assert store.background.embed_pending() == 0
         assert vector_count(root) == 250
 
 
@@ -382,7 +382,7 @@ def test_outage_embed_pending_logs_and_retries_after_pause(
         store.drain(embed=False)
         fake.down = True
         with caplog.at_level(logging.WARNING, logger="memory_es"):
-            assert store.embed_pending() == 0
+            assert store.background.embed_pending() == 0
         assert fake.failed == 1
         assert any("memory_degraded" in r.getMessage() for r in caplog.records)
         assert vector_count(root) == 0
@@ -404,10 +404,10 @@ def test_outage_pauses_the_provider_for_the_retry_interval(
         admit(store, ["I like green tea", "Rocket launch on Friday"])
         store.drain(embed=False)
         fake.down = True
-        assert store.embed_pending() == 0
+        assert store.background.embed_pending() == 0
         assert fake.failed == 1
         fake.down = False
-        assert store.embed_pending() == 0  # paused: the provider is not asked again yet
+        assert store.background.embed_pending() == 0  # paused: the provider is not asked again yet
         result = store.recall("tea")
         assert result.degraded is True
         assert [item["text"] for item in result.to_json()["results"]] == ["I like green tea"]
@@ -550,7 +550,7 @@ def test_terminal_records_are_excluded(tmp_path: Path, fake: FakeEmbedder) -> No
         late = memory_id(root, "Oat milk is finished")
         tamper(root, "UPDATE memories SET status = 'dropped' WHERE id = ?", (late,))
         fake.calls.clear()
-        assert store.embed_pending() == 0
+        assert store.background.embed_pending() == 0
         assert fake.calls == []
 
 

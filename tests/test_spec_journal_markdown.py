@@ -284,7 +284,7 @@ def test_k9_label_and_card_readers_do_not_expose_provenance(tmp_path: Path) -> N
     with store:
         store.persist_completed_turn(turn("r1", "about Morgan", session=secret))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         card = store.auto_recall("Where does Morgan work these days, remind me?",
                                  session="web:now")
@@ -388,7 +388,7 @@ def test_d14_tier_feature_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[s
                     capture_text="Remember that Morgan fixed the gate.", session="web:m",
                     speaker_kind="human-turn"))
                 store.drain()
-            while store.embed_pending():
+            while store.background.embed_pending():
                 pass
             assert [h.id for h in store.lexical_search("ladder")] == [written.memory_id]
             journal = store.journal(DAY, DAY, "UTC", limit=25)  # MemoryJournal: every tier

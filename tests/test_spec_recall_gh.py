@@ -73,7 +73,7 @@ def journal_store(root: Path, texts: Sequence[str], *, embedder: WordBagEmbedder
             run_id=f"r{i}", outcome="success", answer=text, session=session))
         assert result.status == "admitted", result
     store.drain()
-    while store.embed_pending():
+    while store.background.embed_pending():
         pass
     assert store.vector_backlog() == 0
     return store
@@ -129,7 +129,7 @@ def test_g1_recall_is_read_only_and_runs_no_chat_model(tmp_path: Path) -> None:
     with store:
         store.persist_completed_turn(turn("r1", "x"))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         calls_before = list(model.calls)
         before = _snapshot(root)
@@ -201,7 +201,7 @@ def _graph_store(root: Path) -> MemoryStore:
                                          ("review", "r1", review(*["keep"] * 5))))
     store.persist_completed_turn(turn("r1", "x"))
     store.drain()
-    while store.embed_pending():
+    while store.background.embed_pending():
         pass
     return store
 
@@ -304,7 +304,7 @@ def test_g18_currentness_and_evidence_are_additive_fields(tmp_path: Path) -> Non
         store.persist_completed_turn(turn("r1", "x"))
         store.persist_completed_turn(turn("r2", "y"))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         result = store.recall("Morgan lives in Berlin or Madrid", limit=10)
     body = result.to_json()
@@ -499,7 +499,7 @@ def test_h12_the_whole_automatic_context_stays_under_2_5_kb(tmp_path: Path) -> N
         for run_id, _, _ in batches:
             store.persist_completed_turn(turn(run_id, "x"))
         store.drain()
-        while store.embed_pending():
+        while store.background.embed_pending():
             pass
         question = "Morgan window seat note option prefer " + long_tail
         context = store.auto_recall(question)

@@ -2,8 +2,8 @@
 
 Background tests synchronise on observable state: ``wait_for`` polls ``store.inspect()``, the
 snapshot file or a processor's flags every 5 ms against a real-time deadline. A fake clock
-drives the backoff schedule: tests move it and call ``store.kick()``. Deterministic tests use
-``background=False`` and ``store.drain()``, which runs the worker's own attempt code.
+drives the backoff schedule: tests move it and call ``store.background.kick()``. Deterministic
+tests use ``background=False`` and ``store.drain()``, which runs the worker's own attempt code.
 
 Only one test pays the 10 s shutdown budget (B22); every other close is bounded by
 ``shutdown_timeout`` or ``close(timeout=...)``.
@@ -256,7 +256,7 @@ def test_b7_b8_worker_follows_the_backoff_schedule_to_dead_letter(
                 assert (counts.pending, counts.delayed, counts.due) == (1, 1, 0)
                 assert (counts.dead, counts.active) == (0, 1)
                 clock.now += delay(k)
-                store.kick()
+                store.background.kick()
             else:
                 assert rec.state == "dead"
                 assert (rec.next_due_at, rec.due, rec.attempts_left) == (None, False, 0)
@@ -268,7 +268,7 @@ def test_b7_b8_worker_follows_the_backoff_schedule_to_dead_letter(
 
         # dead stays dead: a later pass (barrier: a second admission's first attempt) skips it
         clock.now += timedelta(days=30)
-        store.kick()
+        store.background.kick()
         assert store.persist_completed_turn(turn("barrier", "other")).status == "admitted"
         wait_for(lambda: record(store, rh("barrier")).attempts == 1, "the barrier attempt")
         assert failing.calls.count(intake_id) == BUDGET
@@ -311,7 +311,7 @@ def test_b8_unexpected_exception_counts_as_internal(root: Path, clock: Clock) ->
         assert (rec.state, rec.category) == ("pending", "internal")
         assert rec.next_due_at == clock.now + delay(1)
         clock.now += delay(1)
-        store.kick()  # the worker thread survived the exception
+        store.background.kick()  # the worker thread survived the exception
         wait_for(lambda: record(store, intake_id).attempts == 2, "the second attempt")
         assert record(store, intake_id).category == "internal"
         assert "Quokka" not in json.dumps(store.inspect().to_json())

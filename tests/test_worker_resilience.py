@@ -21,6 +21,7 @@ import pytest
 import memory_es.store.vectors as store_vectors
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.config import parse_config
+from memory_es.store.background import Background
 from memory_es.testing import WordBagEmbedder
 
 JOURNAL = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
@@ -102,7 +103,7 @@ def test_worker_survives_an_unexpected_embedding_error(
         wait_for(embedder.failed.is_set, "the failing embedding call")
         assert store.persist_completed_turn(turn("r2", "Renewed the passport.")).ok
         wait_for(lambda: store.inspect().counts.resolved == 2, "the second turn's attempt")
-        wait_for(lambda: store.embed_pending() == 0 and embedder.calls > 0,
+        wait_for(lambda: store.background.embed_pending() == 0 and embedder.calls > 0,
                  "the embedding retry")
         hits = store.recall("passport").recall.hits
     assert hits and hits[0].text == "Renewed the passport."
@@ -116,20 +117,20 @@ def test_worker_survives_an_unexpected_embedding_error(
 def test_worker_survives_an_unexpected_error_in_every_stage(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
     failed = threading.Event()
-    real = getattr(MemoryStore, stage)
+    real = getattr(Background, stage)  # the worker's WorkSource
 
-    def once(self: MemoryStore, *args: Any) -> Any:
+    def once(self: Background, *args: Any) -> Any:
         if threading.current_thread().name == "memory-es-worker" and not failed.is_set():
             failed.set()
             raise RuntimeError(SECRET)
         return real(self, *args)
 
-    monkeypatch.setattr(MemoryStore, stage, once)
+    monkeypatch.setattr(Background, stage, once)
     with MemoryStore.open(tmp_path / "root") as store:  # Lite: no embedder involved
         assert store.persist_completed_turn(turn("r1", "Booked the dentist.")).ok
         wait_for(failed.is_set, f"the failing {stage}")
         assert store.persist_completed_turn(turn("r2", "Renewed the passport.")).ok
-        store.kick()
+        store.background.kick()
         wait_for(lambda: store.inspect().counts.resolved == 2, "both turns resolved")
 
 
@@ -160,5 +161,5 @@ def test_health_and_inspect_say_whether_a_worker_runs(
     monkeypatch.setattr(Worker, "_run", dies)
     with MemoryStore.open(root, config) as store:
         wait_for(lambda: store.inspect().worker == "stalled", "the dead thread noticed")
-        store.kick()  # republish: the snapshot says the thread is gone
+        store.background.kick()  # republish: the snapshot says the thread is gone
         wait_for(lambda: reader.inspect().worker == "stalled", "the reader told")

@@ -99,7 +99,7 @@ def worker_status(root: Path) -> WorkerStatus:
 
 
 class WorkSource(Protocol):
-    """What the worker drives; the store implements it."""
+    """What the worker drives; the store's ``Background`` implements it."""
 
     def run_due(self, cancel: threading.Event) -> int: ...
 

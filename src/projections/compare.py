@@ -18,11 +18,11 @@ from memory_es.errors import (
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 from projections.findings import Finding, read_regular
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
+from projections.index_schema import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
 from projections.markdown import read_provenance
 from projections.replay import (
     managed_files,
 )
-from projections.sqlite_index import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
 
 _TERMINAL = sql_list(TERMINAL_STATUSES)
 # Providers' rows are L2-normalised float32 (embeddings.normalise): a stored vector further

@@ -19,7 +19,7 @@ import apsw
 
 from memory_es.errors import MemoryEsError
 from memory_es.vocabulary import SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
-from projections.sqlite_index import authority_digest
+from projections.index_schema import authority_digest
 
 GRAPH_FILE = "graph.jsonl"
 SIDECAR_FILE = ".replay-projection-v1.json"

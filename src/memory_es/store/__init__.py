@@ -12,14 +12,19 @@ from typing import TYPE_CHECKING, Any
 from memory_es.rootconfig import resolve_root
 
 if TYPE_CHECKING:
-    from memory_es.store.facade import MemoryStore, require_writable
+    from memory_es.store.admission import require_writable
+    from memory_es.store.facade import MemoryStore
 
 __all__ = ["MemoryStore", "require_writable", "resolve_root"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("MemoryStore", "require_writable"):
-        from memory_es.store import facade
+    if name == "MemoryStore":
+        from memory_es.store.facade import MemoryStore
 
-        return getattr(facade, name)
+        return MemoryStore
+    if name == "require_writable":
+        from memory_es.store.admission import require_writable
+
+        return require_writable
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

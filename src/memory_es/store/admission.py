@@ -12,23 +12,47 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError as RecordConflict
 from eventsourcing.persistence import StoredEvent
 
+from memory_es.config import ConfigError, MemoryConfig
 from memory_es.errors import MemoryEsError, io_problem
-from memory_es.events import Intake
-from memory_es.intake import MAX_ACTIVE, AdmissionResult, IntakeView, PreparedIntake
+from memory_es.events import Intake, Root
+from memory_es.intake import (
+    MAX_ACTIVE,
+    AdmissionResult,
+    CompletedTurn,
+    IntakeView,
+    PreparedIntake,
+    prepare_turn,
+)
 from memory_es.journal import MsgspecMapper, OpenedJournal, Payload
+from memory_es.rootconfig import RootConfig, settle
 
 log = logging.getLogger("memory_es")
 
 _INTAKE_TOPIC = "memory_es/Intake."
 # How often a batch is decided again after another writer took one of its run ids first.
 _RACE_RETRIES = 3
+
+
+def require_writable(store: object, config: MemoryConfig) -> None:
+    """B27/O8: a config that writes completed turns needs a store that can admit them.
+
+    Hosts that plug in their own (possibly read-only) store call this at start-up.
+    """
+    if config.write_mode != "disabled" and not callable(
+        getattr(store, "persist_completed_turn", None)
+    ):
+        raise ConfigError([
+            f'memory.writeMode: "{config.write_mode}" requires a writable store '
+            f"({type(store).__name__} has no persist_completed_turn)"
+        ])
 
 
 class _Request:
@@ -76,6 +100,33 @@ class GroupCommit:
         self.preface: list[Any] = []
         # A writer that seals keeps every digest and length of a turn out of the clear.
         self.seals = opened.recorder.sealer.policy is not None
+
+    def settle_config(self, config: MemoryConfig, now: datetime) -> None:
+        """Record the config this root runs with (first use, or a change) in the same
+        transaction as the next thing written (an open that writes nothing leaves no trace),
+        or refuse a change that would strand retained capture plans (B26) before anything is
+        written."""
+        with self.cv:
+            report = self.view.report(now)
+        retained = any(r.retained is not None and r.state != "resolved" for r in report.records)
+        event = settle(self._opened, config, at=now, retained_plans=retained)
+        if event is None:
+            return
+        self.preface = [event]
+        if isinstance(event, Root.Reconfigured):
+            log.warning("memory_reconfigured: %s", RootConfig.of(config).describe(),
+                        extra={"memory_event": "memory_reconfigured"})
+
+    def admit_turn(self, turn: CompletedTurn, config: MemoryConfig,
+                   clock: Callable[[], datetime]) -> AdmissionResult:
+        """Validate one completed turn against the root's config (A3, A4, A8, B27), then
+        :meth:`admit` it stamped by ``clock``; a turn refused or skipped says why."""
+        prepared = prepare_turn(turn, tier=config.mode, write_mode=config.write_mode,
+                                capture_cron=config.capture.cron,
+                                capture_webhook=config.capture.webhook)
+        if isinstance(prepared, AdmissionResult):
+            return prepared
+        return self.admit(prepared, prepared.admitted(clock(), sealed=self.seals))
 
     def admit(self, prepared: PreparedIntake, event: Intake.Admitted) -> AdmissionResult:
         """Queue one admission and return once the transaction holding it is durable."""

@@ -10,10 +10,12 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from memory_es.errors import MemoryEsError
 from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
 from memory_es.store.admission import GroupCommit
-from projections.replay import Projector, RebuildReport, rebuild
+from projections.projector import Projector
+from projections.replay import RebuildReport, rebuild
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
@@ -35,6 +37,18 @@ class LiveProjections:
         if self._projector is None:
             self._projector = Projector.open(self._root, self._tier)
         return self._projector
+
+    def start(self) -> None:
+        """Catch up and scrub forgotten rows when the store opens. A failure is logged as
+        ``memory_degraded``, never raised: admission must not depend on a healthy index (B4);
+        drain and rebuild surface it."""
+        try:
+            self.catch_up()
+            self.get().scrub()
+        except MemoryEsError as e:
+            log.warning("memory_degraded: projections unavailable (code=%s); run memory-es "
+                        "rebuild", e.code, extra={"memory_event": "memory_degraded",
+                                                  "code": e.code})
 
     def catch_up(self) -> None:
         """Fold every journal event after the index position (the caller holds the journal)."""
