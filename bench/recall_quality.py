@@ -56,13 +56,12 @@ from memory_es.calibration.fit import (
 )
 from memory_es.config import parse_config
 from memory_es.embeddings import Embedder, LocalEmbedder, UseEmbedder
-from memory_es.ids import sha256_hex
+from memory_es.ids import run_hash, run_memory_id
 from memory_es.keystore import throwaway_key_store
 from memory_es.recall import recall
 from memory_es.recall.rank.calibrations import calibration_for
 from memory_es.recall.rank.score import Calibration, Candidate
 from memory_es.recall.retrieve.candidates import candidate_pool
-from memory_es.text import journal_text
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = ("recall_labelled.json", "recall_heldout.json")
@@ -77,7 +76,7 @@ class Question:
     id: str
     kind: str
     text: str
-    gold: frozenset[str]  # store memory ids (sha256 of the journal text)
+    gold: frozenset[str]  # store memory ids (derived from each memory's run id)
     split: str
     set: str
 
@@ -109,7 +108,7 @@ def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSe
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     memories = data["memories"][:60] if small else data["memories"]
     keep = {m["id"] for m in memories}
-    store_id = {m["id"]: sha256_hex(journal_text(m["text"])) for m in memories}
+    store_id = {m["id"]: run_memory_id(run_hash(f"recall-{m['id']}"), 0) for m in memories}
     questions = [Question(q["id"], q["kind"], q["question"],
                           frozenset(store_id[g] for g in q["gold"]), split_of(q), path.stem)
                  for q in data["questions"] if all(g in keep for g in q["gold"])]

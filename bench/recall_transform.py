@@ -47,13 +47,12 @@ from memory_es import CompletedTurn, MemoryStore
 from memory_es.calibration.fit import RANK_DEPTH, PoolScorer, fit_calibration, fit_hybrid, fit_tail
 from memory_es.config import parse_config
 from memory_es.embeddings import Embedder
-from memory_es.ids import sha256_hex
+from memory_es.ids import run_hash, run_memory_id
 from memory_es.keystore import throwaway_key_store
 from memory_es.recall import recall
 from memory_es.recall.rank.calibrations import calibration_for
 from memory_es.recall.rank.score import Calibration
 from memory_es.recall.retrieve.candidates import candidate_pool
-from memory_es.text import journal_text
 from memory_es.vectors.matrix import VectorMatrix
 
 
@@ -77,7 +76,7 @@ def admit(path: Path, embedder: Embedder, workdir: Path) -> Raw:
     data = json.loads(path.read_text("utf-8"))
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     memories = data["memories"]
-    store_id = {m["id"]: sha256_hex(journal_text(m["text"])) for m in memories}
+    store_id = {m["id"]: run_memory_id(run_hash(f"recall-{m['id']}"), 0) for m in memories}
     questions = [rq.Question(q["id"], q["kind"], q["question"],
                              frozenset(store_id[g] for g in q["gold"]), rq.split_of(q), path.stem)
                  for q in data["questions"]]
