@@ -1,24 +1,30 @@
 """Recall quality on labelled sets: fitted on a dev split, reported on the held-out test split.
 
 Sets (``bench/data/*.json``, described in ``bench/data/README.md``): ``recall_labelled.json``
-(~200 short curated notes; split by a hash of the question id, 40 % dev) and
+(~200 short curated notes; split by a hash of the question id, 40 % dev),
 ``recall_heldout.json`` (written apart from the code and the first set, with long multi-topic
-chat turns and its own ``split`` field). Each set is admitted into its own Journal root with the
-offline ``local`` model, recorded at the memories' ``at`` instants when given, then ``drain()``
-(intakes, then vectors).
+chat turns and its own ``split`` field) and ``conversations/conversations.json`` (ten
+two-person chats of 200+ turns over dated sessions, written apart from the ranking code; split
+by conversation; one root per conversation, one memory per turn). Each set is admitted into
+Journal roots with the offline ``local`` model, recorded at the memories' instants, then
+``drain()`` (intakes, then vectors).
 
 Per question, the candidate pool is computed once (``candidate_pool``: FTS5 bm25 top 50 union
 vector top 50); every calibration is then scored over the pools exactly as ``recall`` would
 (``PoolScorer``). Rankers:
 
-- lexical: ``recall`` without a query vector (the product's lexical-only answer);
+- bm25: the index's FTS5 table (Porter over unicode61), the OR of the question's words, by
+  bm25 alone (the plain lexical baseline);
 - cosine: every memory sorted by cosine with numpy (the vector floor);
+- rrf: reciprocal rank fusion (k = 60) of bm25 and cosine, equal weights (the naive hybrid);
+- lexical: ``recall`` without a query vector (the product's lexical-only answer);
 - hybrid: the default scoring, with the calibration fitted on the dev questions of every set
   (lexical weight, no-evidence cosine, recall floor, tail: ``fit_hybrid``);
 - reference: the reference's embedding-first scoring, its calibration fitted the same way;
 - shipped: what recall uses today for this model (``calibration_for``).
 
-Figures (test split only, per set and per kind): recall@1, recall@5, MRR with 95 % Wilson
+Figures (test split only, per set and per kind): recall@1, recall@5 (any@k: at least one
+gold memory in the top k), MRR with 95 % Wilson
 intervals; "returned" recall@5 (after the tail cut and floor, limit 10); abstention on
 unrelated and near-miss questions (``evidence == "insufficient"``) and false abstention on
 answerable ones; the automatic block's share of answers shown ("auto ans") and of no-answer
@@ -33,6 +39,7 @@ import json
 import logging
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -64,7 +71,7 @@ from memory_es.recall.rank.score import Calibration, Candidate
 from memory_es.recall.retrieve.candidates import candidate_pool
 
 DATA = Path(__file__).resolve().parent / "data"
-SETS = ("recall_labelled.json", "recall_heldout.json")
+SETS = ("recall_labelled.json", "recall_heldout.json", "conversations/conversations.json")
 CONFIG = {"mode": "journal", "embeddings": {"provider": "local"}}
 NO_ANSWER = ("unrelated", "near-miss")
 MODELS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder, "use": UseEmbedder}
@@ -92,6 +99,7 @@ class BuiltSet:
     pools: list[list[Candidate]]
     cosine: list[list[str]]
     lexical: list[list[str]]
+    bm25: list[list[str]]
     memories: int
     build_s: float
 
@@ -104,28 +112,70 @@ def split_of(q: dict[str, Any]) -> str:
 
 
 def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSet:
+    """A curated set: one root holding every memory."""
     data = json.loads(path.read_text("utf-8"))
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     memories = data["memories"][:60] if small else data["memories"]
     keep = {m["id"] for m in memories}
-    store_id = {m["id"]: run_memory_id(run_hash(f"recall-{m['id']}"), 0) for m in memories}
-    questions = [Question(q["id"], q["kind"], q["question"],
-                          frozenset(store_id[g] for g in q["gold"]), split_of(q), path.stem)
-                 for q in data["questions"] if all(g in keep for g in q["gold"])]
+    questions = [q for q in data["questions"] if all(g in keep for g in q["gold"])]
     ats = [datetime.fromisoformat(m["at"].replace("Z", "+00:00")) if "at" in m
            else now - timedelta(days=60) + n * timedelta(minutes=10)
            for n, m in enumerate(memories)]
+    return build_root(path.stem, workdir / path.stem, memories, ats, questions, embedder, now)
+
+
+def build_conversations(path: Path, embedder: Embedder, workdir: Path, small: bool
+                        ) -> BuiltSet:
+    """The conversational set: one root per conversation (one agent's memory of one
+    relationship), one memory per turn (``Speaker: text``) recorded at its session's instant
+    plus a minute per turn, each turn's session its ``session``; questions ask within their own
+    conversation. Joined into one set whose ids are unique across roots (turn ids are)."""
+    data = json.loads(path.read_text("utf-8"))
+    conversations = data["conversations"]
+    if small:  # one of each split
+        conversations = [next(c for c in conversations if c["split"] == split)
+                         for split in ("dev", "test")]
+    parts = []
+    for conv in conversations:
+        memories, ats = [], []
+        for session in conv["sessions"]:
+            start = datetime.fromisoformat(session["at"].replace("Z", "+00:00"))
+            for n, turn in enumerate(session["turns"]):
+                memories.append({"id": turn["id"], "text": f"{turn['speaker']}: {turn['text']}",
+                                 "session": session["id"]})
+                ats.append(start + n * timedelta(minutes=1))
+        questions = [{"id": q["id"], "kind": q["kind"], "question": q["question"],
+                      "gold": q["evidence"], "split": conv["split"]}
+                     for q in conv["questions"]]
+        parts.append(build_root(path.stem, workdir / conv["id"], memories, ats, questions,
+                                embedder, max(ats) + timedelta(days=1)))
+    return BuiltSet(path.stem, [q for p in parts for q in p.questions],
+                    [x for p in parts for x in p.pools], [x for p in parts for x in p.cosine],
+                    [x for p in parts for x in p.lexical], [x for p in parts for x in p.bm25],
+                    sum(p.memories for p in parts), sum(p.build_s for p in parts))
+
+
+def build_root(name: str, root: Path, memories: Sequence[dict[str, Any]],
+               ats: Sequence[datetime], raw_questions: Sequence[dict[str, Any]],
+               embedder: Embedder, now: datetime) -> BuiltSet:
+    """Admit ``memories`` (each at its instant, run id ``recall-<id>``) into a Journal root,
+    drain it, and compute every question's pool and baseline rankings over it as of ``now``."""
+    store_id = {m["id"]: run_memory_id(run_hash(f"recall-{m['id']}"), 0) for m in memories}
+    questions = [Question(q["id"], q["kind"], q["question"],
+                          frozenset(store_id[g] for g in q["gold"]), split_of(q), name)
+                 for q in raw_questions]
     clock = [ats[0]]  # each memory is recorded at its own instant; later work at the last
     t0 = time.perf_counter()
-    store = MemoryStore.open(workdir / path.stem, parse_config(CONFIG), clock=lambda: clock[0],
+    store = MemoryStore.open(root, parse_config(CONFIG), clock=lambda: clock[0],
                              background=False, embedder=embedder)
     try:
         for m, at in zip(memories, ats, strict=True):
             clock[0] = at
-            result = store.persist_completed_turn(
-                CompletedTurn(run_id=f"recall-{m['id']}", outcome="success", answer=m["text"]))
+            result = store.persist_completed_turn(CompletedTurn(
+                run_id=f"recall-{m['id']}", outcome="success", answer=m["text"],
+                session=m.get("session")))
             if result.status != "admitted":
-                raise SystemExit(f"{path.name}: memory {m['id']} not admitted: {result}")
+                raise SystemExit(f"{name}: memory {m['id']} not admitted: {result}")
         store.drain()
         build_s = time.perf_counter() - t0
         conn = store.projections.get().index.conn
@@ -133,7 +183,7 @@ def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSe
         ids = dict(conn.execute("SELECT rowid, id FROM memories"))
         row_ids = [ids[int(r)] for r in matrix.rowids]
         if len(row_ids) != len(memories):
-            raise SystemExit(f"{path.name}: {len(row_ids)} vectors for {len(memories)} memories")
+            raise SystemExit(f"{name}: {len(row_ids)} vectors for {len(memories)} memories")
         qvec = embedder.embed([q.text for q in questions])
         sims = qvec @ matrix.matrix.T
         cosine = [[row_ids[j] for j in np.argsort(-sims[i], kind="stable")[:RANK_DEPTH]]
@@ -142,9 +192,31 @@ def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSe
                  for i, q in enumerate(questions)]
         lexical = [[h.id for h in recall(conn, q.text, now=now, query_vector=None, matrix=None,
                                          limit=RANK_DEPTH).recall.hits] for q in questions]
+        bm25 = [bm25_ranking(conn, ids, q.text) for q in questions]
     finally:
         store.close()
-    return BuiltSet(path.stem, questions, pools, cosine, lexical, len(memories), build_s)
+    return BuiltSet(name, questions, pools, cosine, lexical, bm25, len(memories), build_s)
+
+
+def bm25_ranking(conn: Any, ids: dict[int, str], text: str) -> list[str]:
+    """The plain baseline: the index's own FTS5 table (Porter over unicode61), the OR of the
+    question's words, ranked by bm25 alone."""
+    words = re.findall(r"\w+", text.lower())
+    if not words:
+        return []
+    match = " OR ".join(f'"{w}"' for w in words)
+    return [ids[r] for (r,) in conn.execute(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+        "ORDER BY bm25(memories_fts), rowid LIMIT ?", (match, RANK_DEPTH))]
+
+
+def rrf_ranking(*rankings: Sequence[str], k: int = 60) -> list[str]:
+    """Reciprocal rank fusion of whole rankings, equal weights (the naive hybrid baseline)."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, memory_id in enumerate(ranking, 1):
+            scores[memory_id] = scores.get(memory_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda m: -scores[m])[:RANK_DEPTH]
 
 
 def wilson(hits: int, n: int) -> tuple[float, float]:
@@ -177,8 +249,10 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
     test = [i for i, q in enumerate(qs) if q.split == "test"]
     kinds = sorted({qs[i].kind for i in test if qs[i].answerable})
     rankers: dict[str, Callable[[int], Sequence[str]]] = {
-        "lexical": lambda i: built.lexical[i],
+        "bm25": lambda i: built.bm25[i],
         "cosine": lambda i: built.cosine[i],
+        "rrf": lambda i: rrf_ranking(built.bm25[i], built.cosine[i]),
+        "lexical": lambda i: built.lexical[i],
         "hybrid": lambda i: scorer(cals["hybrid"].lexical_weight).run(
             cals["hybrid"], offset + i).ranking,
         "reference": lambda i: reference.run(cals["reference"], offset + i).ranking,
@@ -188,7 +262,7 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
     print(f"\n{built.name}: {built.memories} memories (built in {built.build_s:.1f} s), "
           f"{len(test)} test questions ({sum(1 for i in test if qs[i].answerable)} answerable)")
     print(f"  {'ranker':<10}{'R@1':>7}{'R@5':>7}{'MRR':>7}  "
-          + "".join(f"{k[:12]:>16}" for k in kinds))
+          + "".join(f"{k[:12]:>18}" for k in kinds))
     out: dict[str, Any] = {"memories": built.memories, "test_questions": len(test)}
     for name, rank in rankers.items():
         ans = [i for i in test if qs[i].answerable]
@@ -206,7 +280,7 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
             cells.append(f"{value:.2f} [{low:.2f},{high:.2f}]")
         out[name] = row
         print(f"  {name:<10}{r1:7.3f}{r5:7.3f}{row['mrr']:7.3f}  "
-              + "".join(f"{c:>16}" for c in cells))
+              + "".join(f"{c:>18}" for c in cells))
     print(f"  {'returned':<22}{'R@5':>6}{'hits':>6}{'abst unrel':>12}{'abst near':>11}"
           f"{'false abst':>11}{'auto ans':>10}{'auto none':>10}")
     index = [offset + i for i in test]
@@ -246,7 +320,9 @@ def main() -> None:
     embedder = MODELS[args.model]()
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-",
                                      dir=os.environ.get("TMPDIR")) as d:
-        sets = [build(path, embedder, Path(d), args.small) for path in paths]
+        sets = [(build_conversations if "conversations" in json.loads(
+            path.read_text("utf-8")) else build)(path, embedder, Path(d), args.small)
+            for path in paths]
     ALL_QUESTIONS.extend(q for s in sets for q in s.questions)
     pools = [p for s in sets for p in s.pools]
     now = datetime.now().astimezone()
