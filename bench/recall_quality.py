@@ -112,8 +112,16 @@ def split_of(q: dict[str, Any]) -> str:
 
 
 def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSet:
-    """A curated set: one root holding every memory."""
+    """A labelled set, read once: conversations (one root each) or curated memories."""
     data = json.loads(path.read_text("utf-8"))
+    if "conversations" in data:
+        return build_conversations(path.stem, data, embedder, workdir, small)
+    return build_curated(path.stem, data, embedder, workdir, small)
+
+
+def build_curated(name: str, data: dict[str, Any], embedder: Embedder, workdir: Path,
+                  small: bool) -> BuiltSet:
+    """A curated set: one root holding every memory."""
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     memories = data["memories"][:60] if small else data["memories"]
     keep = {m["id"] for m in memories}
@@ -121,16 +129,15 @@ def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSe
     ats = [datetime.fromisoformat(m["at"].replace("Z", "+00:00")) if "at" in m
            else now - timedelta(days=60) + n * timedelta(minutes=10)
            for n, m in enumerate(memories)]
-    return build_root(path.stem, workdir / path.stem, memories, ats, questions, embedder, now)
+    return build_root(name, workdir / name, memories, ats, questions, embedder, now)
 
 
-def build_conversations(path: Path, embedder: Embedder, workdir: Path, small: bool
-                        ) -> BuiltSet:
+def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, workdir: Path,
+                        small: bool) -> BuiltSet:
     """The conversational set: one root per conversation (one agent's memory of one
     relationship), one memory per turn (``Speaker: text``) recorded at its session's instant
     plus a minute per turn, each turn's session its ``session``; questions ask within their own
     conversation. Joined into one set whose ids are unique across roots (turn ids are)."""
-    data = json.loads(path.read_text("utf-8"))
     conversations = data["conversations"]
     if small:  # one of each split
         conversations = [next(c for c in conversations if c["split"] == split)
@@ -147,9 +154,9 @@ def build_conversations(path: Path, embedder: Embedder, workdir: Path, small: bo
         questions = [{"id": q["id"], "kind": q["kind"], "question": q["question"],
                       "gold": q["evidence"], "split": conv["split"]}
                      for q in conv["questions"]]
-        parts.append(build_root(path.stem, workdir / conv["id"], memories, ats, questions,
+        parts.append(build_root(name, workdir / conv["id"], memories, ats, questions,
                                 embedder, max(ats) + timedelta(days=1)))
-    return BuiltSet(path.stem, [q for p in parts for q in p.questions],
+    return BuiltSet(name, [q for p in parts for q in p.questions],
                     [x for p in parts for x in p.pools], [x for p in parts for x in p.cosine],
                     [x for p in parts for x in p.lexical], [x for p in parts for x in p.bm25],
                     sum(p.memories for p in parts), sum(p.build_s for p in parts))
@@ -320,9 +327,7 @@ def main() -> None:
     embedder = MODELS[args.model]()
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-",
                                      dir=os.environ.get("TMPDIR")) as d:
-        sets = [(build_conversations if "conversations" in json.loads(
-            path.read_text("utf-8")) else build)(path, embedder, Path(d), args.small)
-            for path in paths]
+        sets = [build(path, embedder, Path(d), args.small) for path in paths]
     ALL_QUESTIONS.extend(q for s in sets for q in s.questions)
     pools = [p for s in sets for p in s.pools]
     now = datetime.now().astimezone()
