@@ -343,7 +343,8 @@ def main() -> None:
     golds = [q.gold for q in ALL_QUESTIONS]
     dev = [i for i, q in enumerate(ALL_QUESTIONS) if q.split == "dev"]
     t0 = time.perf_counter()
-    hybrid, fit = fit_hybrid(golds, scorer, dev)
+    sets_of = [q.set for q in ALL_QUESTIONS]
+    hybrid, fit = fit_hybrid(golds, scorer, dev, groups=sets_of)
     ref, _ = fit_calibration(golds, reference.full, dev)
     ref = Calibration(**{**asdict(ref), "recall_tail": fit_tail(golds, reference.run, ref, dev)})
     ref = fit_auto(golds, reference.auto, ref, dev)

@@ -158,8 +158,8 @@ def test_g2_bm25_and_vector_retrievers_both_feed_the_result(
     root, store, embedder = facts
     ids = memory_ids(root)
     # The vector side: a paraphrase with no shared word; FTS finds nothing.
-    assert store.lexical_search("which beverage") == []
-    result = store.recall("which beverage", explain=True)
+    assert store.lexical_search("beverage") == []
+    result = store.recall("beverage", explain=True)
     body = result.to_json()["results"]
     assert body[0]["id"] == ids["I like green tea"]
     assert body[0]["explain"]["vectorRank"] == 1
@@ -262,9 +262,11 @@ def test_g29_expansion_is_explicit_bujo_only_and_within_the_limit(
     block = store.auto_recall("Morgan works at Acme Robotics these days, right?")
     assert [kind for kind, _, _ in log] == ["pool"]
     assert CLOSE_NEIGHBOUR not in block
-    # A Journal root with the same lines has no graph to expand.
+    # A Journal root with the same lines (each its own conversation, so no line is read with
+    # the turn before it) has no graph to expand.
     texts = [SEED, CLOSE_NEIGHBOUR, FAR_NEIGHBOUR, CUT_DIRECT, ITS_NEIGHBOUR]
-    with journal_store(tmp_path / "journal", texts, embedder=WordBagEmbedder()) as journal:
+    with journal_store(tmp_path / "journal", texts, embedder=WordBagEmbedder(),
+                       sessions=[f"web:{n}" for n in range(len(texts))]) as journal:
         log.clear()
         assert texts_of(journal.recall(GRAPH_QUERY, limit=10)) == [SEED]
         assert "hop" not in [kind for kind, _, _ in log]

@@ -77,6 +77,9 @@ CAPTURE_DDL = (
     # A stored line with the same normal form as a new Journal observation or Remember
     # (search.same_text): candidates by length, compared in full; ids never hash the text
     "CREATE INDEX IF NOT EXISTS memories_by_length ON memories (length(text))",
+    # A turn is read with the turn before it in its conversation, and a question's reply joins
+    # the pool (recall.retrieve.candidates): neighbours by session in rowid order
+    "CREATE INDEX IF NOT EXISTS memories_by_session ON memories (source_session, rowid)",
     """CREATE TABLE IF NOT EXISTS entities (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
         type TEXT NOT NULL)""",

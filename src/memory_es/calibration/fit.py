@@ -59,7 +59,8 @@ FALSE_ABSTENTION_BUDGET: Final = 0.05  # the floor flags at most this share of a
 WEIGHT_SLACK: Final = 0.02  # lexical weights this close in recall@5 are told apart by MRR
 RANK_DEPTH: Final = 50  # the recall pool's size: a gold id outside it counts as not found
 RETURN_LIMIT: Final = 10  # what recall hands an agent by default
-UNCUT: Final = 1e9  # a floor and tail no score reaches: ``select`` keeps the whole ranked pool
+# A floor every score clears and a tail no gap reaches: ``select`` keeps the whole ranked pool
+UNCUT: Final = 1e9
 
 
 class Labelled(Protocol):
@@ -256,19 +257,28 @@ def fit_tail(golds: Sequence[frozenset[str]], run: RunFn, cal: Calibration,
 
 
 def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolLike],
-               idx: Sequence[int], weights: Sequence[float] = LEXICAL_WEIGHTS
-               ) -> tuple[Calibration, dict[str, Any]]:
+               idx: Sequence[int], weights: Sequence[float] = LEXICAL_WEIGHTS,
+               groups: Sequence[str] | None = None) -> tuple[Calibration, dict[str, Any]]:
     """:func:`fit_calibration` for each lexical weight (``scorers(w)`` ranks with it), the
-    weight whose fitted ranking is best (recall@5, then MRR), then :func:`fit_tail`."""
+    weight whose fitted ranking is best (recall@5, then MRR), then :func:`fit_tail`.
+
+    ``groups`` (question -> its set) weighs every set alike in that choice: the mean of the
+    sets' recall@5 and MRR, so the set with the most questions does not choose alone."""
     pos = [i for i in idx if golds[i]]
+    by_group: dict[str, list[int]] = {}
+    for i in pos:
+        by_group.setdefault("" if groups is None else groups[i], []).append(i)
     fits: dict[float, tuple[Calibration, dict[str, Any]]] = {}
     by_weight: dict[float, tuple[float, float]] = {}
     for weight in weights:
         scorer = scorers(weight)
         fits[weight] = fit_calibration(golds, scorer.full, idx, lexical_weight=weight)
-        m = ranking_metrics([scorer.full(fits[weight][0].no_evidence_cosine, i)[0]
-                             for i in pos], [golds[i] for i in pos])
-        by_weight[weight] = (m["recall_at_5"], m["mrr"])
+        nec = fits[weight][0].no_evidence_cosine
+        metrics = [ranking_metrics([scorer.full(nec, i)[0] for i in members],
+                                   [golds[i] for i in members])
+                   for members in by_group.values()]
+        by_weight[weight] = (statistics.fmean(m["recall_at_5"] for m in metrics),
+                             statistics.fmean(m["mrr"] for m in metrics))
     top5 = max(r5 for r5, _ in by_weight.values())
     chosen = max((w for w, (r5, _) in by_weight.items() if r5 >= top5 - WEIGHT_SLACK),
                  key=lambda w: (by_weight[w][1], by_weight[w][0]))
@@ -345,7 +355,7 @@ class PoolScorer:
         weight = self.lexical_weight if lexical_weight is None else lexical_weight
         key = (nec, weight, i)
         if key not in self._full:
-            cal = Calibration(nec, UNCUT, UNCUT, lexical_weight=weight)
+            cal = Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight)
             hits = select(score_all(self.questions[i].text, self.pools[i], cal, self.scoring),
                           cal, now=self.now).hits[:RANK_DEPTH]
             self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)

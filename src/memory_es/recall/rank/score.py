@@ -118,6 +118,7 @@ class Candidate:
     valid_to: date | datetime | None = None
     due_at: date | datetime | None = None
     superseded: bool = False
+    superseded_by: str | None = None  # the id of the line that replaced this one (BuJo)
     entity_names: tuple[str, ...] = ()
     salience: float = 0.0
     insight: bool = False  # K14: the line carries the insight marker (a G8 tie-breaker)

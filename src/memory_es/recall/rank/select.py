@@ -34,6 +34,7 @@ AUTO_MAX_LINES = 3  # H5
 AUTO_LINE_TEXT_CAP_BYTES = 360  # H11: a line whose text is longer is left out, never cut
 AUTO_BLOCK_BUDGET_BYTES = 1_500  # H11: 1.5 KB, KB = 1,000 bytes of UTF-8 (DESIGN 9.6)
 OWNER_TEXT_MIN_EXCLUSIVE = 16  # H14: at most 16 code points suppresses the block
+INSUFFICIENT_MAX_HITS = 3  # below the floor: a few lines with real evidence, never padding
 BACKGROUND_TOP = 5  # "ranks among the top retrieved hits": the top five live hits (our bound)
 BACKGROUND_LEAD = 0.05  # DESIGN 9.4: "clearly leads" = at least 0.05 above the pool median
 BACKGROUND_MAX_LINES = 3  # our bound, like the block (H5)
@@ -154,6 +155,44 @@ def _has_conflict(ranked: Sequence[Scored], now: datetime, tz: tzinfo | None,
     return any(len(v) > 1 for v in values.values())
 
 
+def carries_evidence(s: Scored) -> bool:
+    """A cosine at or above the no-evidence cosine, a query term, or an anchor: a line scored
+    0 on every part is unrelated to the question."""
+    return s.semantic > EPSILON or s.evidence > EPSILON or s.anchor > EPSILON
+
+
+def successors_first(ranked: Sequence[Scored]) -> list[Scored]:
+    """The ranking, except that a superseded line whose replacement is also in it moves to
+    just after that replacement (following the chain), so the current line is read first and
+    the old one stays, labelled superseded."""
+    present = {s.candidate.id for s in ranked}
+    later: dict[str, list[Scored]] = {}
+    for s in ranked:
+        successor = s.candidate.superseded_by
+        if successor is not None and successor in present and successor != s.candidate.id:
+            later.setdefault(successor, []).append(s)
+    if not later:
+        return list(ranked)
+    moved = {s.candidate.id for group in later.values() for s in group}
+    out: list[Scored] = []
+    placed: set[str] = set()
+
+    def place(s: Scored) -> None:
+        if s.candidate.id in placed:
+            return
+        placed.add(s.candidate.id)
+        out.append(s)
+        for old in later.get(s.candidate.id, ()):
+            place(old)
+
+    for s in ranked:
+        if s.candidate.id not in moved:
+            place(s)
+    for s in ranked:  # a cycle of replacements has no head: keep its lines in rank order
+        place(s)
+    return out
+
+
 def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, now: datetime,
            tz: tzinfo | None = None, mode: SelectMode = "explicit",
            fact_sheet_conflict: bool = False, note_due_ends: bool = False) -> Recall:
@@ -163,6 +202,10 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
     * Ranked by score descending, then id (stable) (G24: the backend's ranking is kept).
     * ``mode="explicit"``: tail cut (G11): the best hit is always kept; others must score within
       ``recall_tail`` of the best, and, when the best clears ``recall_floor``, at least the floor.
+      Below the floor at most ``INSUFFICIENT_MAX_HITS`` lines are kept, each carrying real
+      evidence (:func:`carries_evidence`): an unrelated question gets few lines or none.
+    * A superseded line returned with the line that replaced it follows that line
+      (:func:`successors_first`).
     * ``mode="original-query"``: the list stays uncut, the notes are added (G19).
     * ``mode="degraded"`` (lexical-only, Lite): uncut, no notes (G20).
     * ``evidence``: ``conflicting`` when ``fact_sheet_conflict`` or the top-8 check finds differing
@@ -182,9 +225,11 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
             if s.score >= best - calibration.recall_tail - EPSILON
             and (not floor_applies or s.score >= calibration.recall_floor - EPSILON)
         ]
+        if not floor_applies:  # honest emptiness: no padding with unrelated lines
+            kept = [s for s in kept if carries_evidence(s)][:INSUFFICIENT_MAX_HITS]
     else:
         kept = ranked
-    hits = tuple(_hit(s, now, tz, note_due_ends) for s in kept)
+    hits = tuple(_hit(s, now, tz, note_due_ends) for s in successors_first(kept))
     if mode == "degraded":
         return Recall(hits=hits)
     notes: list[str] = []

@@ -92,6 +92,9 @@ def candidate_pool(
         for rank, (rowid, cos) in enumerate(matrix.top(query_vector, RETRIEVER_DEPTH), start=1):
             vector_ranks[rowid] = rank
             cosines[rowid] = cos
+    if query_vector is not None:  # degraded (no vectors): only what the words find
+        for reply, rank in replies(conn, lexical).items():
+            lexical.setdefault(reply, rank)
     excluded = session_key(exclude_session)
     pool = sorted(set(lexical) | set(vector_ranks),
                   key=lambda r: (min(lexical.get(r, 10**9), vector_ranks.get(r, 10**9)), r))
@@ -113,20 +116,68 @@ def candidate_pool(
     if query_vector is not None and matrix is not None:  # lexical hits that have a vector
         cosines.update(matrix.cosines(query_vector,
                                       [r[6] for r in chosen if r[6] not in cosines]))
+    before = turns_before(conn, [row[6] for row in chosen])
     candidates = [_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
-                             vector_ranks.get(row[6]), evidence) for row in chosen]
+                             vector_ranks.get(row[6]), evidence, before.get(row[6]))
+                  for row in chosen]
     return with_entity_names(conn, candidates)
 
 
+REPLY_DEPTH = 20  # the lexical hits whose next turn joins the pool
+
+
+def _turn(alias: str) -> str:
+    """SQL: the row ``alias`` is a turn the host reported (a Journal observation) in a known
+    conversation. Curated lines of one capture share a session but are not a dialogue."""
+    return (f"{alias}.source = 'host-summary' AND {alias}.tier = 'journal' "
+            f"AND {alias}.source_session IS NOT NULL AND {alias}.source_session != 'unknown'")
+
+
+def replies(conn: apsw.Connection, lexical: dict[int, int]) -> dict[int, int]:
+    """rowid -> pool rank for the live turn that follows each of the top ``REPLY_DEPTH``
+    lexical hits in its conversation: a question's words find the question, and its answer is
+    the next turn. A reply rides its question's rank in the pool's order."""
+    top = sorted(lexical, key=lambda r: (lexical[r], r))[:REPLY_DEPTH]
+    if not top:
+        return {}
+    found = {int(hit): int(reply) for hit, reply in conn.execute(
+        "SELECT h.rowid, (SELECT r.rowid FROM memories r "
+        "WHERE r.source_session = h.source_session AND r.rowid > h.rowid "
+        f"AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} ORDER BY r.rowid LIMIT 1) "
+        f"FROM memories h WHERE h.rowid IN ({','.join('?' * len(top))}) AND {_turn('h')}",
+        top)
+        if reply is not None}
+    out: dict[int, int] = {}
+    for hit in top:
+        if hit in found:
+            out.setdefault(found[hit], lexical[hit])
+    return out
+
+
+def turns_before(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, str]:
+    """rowid -> the text of the live turn just before it in the same conversation: a reply
+    ("Coastal flooding models.") is read with what it answers ("what's her research on")."""
+    if not rowids:
+        return {}
+    return {int(rowid): str(text) for rowid, text in conn.execute(
+        "SELECT m.rowid, (SELECT p.text FROM memories p "
+        "WHERE p.source_session = m.source_session AND p.rowid < m.rowid "
+        f"AND {_turn('p')} AND p.status NOT IN {_TERMINAL_SQL} "
+        "ORDER BY p.rowid DESC LIMIT 1) "
+        f"FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {_turn('m')}",
+        list(rowids)) if text is not None}
+
+
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
-               vector_rank: int | None, evidence: LexicalEvidence) -> Candidate:
+               vector_rank: int | None, evidence: LexicalEvidence,
+               before: str | None = None) -> Candidate:
     session = row[5]
     return Candidate(
         id=row[0], text=row[1], type=row[2], status=row[3],
         created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
         cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
         provenance_unknown=session in (None, "unknown"),
-        evidence=evidence.coverage(row[1]),
+        evidence=evidence.coverage(row[1] if before is None else f"{before}\n{row[1]}"),
         source=Source(session=session, intake_id=row[7]),
     )
 
@@ -152,16 +203,19 @@ def with_entity_names(conn: apsw.Connection, candidates: list[Candidate]) -> lis
 
 def line_fields(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """id -> the Candidate fields a curated line's metadata and terms add: salience (G8),
-    the structured fact (G16), who stated it (H9), and its validity and insight marker."""
+    the structured fact (G16), who stated it (H9), the line that replaced it, and its validity
+    and insight marker."""
     out: dict[str, dict[str, Any]] = {}
     if not ids:
         return out
     for row in optional_rows(
             conn, "SELECT mm.id, mm.fact_subject, mm.fact_key, mm.scope, mm.fact_value, "
-                  "mm.salience, m.source FROM memory_meta mm JOIN memories m ON m.id = mm.id "
+                  "mm.salience, m.source, mm.superseded_by "
+                  "FROM memory_meta mm JOIN memories m ON m.id = mm.id "
                   f"WHERE mm.id IN ({','.join('?' * len(ids))})", list(ids)):
         out[row[0]] = {"salience": float(row[5]),  # G8: a small tie-breaker
                        "attribution": attribution_of(row[6], row[3]),
+                       "superseded_by": row[7],
                        "fact": None if row[2] is None else Fact(
                            subject=row[1], property=row[2], scope=row[3], value=row[4])}
     for memory_id, fields in stated_terms(conn, ids).items():

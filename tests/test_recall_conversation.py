@@ -1,0 +1,207 @@
+"""Recall over conversation turns: a turn is read with the turn before it, a question's reply
+joins the pool, an unrelated question gets no padding, and a superseded line follows the line
+that replaced it.
+
+Real Journal and BuJo stores on real roots with word-bag embedders (the same words give cosine
+1, no shared word cosine 0), so every figure below is the product's own arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from helpers_capture import (
+    entity,
+    extraction,
+    memory,
+    open_capture,
+    reconcile,
+    review,
+    script,
+    turn,
+)
+from memory_es import CompletedTurn, MemoryStore
+from memory_es.config import parse_config
+from memory_es.recall.rank.score import Candidate, Scored
+from memory_es.recall.rank.select import INSUFFICIENT_MAX_HITS, select, successors_first
+from memory_es.recall.retrieve.candidates import candidate_pool, replies, turns_before
+from memory_es.testing import WordBagEmbedder
+
+JOURNAL: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 4096}}
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+QUESTION = "Maya: what is her research about"
+REPLY = "Jonas: Coastal flooding models, I nod a lot"
+OTHER = "Jonas: The flat has a little garden"
+
+
+def journal(root: Path, turns: Sequence[tuple[str, str | None]]) -> MemoryStore:
+    """A Journal store holding ``turns`` (text, session), one admission each, in order."""
+    clock = [NOW - timedelta(days=30)]
+
+    def tick() -> datetime:
+        clock[0] += timedelta(minutes=1)
+        return clock[0]
+
+    store = MemoryStore.open(root, parse_config(JOURNAL), background=False,
+                             embedder=WordBagEmbedder(4096), clock=tick)
+    for n, (text, session) in enumerate(turns):
+        result = store.persist_completed_turn(CompletedTurn(
+            run_id=f"t{n}", outcome="success", answer=text, session=session))
+        assert result.status == "admitted", result
+    store.drain()
+    while store.background.embed_pending():
+        pass
+    return store
+
+
+def rowid_of(store: MemoryStore, text: str) -> int:
+    conn = store.projections.get().index.conn
+    return int(conn.execute("SELECT rowid FROM memories WHERE text = ?", (text,)).fetchone()[0])
+
+
+def explained(store: MemoryStore, query: str) -> dict[str, dict[str, Any]]:
+    return {item["text"]: item["explain"]
+            for item in store.recall(query, limit=10, explain=True).to_json()["results"]}
+
+
+def pool_of(store: MemoryStore, query: str) -> dict[str, Candidate]:
+    """The candidate pool recall scores for ``query``, by text."""
+    conn = store.projections.get().index.conn
+    embedder = WordBagEmbedder(4096)
+    return {c.text: c for c in candidate_pool(
+        conn, query, query_vector=np.asarray(embedder.embed([query]))[0],
+        matrix=store.vectors.matrix(embedder, conn))}
+
+
+def test_a_reply_is_read_with_the_turn_before_it(tmp_path: Path) -> None:
+    sams = REPLY.replace("Jonas", "Sam")
+    with journal(tmp_path / "chat", [(QUESTION, "chat:1"), (REPLY, "chat:1"),
+                                     (OTHER, "chat:1"), (sams, "chat:2")]) as store:
+        pool = pool_of(store, "what research")
+        # The reply shares no word with the question it answers, yet holds its evidence
+        assert pool[REPLY].evidence == pool[QUESTION].evidence > 0
+        # ... and only in its own conversation: the same words after nothing hold none
+        assert pool[sams].evidence == 0
+        # the turn after the reply is read with the reply, not with the question
+        assert pool[OTHER].evidence == 0
+
+
+def test_the_turn_before_must_be_live_and_a_host_turn(tmp_path: Path) -> None:
+    with journal(tmp_path / "chat", [(QUESTION, "chat:1"), (REPLY, "chat:1"),
+                                     ("Jonas: unrelated words", "chat:1")]) as store:
+        reply, third = rowid_of(store, REPLY), rowid_of(store, "Jonas: unrelated words")
+        assert turns_before(store.projections.get().index.conn, [reply, third]) == {
+            reply: QUESTION, third: REPLY}
+        store.set_status(store.lexical_search("coastal")[0].id, "dropped")
+        # a dropped turn is nobody's context: the third turn now follows the question
+        assert turns_before(store.projections.get().index.conn, [third]) == {
+            third: QUESTION}
+
+
+def test_a_turn_without_a_conversation_has_no_neighbours(tmp_path: Path) -> None:
+    with journal(tmp_path / "chat", [(QUESTION, None), (REPLY, None)]) as store:
+        conn = store.projections.get().index.conn
+        question, reply = rowid_of(store, QUESTION), rowid_of(store, REPLY)
+        assert turns_before(conn, [question, reply]) == {}
+        assert replies(conn, {question: 1}) == {}
+
+
+def test_replies_of_lexical_hits_ride_their_rank(tmp_path: Path) -> None:
+    with journal(tmp_path / "chat", [(QUESTION, "chat:1"), (REPLY, "chat:1"),
+                                     ("Maya: where do you live", "chat:2"),
+                                     ("Jonas: Bristol", "chat:2")]) as store:
+        conn = store.projections.get().index.conn
+        first, second = rowid_of(store, QUESTION), rowid_of(store, "Maya: where do you live")
+        found = replies(conn, {first: 2, second: 1})
+        assert found == {rowid_of(store, REPLY): 2, rowid_of(store, "Jonas: Bristol"): 1}
+
+
+def test_curated_lines_of_one_capture_are_not_a_dialogue(tmp_path: Path) -> None:
+    plan = extraction([memory("Morgan works at Acme Robotics", entities=["m"]),
+                       memory("Morgan plays the cello", entities=["m"])],
+                      [entity("m", "Morgan")])
+    store, _ = open_capture(tmp_path / "bujo", script(("extract", "r1", plan),
+                                                      ("review", "r1",
+                                                       review("keep", "keep"))))
+    with store:
+        store.persist_completed_turn(turn("r1", "x", session="web:a"))
+        store.drain()
+        conn = store.projections.get().index.conn
+        rows = [int(r[0]) for r in conn.execute("SELECT rowid FROM memories ORDER BY rowid")]
+        assert len(rows) == 2
+        assert turns_before(conn, rows) == {}
+        assert replies(conn, {rows[0]: 1}) == {}
+
+
+def test_an_unrelated_question_gets_no_padding(tmp_path: Path) -> None:
+    texts = [f"Note {n}: the garden shed needs paint" for n in range(12)]
+    with journal(tmp_path / "notes", [(t, f"web:{n}") for n, t in enumerate(texts)]) as store:
+        result = store.recall("quantum zebra orchestra", limit=10)
+        assert result.recall.hits == ()  # nothing scored 0.000 fills the list
+        assert result.recall.evidence == "insufficient"
+        # a weak question (one shared word, below the floor) gets a few flagged lines
+        weak = store.recall("paint colours for a bicycle frame and a rocket", limit=10)
+        assert weak.recall.evidence == "insufficient"
+        assert 1 <= len(weak.recall.hits) <= INSUFFICIENT_MAX_HITS
+        assert all(hit.score > 0 for hit in weak.recall.hits)
+
+
+def scored(id_: str, score: float, *, superseded_by: str | None = None,
+           semantic: float = 0.5, evidence: float = 0.0) -> Scored:
+    status = "superseded" if superseded_by else "open"
+    return Scored(candidate=Candidate(id=id_, text=id_, status=status, created_at=NOW,
+                                      superseded_by=superseded_by),
+                  score=score, semantic=semantic, anchor=0.0, rrf=0.0, salience=0.0,
+                  lexical=False, evidence=evidence)
+
+
+def test_successors_first_moves_an_old_line_after_its_replacement() -> None:
+    ranked = [scored("old", 0.9, superseded_by="mid"), scored("other", 0.85),
+              scored("mid", 0.8, superseded_by="new"), scored("new", 0.7)]
+    assert [s.candidate.id for s in successors_first(ranked)] == ["other", "new", "mid", "old"]
+    # a replacement that is not returned leaves the old line where it ranked
+    alone = [scored("old", 0.9, superseded_by="gone"), scored("other", 0.8)]
+    assert [s.candidate.id for s in successors_first(alone)] == ["old", "other"]
+    # a cycle has no head: its lines keep their places, none is lost
+    cycle = [scored("a", 0.9, superseded_by="b"), scored("b", 0.8, superseded_by="a")]
+    assert sorted(s.candidate.id for s in successors_first(cycle)) == ["a", "b"]
+
+
+def test_below_the_floor_only_lines_with_evidence_are_kept() -> None:
+    pool = [scored("weak", 0.3), *(scored(f"zero{n}", 0.0001, semantic=0.0) for n in range(8)),
+            *(scored(f"some{n}", 0.2) for n in range(5))]
+    result = select(pool, now=NOW)  # the reference's floor 0.65: nothing clears it
+    assert result.evidence == "insufficient"
+    assert [h.id for h in result.hits] == ["weak", "some0", "some1"]
+
+
+def test_bujo_current_line_comes_before_the_line_it_replaced(tmp_path: Path) -> None:
+    morgan = [entity("m", "Morgan")]
+    records = script(
+        ("extract", "seed", extraction([memory("Morgan lives in Berlin", entities=["m"])],
+                                       morgan)),
+        ("review", "seed", review("keep")),
+        ("extract", "fix", extraction([memory("Morgan moved to Madrid", entities=["m"])],
+                                      morgan)),
+        ("review", "fix", review("keep")),
+        ("reconcile", "fix", reconcile({"action": "SUPERSEDE", "target": "m1",
+                                        "text": "Morgan lives in Madrid"})))
+    store, _ = open_capture(tmp_path / "bujo", records)
+    with store:
+        store.persist_completed_turn(turn("seed", "Morgan lives in Berlin", session="web:a"))
+        store.drain()
+        store.persist_completed_turn(turn("fix", "Morgan moved to Madrid", session="web:b"))
+        store.drain()
+        while store.background.embed_pending():
+            pass
+        # the two lines tie (a tie goes to the older line); the current one comes first and
+        # the old one stays, labelled
+        hits = store.recall("Morgan lives in", limit=5).recall.hits
+        assert [(h.text, h.currentness) for h in hits] == [
+            ("Morgan lives in Madrid", "current"), ("Morgan lives in Berlin", "superseded")]
