@@ -102,6 +102,7 @@ class BuiltSet:
     bm25: list[list[str]]
     memories: int
     build_s: float
+    asks: frozenset[str] = frozenset()  # memories whose text is a question (echo diagnostic)
 
 
 def split_of(q: dict[str, Any]) -> str:
@@ -159,7 +160,8 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
     return BuiltSet(name, [q for p in parts for q in p.questions],
                     [x for p in parts for x in p.pools], [x for p in parts for x in p.cosine],
                     [x for p in parts for x in p.lexical], [x for p in parts for x in p.bm25],
-                    sum(p.memories for p in parts), sum(p.build_s for p in parts))
+                    sum(p.memories for p in parts), sum(p.build_s for p in parts),
+                    frozenset(x for p in parts for x in p.asks))
 
 
 def build_root(name: str, root: Path, memories: Sequence[dict[str, Any]],
@@ -202,7 +204,14 @@ def build_root(name: str, root: Path, memories: Sequence[dict[str, Any]],
         bm25 = [bm25_ranking(conn, ids, q.text) for q in questions]
     finally:
         store.close()
-    return BuiltSet(name, questions, pools, cosine, lexical, bm25, len(memories), build_s)
+    asks = frozenset(store_id[m["id"]] for m in memories if asks_question(m["text"]))
+    return BuiltSet(name, questions, pools, cosine, lexical, bm25, len(memories), build_s,
+                    asks)
+
+
+def asks_question(text: str) -> bool:
+    """A memory that ends in a question mark (a diagnostic of the bench, never of ranking)."""
+    return text.rstrip().endswith(("?", "\uff1f", "\u061f"))
 
 
 def bm25_ranking(conn: Any, ids: dict[int, str], text: str) -> list[str]:
@@ -268,8 +277,14 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
     }
     print(f"\n{built.name}: {built.memories} memories (built in {built.build_s:.1f} s), "
           f"{len(test)} test questions ({sum(1 for i in test if qs[i].answerable)} answerable)")
-    print(f"  {'ranker':<10}{'R@1':>7}{'R@5':>7}{'MRR':>7}  "
-          + "".join(f"{k[:12]:>18}" for k in kinds))
+    heads = [*kinds, "top asks"] if built.asks else kinds
+    print(f"  {'ranker':<10}{'R@1':>7}{'R@5':>7}{'R@10':>7}{'MRR':>7}  "
+          + "".join(f"{k[:12]:>18}" for k in heads))
+    if built.asks:
+        gold = [g for i in test for g in qs[i].gold]
+        print(f"  ('top asks': the top hit is a question; of all memories "
+              f"{100 * len(built.asks) / built.memories:.0f}% are, of the evidence "
+              f"{100 * sum(1 for g in gold if g in built.asks) / max(1, len(gold)):.0f}%)")
     out: dict[str, Any] = {"memories": built.memories, "test_questions": len(test)}
     for name, rank in rankers.items():
         ans = [i for i in test if qs[i].answerable]
@@ -277,7 +292,9 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
         rankings = [rank(i) for i in ans]
         r1, _, _ = at_k(rankings, golds, 1)
         r5, _, _ = at_k(rankings, golds, 5)
-        row: dict[str, Any] = {"recall_at_1": r1, "recall_at_5": r5, "mrr": mrr(rankings, golds)}
+        r10, _, _ = at_k(rankings, golds, 10)
+        row: dict[str, Any] = {"recall_at_1": r1, "recall_at_5": r5, "recall_at_10": r10,
+                               "mrr": mrr(rankings, golds)}
         cells = []
         for kind in kinds:
             sub = [i for i in ans if qs[i].kind == kind]
@@ -285,8 +302,12 @@ def report_set(built: BuiltSet, offset: int, scorer: Callable[[float], PoolScore
             low, high = wilson(hits, n)
             row[kind] = {"recall_at_5": value, "ci95": [low, high], "n": n}
             cells.append(f"{value:.2f} [{low:.2f},{high:.2f}]")
+        if built.asks:  # answers, not echoes: how often the top hit only asks
+            row["top_hit_asks"] = sum(1 for r in rankings if r and r[0] in built.asks) \
+                / len(rankings)
+            cells.append(f"{100 * row['top_hit_asks']:.0f}%")
         out[name] = row
-        print(f"  {name:<10}{r1:7.3f}{r5:7.3f}{row['mrr']:7.3f}  "
+        print(f"  {name:<10}{r1:7.3f}{r5:7.3f}{r10:7.3f}{row['mrr']:7.3f}  "
               + "".join(f"{c:>18}" for c in cells))
     print(f"  {'returned':<22}{'R@5':>6}{'hits':>6}{'abst unrel':>12}{'abst near':>11}"
           f"{'false abst':>11}{'auto ans':>10}{'auto none':>10}")
@@ -356,6 +377,8 @@ def main() -> None:
         print(f"  {name:<10}" + "  ".join(f"{k}={v:.3f}" for k, v in asdict(cal).items()))
     print("  dev (R@5, MRR) by lexical weight: " + ", ".join(
         f"{w}: {r5:.3f}/{m:.3f}" for w, (r5, m) in fit["by_lexical_weight"].items()))
+    print("  dev (R@5, MRR) by conversation turn (weight, boost): " + ", ".join(
+        f"{w}/{b:g}: {r5:.3f}/{m:.3f}" for (w, b), (r5, m) in fit["by_dialogue"].items()))
 
     figures: dict[str, Any] = {"bench": "recall_quality", "model": embedder.identity.model,
                                "calibration_fitted_on": "dev split",

@@ -212,6 +212,10 @@ def test_fitted_floor_separates_answerable_from_no_answer(
     assert report.metrics["fitted"]["returned_recall_at_5"] >= \
         report.metrics["fitted"]["recall_at_5"] - 0.005
     assert report.fitted.lexical_weight in LEXICAL_WEIGHTS
+    # a conversation turn's numbers are fitted too; these facts belong to no conversation, so
+    # every pair ties and the default (a turn weighed like any line) stays
+    assert (report.fitted.dialogue_weight, report.fitted.dialogue_boost) == (
+        report.fitted.lexical_weight, 1.0)
     # the automatic block: the pair with the best "answer shown" minus "no-answer shown a
     # block" on these questions, so never worse than the reference's pair
     assert report.fitted.auto_floor in AUTO_FLOORS
@@ -256,7 +260,7 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
     snippet = doc["config"]
     cal = snippet["memory"]["embeddings"]["calibration"]
     assert set(cal) == {"noEvidenceCosine", "recallFloor", "recallTail", "autoFloor",
-                        "autoWindow", "lexicalWeight"}
+                        "autoWindow", "lexicalWeight", "dialogueWeight", "dialogueBoost"}
     # The snippet, merged into a config, is accepted and reproduces the fitted calibration.
     config = parse_config({**JOURNAL, "embeddings": {**JOURNAL["embeddings"], **snippet[
         "memory"]["embeddings"]}})
@@ -265,19 +269,19 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
 
 def test_help_and_readme_say_what_calibrate_fits(report: CalibrationReport,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """The text matches the code: six numbers, the automatic floor fitted, not kept."""
+    """The text matches the code: eight numbers, the automatic floor fitted, not kept."""
     from memory_es.recall.rank.score import NOMIC_V15
 
     assert report.fitted.auto_floor != NOMIC_V15.auto_floor  # fitted here, not the reference's
     assert cli.main(["calibrate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "six recall calibration numbers" in text and "stay at the reference" not in text
-    for name in ("lexicalWeight", "noEvidenceCosine", "recallFloor", "recallTail",
-                 "autoFloor", "autoWindow"):
+    assert "eight recall calibration numbers" in text and "stay at the reference" not in text
+    for name in ("lexicalWeight", "dialogueWeight", "dialogueBoost", "noEvidenceCosine",
+                 "recallFloor", "recallTail", "autoFloor", "autoWindow"):
         assert name in text, name
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `calibrate "))
-    assert "six recall numbers" in row and "stay the reference's" not in row
+    assert "eight recall numbers" in row and "stay the reference's" not in row
 
 
 # --- pure fitting ------------------------------------------------------------------------------

@@ -9,11 +9,13 @@ Real Journal and BuJo stores on real roots with word-bag embedders (the same wor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from helpers_capture import (
     entity,
@@ -26,10 +28,15 @@ from helpers_capture import (
     turn,
 )
 from memory_es import CompletedTurn, MemoryStore
+from memory_es.calibration.fit import PoolScorer, fit_dialogue, mean_quality, rankings_of
+from memory_es.calibration.labelled import LabelledQuestion
 from memory_es.config import parse_config
-from memory_es.recall.rank.score import Candidate, Scored
+from memory_es.errors import ConfigError
+from memory_es.recall.rank.anchors import extract_anchors
+from memory_es.recall.rank.calibrations import calibration_for, configured_calibration
+from memory_es.recall.rank.score import NOMIC_V15, Calibration, Candidate, Scored, score
 from memory_es.recall.rank.select import INSUFFICIENT_MAX_HITS, select, successors_first
-from memory_es.recall.retrieve.candidates import candidate_pool, replies, turns_before
+from memory_es.recall.retrieve.candidates import candidate_pool, replies, turn_context
 from memory_es.testing import WordBagEmbedder
 
 JOURNAL: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 4096}}
@@ -95,12 +102,15 @@ def test_a_reply_is_read_with_the_turn_before_it(tmp_path: Path) -> None:
 def test_the_turn_before_must_be_live_and_a_host_turn(tmp_path: Path) -> None:
     with journal(tmp_path / "chat", [(QUESTION, "chat:1"), (REPLY, "chat:1"),
                                      ("Jonas: unrelated words", "chat:1")]) as store:
+        first = rowid_of(store, QUESTION)
         reply, third = rowid_of(store, REPLY), rowid_of(store, "Jonas: unrelated words")
-        assert turns_before(store.projections.get().index.conn, [reply, third]) == {
+        # a conversation's first turn is a turn with nothing before it
+        assert turn_context(store.projections.get().index.conn, [first]) == {first: None}
+        assert turn_context(store.projections.get().index.conn, [reply, third]) == {
             reply: QUESTION, third: REPLY}
         store.set_status(store.lexical_search("coastal")[0].id, "dropped")
         # a dropped turn is nobody's context: the third turn now follows the question
-        assert turns_before(store.projections.get().index.conn, [third]) == {
+        assert turn_context(store.projections.get().index.conn, [third]) == {
             third: QUESTION}
 
 
@@ -108,7 +118,7 @@ def test_a_turn_without_a_conversation_has_no_neighbours(tmp_path: Path) -> None
     with journal(tmp_path / "chat", [(QUESTION, None), (REPLY, None)]) as store:
         conn = store.projections.get().index.conn
         question, reply = rowid_of(store, QUESTION), rowid_of(store, REPLY)
-        assert turns_before(conn, [question, reply]) == {}
+        assert turn_context(conn, [question, reply]) == {}
         assert replies(conn, {question: 1}) == {}
 
 
@@ -135,7 +145,7 @@ def test_curated_lines_of_one_capture_are_not_a_dialogue(tmp_path: Path) -> None
         conn = store.projections.get().index.conn
         rows = [int(r[0]) for r in conn.execute("SELECT rowid FROM memories ORDER BY rowid")]
         assert len(rows) == 2
-        assert turns_before(conn, rows) == {}
+        assert turn_context(conn, rows) == {}
         assert replies(conn, {rows[0]: 1}) == {}
 
 
@@ -205,3 +215,73 @@ def test_bujo_current_line_comes_before_the_line_it_replaced(tmp_path: Path) -> 
         hits = store.recall("Morgan lives in", limit=5).recall.hits
         assert [(h.text, h.currentness) for h in hits] == [
             ("Morgan lives in Madrid", "current"), ("Morgan lives in Berlin", "superseded")]
+
+
+# -- a conversation turn's evidence: its own weight and boost, fitted on dev -------------------
+
+
+def turn_candidate(id_: str, *, dialogue: bool, evidence: float, cosine: float) -> Candidate:
+    return Candidate(id=id_, text=id_, status="open", created_at=NOW, cosine=cosine,
+                     evidence=evidence, dialogue=dialogue)
+
+
+def test_a_turn_weighs_its_evidence_with_the_dialogue_numbers() -> None:
+    cal = Calibration(no_evidence_cosine=0.0, lexical_weight=0.25, dialogue_weight=1.0,
+                      dialogue_boost=2.0)
+    anchors = extract_anchors("alpha beta", ())
+    turn_ = score(turn_candidate("t", dialogue=True, evidence=0.5, cosine=0.0), anchors, cal,
+                  "hybrid")
+    note = score(turn_candidate("n", dialogue=False, evidence=0.5, cosine=0.0), anchors, cal,
+                 "hybrid")
+    assert turn_.score - turn_.rrf == pytest.approx(1.0 * (1 - (1 - 0.5) ** 2))  # 0.75
+    assert note.score - note.rrf == pytest.approx(0.25 * 0.5)
+    assert turn_.evidence == note.evidence == 0.5  # explain shows the evidence as measured
+    # the reference's scoring never reads evidence: a turn scores like any line
+    ref = score(turn_candidate("t", dialogue=True, evidence=0.5, cosine=0.7), anchors, cal,
+                "reference")
+    assert ref.score - ref.rrf == pytest.approx(0.7)
+
+
+def test_fit_dialogue_keeps_the_default_unless_turns_rank_better() -> None:
+    questions = [LabelledQuestion(text="alpha beta", gold=frozenset({"answer"}))]
+    pool = [turn_candidate("answer", dialogue=True, evidence=0.5, cosine=0.3),
+            turn_candidate("echo", dialogue=False, evidence=0.0, cosine=0.6),
+            *(turn_candidate(f"other{n}", dialogue=False, evidence=0.0, cosine=0.55 - n / 100)
+              for n in range(5))]
+    scorer = PoolScorer(questions, [pool], NOW, lexical_weight=0.25)
+    quality = mean_quality([q.gold for q in questions], [0], None)
+    assert quality(rankings_of(scorer, 0.0)) < (1.0, 1.0)  # weighed like a note: out of the top 5
+    (weight, boost), grid = fit_dialogue(scorer, 0.0, quality, default=(0.25, 1.0))
+    assert (weight, boost) != (0.25, 1.0) and grid[(weight, boost)] == (1.0, 1.0)
+    # the same pool without a conversation turn: every pair ties, the default stays
+    plain = [replace(c, dialogue=False) for c in pool]
+    flat = PoolScorer(questions, [plain], NOW, lexical_weight=0.25)
+    assert fit_dialogue(flat, 0.0, quality, default=(0.25, 1.0))[0] == (0.25, 1.0)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("dialogueBoost", 0.5, "must be a number from 1 to 8 (got 0.5)"),
+    ("dialogueBoost", 9, "must be a number from 1 to 8 (got 9"),
+    ("dialogueWeight", 1.5, "must be a number from 0 to 1 (got 1.5)"),
+])
+def test_dialogue_numbers_in_the_config_are_checked(field: str, value: float,
+                                                    message: str) -> None:
+    block = {"noEvidenceCosine": 0.1, "recallFloor": 0.3, "recallTail": 0.2,
+             "autoFloor": 0.5, "autoWindow": 0.04, field: value}
+    with pytest.raises(ConfigError) as excinfo:
+        parse_config({**JOURNAL, "embeddings": {"dim": 4096, "calibration": block}})
+    assert "dialogue" in str(excinfo.value) and message in str(excinfo.value)
+
+
+def test_configured_dialogue_numbers_reach_recall() -> None:
+    block = {"noEvidenceCosine": 0.1, "recallFloor": 0.3, "recallTail": 0.2,
+             "autoFloor": 0.5, "autoWindow": 0.04, "dialogueWeight": 0.9, "dialogueBoost": 3}
+    config = parse_config({**JOURNAL, "embeddings": {"dim": 4096, "calibration": block}})
+    cal = calibration_for(None, configured_calibration(config))
+    assert (cal.dialogue_weight, cal.dialogue_boost) == (0.9, 3.0)
+    # left out, they are the identity's shipped ones
+    del block["dialogueWeight"], block["dialogueBoost"]
+    config = parse_config({**JOURNAL, "embeddings": {"dim": 4096, "calibration": block}})
+    cal = calibration_for(None, configured_calibration(config))
+    assert (cal.dialogue_weight, cal.dialogue_boost) == (
+        NOMIC_V15.dialogue_weight, NOMIC_V15.dialogue_boost)

@@ -12,19 +12,24 @@ pure functions over per-question rankings and scores (shared with ``bench/recall
   score that maximises balanced accuracy between answerable and no-answer questions (the
   middle of the best interval), rounded to 0.001 (to 0.000001 when the best interval is
   narrower than that, so rounding never costs accuracy); then lowered, if need be, until it
-  flags at most 5 % of the answerable questions (``FALSE_ABSTENTION_BUDGET``).
+  flags at most 5 % of the answerable questions (``FALSE_ABSTENTION_BUDGET``), in every set
+  when the questions come from several.
 - ``recall_tail``: the narrowest tail on a 0.01 grid (0.02-0.40) whose returned recall@5 (the
   cut list, limit 10) stays within 0.005 of the uncut ranking's: the cut must not throw
   answers away (:func:`fit_tail`).
 - ``lexical_weight`` (hybrid scoring): on a 0.25 grid, among the weights whose fitted recall@5
-  is within 0.02 of the best, the one with the best MRR (:func:`fit_hybrid`).
+  (with their best conversation-turn numbers) is within 0.02 of the best, the one with the
+  best MRR (:func:`fit_hybrid`); ``dialogue_weight`` / ``dialogue_boost``: the grid pair with
+  the best recall@5, then MRR, or the default (a turn weighed like any line) on a tie
+  (:func:`fit_dialogue`). Several sets weigh alike (the mean of their figures).
 - ``auto_floor`` / ``auto_window`` (the automatic "possibly relevant" block, H3, H4): H17's
   goal, "keep the answer present while negative and near-miss probes stay quiet", as one
   number: the pair (floor on a 0.01 grid, window from ``AUTO_WINDOWS``) with the largest
   Youden's J, the share of answerable questions whose gold is in the block minus the share of
   no-answer questions that get a block at all; within ``RANKING_SLACK`` of the best J, the
   narrowest window, then the highest floor (:func:`fit_auto`). A question's gold is what the
-  block should carry, so answerable and no-answer questions are its labels.
+  block should carry, so answerable and no-answer questions are its labels. Several sets
+  weigh alike (the mean of their J).
 
 The labelled file is :mod:`memory_es.calibration.labelled`; fitting a root and its report is
 :mod:`memory_es.calibration.report`.
@@ -183,7 +188,8 @@ def plateau_middle(values: Sequence[float]) -> float:
 
 
 def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence[int],
-                    lexical_weight: float = NOMIC_V15.lexical_weight
+                    lexical_weight: float = NOMIC_V15.lexical_weight,
+                    groups: Sequence[str] | None = None
                     ) -> tuple[Calibration, dict[str, Any]]:
     """The recall numbers fitted on the questions ``idx`` (see the module docstring): the
     no-evidence cosine, floor and tail at ``lexical_weight``; the automatic pair stays the
@@ -193,6 +199,7 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
     ranking and best score when cosines below ``nec`` count as no evidence. Returns the
     calibration and the fit's figures: ``balanced_accuracy``, ``scale`` (floor / 0.65),
     ``top_recall_at_5`` / ``top_mrr`` (the grid's best) and ``grid`` (nec -> (R@5, MRR)).
+    With ``groups`` (question -> its set) the false-abstention budget holds in every set.
     """
     neg = [i for i in idx if not golds[i]]
     pos = [i for i in idx if golds[i]]
@@ -217,8 +224,10 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
         floor = round(exact, 6)  # a best interval narrower than 0.001: keep it inside
     # The floor must not call answerable questions unanswered more than the budget allows:
     # an agent told "insufficient" stops looking. Lower it to the budget's quantile if needed.
-    allowed = int(FALSE_ABSTENTION_BUDGET * len(pos_best))
-    ceiling = sorted(pos_best)[allowed] if pos_best else floor
+    ceiling = floor
+    for members in _parts(pos, groups).values():
+        best_scores = sorted(full(nec, i)[1] for i in members)
+        ceiling = min(ceiling, best_scores[int(FALSE_ABSTENTION_BUDGET * len(best_scores))])
     if floor > ceiling:
         floor = math.floor(ceiling * 1000) / 1000
         acc = _accuracy(floor, pos_best, neg_best)
@@ -259,34 +268,94 @@ def fit_tail(golds: Sequence[frozenset[str]], run: RunFn, cal: Calibration,
 def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolLike],
                idx: Sequence[int], weights: Sequence[float] = LEXICAL_WEIGHTS,
                groups: Sequence[str] | None = None) -> tuple[Calibration, dict[str, Any]]:
-    """:func:`fit_calibration` for each lexical weight (``scorers(w)`` ranks with it), the
-    weight whose fitted ranking is best (recall@5, then MRR), then :func:`fit_tail`.
+    """:func:`fit_calibration` for each lexical weight (``scorers(w)`` ranks with it) and, at
+    that weight, a conversation turn's weight and boost (:func:`fit_dialogue`); the weight
+    whose ranking with its turn numbers is best (recall@5, then MRR); the no-evidence cosine
+    and floor fitted again when the turn numbers change the ranking; then :func:`fit_tail`
+    and :func:`fit_auto`.
 
-    ``groups`` (question -> its set) weighs every set alike in that choice: the mean of the
+    ``groups`` (question -> its set) weighs every set alike in those choices: the mean of the
     sets' recall@5 and MRR, so the set with the most questions does not choose alone."""
-    pos = [i for i in idx if golds[i]]
-    by_group: dict[str, list[int]] = {}
-    for i in pos:
-        by_group.setdefault("" if groups is None else groups[i], []).append(i)
+    quality = mean_quality(golds, idx, groups)
     fits: dict[float, tuple[Calibration, dict[str, Any]]] = {}
     by_weight: dict[float, tuple[float, float]] = {}
+    turns: dict[float, tuple[tuple[float, float], dict[tuple[float, float],
+                                                      tuple[float, float]]]] = {}
     for weight in weights:
         scorer = scorers(weight)
-        fits[weight] = fit_calibration(golds, scorer.full, idx, lexical_weight=weight)
-        nec = fits[weight][0].no_evidence_cosine
-        metrics = [ranking_metrics([scorer.full(nec, i)[0] for i in members],
-                                   [golds[i] for i in members])
-                   for members in by_group.values()]
-        by_weight[weight] = (statistics.fmean(m["recall_at_5"] for m in metrics),
-                             statistics.fmean(m["mrr"] for m in metrics))
+        fits[weight] = fit_calibration(golds, scorer.full, idx, lexical_weight=weight,
+                                       groups=groups)
+        turns[weight] = fit_dialogue(scorer, fits[weight][0].no_evidence_cosine, quality,
+                                     default=(weight, 1.0))
+        best_pair, grid = turns[weight]
+        by_weight[weight] = grid[best_pair]
     top5 = max(r5 for r5, _ in by_weight.values())
     chosen = max((w for w, (r5, _) in by_weight.items() if r5 >= top5 - WEIGHT_SLACK),
                  key=lambda w: (by_weight[w][1], by_weight[w][0]))
     cal, fit = fits[chosen]
-    cal = replace(cal, recall_tail=fit_tail(golds, scorers(cal.lexical_weight).run, cal, idx))
-    cal = fit_auto(golds, scorers(cal.lexical_weight).auto, cal, idx)
+    (dialogue_weight, boost), by_dialogue = turns[chosen]
+    final = scorers(chosen).with_dialogue(dialogue_weight, boost)
+    if (dialogue_weight, boost) != (chosen, 1.0):
+        cal, fit = fit_calibration(golds, final.full, idx, lexical_weight=chosen,
+                                   groups=groups)
+    cal = replace(cal, dialogue_weight=dialogue_weight, dialogue_boost=boost)
+    cal = replace(cal, recall_tail=fit_tail(golds, final.run, cal, idx))
+    cal = fit_auto(golds, final.auto, cal, idx, groups)
     fit["by_lexical_weight"] = by_weight
+    fit["by_dialogue"] = by_dialogue
     return cal, fit
+
+
+Quality = Callable[[Callable[[int], Sequence[str]]], tuple[float, float]]
+
+
+def _parts(idx: Sequence[int], groups: Sequence[str] | None) -> dict[str, list[int]]:
+    """The questions ``idx`` by their set (one part when there are no groups)."""
+    parts: dict[str, list[int]] = {}
+    for i in idx:
+        parts.setdefault("" if groups is None else groups[i], []).append(i)
+    return parts
+
+
+def rankings_of(scorer: PoolLike, nec: float) -> Callable[[int], Sequence[str]]:
+    """Question i -> its whole ranking by ``scorer`` at the no-evidence cosine ``nec``."""
+    return lambda i: scorer.full(nec, i)[0]
+
+
+def mean_quality(golds: Sequence[frozenset[str]], idx: Sequence[int],
+             groups: Sequence[str] | None) -> Quality:
+    """A ranking function's (recall@5, MRR) on the answerable questions of ``idx``: the mean
+    over ``groups`` when given."""
+    by_group = _parts([i for i in idx if golds[i]], groups)
+
+    def quality(ranking: Callable[[int], Sequence[str]]) -> tuple[float, float]:
+        metrics = [ranking_metrics([ranking(i) for i in members], [golds[i] for i in members])
+                   for members in by_group.values()]
+        return (statistics.fmean(m["recall_at_5"] for m in metrics),
+                statistics.fmean(m["mrr"] for m in metrics))
+
+    return quality
+
+
+DIALOGUE_WEIGHTS: Final = (0.5, 0.75, 1.0)
+DIALOGUE_BOOSTS: Final = (1.0, 2.0, 3.0, 4.0)
+
+
+def fit_dialogue(scorer: PoolLike, nec: float, quality: Quality, *,
+                 default: tuple[float, float]
+                 ) -> tuple[tuple[float, float], dict[tuple[float, float], tuple[float, float]]]:
+    """A conversation turn's lexical weight and boost on the grid: the pair with the best
+    recall@5, then MRR; ``default`` (a turn weighed like any line) unless another is strictly
+    better, so questions without conversation turns keep it."""
+    grid = {default: quality(rankings_of(scorer, nec))}
+    for pair in itertools.product(DIALOGUE_WEIGHTS, DIALOGUE_BOOSTS):
+        if pair not in grid:
+            grid[pair] = quality(rankings_of(scorer.with_dialogue(*pair), nec))
+    best = default
+    for pair, figures in grid.items():
+        if figures > grid[best]:
+            best = pair
+    return best, grid
 
 
 AUTO_FLOORS: Final = tuple(round(0.01 * n, 2) for n in range(101))  # 0.00 .. 1.00
@@ -305,12 +374,21 @@ def auto_youden(golds: Sequence[frozenset[str]], auto: AutoFn, cal: Calibration,
 
 
 def fit_auto(golds: Sequence[frozenset[str]], auto: AutoFn, cal: Calibration,
-             idx: Sequence[int]) -> Calibration:
+             idx: Sequence[int], groups: Sequence[str] | None = None) -> Calibration:
     """``cal`` with the automatic block's floor and window fitted on the questions ``idx``
-    (module docstring: Youden's J, then the narrowest window, then the highest floor)."""
+    (module docstring: Youden's J, then the narrowest window, then the highest floor).
+    ``groups`` (question -> its set): J is the mean of the sets' J, each set weighing alike
+    (a set whose J is below 0 at every floor cannot switch the block off for the others)."""
     if not any(golds[i] for i in idx) or all(golds[i] for i in idx):
         raise ValueError("fitting needs answerable and no-answer questions")
-    scores = {(w, f): auto_youden(golds, auto, replace(cal, auto_floor=f, auto_window=w), idx)
+    # a set without both kinds of question has no J of its own
+    usable = [m for m in _parts(idx, groups).values()
+              if any(golds[i] for i in m) and not all(golds[i] for i in m)] or [list(idx)]
+
+    def youden(c: Calibration) -> float:
+        return statistics.fmean(auto_youden(golds, auto, c, m) for m in usable)
+
+    scores = {(w, f): youden(replace(cal, auto_floor=f, auto_window=w))
               for w in AUTO_WINDOWS for f in AUTO_FLOORS}
     best = max(scores.values())
     window, floor = min((k for k, j in scores.items() if j >= best - RANKING_SLACK),
@@ -325,46 +403,72 @@ class PoolLike(Protocol):
 
     def auto(self, cal: Calibration, i: int) -> Sequence[str]: ...
 
+    def with_dialogue(self, weight: float, boost: float) -> PoolLike: ...
+
+
+def _shape(cal: Calibration) -> tuple[float, float, float, float]:
+    """What a score depends on besides the pool: the no-evidence cosine and the weights."""
+    return (cal.no_evidence_cosine, cal.lexical_weight, cal.dialogue_weight, cal.dialogue_boost)
+
 
 class PoolScorer:
     """Rankings and runs from each question's candidate pool (computed once: the pool does not
     depend on the calibration), exactly as :func:`~memory_es.recall.explicit.recall` would score
-    them."""
+    them. ``full`` ranks with this scorer's lexical weight and conversation-turn numbers
+    (``dialogue``: weight and boost; None: a turn is weighed like any line); ``run`` and
+    ``auto`` with the calibration they are given."""
 
     def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
                  now: datetime, *, scoring: Scoring = "hybrid",
-                 lexical_weight: float = NOMIC_V15.lexical_weight) -> None:
+                 lexical_weight: float = NOMIC_V15.lexical_weight,
+                 dialogue: tuple[float, float] | None = None) -> None:
         self.questions = questions
         self.pools = pools
         self.now = now
         self.scoring: Scoring = scoring
         self.lexical_weight = lexical_weight
-        self._full: dict[tuple[float, float, int], tuple[list[str], float]] = {}
+        self.dialogue = dialogue
+        self._full: dict[tuple[tuple[float, float, float, float], int],
+                         tuple[list[str], float]] = {}
         self._runs: dict[tuple[Calibration, int], Run] = {}
-        self._score_cache: dict[tuple[float, float, int], list[Scored]] = {}
-        self._auto_cache: dict[tuple[float, float, float, int],
+        self._score_cache: dict[tuple[tuple[float, float, float, float], int],
+                                list[Scored]] = {}
+        self._auto_cache: dict[tuple[tuple[float, float, float, float], float, int],
                                tuple[float | None, list[str]]] = {}
 
     def with_weight(self, lexical_weight: float) -> PoolScorer:
         """The same pools ranked with another lexical weight."""
         return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=lexical_weight)
+                          lexical_weight=lexical_weight, dialogue=self.dialogue)
+
+    def with_dialogue(self, weight: float, boost: float) -> PoolScorer:
+        """The same pools with a conversation turn's evidence weighed ``weight``, boosted."""
+        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
+                          lexical_weight=self.lexical_weight, dialogue=(weight, boost))
+
+    def calibration(self, nec: float, lexical_weight: float | None = None) -> Calibration:
+        """An uncut calibration with this scorer's weights (``lexical_weight`` overrides)."""
+        weight = self.lexical_weight if lexical_weight is None else lexical_weight
+        dialogue_weight, boost = self.dialogue or (weight, 1.0)
+        return Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight,
+                           dialogue_weight=dialogue_weight, dialogue_boost=boost)
 
     def full(self, nec: float, i: int, lexical_weight: float | None = None
              ) -> tuple[list[str], float]:
-        weight = self.lexical_weight if lexical_weight is None else lexical_weight
-        key = (nec, weight, i)
+        return self._ranking(self.calibration(nec, lexical_weight), i)
+
+    def _ranking(self, cal: Calibration, i: int) -> tuple[list[str], float]:
+        key = (_shape(cal), i)
         if key not in self._full:
-            cal = Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight)
-            hits = select(score_all(self.questions[i].text, self.pools[i], cal, self.scoring),
-                          cal, now=self.now).hits[:RANK_DEPTH]
+            uncut = replace(cal, recall_floor=-UNCUT, recall_tail=UNCUT)
+            hits = select(self._scored(uncut, i), uncut, now=self.now).hits[:RANK_DEPTH]
             self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)
         return self._full[key]
 
     def run(self, cal: Calibration, i: int) -> Run:
         key = (cal, i)
         if key not in self._runs:
-            ranking, best = self.full(cal.no_evidence_cosine, i, cal.lexical_weight)
+            ranking, best = self._ranking(cal, i)
             result = select(self._scored(cal, i), cal, now=self.now)
             self._runs[key] = Run(ranking=ranking, best=best,
                                   returned=[h.id for h in result.hits[:RETURN_LIMIT]],
@@ -375,7 +479,7 @@ class PoolScorer:
     def auto(self, cal: Calibration, i: int) -> list[str]:
         """The ids the automatic block would show for question i (H2-H11). The floor only
         decides whether the block fires (H3), so the lines are computed once per window."""
-        key = (cal.no_evidence_cosine, cal.lexical_weight, cal.auto_window, i)
+        key = (_shape(cal), cal.auto_window, i)
         if key not in self._auto_cache:
             scored = self._scored(cal, i)
             lines = auto_select(scored, replace(cal, auto_floor=0.0), now=self.now)
@@ -384,8 +488,8 @@ class PoolScorer:
         return ids if best is not None and best >= cal.auto_floor - EPSILON else []
 
     def _scored(self, cal: Calibration, i: int) -> list[Scored]:
-        # Scores depend on the no-evidence cosine and the lexical weight only.
-        key = (cal.no_evidence_cosine, cal.lexical_weight, i)
+        # Scores depend on the no-evidence cosine and the weights only.
+        key = (_shape(cal), i)
         if key not in self._score_cache:
             self._score_cache[key] = score_all(self.questions[i].text, self.pools[i], cal,
                                                self.scoring)

@@ -49,7 +49,8 @@ NEEDS_EMBEDDINGS: Final = "calibrate_needs_embeddings"
 
 _CAMEL: Final = {"no_evidence_cosine": "noEvidenceCosine", "recall_floor": "recallFloor",
                  "recall_tail": "recallTail", "auto_floor": "autoFloor",
-                 "auto_window": "autoWindow", "lexical_weight": "lexicalWeight"}
+                 "auto_window": "autoWindow", "lexical_weight": "lexicalWeight",
+                 "dialogue_weight": "dialogueWeight", "dialogue_boost": "dialogueBoost"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,6 +122,8 @@ def render_text(report: CalibrationReport) -> str:
         f"  recallTail       {f.recall_tail:.3f}  the narrowest whose cut keeps the ranking's "
         "recall@5",
         f"  lexicalWeight    {f.lexical_weight:.3f}  hybrid scoring's share of lexical evidence",
+        f"  dialogueWeight   {f.dialogue_weight:.3f}  dialogueBoost {f.dialogue_boost:.3f}  a "
+        "conversation turn's share of lexical evidence, and its boost",
         f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the automatic "
         "block's pair with the best share of answers shown minus no-answer questions shown "
         "a block",
@@ -240,14 +243,17 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     current = recaller.calibration  # what recall uses now
     scoring = config.recall.scoring
     scorer = PoolScorer(questions, pools, utc_now(), scoring=scoring,
-                        lexical_weight=current.lexical_weight)
+                        lexical_weight=current.lexical_weight,
+                        dialogue=(current.dialogue_weight, current.dialogue_boost))
     every = list(range(len(questions)))
     golds = [q.gold for q in questions]
 
     def fit_on(idx: Sequence[int]) -> tuple[Calibration, dict[str, Any]]:
         if scoring == "hybrid":
-            cal, figures = fit_hybrid(golds, scorer.with_weight, idx)
+            plain = PoolScorer(questions, pools, scorer.now, scoring=scoring)
+            cal, figures = fit_hybrid(golds, plain.with_weight, idx)
             figures.pop("by_lexical_weight", None)
+            figures.pop("by_dialogue", None)
             return cal, figures
         cal, figures = fit_calibration(golds, scorer.full, idx, current.lexical_weight)
         cal = replace(cal, recall_tail=fit_tail(golds, scorer.run, cal, idx))
@@ -261,6 +267,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     if held is not None:
         metrics[HELD_OUT] = held
     nec = fitted.no_evidence_cosine
+    fitted_scorer = scorer.with_dialogue(fitted.dialogue_weight, fitted.dialogue_boost)
     return CalibrationReport(
         identity=identity.key, memories=int(memories), vectors=len(matrix.rowids),
         counts={"answerable": sum(1 for q in questions if q.answerable),
@@ -270,8 +277,10 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         fitted=fitted, current=current,
         fit={k: v for k, v in fit.items() if k != "grid"},
         metrics=metrics,
-        answerable_best=tuple(scorer.full(nec, i, fitted.lexical_weight)[1] for i in every
+        answerable_best=tuple(fitted_scorer.full(nec, i, fitted.lexical_weight)[1]
+                              for i in every
                               if questions[i].answerable),
-        no_answer_best=tuple(scorer.full(nec, i, fitted.lexical_weight)[1] for i in every
+        no_answer_best=tuple(fitted_scorer.full(nec, i, fitted.lexical_weight)[1]
+                             for i in every
                              if not questions[i].answerable),
     )

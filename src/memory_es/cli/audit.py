@@ -181,10 +181,12 @@ ANCHOR = Command(
 # -- calibrate ---------------------------------------------------------------------------------
 
 CALIBRATE_HELP = """\
-Fit the six recall calibration numbers (lexicalWeight, noEvidenceCosine, recallFloor,
-recallTail, autoFloor, autoWindow) on labelled questions about this root's memories, read-only,
-with the configured embedding provider (Journal or BuJo). lexicalWeight is fitted only under
-hybrid scoring (otherwise the current one is kept); autoFloor / autoWindow, the automatic
+Fit the eight recall calibration numbers (lexicalWeight, dialogueWeight, dialogueBoost,
+noEvidenceCosine, recallFloor, recallTail, autoFloor, autoWindow) on labelled questions about
+this root's memories, read-only, with the configured embedding provider (Journal or BuJo).
+lexicalWeight, and dialogueWeight / dialogueBoost for the turns of a conversation, are fitted
+only under hybrid scoring (otherwise the current ones are kept); autoFloor / autoWindow, the
+automatic
 block's, are fitted too: the pair whose block carries the most answers while staying quiet on
 the no-answer questions (Youden's J). Prints them, the recall / abstention trade-off of the
 reference, the current and the fitted calibration on those questions (in-sample) and of the

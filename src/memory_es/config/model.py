@@ -238,6 +238,9 @@ def _default_embeddings_dim(data: dict[str, Any]) -> int:
     return DEFAULT_EMBEDDINGS_DIM
 
 
+MAX_DIALOGUE_BOOST = 8.0
+
+
 class CalibrationConfig(_Block):
     """`memory.embeddings.calibration`: overrides the embedding identity's recall calibration
     (DESIGN 9.4). All five numbers are required when the block is present; each is in [0, 1].
@@ -250,13 +253,25 @@ class CalibrationConfig(_Block):
     auto_floor: float
     auto_window: float
     lexical_weight: float | None = None  # hybrid scoring; None: the identity's shipped weight
+    # a conversation turn's lexical weight and boost (hybrid); None: the identity's shipped ones
+    dialogue_weight: float | None = None
+    dialogue_boost: float | None = None
 
-    @field_validator("*")
+    @field_validator("no_evidence_cosine", "recall_floor", "recall_tail", "auto_floor",
+                     "auto_window", "lexical_weight", "dialogue_weight")
     @classmethod
     def _unit_interval(cls, value: float | None) -> float | None:
         """Cosines, scores, windows and weights all live in [0, 1]; NaN fails the check too."""
         if value is not None and not 0.0 <= value <= 1.0:
             raise rule(f"must be a number from 0 to 1 (got {value!r})")
+        return value
+
+    @field_validator("dialogue_boost")
+    @classmethod
+    def _boost(cls, value: float | None) -> float | None:
+        """An exponent from 1 (evidence as it is) to 8; NaN fails the check too."""
+        if value is not None and not 1.0 <= value <= MAX_DIALOGUE_BOOST:
+            raise rule(f"must be a number from 1 to {MAX_DIALOGUE_BOOST:g} (got {value!r})")
         return value
 
 

@@ -116,10 +116,9 @@ def candidate_pool(
     if query_vector is not None and matrix is not None:  # lexical hits that have a vector
         cosines.update(matrix.cosines(query_vector,
                                       [r[6] for r in chosen if r[6] not in cosines]))
-    before = turns_before(conn, [row[6] for row in chosen])
+    context = turn_context(conn, [row[6] for row in chosen])
     candidates = [_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
-                             vector_ranks.get(row[6]), evidence, before.get(row[6]))
-                  for row in chosen]
+                             vector_ranks.get(row[6]), evidence, context) for row in chosen]
     return with_entity_names(conn, candidates)
 
 
@@ -154,30 +153,34 @@ def replies(conn: apsw.Connection, lexical: dict[int, int]) -> dict[int, int]:
     return out
 
 
-def turns_before(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, str]:
-    """rowid -> the text of the live turn just before it in the same conversation: a reply
+def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, str | None]:
+    """rowid -> the text of the live turn just before it in the same conversation (None for a
+    conversation's first turn), for the rows that are turns of a known conversation: a reply
     ("Coastal flooding models.") is read with what it answers ("what's her research on")."""
     if not rowids:
         return {}
-    return {int(rowid): str(text) for rowid, text in conn.execute(
+    return {int(rowid): None if text is None else str(text) for rowid, text in conn.execute(
         "SELECT m.rowid, (SELECT p.text FROM memories p "
         "WHERE p.source_session = m.source_session AND p.rowid < m.rowid "
         f"AND {_turn('p')} AND p.status NOT IN {_TERMINAL_SQL} "
         "ORDER BY p.rowid DESC LIMIT 1) "
         f"FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {_turn('m')}",
-        list(rowids)) if text is not None}
+        list(rowids))}
 
 
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
                vector_rank: int | None, evidence: LexicalEvidence,
-               before: str | None = None) -> Candidate:
+               context: dict[int, str | None] | None = None) -> Candidate:
     session = row[5]
+    dialogue = context is not None and row[6] in context
+    before = context.get(row[6]) if context is not None else None
     return Candidate(
         id=row[0], text=row[1], type=row[2], status=row[3],
         created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
         cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
         provenance_unknown=session in (None, "unknown"),
         evidence=evidence.coverage(row[1] if before is None else f"{before}\n{row[1]}"),
+        dialogue=dialogue,
         source=Source(session=session, intake_id=row[7]),
     )
 
