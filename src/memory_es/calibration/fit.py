@@ -199,19 +199,19 @@ def fit_calibration(golds: Sequence[frozenset[str]], full: FullFn, idx: Sequence
     ranking and best score when cosines below ``nec`` count as no evidence. Returns the
     calibration and the fit's figures: ``balanced_accuracy``, ``scale`` (floor / 0.65),
     ``top_recall_at_5`` / ``top_mrr`` (the grid's best) and ``grid`` (nec -> (R@5, MRR)).
-    With ``groups`` (question -> its set) the false-abstention budget holds in every set.
+    With ``groups`` (question -> its set) the sets weigh alike in the plateau and the
+    false-abstention budget holds in every set.
     """
     neg = [i for i in idx if not golds[i]]
     pos = [i for i in idx if golds[i]]
     if not pos or not neg:
         raise ValueError("fitting needs answerable and no-answer questions")
-    pos_golds = [golds[i] for i in pos]
+    quality = mean_quality(golds, idx, groups)
 
-    def quality(nec: float) -> tuple[float, float]:
-        m = ranking_metrics([full(nec, i)[0] for i in pos], pos_golds)
-        return m["recall_at_5"], m["mrr"]
+    def at(nec: float) -> Callable[[int], Sequence[str]]:
+        return lambda i: full(nec, i)[0]
 
-    grid = {nec: quality(nec) for nec in nec_grid()}
+    grid = {nec: quality(at(nec)) for nec in nec_grid()}
     top5 = max(r5 for r5, _ in grid.values())
     near = {n: mrr for n, (r5, mrr) in grid.items() if r5 >= top5 - RANKING_SLACK}
     top_mrr = max(near.values())  # the best MRR among the values that keep recall@5

@@ -32,7 +32,13 @@ from memory_es.calibration.fit import (
 )
 from memory_es.calibration.labelled import LabelledQuestion, check_gold, load_labelled
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError, make_embedder
+from memory_es.embeddings import (
+    BATCH_SIZE,
+    Embedder,
+    EmbeddingError,
+    embed_queries,
+    make_embedder,
+)
 from memory_es.errors import MemoryEsError
 from memory_es.history import verified_index
 from memory_es.intake import utc_now
@@ -162,7 +168,8 @@ def render_text(report: CalibrationReport) -> str:
 
 def _embed(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     try:
-        parts = [embedder.embed(texts[s:s + BATCH_SIZE]) for s in range(0, len(texts), BATCH_SIZE)]
+        parts = [embed_queries(embedder, texts[s:s + BATCH_SIZE])
+                 for s in range(0, len(texts), BATCH_SIZE)]
     except EmbeddingError as e:
         raise MemoryEsError(f"{e.code}: cannot embed the questions: {e}", code=e.code) from e
     return np.concatenate(parts).astype(np.float32)

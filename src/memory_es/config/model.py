@@ -89,14 +89,16 @@ DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
     "lmstudio": "text-embedding-nomic-embed-text-v1.5",
     "openai": None,  # the reference states no default for openai
     # The offline provider (memory-es[local]): USE multilingual v3, chosen by measurement
-    # (README "Offline embedding models"); all-MiniLM-L6-v2-onnx-int8 by name.
+    # (README "Offline embedding models"); all-MiniLM-L6-v2-onnx-int8 and
+    # multilingual-e5-small-q4 by name.
     "local": "use-multilingual-v3",
 }
 LOCAL_EMBEDDINGS_DIM: Final = 512
 # The offline models the local provider ships, with their dimensions (bench/models.py compares
 # them; the README table says why each is there).
 LOCAL_MODELS: Final[Mapping[str, int]] = {"use-multilingual-v3": 512,
-                                          "all-MiniLM-L6-v2-onnx-int8": 384}
+                                          "all-MiniLM-L6-v2-onnx-int8": 384,
+                                          "multilingual-e5-small-q4": 384}
 FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
 MAX_TIMEOUT_MS: Final = 3_600_000  # an hour per model call; anything longer is a typo
 MAX_EMBEDDINGS_DIM: Final = 65_536  # far above any embedding model's width

@@ -2,8 +2,8 @@
 
 - ``ollama``, ``lmstudio``, ``openai``: HTTP servers (:mod:`memory_es.embeddings.http`);
 - ``local``: in-process, no server: USE multilingual v3 by default
-  (:mod:`memory_es.embeddings.use`), all-MiniLM-L6-v2 int8 by name
-  (:mod:`memory_es.embeddings.local`).
+  (:mod:`memory_es.embeddings.use`), all-MiniLM-L6-v2 int8 (:mod:`memory_es.embeddings.local`)
+  and multilingual-e5-small 4-bit (:mod:`memory_es.embeddings.e5`) by name.
 
 Rows come back L2-normalised, shape ``(len(texts), dim)``, and an :class:`EmbeddingIdentity`
 keys the vector cache (B25; :mod:`memory_es.embeddings.base`). :func:`make_embedder` builds the
@@ -26,7 +26,9 @@ from memory_es.embeddings.base import (
     EmbeddingIdentity,
     batched,
     dimension_mismatch,
+    embed_queries,
 )
+from memory_es.embeddings.e5 import E5_DIM, E5_MODEL, E5Embedder
 from memory_es.embeddings.http import (
     DEFAULT_ENDPOINTS,
     DEFAULT_TIMEOUT_S,
@@ -50,12 +52,15 @@ __all__ = [
     "BATCH_SIZE",
     "DEFAULT_ENDPOINTS",
     "DEFAULT_TIMEOUT_S",
+    "E5_DIM",
+    "E5_MODEL",
     "LOCAL_DIM",
     "LOCAL_DIMS",
     "LOCAL_MAX_TOKENS",
     "LOCAL_MODEL",
     "USE_DIM",
     "USE_MODEL",
+    "E5Embedder",
     "Embedder",
     "EmbeddingError",
     "EmbeddingIdentity",
@@ -66,6 +71,7 @@ __all__ = [
     "UseEmbedder",
     "batched",
     "configured_identity",
+    "embed_queries",
     "make_embedder",
 ]
 
@@ -116,12 +122,14 @@ def make_embedder(
                                  code=CONFIG_INVALID)
         model = model or LOCAL_DEFAULT
         if model not in LOCAL_DIMS:
-            raise EmbeddingError(f"the local embedding provider runs {USE_MODEL} or "
-                                 f"{LOCAL_MODEL}, not {one_line(str(model))}",
+            raise EmbeddingError(f"the local embedding provider runs {USE_MODEL}, "
+                                 f"{LOCAL_MODEL} or {E5_MODEL}, not {one_line(str(model))}",
                                  code=CONFIG_INVALID)
         if "dim" in explicit and dim != LOCAL_DIMS[model]:
             raise dimension_mismatch(LOCAL_DIMS[model], dim, f"local model {model}")
-        return UseEmbedder() if model == USE_MODEL else LocalEmbedder()
+        if model == USE_MODEL:
+            return UseEmbedder()
+        return E5Embedder() if model == E5_MODEL else LocalEmbedder()
     if model is None:
         raise EmbeddingError(f"memory.embeddings.model is required for provider "
                              f"{one_line(provider)}", code=CONFIG_INVALID)

@@ -30,6 +30,7 @@ __all__ = [
     "batched",
     "check_texts",
     "dimension_mismatch",
+    "embed_queries",
     "finish",
     "no_vectors",
     "normalise",
@@ -123,6 +124,14 @@ def check_texts(texts: Sequence[str]) -> None:
     for text in texts:
         if not isinstance(text, str):
             raise TypeError(f"embed() texts must be str, got {type(text).__name__}")
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """Questions' vectors: an asymmetric model's query form (``embed_queries``, E5's
+    ``query:``), else :meth:`Embedder.embed`; memories are always ``embed``."""
+    asks = getattr(embedder, "embed_queries", None)
+    vectors: Vectors = asks(texts) if callable(asks) else embedder.embed(texts)
+    return vectors
 
 
 def no_vectors(dim: int) -> Vectors:

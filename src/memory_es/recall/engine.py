@@ -24,7 +24,7 @@ import apsw
 import numpy as np
 
 from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, EmbeddingError
+from memory_es.embeddings import Embedder, EmbeddingError, embed_queries
 from memory_es.errors import IndexUnavailableError
 from memory_es.recall.as_of import AsOfState
 from memory_es.recall.asking import Ask, has_content
@@ -91,7 +91,7 @@ class Recaller:
         if self.embedder is None:
             return None
         try:
-            vector: np.ndarray = self.embedder.embed([text])[0]
+            vector: np.ndarray = embed_queries(self.embedder, [text])[0]
         except EmbeddingError as e:
             log.warning("memory_recall_unavailable: %s (code=%s)", unavailable, e.code)
             return None

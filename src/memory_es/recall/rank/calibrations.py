@@ -18,15 +18,22 @@ from memory_es.recall.rank.score import NOMIC_V15, Calibration
 # of answerable dev questions in every set, the narrowest tail that keeps the ranking's
 # recall@5, and the automatic block's floor and window by fit_auto); the README reports the
 # test splits.
-LOCAL_USE = Calibration(no_evidence_cosine=0.19, recall_floor=0.231, recall_tail=0.40,
+LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.232, recall_tail=0.40,
                         auto_floor=0.56, auto_window=0.06, lexical_weight=0.25,
                         dialogue_weight=1.0, dialogue_boost=4.0)
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
-LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
-                           auto_floor=0.76, auto_window=0.05, lexical_weight=0.5)
+LOCAL_MINILM = Calibration(no_evidence_cosine=0.11, recall_floor=0.396, recall_tail=0.40,
+                           auto_floor=0.76, auto_window=0.06, lexical_weight=0.5,
+                           dialogue_weight=1.0, dialogue_boost=3.0)
+# The same fit for multilingual-e5-small 4-bit (bench/recall_quality.py --model e5): its
+# cosines sit higher still, so the no-evidence cosine and floors do.
+LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.813, recall_tail=0.16,
+                       auto_floor=0.98, auto_window=0.02, lexical_weight=0.25,
+                       dialogue_weight=0.75, dialogue_boost=2.0)
 CALIBRATIONS = {("local", "use-multilingual-v3"): LOCAL_USE,
-                ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM}
+                ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM,
+                ("local", "multilingual-e5-small-q4"): LOCAL_E5}
 
 
 def calibration_for(identity: EmbeddingIdentity | None,

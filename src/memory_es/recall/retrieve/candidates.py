@@ -127,8 +127,10 @@ REPLY_DEPTH = 20  # the lexical hits whose next turn joins the pool
 
 def _turn(alias: str) -> str:
     """SQL: the row ``alias`` is a turn the host reported (a Journal observation) in a known
-    conversation. Curated lines of one capture share a session but are not a dialogue."""
-    return (f"{alias}.source = 'host-summary' AND {alias}.tier = 'journal' "
+    conversation. Curated lines of one capture share a session but are not a dialogue. The
+    unary ``+`` keeps the planner on ``memories_by_session``: by ``memories_by_tier`` a
+    neighbour lookup walked every Journal row before it (17 ms a recall at 100,000)."""
+    return (f"+{alias}.source = 'host-summary' AND +{alias}.tier = 'journal' "
             f"AND {alias}.source_session IS NOT NULL AND {alias}.source_session != 'unknown'")
 
 
@@ -139,13 +141,8 @@ def replies(conn: apsw.Connection, lexical: dict[int, int]) -> dict[int, int]:
     top = sorted(lexical, key=lambda r: (lexical[r], r))[:REPLY_DEPTH]
     if not top:
         return {}
-    found = {int(hit): int(reply) for hit, reply in conn.execute(
-        "SELECT h.rowid, (SELECT r.rowid FROM memories r "
-        "WHERE r.source_session = h.source_session AND r.rowid > h.rowid "
-        f"AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} ORDER BY r.rowid LIMIT 1) "
-        f"FROM memories h WHERE h.rowid IN ({','.join('?' * len(top))}) AND {_turn('h')}",
-        top)
-        if reply is not None}
+    found = {int(hit): int(reply) for hit, reply in conn.execute(replies_sql(len(top)), top)
+             if reply is not None}
     out: dict[int, int] = {}
     for hit in top:
         if hit in found:
@@ -160,12 +157,24 @@ def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, str 
     if not rowids:
         return {}
     return {int(rowid): None if text is None else str(text) for rowid, text in conn.execute(
-        "SELECT m.rowid, (SELECT p.text FROM memories p "
-        "WHERE p.source_session = m.source_session AND p.rowid < m.rowid "
-        f"AND {_turn('p')} AND p.status NOT IN {_TERMINAL_SQL} "
-        "ORDER BY p.rowid DESC LIMIT 1) "
-        f"FROM memories m WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND {_turn('m')}",
-        list(rowids))}
+        turn_context_sql(len(rowids)), list(rowids))}
+
+
+def replies_sql(count: int) -> str:
+    """For ``count`` rowids: each host turn's rowid and the rowid of the live turn after it."""
+    return ("SELECT h.rowid, (SELECT r.rowid FROM memories r "
+            "WHERE r.source_session = h.source_session AND r.rowid > h.rowid "
+            f"AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} ORDER BY r.rowid LIMIT 1) "
+            f"FROM memories h WHERE h.rowid IN ({','.join('?' * count)}) AND {_turn('h')}")
+
+
+def turn_context_sql(count: int) -> str:
+    """For ``count`` rowids: each host turn's rowid and the text of the live turn before it."""
+    return ("SELECT m.rowid, (SELECT p.text FROM memories p "
+            "WHERE p.source_session = m.source_session AND p.rowid < m.rowid "
+            f"AND {_turn('p')} AND p.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY p.rowid DESC LIMIT 1) "
+            f"FROM memories m WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')}")
 
 
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
