@@ -927,8 +927,8 @@ def test_o9_local_provider_defaults_and_its_shipped_models() -> None:
     with pytest.raises(ConfigError) as err:
         parse_config({"mode": "journal", "embeddings": {"provider": "local", "model": "x"}})
     assert err.value.errors == [
-        "memory.embeddings: model: provider \"local\" ships 'use-multilingual-v3' and "
-        "'all-MiniLM-L6-v2-onnx-int8', not 'x'"]
+        "memory.embeddings: model: provider \"local\" ships 'use-multilingual-v3', "
+        "'all-MiniLM-L6-v2-onnx-int8' and 'multilingual-e5-small-q4', not 'x'"]
     assert parse_config({"mode": "journal", "embeddings": {"dim": 384}}).embeddings.dim == 384  # type: ignore[union-attr]
 
 

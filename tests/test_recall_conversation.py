@@ -194,6 +194,11 @@ def test_successors_first_moves_an_old_line_after_its_replacement() -> None:
     ranked = [scored("old", 0.9, superseded_by="mid"), scored("other", 0.85),
               scored("mid", 0.8, superseded_by="new"), scored("new", 0.7)]
     assert [s.candidate.id for s in successors_first(ranked)] == ["other", "new", "mid", "old"]
+    # through select: hybrid scoring reads the current line first; the reference's keeps the
+    # backend's order (G24)
+    pair = [scored("old", 0.9, superseded_by="new"), scored("new", 0.85)]
+    assert [h.id for h in select(pair, now=NOW, scoring="hybrid").hits] == ["new", "old"]
+    assert [h.id for h in select(pair, now=NOW).hits] == ["old", "new"]
     # a replacement that is not returned leaves the old line where it ranked
     alone = [scored("old", 0.9, superseded_by="gone"), scored("other", 0.8)]
     assert [s.candidate.id for s in successors_first(alone)] == ["old", "other"]
@@ -205,9 +210,19 @@ def test_successors_first_moves_an_old_line_after_its_replacement() -> None:
 def test_below_the_floor_only_lines_with_evidence_are_kept() -> None:
     pool = [scored("weak", 0.3), *(scored(f"zero{n}", 0.0001, semantic=0.0) for n in range(8)),
             *(scored(f"some{n}", 0.2) for n in range(5))]
-    result = select(pool, now=NOW)  # the reference's floor 0.65: nothing clears it
+    # the reference's floor 0.65: nothing clears it
+    result = select(pool, now=NOW, scoring="hybrid")
     assert result.evidence == "insufficient"
     assert [h.id for h in result.hits] == ["weak", "some0", "some1"]
+    # a pool of lines without any evidence returns nothing, flagged
+    empty = select([scored("zero", 0.0001, semantic=0.0)], now=NOW, scoring="hybrid")
+    assert (empty.hits, empty.evidence) == ((), "insufficient")
+    # the reference's scoring keeps G11 exactly: the best hit always, the tail within 0.15
+    reference = select(pool, now=NOW)
+    assert [h.id for h in reference.hits][:2] == ["weak", "some0"]
+    assert len(reference.hits) == 6 and reference.evidence == "insufficient"
+    lone = select([scored("zero", 0.0001, semantic=0.0)], now=NOW)
+    assert [h.id for h in lone.hits] == ["zero"]
 
 
 def test_bujo_current_line_comes_before_the_line_it_replaced(tmp_path: Path) -> None:

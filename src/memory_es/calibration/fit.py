@@ -461,7 +461,8 @@ class PoolScorer:
         key = (_shape(cal), i)
         if key not in self._full:
             uncut = replace(cal, recall_floor=-UNCUT, recall_tail=UNCUT)
-            hits = select(self._scored(uncut, i), uncut, now=self.now).hits[:RANK_DEPTH]
+            hits = select(self._scored(uncut, i), uncut, now=self.now,
+                          scoring=self.scoring).hits[:RANK_DEPTH]
             self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)
         return self._full[key]
 
@@ -469,7 +470,7 @@ class PoolScorer:
         key = (cal, i)
         if key not in self._runs:
             ranking, best = self._ranking(cal, i)
-            result = select(self._scored(cal, i), cal, now=self.now)
+            result = select(self._scored(cal, i), cal, now=self.now, scoring=self.scoring)
             self._runs[key] = Run(ranking=ranking, best=best,
                                   returned=[h.id for h in result.hits[:RETURN_LIMIT]],
                                   insufficient=result.evidence == "insufficient",

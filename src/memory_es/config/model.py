@@ -310,9 +310,9 @@ class EmbeddingsConfig(_Block):
         differ."""
         if self.provider == "local":
             if self.model is None or self.model not in LOCAL_MODELS:
-                raise rule('model: provider "local" ships '
-                           + " and ".join(repr(m) for m in LOCAL_MODELS)
-                           + f", not {self.model!r}")
+                *others, last = (repr(m) for m in LOCAL_MODELS)
+                raise rule(f'model: provider "local" ships {", ".join(others)} and {last}, '
+                           f"not {self.model!r}")
             if self.dim != LOCAL_MODELS[self.model]:
                 raise rule(f'dim: provider "local" model {self.model!r} is '
                            f"{LOCAL_MODELS[self.model]}-dimensional, not {self.dim}")

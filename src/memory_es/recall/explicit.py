@@ -132,11 +132,12 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
     pool = current_pool(conn, lookup.scored)
     if not pool:
         return RecallResult(recall=select((), calibration, now=now, tz=zone, mode=mode,
-                                          fact_sheet_conflict=conflict, note_due_ends=due),
+                                          fact_sheet_conflict=conflict, note_due_ends=due,
+                                          scoring=scoring),
                             degraded=degraded, fact_sheets=sheets, zone=zone)
     scored = list(pool)
     result = select(scored, calibration, now=now, tz=zone, mode=mode,
-                    fact_sheet_conflict=conflict, note_due_ends=due)
+                    fact_sheet_conflict=conflict, note_due_ends=due, scoring=scoring)
     evidence: LexicalEvidence | None = None  # read when needed: a cost on a large index
     if expand:  # G12: direct hits are cut first; their neighbours then compete in a second cut
         kept = {h.id for h in result.hits}
@@ -151,7 +152,7 @@ def deliberate(conn: apsw.Connection, lookup: Lookup, *, now: datetime,
             scored = score_all(lookup.query, [*(s.candidate for s in direct), *neighbours],
                                calibration, scoring)
             result = select(scored, calibration, now=now, tz=zone, mode=mode,
-                            fact_sheet_conflict=conflict, note_due_ends=due)
+                            fact_sheet_conflict=conflict, note_due_ends=due, scoring=scoring)
     guidance = () if degraded or about is not None else guidance_select(
         pool, labelled_lines(conn, [s.candidate.id for s in pool]),
         calibration, kind=kind, now=now, tz=zone, note_due_ends=due)

@@ -24,7 +24,14 @@ from memory_es.recall.rank.render import (
     format_auto_line,
     format_background_line,
 )
-from memory_es.recall.rank.score import EPSILON, NOMIC_V15, Calibration, Candidate, Scored
+from memory_es.recall.rank.score import (
+    EPSILON,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Scored,
+    Scoring,
+)
 from memory_es.vocabulary import TERMINAL_STATUSES
 
 SelectMode = Literal["explicit", "original-query", "degraded"]
@@ -195,17 +202,19 @@ def successors_first(ranked: Sequence[Scored]) -> list[Scored]:
 
 def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, now: datetime,
            tz: tzinfo | None = None, mode: SelectMode = "explicit",
-           fact_sheet_conflict: bool = False, note_due_ends: bool = False) -> Recall:
+           fact_sheet_conflict: bool = False, note_due_ends: bool = False,
+           scoring: Scoring = "reference") -> Recall:
     """Choose the explicit MemoryRecall hits.
 
     * Terminal ``dropped`` / ``invalidated`` records are excluded (G22).
     * Ranked by score descending, then id (stable) (G24: the backend's ranking is kept).
     * ``mode="explicit"``: tail cut (G11): the best hit is always kept; others must score within
       ``recall_tail`` of the best, and, when the best clears ``recall_floor``, at least the floor.
-      Below the floor at most ``INSUFFICIENT_MAX_HITS`` lines are kept, each carrying real
-      evidence (:func:`carries_evidence`): an unrelated question gets few lines or none.
-    * A superseded line returned with the line that replaced it follows that line
-      (:func:`successors_first`).
+      Under hybrid ``scoring``, below the floor at most ``INSUFFICIENT_MAX_HITS`` lines are
+      kept, each carrying real evidence (:func:`carries_evidence`): an unrelated question gets
+      few lines or none, not even a best hit scored 0; and a superseded line returned with the
+      line that replaced it follows that line (:func:`successors_first`). The reference's
+      scoring keeps G11 and G24 exactly: the best hit always, the backend's order.
     * ``mode="original-query"``: the list stays uncut, the notes are added (G19).
     * ``mode="degraded"`` (lexical-only, Lite): uncut, no notes (G20).
     * ``evidence``: ``conflicting`` when ``fact_sheet_conflict`` or the top-8 check finds differing
@@ -225,11 +234,13 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
             if s.score >= best - calibration.recall_tail - EPSILON
             and (not floor_applies or s.score >= calibration.recall_floor - EPSILON)
         ]
-        if not floor_applies:  # honest emptiness: no padding with unrelated lines
+        if not floor_applies and scoring == "hybrid":  # no padding with unrelated lines
             kept = [s for s in kept if carries_evidence(s)][:INSUFFICIENT_MAX_HITS]
     else:
         kept = ranked
-    hits = tuple(_hit(s, now, tz, note_due_ends) for s in successors_first(kept))
+    if scoring == "hybrid":
+        kept = successors_first(kept)
+    hits = tuple(_hit(s, now, tz, note_due_ends) for s in kept)
     if mode == "degraded":
         return Recall(hits=hits)
     notes: list[str] = []
