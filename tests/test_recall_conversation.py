@@ -208,19 +208,23 @@ def test_successors_first_moves_an_old_line_after_its_replacement() -> None:
 
 
 def test_below_the_floor_only_lines_with_evidence_are_kept() -> None:
-    pool = [scored("weak", 0.3), *(scored(f"zero{n}", 0.0001, semantic=0.0) for n in range(8)),
-            *(scored(f"some{n}", 0.2) for n in range(5))]
-    # the reference's floor 0.65: nothing clears it
+    pool = [scored("near", 0.4), scored("worded", 0.3, evidence=0.2),
+            *(scored(f"zero{n}", 0.0001, semantic=0.0) for n in range(8)),
+            *(scored(f"faint{n}", 0.3) for n in range(5)),
+            *(scored(f"held{n}", 0.26, evidence=0.1) for n in range(3))]
+    # the reference's floor 0.65: nothing clears it. Kept within the tail (0.15): a score of at
+    # least half the floor (0.325), or a query term; never a faint cosine alone (0.3), never a
+    # line scored 0
     result = select(pool, now=NOW, scoring="hybrid")
     assert result.evidence == "insufficient"
-    assert [h.id for h in result.hits] == ["weak", "some0", "some1"]
+    assert [h.id for h in result.hits] == ["near", "worded", "held0"]
     # a pool of lines without any evidence returns nothing, flagged
     empty = select([scored("zero", 0.0001, semantic=0.0)], now=NOW, scoring="hybrid")
     assert (empty.hits, empty.evidence) == ((), "insufficient")
     # the reference's scoring keeps G11 exactly: the best hit always, the tail within 0.15
     reference = select(pool, now=NOW)
-    assert [h.id for h in reference.hits][:2] == ["weak", "some0"]
-    assert len(reference.hits) == 6 and reference.evidence == "insufficient"
+    assert [h.id for h in reference.hits][:2] == ["near", "faint0"]
+    assert len(reference.hits) == 10 and reference.evidence == "insufficient"
     lone = select([scored("zero", 0.0001, semantic=0.0)], now=NOW)
     assert [h.id for h in lone.hits] == ["zero"]
 

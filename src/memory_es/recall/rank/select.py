@@ -162,10 +162,16 @@ def _has_conflict(ranked: Sequence[Scored], now: datetime, tz: tzinfo | None,
     return any(len(v) > 1 for v in values.values())
 
 
-def carries_evidence(s: Scored) -> bool:
-    """A cosine at or above the no-evidence cosine, a query term, or an anchor: a line scored
-    0 on every part is unrelated to the question."""
-    return s.semantic > EPSILON or s.evidence > EPSILON or s.anchor > EPSILON
+NEAR_FLOOR_SHARE = 0.5  # below the floor, a line on its cosine alone needs half the floor
+
+
+def carries_evidence(s: Scored, floor: float) -> bool:
+    """Below the floor, what is worth showing: a line that holds a query term or an anchor, or
+    whose score is at least half the floor. A cosine alone under that is what an unrelated
+    question gets from any line (USE: "quantum zebra orchestra" meets a note about a dog at
+    0.097 against a floor of 0.232)."""
+    return s.evidence > EPSILON or s.anchor > EPSILON \
+        or s.score >= NEAR_FLOOR_SHARE * floor - EPSILON
 
 
 def successors_first(ranked: Sequence[Scored]) -> list[Scored]:
@@ -235,7 +241,8 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
             and (not floor_applies or s.score >= calibration.recall_floor - EPSILON)
         ]
         if not floor_applies and scoring == "hybrid":  # no padding with unrelated lines
-            kept = [s for s in kept if carries_evidence(s)][:INSUFFICIENT_MAX_HITS]
+            kept = [s for s in kept
+                    if carries_evidence(s, calibration.recall_floor)][:INSUFFICIENT_MAX_HITS]
     else:
         kept = ranked
     if scoring == "hybrid":
