@@ -378,8 +378,9 @@ def main() -> None:
         print(f"  {name:<10}" + "  ".join(f"{k}={v:.3f}" for k, v in asdict(cal).items()))
     print("  dev (R@5, MRR) by lexical weight: " + ", ".join(
         f"{w}: {r5:.3f}/{m:.3f}" for w, (r5, m) in fit["by_lexical_weight"].items()))
-    print("  dev (R@5, MRR) by conversation turn (weight, boost): " + ", ".join(
-        f"{w}/{b:g}: {r5:.3f}/{m:.3f}" for (w, b), (r5, m) in fit["by_dialogue"].items()))
+    print("  dev (R@5, MRR) by conversation turn (weight/boost/support): " + ", ".join(
+        f"{w}/{b:g}/{s:g}: {r5:.3f}/{m:.3f}"
+        for (w, b, s), (r5, m) in fit["by_dialogue"].items()))
 
     figures: dict[str, Any] = {"bench": "recall_quality", "model": embedder.identity.model,
                                "calibration_fitted_on": "dev split",

@@ -260,7 +260,8 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
     snippet = doc["config"]
     cal = snippet["memory"]["embeddings"]["calibration"]
     assert set(cal) == {"noEvidenceCosine", "recallFloor", "recallTail", "autoFloor",
-                        "autoWindow", "lexicalWeight", "dialogueWeight", "dialogueBoost"}
+                        "autoWindow", "lexicalWeight", "dialogueWeight", "dialogueBoost",
+                        "dialogueSupport"}
     # The snippet, merged into a config, is accepted and reproduces the fitted calibration.
     config = parse_config({**JOURNAL, "embeddings": {**JOURNAL["embeddings"], **snippet[
         "memory"]["embeddings"]}})
@@ -269,19 +270,19 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
 
 def test_help_and_readme_say_what_calibrate_fits(report: CalibrationReport,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """The text matches the code: eight numbers, the automatic floor fitted, not kept."""
+    """The text matches the code: nine numbers, the automatic floor fitted, not kept."""
     from memory_es.recall.rank.score import NOMIC_V15
 
     assert report.fitted.auto_floor != NOMIC_V15.auto_floor  # fitted here, not the reference's
     assert cli.main(["calibrate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "eight recall calibration numbers" in text and "stay at the reference" not in text
-    for name in ("lexicalWeight", "dialogueWeight", "dialogueBoost", "noEvidenceCosine",
-                 "recallFloor", "recallTail", "autoFloor", "autoWindow"):
+    assert "nine recall calibration numbers" in text and "stay at the reference" not in text
+    for name in ("lexicalWeight", "dialogueWeight", "dialogueBoost", "dialogueSupport",
+                 "noEvidenceCosine", "recallFloor", "recallTail", "autoFloor", "autoWindow"):
         assert name in text, name
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `calibrate "))
-    assert "eight recall numbers" in row and "stay the reference's" not in row
+    assert "nine recall numbers" in row and "stay the reference's" not in row
 
 
 # --- pure fitting ------------------------------------------------------------------------------
@@ -467,11 +468,12 @@ def test_calibration_for_prefers_override_then_identity_then_reference() -> None
     config = parse_config({**JOURNAL, "embeddings": {"dim": DIM, "calibration": OVERRIDE}})
     override = configured_calibration(config)
     local = EmbeddingIdentity("local", "all-MiniLM-L6-v2-onnx-int8", 384)
-    # the numbers the override leaves out (lexical weight, a turn's weight and boost) are the
-    # identity's shipped ones
+    # the numbers the override leaves out (lexical weight, a turn's weight, boost and support)
+    # are the identity's shipped ones
     assert calibration_for(local, override) == Calibration(
         0.3, 0.99, 0.1, 0.62, 0.04, lexical_weight=LOCAL_MINILM.lexical_weight,
-        dialogue_weight=LOCAL_MINILM.dialogue_weight, dialogue_boost=LOCAL_MINILM.dialogue_boost)
+        dialogue_weight=LOCAL_MINILM.dialogue_weight, dialogue_boost=LOCAL_MINILM.dialogue_boost,
+        dialogue_support=LOCAL_MINILM.dialogue_support)
     assert calibration_for(local) == LOCAL_MINILM
     assert calibration_for(EmbeddingIdentity("fake", "x", 8)) == NOMIC_V15
     assert calibration_for(None) == NOMIC_V15

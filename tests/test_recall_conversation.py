@@ -37,6 +37,7 @@ from memory_es.recall.rank.calibrations import calibration_for, configured_calib
 from memory_es.recall.rank.score import NOMIC_V15, Calibration, Candidate, Scored, score
 from memory_es.recall.rank.select import INSUFFICIENT_MAX_HITS, select, successors_first
 from memory_es.recall.retrieve.candidates import (
+    TurnNeighbours,
     candidate_pool,
     replies,
     replies_sql,
@@ -110,14 +111,18 @@ def test_the_turn_before_must_be_live_and_a_host_turn(tmp_path: Path) -> None:
                                      ("Jonas: unrelated words", "chat:1")]) as store:
         first = rowid_of(store, QUESTION)
         reply, third = rowid_of(store, REPLY), rowid_of(store, "Jonas: unrelated words")
+        conn = store.projections.get().index.conn
         # a conversation's first turn is a turn with nothing before it
-        assert turn_context(store.projections.get().index.conn, [first]) == {first: None}
-        assert turn_context(store.projections.get().index.conn, [reply, third]) == {
-            reply: QUESTION, third: REPLY}
+        assert turn_context(conn, [first]) == {first: TurnNeighbours(None, None, reply)}
+        assert turn_context(conn, [reply, third]) == {
+            reply: TurnNeighbours(QUESTION, first, third),
+            third: TurnNeighbours(REPLY, reply, None)}
         store.set_status(store.lexical_search("coastal")[0].id, "dropped")
-        # a dropped turn is nobody's context: the third turn now follows the question
-        assert turn_context(store.projections.get().index.conn, [third]) == {
-            third: QUESTION}
+        # a dropped turn is nobody's context or neighbour: the third turn follows the question
+        conn = store.projections.get().index.conn
+        assert turn_context(conn, [first, third]) == {
+            first: TurnNeighbours(None, None, third),
+            third: TurnNeighbours(QUESTION, first, None)}
 
 
 def test_a_turn_without_a_conversation_has_no_neighbours(tmp_path: Path) -> None:
@@ -289,12 +294,13 @@ def test_fit_dialogue_keeps_the_default_unless_turns_rank_better() -> None:
     scorer = PoolScorer(questions, [pool], NOW, lexical_weight=0.25)
     quality = mean_quality([q.gold for q in questions], [0], None)
     assert quality(rankings_of(scorer, 0.0)) < (1.0, 1.0)  # weighed like a note: out of the top 5
-    (weight, boost), grid = fit_dialogue(scorer, 0.0, quality, default=(0.25, 1.0))
-    assert (weight, boost) != (0.25, 1.0) and grid[(weight, boost)] == (1.0, 1.0)
-    # the same pool without a conversation turn: every pair ties, the default stays
+    turns, grid = fit_dialogue(scorer, 0.0, quality, default=(0.25, 1.0, 0.0))
+    assert turns != (0.25, 1.0, 0.0) and grid[turns] == (1.0, 1.0)
+    # the same pool without a conversation turn: every triple ties, the default stays
     plain = [replace(c, dialogue=False) for c in pool]
     flat = PoolScorer(questions, [plain], NOW, lexical_weight=0.25)
-    assert fit_dialogue(flat, 0.0, quality, default=(0.25, 1.0))[0] == (0.25, 1.0)
+    assert fit_dialogue(flat, 0.0, quality, default=(0.25, 1.0, 0.0),
+                        supports=(0.0, 0.5))[0] == (0.25, 1.0, 0.0)
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [

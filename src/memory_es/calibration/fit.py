@@ -19,9 +19,10 @@ pure functions over per-question rankings and scores (shared with ``bench/recall
   answers away (:func:`fit_tail`).
 - ``lexical_weight`` (hybrid scoring): on a 0.25 grid, among the weights whose fitted recall@5
   (with their best conversation-turn numbers) is within 0.02 of the best, the one with the
-  best MRR (:func:`fit_hybrid`); ``dialogue_weight`` / ``dialogue_boost``: the grid pair with
-  the best recall@5, then MRR, or the default (a turn weighed like any line) on a tie
-  (:func:`fit_dialogue`). Several sets weigh alike (the mean of their figures).
+  best MRR (:func:`fit_hybrid`); ``dialogue_weight`` / ``dialogue_boost`` (and, at the chosen
+  weight, ``dialogue_support``): the grid triple with the best recall@5, then MRR, or the
+  default (a turn weighed like any line, no support) on a tie (:func:`fit_dialogue`). Several
+  sets weigh alike (the mean of their figures).
 - ``auto_floor`` / ``auto_window`` (the automatic "possibly relevant" block, H3, H4): H17's
   goal, "keep the answer present while negative and near-miss probes stay quiet", as one
   number: the pair (floor on a 0.01 grid, window from ``AUTO_WINDOWS``) with the largest
@@ -270,35 +271,37 @@ def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolL
                groups: Sequence[str] | None = None) -> tuple[Calibration, dict[str, Any]]:
     """:func:`fit_calibration` for each lexical weight (``scorers(w)`` ranks with it) and, at
     that weight, a conversation turn's weight and boost (:func:`fit_dialogue`); the weight
-    whose ranking with its turn numbers is best (recall@5, then MRR); the no-evidence cosine
-    and floor fitted again when the turn numbers change the ranking; then :func:`fit_tail`
-    and :func:`fit_auto`.
+    whose ranking with its turn numbers is best (recall@5, then MRR); at that weight the turn
+    numbers again with the neighbour support; the no-evidence cosine and floor fitted again
+    when the turn numbers change the ranking; then :func:`fit_tail` and :func:`fit_auto`.
 
     ``groups`` (question -> its set) weighs every set alike in those choices: the mean of the
     sets' recall@5 and MRR, so the set with the most questions does not choose alone."""
     quality = mean_quality(golds, idx, groups)
     fits: dict[float, tuple[Calibration, dict[str, Any]]] = {}
     by_weight: dict[float, tuple[float, float]] = {}
-    turns: dict[float, tuple[tuple[float, float], dict[tuple[float, float],
-                                                      tuple[float, float]]]] = {}
     for weight in weights:
         scorer = scorers(weight)
         fits[weight] = fit_calibration(golds, scorer.full, idx, lexical_weight=weight,
                                        groups=groups)
-        turns[weight] = fit_dialogue(scorer, fits[weight][0].no_evidence_cosine, quality,
-                                     default=(weight, 1.0))
-        best_pair, grid = turns[weight]
-        by_weight[weight] = grid[best_pair]
+        best, grid = fit_dialogue(scorer, fits[weight][0].no_evidence_cosine, quality,
+                                  default=(weight, 1.0, 0.0))
+        by_weight[weight] = grid[best]
     top5 = max(r5 for r5, _ in by_weight.values())
     chosen = max((w for w, (r5, _) in by_weight.items() if r5 >= top5 - WEIGHT_SLACK),
                  key=lambda w: (by_weight[w][1], by_weight[w][0]))
     cal, fit = fits[chosen]
-    (dialogue_weight, boost), by_dialogue = turns[chosen]
-    final = scorers(chosen).with_dialogue(dialogue_weight, boost)
-    if (dialogue_weight, boost) != (chosen, 1.0):
+    # A turn's neighbour support only at the chosen weight: the weight ranks curated lines,
+    # the turn numbers conversation turns, so the two choices hardly meet (and the whole grid
+    # at every weight would cost four times the fit).
+    turns, by_dialogue = fit_dialogue(scorers(chosen), cal.no_evidence_cosine, quality,
+                                      default=(chosen, 1.0, 0.0), supports=DIALOGUE_SUPPORTS)
+    final = scorers(chosen).with_dialogue(*turns)
+    if turns != (chosen, 1.0, 0.0):
         cal, fit = fit_calibration(golds, final.full, idx, lexical_weight=chosen,
                                    groups=groups)
-    cal = replace(cal, dialogue_weight=dialogue_weight, dialogue_boost=boost)
+    cal = replace(cal, dialogue_weight=turns[0], dialogue_boost=turns[1],
+                  dialogue_support=turns[2])
     cal = replace(cal, recall_tail=fit_tail(golds, final.run, cal, idx))
     cal = fit_auto(golds, final.auto, cal, idx, groups)
     fit["by_lexical_weight"] = by_weight
@@ -339,22 +342,26 @@ def mean_quality(golds: Sequence[frozenset[str]], idx: Sequence[int],
 
 DIALOGUE_WEIGHTS: Final = (0.5, 0.75, 1.0)
 DIALOGUE_BOOSTS: Final = (1.0, 2.0, 3.0, 4.0)
+DIALOGUE_SUPPORTS: Final = (0.0, 0.25, 0.5, 0.75)
+# A conversation turn's numbers: (dialogue_weight, dialogue_boost, dialogue_support)
+Turns = tuple[float, float, float]
 
 
-def fit_dialogue(scorer: PoolLike, nec: float, quality: Quality, *,
-                 default: tuple[float, float]
-                 ) -> tuple[tuple[float, float], dict[tuple[float, float], tuple[float, float]]]:
-    """A conversation turn's lexical weight and boost on the grid: the pair with the best
-    recall@5, then MRR; ``default`` (a turn weighed like any line) unless another is strictly
-    better, so questions without conversation turns keep it."""
-    grid = {default: quality(rankings_of(scorer, nec))}
-    for pair in itertools.product(DIALOGUE_WEIGHTS, DIALOGUE_BOOSTS):
-        if pair not in grid:
-            grid[pair] = quality(rankings_of(scorer.with_dialogue(*pair), nec))
+def fit_dialogue(scorer: PoolLike, nec: float, quality: Quality, *, default: Turns,
+                 supports: Sequence[float] = (0.0,)
+                 ) -> tuple[Turns, dict[Turns, tuple[float, float]]]:
+    """A conversation turn's lexical weight, boost and neighbour support on the grid (support
+    on ``supports``): the triple with the best recall@5, then MRR; ``default`` (a turn weighed
+    like any line) unless another is strictly better, so questions without conversation turns
+    keep it."""
+    grid = {default: quality(rankings_of(scorer.with_dialogue(*default), nec))}
+    for turns in itertools.product(DIALOGUE_WEIGHTS, DIALOGUE_BOOSTS, supports):
+        if turns not in grid:
+            grid[turns] = quality(rankings_of(scorer.with_dialogue(*turns), nec))
     best = default
-    for pair, figures in grid.items():
+    for turns, figures in grid.items():
         if figures > grid[best]:
-            best = pair
+            best = turns
     return best, grid
 
 
@@ -403,12 +410,17 @@ class PoolLike(Protocol):
 
     def auto(self, cal: Calibration, i: int) -> Sequence[str]: ...
 
-    def with_dialogue(self, weight: float, boost: float) -> PoolLike: ...
+    def with_dialogue(self, weight: float, boost: float, support: float = 0.0) -> PoolLike:
+        ...
 
 
-def _shape(cal: Calibration) -> tuple[float, float, float, float]:
+Shape = tuple[float, float, float, float, float]
+
+
+def _shape(cal: Calibration) -> Shape:
     """What a score depends on besides the pool: the no-evidence cosine and the weights."""
-    return (cal.no_evidence_cosine, cal.lexical_weight, cal.dialogue_weight, cal.dialogue_boost)
+    return (cal.no_evidence_cosine, cal.lexical_weight, cal.dialogue_weight, cal.dialogue_boost,
+            cal.dialogue_support)
 
 
 class PoolScorer:
@@ -421,19 +433,19 @@ class PoolScorer:
     def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
                  now: datetime, *, scoring: Scoring = "hybrid",
                  lexical_weight: float = NOMIC_V15.lexical_weight,
-                 dialogue: tuple[float, float] | None = None) -> None:
+                 dialogue: Turns | None = None) -> None:
         self.questions = questions
         self.pools = pools
         self.now = now
         self.scoring: Scoring = scoring
         self.lexical_weight = lexical_weight
         self.dialogue = dialogue
-        self._full: dict[tuple[tuple[float, float, float, float], int],
+        self._full: dict[tuple[Shape, int],
                          tuple[list[str], float]] = {}
         self._runs: dict[tuple[Calibration, int], Run] = {}
-        self._score_cache: dict[tuple[tuple[float, float, float, float], int],
+        self._score_cache: dict[tuple[Shape, int],
                                 list[Scored]] = {}
-        self._auto_cache: dict[tuple[tuple[float, float, float, float], float, int],
+        self._auto_cache: dict[tuple[Shape, float, int],
                                tuple[float | None, list[str]]] = {}
 
     def with_weight(self, lexical_weight: float) -> PoolScorer:
@@ -441,17 +453,19 @@ class PoolScorer:
         return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
                           lexical_weight=lexical_weight, dialogue=self.dialogue)
 
-    def with_dialogue(self, weight: float, boost: float) -> PoolScorer:
-        """The same pools with a conversation turn's evidence weighed ``weight``, boosted."""
+    def with_dialogue(self, weight: float, boost: float, support: float = 0.0) -> PoolScorer:
+        """The same pools with a conversation turn's evidence weighed ``weight``, boosted, and
+        ``support`` of its best neighbour's score added."""
         return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=self.lexical_weight, dialogue=(weight, boost))
+                          lexical_weight=self.lexical_weight, dialogue=(weight, boost, support))
 
     def calibration(self, nec: float, lexical_weight: float | None = None) -> Calibration:
         """An uncut calibration with this scorer's weights (``lexical_weight`` overrides)."""
         weight = self.lexical_weight if lexical_weight is None else lexical_weight
-        dialogue_weight, boost = self.dialogue or (weight, 1.0)
+        dialogue_weight, boost, support = self.dialogue or (weight, 1.0, 0.0)
         return Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight,
-                           dialogue_weight=dialogue_weight, dialogue_boost=boost)
+                           dialogue_weight=dialogue_weight, dialogue_boost=boost,
+                           dialogue_support=support)
 
     def full(self, nec: float, i: int, lexical_weight: float | None = None
              ) -> tuple[list[str], float]:

@@ -56,7 +56,8 @@ NEEDS_EMBEDDINGS: Final = "calibrate_needs_embeddings"
 _CAMEL: Final = {"no_evidence_cosine": "noEvidenceCosine", "recall_floor": "recallFloor",
                  "recall_tail": "recallTail", "auto_floor": "autoFloor",
                  "auto_window": "autoWindow", "lexical_weight": "lexicalWeight",
-                 "dialogue_weight": "dialogueWeight", "dialogue_boost": "dialogueBoost"}
+                 "dialogue_weight": "dialogueWeight", "dialogue_boost": "dialogueBoost",
+                 "dialogue_support": "dialogueSupport"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,8 +129,9 @@ def render_text(report: CalibrationReport) -> str:
         f"  recallTail       {f.recall_tail:.3f}  the narrowest whose cut keeps the ranking's "
         "recall@5",
         f"  lexicalWeight    {f.lexical_weight:.3f}  hybrid scoring's share of lexical evidence",
-        f"  dialogueWeight   {f.dialogue_weight:.3f}  dialogueBoost {f.dialogue_boost:.3f}  a "
-        "conversation turn's share of lexical evidence, and its boost",
+        f"  dialogueWeight   {f.dialogue_weight:.3f}  dialogueBoost {f.dialogue_boost:.3f}  "
+        f"dialogueSupport {f.dialogue_support:.3f}  a conversation turn's share of lexical "
+        "evidence, its boost, and its best neighbour's share",
         f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the automatic "
         "block's pair with the best share of answers shown minus no-answer questions shown "
         "a block",
@@ -251,7 +253,8 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     scoring = config.recall.scoring
     scorer = PoolScorer(questions, pools, utc_now(), scoring=scoring,
                         lexical_weight=current.lexical_weight,
-                        dialogue=(current.dialogue_weight, current.dialogue_boost))
+                        dialogue=(current.dialogue_weight, current.dialogue_boost,
+                                  current.dialogue_support))
     every = list(range(len(questions)))
     golds = [q.gold for q in questions]
 
@@ -274,7 +277,8 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     if held is not None:
         metrics[HELD_OUT] = held
     nec = fitted.no_evidence_cosine
-    fitted_scorer = scorer.with_dialogue(fitted.dialogue_weight, fitted.dialogue_boost)
+    fitted_scorer = scorer.with_dialogue(fitted.dialogue_weight, fitted.dialogue_boost,
+                                         fitted.dialogue_support)
     return CalibrationReport(
         identity=identity.key, memories=int(memories), vectors=len(matrix.rowids),
         counts={"answerable": sum(1 for q in questions if q.answerable),

@@ -255,12 +255,14 @@ class CalibrationConfig(_Block):
     auto_floor: float
     auto_window: float
     lexical_weight: float | None = None  # hybrid scoring; None: the identity's shipped weight
-    # a conversation turn's lexical weight and boost (hybrid); None: the identity's shipped ones
+    # a conversation turn's lexical weight, boost and neighbour support (hybrid); None: the
+    # identity's shipped ones
     dialogue_weight: float | None = None
     dialogue_boost: float | None = None
+    dialogue_support: float | None = None
 
     @field_validator("no_evidence_cosine", "recall_floor", "recall_tail", "auto_floor",
-                     "auto_window", "lexical_weight", "dialogue_weight")
+                     "auto_window", "lexical_weight", "dialogue_weight", "dialogue_support")
     @classmethod
     def _unit_interval(cls, value: float | None) -> float | None:
         """Cosines, scores, windows and weights all live in [0, 1]; NaN fails the check too."""

@@ -44,7 +44,7 @@ Threshold comparisons tolerate float noise of ``EPSILON`` (1e-9).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Literal
 
@@ -81,6 +81,7 @@ class Calibration:
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT  # hybrid scoring's share of lexical evidence
     dialogue_weight: float = DEFAULT_LEXICAL_WEIGHT  # ... for a turn of a conversation
     dialogue_boost: float = 1.0  # a conversation turn's evidence e counts 1 - (1 - e) ** boost
+    dialogue_support: float = 0.0  # a turn gains this share of its best neighbour's fused score
 
 
 NOMIC_V15 = Calibration()
@@ -142,6 +143,7 @@ class Candidate:
     source: Source | None = None
     graph_hop: bool = False  # True: pulled in by one-hop graph expansion (L4)
     dialogue: bool = False  # a host turn of a known conversation, read with the turn before it
+    neighbours: tuple[str, ...] = ()  # ids of the turns just before/after it, in the same pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,8 @@ class Scored:
     salience: float
     lexical: bool  # True when ``semantic`` came from term overlap (no vector)
     evidence: float = 0.0  # the lexical evidence fused in (hybrid scoring; 0 in reference)
+    fused: float = 0.0  # the semantic part after fusion, before anchors and hints
+    support: float = 0.0  # what the turn's neighbours add (hybrid scoring, dialogue_support)
 
 
 def anchor_bonus(anchors: Anchors, candidate: Candidate) -> float:
@@ -234,7 +238,8 @@ def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOM
             counted = 1.0 - (1.0 - evidence) ** calibration.dialogue_boost
         base = 1.0 - (1.0 - min(1.0, max(0.0, semantic))) * (1.0 - weight * counted)
     return Scored(candidate=candidate, score=base + bonus + hint + sal, semantic=semantic,
-                  anchor=bonus, rrf=hint, salience=sal, lexical=lexical, evidence=evidence)
+                  anchor=bonus, rrf=hint, salience=sal, lexical=lexical, evidence=evidence,
+                  fused=base)
 
 
 def score_all(query: str, candidates: Sequence[Candidate],
@@ -244,4 +249,23 @@ def score_all(query: str, candidates: Sequence[Candidate],
     if len(candidates) > MAX_CANDIDATES:
         raise ValueError(f"candidate pool holds {len(candidates)} > {MAX_CANDIDATES} (G31)")
     anchors = extract_anchors(query, (n for c in candidates for n in c.entity_names))
-    return [score(c, anchors, calibration, scoring) for c in candidates]
+    scored = [score(c, anchors, calibration, scoring) for c in candidates]
+    if scoring != "hybrid" or calibration.dialogue_support <= 0:
+        return scored
+    return with_support(scored, calibration.dialogue_support)
+
+
+def with_support(scored: Sequence[Scored], weight: float) -> list[Scored]:
+    """Each conversation turn plus ``weight`` times the best fused score among its neighbours
+    in the pool: an answer often spans two turns ("Did she get the job?" / "Yes, at the
+    museum."), and the turn beside a strong match is likelier to be part of it. One pass, so
+    support never feeds on support."""
+    fused = {s.candidate.id: s.fused for s in scored}
+    out = []
+    for s in scored:
+        near = [fused[n] for n in s.candidate.neighbours if n in fused]
+        if near:
+            support = weight * max(near)
+            s = replace(s, score=s.score + support, support=support)
+        out.append(s)
+    return out

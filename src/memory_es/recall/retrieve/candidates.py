@@ -9,7 +9,7 @@ MemoryRecall; :mod:`~memory_es.recall.automatic` builds the automatic context fr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -117,8 +117,10 @@ def candidate_pool(
         cosines.update(matrix.cosines(query_vector,
                                       [r[6] for r in chosen if r[6] not in cosines]))
     context = turn_context(conn, [row[6] for row in chosen])
+    ids = {int(row[6]): str(row[0]) for row in chosen}
     candidates = [_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
-                             vector_ranks.get(row[6]), evidence, context) for row in chosen]
+                             vector_ranks.get(row[6]), evidence, context, ids)
+                  for row in chosen]
     return with_entity_names(conn, candidates)
 
 
@@ -150,46 +152,71 @@ def replies(conn: apsw.Connection, lexical: dict[int, int]) -> dict[int, int]:
     return out
 
 
-def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, str | None]:
-    """rowid -> the text of the live turn just before it in the same conversation (None for a
-    conversation's first turn), for the rows that are turns of a known conversation: a reply
-    ("Coastal flooding models.") is read with what it answers ("what's her research on")."""
+@dataclass(frozen=True, slots=True)
+class TurnNeighbours:
+    """Where a host turn sits in its conversation: the text of the live turn just before it
+    (None for a conversation's first turn) and the rowids of the live turns on either side."""
+
+    before_text: str | None
+    before: int | None
+    after: int | None
+
+
+def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, TurnNeighbours]:
+    """rowid -> its neighbours, for the rows that are turns of a known conversation: a reply
+    ("Coastal flooding models.") is read with what it answers ("what's her research on"), and
+    an answer that spans two turns is supported by the other (``dialogue_support``)."""
     if not rowids:
         return {}
-    return {int(rowid): None if text is None else str(text) for rowid, text in conn.execute(
-        turn_context_sql(len(rowids)), list(rowids))}
+    return {int(rowid): TurnNeighbours(None if text is None else str(text),
+                                       None if before is None else int(before),
+                                       None if after is None else int(after))
+            for rowid, before, text, after in conn.execute(
+                turn_context_sql(len(rowids)), list(rowids))}
+
+
+def _next_turn(alias: str) -> str:
+    """SQL: the rowid of the live turn after the row ``alias`` in its conversation."""
+    return (f"(SELECT r.rowid FROM memories r WHERE r.source_session = {alias}.source_session "
+            f"AND r.rowid > {alias}.rowid AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY r.rowid LIMIT 1)")
 
 
 def replies_sql(count: int) -> str:
     """For ``count`` rowids: each host turn's rowid and the rowid of the live turn after it."""
-    return ("SELECT h.rowid, (SELECT r.rowid FROM memories r "
-            "WHERE r.source_session = h.source_session AND r.rowid > h.rowid "
-            f"AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} ORDER BY r.rowid LIMIT 1) "
-            f"FROM memories h WHERE h.rowid IN ({','.join('?' * count)}) AND {_turn('h')}")
+    return (f"SELECT h.rowid, {_next_turn('h')} FROM memories h "
+            f"WHERE h.rowid IN ({','.join('?' * count)}) AND {_turn('h')}")
 
 
 def turn_context_sql(count: int) -> str:
-    """For ``count`` rowids: each host turn's rowid and the text of the live turn before it."""
-    return ("SELECT m.rowid, (SELECT p.text FROM memories p "
-            "WHERE p.source_session = m.source_session AND p.rowid < m.rowid "
-            f"AND {_turn('p')} AND p.status NOT IN {_TERMINAL_SQL} "
-            "ORDER BY p.rowid DESC LIMIT 1) "
-            f"FROM memories m WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')}")
+    """For ``count`` rowids: each host turn's rowid, the rowid and text of the live turn
+    before it, and the rowid of the live turn after it."""
+    return ("SELECT m.rowid, p.rowid, p.text, " + _next_turn("m") + " FROM memories m "
+            "LEFT JOIN memories p ON p.rowid = (SELECT b.rowid FROM memories b "
+            "WHERE b.source_session = m.source_session AND b.rowid < m.rowid "
+            f"AND {_turn('b')} AND b.status NOT IN {_TERMINAL_SQL} "
+            "ORDER BY b.rowid DESC LIMIT 1) "
+            f"WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')}")
 
 
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
                vector_rank: int | None, evidence: LexicalEvidence,
-               context: dict[int, str | None] | None = None) -> Candidate:
+               context: dict[int, TurnNeighbours] | None = None,
+               ids: dict[int, str] | None = None) -> Candidate:
+    """A pool row as a candidate; ``ids`` (rowid -> id of the pool's rows) names the
+    neighbours that are in the same pool."""
     session = row[5]
-    dialogue = context is not None and row[6] in context
-    before = context.get(row[6]) if context is not None else None
+    turn = context.get(row[6]) if context is not None else None
+    before = turn.before_text if turn is not None else None
     return Candidate(
         id=row[0], text=row[1], type=row[2], status=row[3],
         created_at=datetime.fromisoformat(row[4].replace("Z", "+00:00")),
         cosine=cosine, lexical_rank=lexical_rank, vector_rank=vector_rank,
         provenance_unknown=session in (None, "unknown"),
         evidence=evidence.coverage(row[1] if before is None else f"{before}\n{row[1]}"),
-        dialogue=dialogue,
+        dialogue=turn is not None,
+        neighbours=() if turn is None or ids is None else tuple(
+            ids[r] for r in (turn.before, turn.after) if r is not None and r in ids),
         source=Source(session=session, intake_id=row[7]),
     )
 
