@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 SRC = REPO / "src"
 EXAMPLE_DAY = "2026-12-02"  # in the README's shown output: the day the walkthrough runs
+EXAMPLE_HOME = "/home/me"  # the README's home folder in paths a command prints
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 _MARKER = re.compile(r"<!-- readme-test: (.*?) -->\s*\Z", re.S)
@@ -77,6 +78,8 @@ BLOCKS = blocks()
 _INSTANT = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z\b")
 _CLOCK = re.compile(r"(<day>) \d{2}:\d{2}\b")
 # A MemoryJournal cursor: base64url JSON (always starting '{"d":', i.e. eyJkIj) . HMAC-SHA-256.
+_BACKUP_ID = re.compile(r"\b(backup )[0-9a-f]{16}\b")
+_ROOT_ID = re.compile(r"\b(root )[0-9a-f]{32}\b")
 _CURSOR = re.compile(r"\beyJkIj[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])")
 
 
@@ -89,13 +92,18 @@ def normalise(text: str, *, today: str | None = None, tmp: Path | None = None) -
        ``2026-12-02`` that stands for it become ``<day>``;
     3. a wall-clock ``HH:MM`` right after that day (a journal line's local time) becomes
        ``<hh:mm>``;
-    4. the temp folder's absolute path (``tmp``) becomes ``<tmp>``;
+    4. the temp folder's absolute path (``tmp``, also the walkthrough's ``$HOME``) and the
+       README's ``/home/me`` that stands for it become ``<tmp>``;
     5. a MemoryJournal cursor (signed with the root's random key) becomes ``<cursor>``;
-    6. trailing whitespace and trailing blank lines are dropped.
+    6. a backup's random id (16 hex digits after ``backup ``) and a root's random id (32 hex
+       digits after ``root ``) become ``<backup id>`` and ``<root id>``;
+    7. trailing whitespace and trailing blank lines are dropped.
     """
     if tmp is not None:
-        text = text.replace(str(tmp), "<tmp>")
+        text = text.replace(str(tmp), "<tmp>").replace(EXAMPLE_HOME, "<tmp>")
     text = _CURSOR.sub("<cursor>", text)
+    text = _BACKUP_ID.sub(r"\1<backup id>", text)
+    text = _ROOT_ID.sub(r"\1<root id>", text)
     text = _INSTANT.sub("<instant>", text)
     for day in {EXAMPLE_DAY, today} - {None}:
         assert day is not None
@@ -292,6 +300,11 @@ def test_normalise_rules_are_narrow() -> None:
     assert normalise(f"more: --cursor {cursor} (or --page 2)") == \
         ["more: --cursor <cursor> (or --page 2)"]
     assert normalise(f"{cursor}x.y") == [f"{cursor}x.y"]  # only a whole cursor
+    ids = "backup 0123456789abcdef: root " + "a" * 32 + "; memory " + "b" * 32
+    assert normalise(ids) == ["backup <backup id>: root <root id>; memory " + "b" * 32]
+    assert normalise("backup 0123456789abcdef0") == ["backup 0123456789abcdef0"]  # 16 only
+    assert normalise("in /home/me/x and /tmp/t/y", tmp=Path("/tmp/t")) == \
+        ["in <tmp>/x and <tmp>/y"]
 
 
 @pytest.mark.slow

@@ -176,6 +176,14 @@ class KeyStore:
     def create_chain_key(self, root_id: str) -> bytes:
         """Mint the chain key of a new root id (32 bytes from ``secrets``), durably. Refuses
         an id that already has a directory: a key is never replaced."""
+        return self.install_chain_key(root_id, secrets.token_bytes(KEY_BYTES))
+
+    def install_chain_key(self, root_id: str, key: bytes) -> bytes:
+        """Hold ``key`` as the chain key of ``root_id`` (a restored backup's), durably, with
+        the same refusal: an id that already has a directory keeps what it has."""
+        if len(key) != KEY_BYTES:
+            raise KeyStoreError(f"chain_key_missing: a chain key is {KEY_BYTES} bytes, not "
+                                f"{len(key)}", code="chain_key_missing")
         root_dir = self._root_dir(root_id)
         self._make_store()
         store_fd = _open_dir(self.path)
@@ -187,7 +195,6 @@ class KeyStore:
                                     "to replace a root's key", code="key_store_unsafe") from None
             dir_fd = _open_dir(root_dir, parent=store_fd)
             try:
-                key = secrets.token_bytes(KEY_BYTES)
                 fd = os.open(CHAIN_KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                              | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
                 try:

@@ -12,20 +12,21 @@ options beside their bodies (:class:`~memory_es.cli.common.Command`):
   ``export``, ``health``, ``anchor``, ``calibrate``);
 - :mod:`~memory_es.cli.maintenance`: a library function that locks or builds the root itself
   (``rebuild``, ``replay``, ``migrate-journal``, ``rewrite-journal``);
+- :mod:`~memory_es.cli.backups`: a root into one file and back (``backup``, ``import``);
 - :mod:`~memory_es.cli.serve`: the MCP server (``serve-mcp``).
 """
 
 from __future__ import annotations
 
-from memory_es.cli import audit, maintenance, reading, serve, standalone, writer
+from memory_es.cli import audit, backups, maintenance, reading, serve, standalone, writer
 from memory_es.cli.common import Command
 
-GROUPS = (standalone, writer, reading, audit, maintenance, serve)
+GROUPS = (standalone, writer, reading, audit, maintenance, backups, serve)
 HELP_ORDER = (
     "validate", "remember", "set-status", "mark", "admit", "inspect", "export", "drain",
     "serve-mcp", "retry", "resolve", "forget", "rebuild", "consolidate", "replay", "health",
-    "anchor", "migrate-journal", "rewrite-journal", "search", "calibrate", "journal", "list",
-    "show", "profile", "demo",
+    "anchor", "backup", "import", "migrate-journal", "rewrite-journal", "search", "calibrate",
+    "journal", "list", "show", "profile", "demo",
 )
 
 

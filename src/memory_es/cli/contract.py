@@ -41,12 +41,14 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
      a journal --cursor whose range changed since its first page, anchor of a root whose
      chain is not keyed yet, show of an id no stored memory has or a prefix that names more
      than one, a Remember or status change the lifecycle refuses, a search --about that
-     names no person or more than one)
+     names no person or more than one, a backup onto an existing file, a restore into a
+     used root or a key store that already holds that root's keys)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
-     root at --root, a file given to --expect-anchor that is no anchor; nothing was read or
-     written
+     root at --root, a file given to --expect-anchor that is no anchor, a backup file that
+     is no backup or whose passphrase or key file is missing, wrong or not owner-only;
+     nothing was read or written
   3  could not run: I/O error, the writer lock held by another process, a corrupt or unsafe
-     root, a missing chain key or an unsafe key store, a model provider down
+     root or backup, a missing chain key or an unsafe key store, a model provider down
   130 interrupted (Ctrl-C); a closed stdout (memory-es inspect | head -1) is quiet, exit 0"""
 
 # MemoryEsError codes that are a refusal of a well-formed request (exit 1).
@@ -56,6 +58,7 @@ REFUSED_CODES: Final = frozenset({
     "remember_credential", "remember_disabled", "remember_text_only", "remember_about_unknown",
     "remember_supersedes_refused", "status_transition_refused",
     "turn_not_found", "turn_unresolved", "recall_about_unknown", "recall_original_unavailable",
+    "backup_exists", "restore_keys_exist",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
@@ -69,6 +72,9 @@ USAGE_CODES: Final = frozenset({
     "journal_invalid_date", "journal_invalid_limit",
     "journal_invalid_range", "journal_invalid_request", "journal_invalid_zone",
     "journal_missing_range", "journal_range_too_long",
+    "backup_malformed", "backup_inside_root", "backup_not_encrypted", "backup_secret_required",
+    "backup_secret_wrong", "backup_secret_unreadable", "backup_secret_unsafe",
+    "backup_secret_weak",
 })
 # Admission results that say the engine could not write, not that the turn was refused.
 COULD_NOT_ADMIT: Final = frozenset({"journal_write_failed", "store_closed", "internal_error"})

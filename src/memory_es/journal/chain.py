@@ -80,6 +80,11 @@ class Chain:
     def keyed(self) -> bool:
         return self._pads is not None
 
+    @property
+    def key(self) -> bytes | None:
+        """The chain key (None for a plain chain): what a backup carries to open the root."""
+        return self._key
+
     def link(self, prev: bytes, position: int, originator_id: UUID | str, version: int,
              topic: str, state: bytes) -> bytes:
         if self._pads is None or position < self.keyed_from:

@@ -97,17 +97,17 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
                                  "as a writer to key it", code="chain_unkeyed")
         if to == "postgres":
             assert target is not None
-            sink = _postgres_sink(target, chain)
+            sink = postgres_sink(target, chain)
             location = sink.location
         else:
-            sink, location = _sqlite_sink(root, chain, keys), JOURNAL_FILE
+            sink, location = sqlite_sink(root, chain, keys), JOURNAL_FILE
         try:
             report = _copy(source.recorder, sink, to, location, batch)
         finally:
             sink.close()
         source.app.close()  # closed before its files are renamed; the lock stays held
         closed = True
-        _switch(root, to, chain, location, target)
+        write_marker(root, to, chain, location, target)
         crash_point("migrate.after_switch")
         if to == "postgres":
             remove_leftovers(root, keys, chain.root_id, on_postgres=True)
@@ -122,7 +122,7 @@ def migrate_journal(root: Path, to: str, target: PostgresJournal | None, *,
     return report
 
 
-def _postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
+def postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
     """The target database's journal, its marker claimed for this root (or already this
     root's: a resumed run)."""
     from memory_es.journal.pgopen import make_recorder
@@ -147,7 +147,7 @@ def _postgres_sink(target: PostgresJournal, chain: Chain) -> Recorder:
     return sink
 
 
-def _sqlite_sink(root: Path, chain: Chain, keys: KeyStore) -> Recorder:
+def sqlite_sink(root: Path, chain: Chain, keys: KeyStore) -> Recorder:
     journal_path, catalog_path = root / JOURNAL_FILE, root / CATALOG_FILE
     if not exists(journal_path):
         from memory_es.fsutil import create_private_file
@@ -199,7 +199,7 @@ def _copy(source: Recorder, sink: Recorder, to: str, location: str,
                            payloads=len(payloads), record_keys=moved, location=location)
 
 
-def _switch(root: Path, to: str, chain: Chain, location: str,
+def write_marker(root: Path, to: str, chain: Chain, location: str,
             target: PostgresJournal | None) -> None:
     """Write the marker that points the root at its new journal (the caller removes the old
     one next: a crash between the two leaves files the open ignores and health reports)."""

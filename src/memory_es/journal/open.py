@@ -85,6 +85,7 @@ class OpenedJournal:
     lock: WriterLock | None
     recovered_from: int | None  # catalog position when the journal was ahead of it, else None
     root: Path
+    keys: KeyStore | None = None  # where the root's keys are (and its ledger of backups)
 
     @property
     def recorder(self) -> Recorder:
@@ -184,7 +185,7 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
 
         pg = open_on_postgres(root, marker, journal, writable=writable, keys=keys,
                               derived=derived, seal=seal)
-        return OpenedJournal(Journal(pg), lock, None, root)
+        return OpenedJournal(Journal(pg), lock, None, root, keys)
     if marker is not None:
         for path, what, code in (
             (journal_path, "journal", "journal_missing"),
@@ -248,7 +249,7 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
     for name in (JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm"):
         if exists(root / name):
             check_private(root / name, is_dir=False)
-    return OpenedJournal(Journal(recorder), lock, recovered_from, root)
+    return OpenedJournal(Journal(recorder), lock, recovered_from, root, keys)
 
 
 def _verify_against_catalog(

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import apsw
 import msgspec
 
+from memory_es.backup.ledger import holding
 from memory_es.bounds import check_slug
 from memory_es.browse.inventory import check_memory_id, resolve_id
 from memory_es.errors import MemoryEsError, storage_kind
@@ -265,13 +266,27 @@ class Forgetter:
             events, files = self.execute(plan, reason, now)
         del run_hash
         return _receipt("forgotten", reason, plan, events=events, files=files,
-                        scan=byte_scan(self._root, plan.scan_texts()), retained=self.retained())
+                        scan=byte_scan(self._root, plan.scan_texts()),
+                        retained=self.retained(plan.key_ids()))
 
-    def retained(self) -> list[Retained]:
-        """The copies a forget on this root cannot reach (content-free)."""
+    def retained(self, key_ids: Sequence[int] = ()) -> list[Retained]:
+        """The copies a forget on this root cannot reach (content-free): first each backup
+        the key store's ledger says holds a destroyed key, by id, time and path."""
         on_server = self._opened.recorder.shared
-        return [KEY_STORE_BACKUPS, *([SERVER_RETAINED] if on_server else []),
+        return [*self._backups(key_ids), KEY_STORE_BACKUPS,
+                *([SERVER_RETAINED] if on_server else []),
                 *([READER_SNAPSHOT] if self.reader_held else [])]
+
+    def _backups(self, key_ids: Sequence[int]) -> list[Retained]:
+        root_id, keys = self._opened.chain.root_id, self._opened.keys
+        if root_id is None or keys is None:
+            return []
+        return [Retained(
+            where=f"memory-es backup {e['backup_id']} taken {e['created_at']} at position "
+                  f"{e['position']}" + (f" ({e['path']})" if e.get("path") else "")
+                  + ": it holds the destroyed record keys",
+            until="that backup file is destroyed")
+            for e in holding(keys, root_id, key_ids)]
 
 
 def _listing(plan: Plan, show_text: bool) -> list[Listed]:

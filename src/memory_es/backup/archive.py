@@ -1,0 +1,208 @@
+"""Taking a backup and restoring one (see :mod:`memory_es.backup`)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory_es.backup.fileformat import NONE, Body, Secret, open_body, seal
+from memory_es.backup.ledger import adopt, begin, finish, read_entries
+from memory_es.config import MemoryConfig
+from memory_es.errors import IntegrityError, MemoryEsError
+from memory_es.fsutil import atomic_write, fsync_dir, make_private_dir, private_temp
+from memory_es.history import journal_guard, open_reader
+from memory_es.intake import utc_now
+from memory_es.journal.chain import GENESIS, Chain
+from memory_es.journal.layout import MARKER_FILE, POSTGRES, SCHEMA_VERSION, Marker
+from memory_es.journal.migrate import postgres_sink, sqlite_sink
+from memory_es.keystore import KeyStore
+from memory_es.rootconfig import journal_of
+from memory_es.text import iso_ms
+from memory_es.transfer import rebuild_root
+
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class BackupReport:
+    """What :func:`take_backup` wrote (content-free)."""
+
+    backup_id: str
+    path: str
+    root_id: str
+    position: int
+    record_keys: int
+    protection: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """What :func:`restore_backup` rebuilt (content-free)."""
+
+    backup_id: str
+    root_id: str
+    position: int
+    record_keys: int
+    journal: str
+    generation: int
+    vectors_pending: int | None
+
+
+def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
+                config: MemoryConfig | None = None,
+                key_store: str | Path | KeyStore | None = None) -> BackupReport:
+    """Write a backup of ``root`` to ``dest`` (a new file, not inside the root), protected
+    by ``secret``; safe beside a running agent. The backup is recorded in the key store's
+    ledger before its keys are read, so a forget from then on names it."""
+    root, dest = Path(root), Path(os.path.abspath(dest))
+    keys = KeyStore.resolve(key_store)
+    _check_dest(root, dest)
+    with open_reader(root, keys, journal_of(config)) as opened:
+        chain = opened.chain
+        if not chain.keyed or chain.root_id is None or chain.key is None:
+            raise IntegrityError(f"{root}: a plain-chain root cannot be backed up; open it once "
+                                 "as a writer to key it", code="chain_unkeyed")
+        recorder = opened.recorder
+        position, head = recorder.verify()
+        backup_id = secrets.token_hex(8)
+        created = iso_ms(utc_now())
+        begin(keys, chain.root_id, backup_id, created, position)
+        try:
+            with journal_guard(root):
+                rows = [row for row in recorder.rows() if row[0] <= position]
+                intakes = {row[1] for row in rows}
+                payloads = [p for p in recorder.payload_rows() if p[0] in intakes]
+                held, destroyed = ([], []) if recorder.sealer.keys is None \
+                    else recorder.sealer.keys.export_all()
+            withheld = recorder.sealer.withheld  # keys an unfinished forget already names
+            record_keys = [k for k in held if k[0] not in withheld]
+            destroyed = sorted(set(destroyed) | set(withheld))
+            body = Body(chain_key=chain.key, keyed_from=chain.keyed_from, rows=rows,
+                        payloads=payloads, record_keys=record_keys, destroyed=destroyed,
+                        ledger=read_entries(keys, chain.root_id))
+            data = seal({"backup_id": backup_id, "chain": head.hex(), "created_at": created,
+                         "position": position, "root_id": chain.root_id}, body, secret)
+            _write_new(dest, data)
+        except BaseException:
+            finish(keys, chain.root_id, backup_id, failed=True)
+            raise
+        highest = max((k[0] for k in record_keys), default=0)
+        finish(keys, chain.root_id, backup_id, highest_key=highest, path=str(dest))
+    return BackupReport(backup_id=backup_id, path=str(dest), root_id=chain.root_id,
+                        position=position, record_keys=len(record_keys),
+                        protection=secret.kind, bytes=len(data))
+
+
+def _check_dest(root: Path, dest: Path) -> None:
+    where = Path(os.path.realpath(root))
+    if Path(os.path.realpath(dest.parent)) == where or where in Path(
+            os.path.realpath(dest.parent)).parents:
+        raise MemoryEsError(f"backup_inside_root: {dest} is inside the memory root {root}; "
+                            "keep backups elsewhere", code="backup_inside_root")
+    if os.path.lexists(dest):
+        raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never replaces "
+                            "a file", code="backup_exists")
+    if not dest.parent.is_dir():
+        raise MemoryEsError(f"not_found: {dest.parent} is not a directory", code="not_found")
+
+
+def _write_new(dest: Path, data: bytes) -> None:
+    """``data`` into the new owner-only file ``dest``: a private temp file, fsync, then a
+    link that fails if ``dest`` appeared meanwhile (a backup never replaces a file)."""
+    fd, tmp = private_temp(dest)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:
+            raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never "
+                                "replaces a file", code="backup_exists") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(dest.parent)
+
+
+def read_backup(path: str | Path, secret: Secret | None = None) -> tuple[str, Body, int, str]:
+    """(backup id, body, position, root id) of the backup at ``path``, its chain verified
+    against the header's head before anything else uses it."""
+    where = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise MemoryEsError(f"not_found: cannot read {where}: {e.strerror or e}",
+                            code="not_found") from None
+    header, body = open_body(data, secret, where)
+    chain = Chain(body.chain_key, body.keyed_from, header.root_id)
+    link = GENESIS
+    for n, (position, oid, version, topic, state, stored) in enumerate(body.rows, start=1):
+        link = chain.link(link, position, oid, version, topic, state)
+        if position != n or link != stored:
+            raise IntegrityError(f"{where}: the backup's journal breaks at position {position}",
+                                 code="backup_corrupt")
+    if len(body.rows) != header.position or link.hex() != header.chain:
+        raise IntegrityError(f"{where}: the backup's journal does not end at the head its "
+                             f"header names (position {header.position})",
+                             code="backup_corrupt")
+    return header.backup_id, body, header.position, header.root_id
+
+
+def restore_backup(path: str | Path, root: str | Path, secret: Secret | None = None, *,
+                   config: MemoryConfig | None = None,
+                   key_store: str | Path | KeyStore | None = None) -> RestoreReport:
+    """Build ``root`` (absent or empty) from the backup at ``path``: the same root id, chain
+    and records, on the journal ``config`` names (SQLite in the root by default), then its
+    projections. Nothing is written before the backup opens and verifies."""
+    root = Path(root)
+    keys = KeyStore.resolve(key_store)
+    backup_id, body, position, root_id = read_backup(path, secret)
+    if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
+        raise MemoryEsError(f"{root}: restore needs a new or empty directory",
+                            code="root_not_empty")
+    keys.check_outside(root)
+    if os.path.lexists(keys.path / root_id):
+        raise MemoryEsError(
+            f"restore_keys_exist: the key store {keys.path} already holds keys for root "
+            f"{root_id} (the original root's, or an earlier restore's); restore into another "
+            "key store ($MEMORY_ES_KEY_STORE) or remove that root and its keys first",
+            code="restore_keys_exist")
+    target = journal_of(config)
+    make_private_dir(root)
+    chain = Chain(keys.install_chain_key(root_id, body.chain_key), body.keyed_from, root_id)
+    with journal_guard(root):
+        sink = sqlite_sink(root, chain, keys) if target is None else postgres_sink(target, chain)
+        try:
+            for start in range(0, len(body.rows), BATCH):
+                sink.append_rows(body.rows[start:start + BATCH])
+            sink.append_rows([], body.payloads)
+            if sink.sealer.keys is not None:
+                sink.sealer.keys.import_all(body.record_keys, body.destroyed)
+            if sink.verify() != (position, body.rows[-1][5] if body.rows else GENESIS):
+                raise IntegrityError(f"{root}: the restored journal does not end where the "
+                                     "backup does", code="backup_corrupt")
+            location = sink.location
+        finally:
+            sink.close()
+    if target is None:
+        marker = Marker(SCHEMA_VERSION, root_id, body.keyed_from)
+    else:
+        marker = Marker(SCHEMA_VERSION, root_id, body.keyed_from, journal=POSTGRES,
+                        location=location, pg_schema=target.schema)
+    atomic_write(root / MARKER_FILE, marker.signed(chain).file_bytes())
+    fsync_dir(root)
+    adopt(keys, root_id, body.ledger, backup_id,
+          max((k[0] for k in body.record_keys), default=0), str(path))
+    report = rebuild_root(root, config, key_store=keys)
+    return RestoreReport(backup_id=backup_id, root_id=root_id, position=position,
+                         record_keys=len(body.record_keys),
+                         journal="sqlite" if target is None else "postgres",
+                         generation=report.generation, vectors_pending=report.vectors_pending)

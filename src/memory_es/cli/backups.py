@@ -1,0 +1,107 @@
+"""``backup`` and ``import restore``: a root into one owner-only file and back (C5, C6, C16).
+
+``backup`` reads (safe beside a running agent); ``import restore`` builds a new root and
+refuses a used one. Both are thin shells over :mod:`memory_es.backup.archive`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from memory_es.cli.common import Command, config, print_json, root_path
+from memory_es.cli.contract import OK, UsageError
+from memory_es.text import counted
+
+if TYPE_CHECKING:
+    from memory_es.backup.fileformat import Secret
+
+SECRET_HELP = ("FILE must be yours with mode 0600; a passphrase is its first line (at least 8 "
+               "characters), a key file at least 32 bytes (head -c 32 /dev/urandom > FILE)")
+
+
+def _secret_options(p: argparse.ArgumentParser, *, writing: bool) -> None:
+    group = p.add_mutually_exclusive_group(required=writing)
+    group.add_argument("--passphrase-file", metavar="FILE",
+                       help="encrypt under the passphrase in FILE (scrypt, AES-256-GCM)"
+                       if writing else "the passphrase the backup was encrypted under")
+    group.add_argument("--key-file", metavar="FILE",
+                       help="encrypt under the key in FILE (HKDF-SHA256, AES-256-GCM)"
+                       if writing else "the key file the backup was encrypted under")
+    if writing:
+        group.add_argument("--unencrypted", action="store_true",
+                           help="write the backup in the clear (it holds every memory and "
+                                "the keys that open them: only its 0600 mode protects it)")
+
+
+def _secret(args: argparse.Namespace) -> Secret | None:
+    """The secret the options name; None: none given (a restore of an unencrypted backup)."""
+    from memory_es.backup.fileformat import NONE, Secret
+
+    if args.passphrase_file is not None:
+        return Secret.from_file("passphrase", args.passphrase_file)
+    if args.key_file is not None:
+        return Secret.from_file("key-file", args.key_file)
+    return NONE if getattr(args, "unencrypted", False) else None
+
+
+def _backup_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dest", metavar="DEST", help="the new backup file (never replaced; not "
+                                                "inside the root)")
+    _secret_options(p, writing=True)
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from memory_es.backup.archive import take_backup
+
+    loaded = config(args)
+    secret = _secret(args)
+    assert secret is not None  # argparse requires one of the three
+    report = take_backup(root_path(args, loaded), args.dest, secret, config=loaded)
+    if args.json:
+        print_json({"backup_id": report.backup_id, "path": report.path,
+                    "root_id": report.root_id, "position": report.position,
+                    "record_keys": report.record_keys, "protection": report.protection,
+                    "bytes": report.bytes})
+    else:
+        print(f"backup {report.backup_id}: {counted(report.position, 'event')} and "
+              f"{counted(report.record_keys, 'record key')} of root {report.root_id} in "
+              f"{report.path} ({report.protection}, {counted(report.bytes, 'byte')})")
+    return OK
+
+
+BACKUP = Command("backup", "write the journal and its keys to one owner-only file (C5)",
+                 cmd_backup, _backup_options, paths=frozenset({"dest"}))
+
+
+def _import_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=("restore",),
+                   help="restore: a backup written by memory-es backup into --root, a new "
+                        "or empty directory")
+    p.add_argument("source", metavar="SRC", help="the backup file")
+    _secret_options(p, writing=False)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from memory_es.backup.archive import restore_backup
+
+    if args.root is None:
+        raise UsageError("import restore needs --root NEW (a new or empty directory)")
+    report = restore_backup(args.source, args.root, _secret(args), config=config(args))
+    if args.json:
+        print_json({"backup_id": report.backup_id, "root_id": report.root_id,
+                    "position": report.position, "record_keys": report.record_keys,
+                    "journal": report.journal, "generation": report.generation,
+                    "vectors_pending": report.vectors_pending})
+    else:
+        print(f"restored backup {report.backup_id} into {args.root}: "
+              f"{counted(report.position, 'event')}, "
+              f"{counted(report.record_keys, 'record key')}, root {report.root_id} on "
+              f"{report.journal}; activated index gen-{report.generation}")
+    return OK
+
+
+IMPORT = Command("import", "restore a backup into a new root (C6, C16)", cmd_import,
+                 _import_options, paths=frozenset({"source"}))
+
+COMMANDS = (BACKUP, IMPORT)
