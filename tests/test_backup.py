@@ -24,9 +24,10 @@ import pytest
 
 from ceilings import HANG_S
 from memory_es import MemoryRoot
-from memory_es.backup.archive import restore_backup, take_backup
+from memory_es.backup.archive import take_backup
 from memory_es.backup.fileformat import NONE, Secret
 from memory_es.backup.ledger import read_entries
+from memory_es.backup.restore import restore_backup
 from memory_es.config import parse_config
 from memory_es.intake import CompletedTurn
 from memory_es.journal import MARKER_FILE
@@ -253,3 +254,32 @@ def test_a_backup_beside_a_running_agent_and_the_forget_that_follows(tmp_path: P
     restored_ledger = read_entries(KeyStore(keys), report.root_id)
     assert restored_ledger[-1]["backup_id"] == report.backup_id
     assert restored_ledger[-1]["state"] == "done"
+
+
+@pytest.mark.parametrize("point", ["restore.after_keys", "restore.after_rows",
+                                   "restore.before_rename"])
+def test_a_restore_killed_anywhere_resumes(tmp_path: Path, point: str) -> None:
+    """A SIGKILL at each boundary leaves the target absent (the work happens beside it);
+    running the same restore again finishes it; a restore into another target is refused."""
+    root = tmp_path / "root"
+    fill(root)
+    before = export(root)
+    take_backup(root, tmp_path / "b", NONE)
+    keys, target = tmp_path / "keys", tmp_path / "copy"
+    env = {**os.environ, "MEMORY_ES_KEY_STORE": str(keys), "MEMORY_ES_CRASH_AT": point}
+    killed = subprocess.run([*CLI, "import", "restore", str(tmp_path / "b"), "--root",
+                             str(target)], capture_output=True, text=True, timeout=HANG_S,
+                            env=env)
+    assert killed.returncode == -9, killed.stderr
+    assert not target.exists()
+    elsewhere = cli("import", "restore", str(tmp_path / "b"), "--root", str(tmp_path / "twin"),
+                    "--json", keys=keys)
+    assert elsewhere.returncode == 1, elsewhere.stdout
+    assert json.loads(elsewhere.stdout)["error"]["code"] == "restore_keys_exist"
+    again = cli("import", "restore", str(tmp_path / "b"), "--root", str(target), "--json",
+                keys=keys)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert json.loads(again.stdout)["resumed"] is True
+    assert export(target, keys) == before
+    assert MemoryRoot.open(target, key_store=keys).health().status == "clean"
+    assert not list(tmp_path.glob(".copy.restoring*"))

@@ -1,4 +1,4 @@
-"""Taking a backup and restoring one (see :mod:`memory_es.backup`)."""
+"""Taking a backup, and reading one back verified (see :mod:`memory_es.backup`)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory_es.backup.fileformat import NONE, Body, Secret, open_body, seal
-from memory_es.backup.ledger import adopt, begin, finish, read_entries
+from memory_es.backup.ledger import begin, finish, read_entries
 from memory_es.config import MemoryConfig
 from memory_es.errors import IntegrityError, MemoryEsError
-from memory_es.fsutil import atomic_write, fsync_dir, make_private_dir, private_temp
+from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import journal_guard, open_reader
 from memory_es.intake import utc_now
 from memory_es.journal.chain import GENESIS, Chain
-from memory_es.journal.layout import MARKER_FILE, POSTGRES, SCHEMA_VERSION, Marker
-from memory_es.journal.migrate import postgres_sink, sqlite_sink
 from memory_es.keystore import KeyStore
 from memory_es.rootconfig import journal_of
 from memory_es.text import iso_ms
-from memory_es.transfer import rebuild_root
 
 BATCH = 2000
 
@@ -36,19 +33,6 @@ class BackupReport:
     record_keys: int
     protection: str
     bytes: int
-
-
-@dataclass(frozen=True)
-class RestoreReport:
-    """What :func:`restore_backup` rebuilt (content-free)."""
-
-    backup_id: str
-    root_id: str
-    position: int
-    record_keys: int
-    journal: str
-    generation: int
-    vectors_pending: int | None
 
 
 def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
@@ -154,55 +138,3 @@ def read_backup(path: str | Path, secret: Secret | None = None) -> tuple[str, Bo
                              f"header names (position {header.position})",
                              code="backup_corrupt")
     return header.backup_id, body, header.position, header.root_id
-
-
-def restore_backup(path: str | Path, root: str | Path, secret: Secret | None = None, *,
-                   config: MemoryConfig | None = None,
-                   key_store: str | Path | KeyStore | None = None) -> RestoreReport:
-    """Build ``root`` (absent or empty) from the backup at ``path``: the same root id, chain
-    and records, on the journal ``config`` names (SQLite in the root by default), then its
-    projections. Nothing is written before the backup opens and verifies."""
-    root = Path(root)
-    keys = KeyStore.resolve(key_store)
-    backup_id, body, position, root_id = read_backup(path, secret)
-    if os.path.lexists(root) and (not root.is_dir() or any(root.iterdir())):
-        raise MemoryEsError(f"{root}: restore needs a new or empty directory",
-                            code="root_not_empty")
-    keys.check_outside(root)
-    if os.path.lexists(keys.path / root_id):
-        raise MemoryEsError(
-            f"restore_keys_exist: the key store {keys.path} already holds keys for root "
-            f"{root_id} (the original root's, or an earlier restore's); restore into another "
-            "key store ($MEMORY_ES_KEY_STORE) or remove that root and its keys first",
-            code="restore_keys_exist")
-    target = journal_of(config)
-    make_private_dir(root)
-    chain = Chain(keys.install_chain_key(root_id, body.chain_key), body.keyed_from, root_id)
-    with journal_guard(root):
-        sink = sqlite_sink(root, chain, keys) if target is None else postgres_sink(target, chain)
-        try:
-            for start in range(0, len(body.rows), BATCH):
-                sink.append_rows(body.rows[start:start + BATCH])
-            sink.append_rows([], body.payloads)
-            if sink.sealer.keys is not None:
-                sink.sealer.keys.import_all(body.record_keys, body.destroyed)
-            if sink.verify() != (position, body.rows[-1][5] if body.rows else GENESIS):
-                raise IntegrityError(f"{root}: the restored journal does not end where the "
-                                     "backup does", code="backup_corrupt")
-            location = sink.location
-        finally:
-            sink.close()
-    if target is None:
-        marker = Marker(SCHEMA_VERSION, root_id, body.keyed_from)
-    else:
-        marker = Marker(SCHEMA_VERSION, root_id, body.keyed_from, journal=POSTGRES,
-                        location=location, pg_schema=target.schema)
-    atomic_write(root / MARKER_FILE, marker.signed(chain).file_bytes())
-    fsync_dir(root)
-    adopt(keys, root_id, body.ledger, backup_id,
-          max((k[0] for k in body.record_keys), default=0), str(path))
-    report = rebuild_root(root, config, key_store=keys)
-    return RestoreReport(backup_id=backup_id, root_id=root_id, position=position,
-                         record_keys=len(body.record_keys),
-                         journal="sqlite" if target is None else "postgres",
-                         generation=report.generation, vectors_pending=report.vectors_pending)

@@ -83,7 +83,7 @@ def _import_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from memory_es.backup.archive import restore_backup
+    from memory_es.backup.restore import restore_backup
 
     if args.root is None:
         raise UsageError("import restore needs --root NEW (a new or empty directory)")
@@ -92,12 +92,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         print_json({"backup_id": report.backup_id, "root_id": report.root_id,
                     "position": report.position, "record_keys": report.record_keys,
                     "journal": report.journal, "generation": report.generation,
-                    "vectors_pending": report.vectors_pending})
+                    "vectors_pending": report.vectors_pending, "resumed": report.resumed})
     else:
         print(f"restored backup {report.backup_id} into {args.root}: "
               f"{counted(report.position, 'event')}, "
               f"{counted(report.record_keys, 'record key')}, root {report.root_id} on "
-              f"{report.journal}; activated index gen-{report.generation}")
+              f"{report.journal}; activated index gen-{report.generation}"
+              + ("; resumed a restore that was cut short" if report.resumed else ""))
     return OK
 
 
