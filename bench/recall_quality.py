@@ -53,7 +53,6 @@ import numpy as np
 from memory_es import CompletedTurn, MemoryStore
 from memory_es.calibration.fit import (
     RANK_DEPTH,
-    PoolScorer,
     evaluate,
     fit_auto,
     fit_calibration,
@@ -61,6 +60,7 @@ from memory_es.calibration.fit import (
     fit_tail,
     rank_of,
 )
+from memory_es.calibration.pools import PoolScorer
 from memory_es.config import parse_config
 from memory_es.embeddings import E5Embedder, Embedder, LocalEmbedder, UseEmbedder, embed_queries
 from memory_es.ids import run_hash, run_memory_id
@@ -381,6 +381,8 @@ def main() -> None:
     print("  dev (R@5, MRR) by conversation turn (weight/boost/support): " + ", ".join(
         f"{w}/{b:g}/{s:g}: {r5:.3f}/{m:.3f}"
         for (w, b, s), (r5, m) in fit["by_dialogue"].items()))
+    print("  dev (R@5, MRR) by echo removal: " + ", ".join(
+        f"{share:g}: {r5:.3f}/{m:.3f}" for share, (r5, m) in fit["by_echo"].items()))
 
     figures: dict[str, Any] = {"bench": "recall_quality", "model": embedder.identity.model,
                                "calibration_fitted_on": "dev split",

@@ -44,7 +44,8 @@ import numpy as np
 
 import recall_quality as rq  # bench/ is the script's own directory, so on sys.path
 from memory_es import CompletedTurn, MemoryStore
-from memory_es.calibration.fit import RANK_DEPTH, PoolScorer, fit_calibration, fit_hybrid, fit_tail
+from memory_es.calibration.fit import RANK_DEPTH, fit_calibration, fit_hybrid, fit_tail
+from memory_es.calibration.pools import PoolScorer
 from memory_es.config import parse_config
 from memory_es.embeddings import Embedder, embed_queries
 from memory_es.ids import run_hash, run_memory_id

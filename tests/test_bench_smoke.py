@@ -29,6 +29,7 @@ SMALL = {
     "recall_quality": ["--small"],
     "cli_start": ["--small"],
     "mcp": ["--small"],
+    "question_axis": ["--check"],
 }
 
 

@@ -31,7 +31,6 @@ from memory_es.calibration.fit import (
     AUTO_WINDOWS,
     LEXICAL_WEIGHTS,
     TAIL_GRID,
-    PoolScorer,
     Run,
     auto_youden,
     balanced_floor,
@@ -41,6 +40,7 @@ from memory_es.calibration.fit import (
     plateau_middle,
 )
 from memory_es.calibration.labelled import LabelledQuestion, load_labelled
+from memory_es.calibration.pools import PoolScorer
 from memory_es.calibration.report import CalibrationReport, calibrate_root, config_snippet
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.embeddings import EmbeddingIdentity
@@ -261,7 +261,7 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
     cal = snippet["memory"]["embeddings"]["calibration"]
     assert set(cal) == {"noEvidenceCosine", "recallFloor", "recallTail", "autoFloor",
                         "autoWindow", "lexicalWeight", "dialogueWeight", "dialogueBoost",
-                        "dialogueSupport"}
+                        "dialogueSupport", "echoRemoval"}
     # The snippet, merged into a config, is accepted and reproduces the fitted calibration.
     config = parse_config({**JOURNAL, "embeddings": {**JOURNAL["embeddings"], **snippet[
         "memory"]["embeddings"]}})
@@ -270,19 +270,20 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
 
 def test_help_and_readme_say_what_calibrate_fits(report: CalibrationReport,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """The text matches the code: nine numbers, the automatic floor fitted, not kept."""
+    """The text matches the code: ten numbers, the automatic floor fitted, not kept."""
     from memory_es.recall.rank.score import NOMIC_V15
 
     assert report.fitted.auto_floor != NOMIC_V15.auto_floor  # fitted here, not the reference's
     assert cli.main(["calibrate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "nine recall calibration numbers" in text and "stay at the reference" not in text
-    for name in ("lexicalWeight", "dialogueWeight", "dialogueBoost", "dialogueSupport",
+    assert "ten recall calibration numbers" in text and "stay at the reference" not in text
+    for name in ("echoRemoval", "lexicalWeight", "dialogueWeight", "dialogueBoost",
+                 "dialogueSupport",
                  "noEvidenceCosine", "recallFloor", "recallTail", "autoFloor", "autoWindow"):
         assert name in text, name
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `calibrate "))
-    assert "nine recall numbers" in row and "stay the reference's" not in row
+    assert "ten recall numbers" in row and "stay the reference's" not in row
 
 
 # --- pure fitting ------------------------------------------------------------------------------
@@ -473,7 +474,7 @@ def test_calibration_for_prefers_override_then_identity_then_reference() -> None
     assert calibration_for(local, override) == Calibration(
         0.3, 0.99, 0.1, 0.62, 0.04, lexical_weight=LOCAL_MINILM.lexical_weight,
         dialogue_weight=LOCAL_MINILM.dialogue_weight, dialogue_boost=LOCAL_MINILM.dialogue_boost,
-        dialogue_support=LOCAL_MINILM.dialogue_support)
+        dialogue_support=LOCAL_MINILM.dialogue_support, echo_removal=LOCAL_MINILM.echo_removal)
     assert calibration_for(local) == LOCAL_MINILM
     assert calibration_for(EmbeddingIdentity("fake", "x", 8)) == NOMIC_V15
     assert calibration_for(None) == NOMIC_V15

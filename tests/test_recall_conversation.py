@@ -28,8 +28,9 @@ from helpers_capture import (
     turn,
 )
 from memory_es import CompletedTurn, MemoryStore
-from memory_es.calibration.fit import PoolScorer, fit_dialogue, mean_quality, rankings_of
+from memory_es.calibration.fit import fit_dialogue, mean_quality, rankings_of
 from memory_es.calibration.labelled import LabelledQuestion
+from memory_es.calibration.pools import PoolScorer
 from memory_es.config import parse_config
 from memory_es.errors import ConfigError
 from memory_es.recall.rank.anchors import extract_anchors

@@ -23,6 +23,9 @@ pure functions over per-question rankings and scores (shared with ``bench/recall
   weight, ``dialogue_support``): the grid triple with the best recall@5, then MRR, or the
   default (a turn weighed like any line, no support) on a tie (:func:`fit_dialogue`). Several
   sets weigh alike (the mean of their figures).
+- ``echo_removal`` (hybrid scoring, first: it moves every cosine): the share of the model's
+  question axis taken out, on a grid, the best recall@5 (then MRR) at the default weights, or
+  none on a tie (:func:`fit_echo`).
 - ``auto_floor`` / ``auto_window`` (the automatic "possibly relevant" block, H3, H4): H17's
   goal, "keep the answer present while negative and near-miss probes stay quiet", as one
   number: the pair (floor on a 0.01 grid, window from ``AUTO_WINDOWS``) with the largest
@@ -43,20 +46,13 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any, Final, Protocol
 
-from memory_es.calibration.labelled import NO_ANSWER_KINDS, LabelledQuestion
+from memory_es.calibration.labelled import NO_ANSWER_KINDS
 from memory_es.recall.rank.score import (
-    EPSILON,
     NOMIC_V15,
     Calibration,
-    Candidate,
-    Scored,
-    Scoring,
-    score_all,
 )
-from memory_es.recall.rank.select import auto_best, auto_select, select
 
 NEC_STEP: Final = 0.01  # no_evidence_cosine candidates: 0.00, 0.01, ... 0.70
 NEC_MAX: Final = 0.70
@@ -266,10 +262,11 @@ def fit_tail(golds: Sequence[frozenset[str]], run: RunFn, cal: Calibration,
     return TAIL_GRID[-1]
 
 
-def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolLike],
+def fit_hybrid(golds: Sequence[frozenset[str]], plain_scorers: Callable[[float], PoolLike],
                idx: Sequence[int], weights: Sequence[float] = LEXICAL_WEIGHTS,
                groups: Sequence[str] | None = None) -> tuple[Calibration, dict[str, Any]]:
-    """:func:`fit_calibration` for each lexical weight (``scorers(w)`` ranks with it) and, at
+    """The share of the question axis first (:func:`fit_echo`), then with it
+    :func:`fit_calibration` for each lexical weight (``plain_scorers(w)`` ranks with it) and, at
     that weight, a conversation turn's weight and boost (:func:`fit_dialogue`); the weight
     whose ranking with its turn numbers is best (recall@5, then MRR); at that weight the turn
     numbers again with the neighbour support; the no-evidence cosine and floor fitted again
@@ -278,6 +275,11 @@ def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolL
     ``groups`` (question -> its set) weighs every set alike in those choices: the mean of the
     sets' recall@5 and MRR, so the set with the most questions does not choose alone."""
     quality = mean_quality(golds, idx, groups)
+    echo, by_echo = fit_echo(plain_scorers(NOMIC_V15.lexical_weight), quality)
+
+    def scorers(weight: float) -> PoolLike:
+        return plain_scorers(weight).with_echo(echo)
+
     fits: dict[float, tuple[Calibration, dict[str, Any]]] = {}
     by_weight: dict[float, tuple[float, float]] = {}
     for weight in weights:
@@ -301,11 +303,12 @@ def fit_hybrid(golds: Sequence[frozenset[str]], scorers: Callable[[float], PoolL
         cal, fit = fit_calibration(golds, final.full, idx, lexical_weight=chosen,
                                    groups=groups)
     cal = replace(cal, dialogue_weight=turns[0], dialogue_boost=turns[1],
-                  dialogue_support=turns[2])
+                  dialogue_support=turns[2], echo_removal=echo)
     cal = replace(cal, recall_tail=fit_tail(golds, final.run, cal, idx))
     cal = fit_auto(golds, final.auto, cal, idx, groups)
     fit["by_lexical_weight"] = by_weight
     fit["by_dialogue"] = by_dialogue
+    fit["by_echo"] = by_echo
     return cal, fit
 
 
@@ -365,6 +368,23 @@ def fit_dialogue(scorer: PoolLike, nec: float, quality: Quality, *, default: Tur
     return best, grid
 
 
+ECHO_SHARES: Final = (0.0, 0.5, 1.0)
+
+
+def fit_echo(scorer: PoolLike, quality: Quality
+             ) -> tuple[float, dict[float, tuple[float, float]]]:
+    """The share of the model's question axis to take out (``echo_removal``): on the grid,
+    the one whose ranking at the default weights (no-evidence cosine 0) is best (recall@5,
+    then MRR); none unless one is strictly better. Fitted first: it moves every cosine."""
+    grid = {share: quality(rankings_of(scorer.with_echo(share), 0.0))
+            for share in ECHO_SHARES}
+    best = 0.0
+    for share, figures in grid.items():
+        if figures > grid[best]:
+            best = share
+    return best, grid
+
+
 AUTO_FLOORS: Final = tuple(round(0.01 * n, 2) for n in range(101))  # 0.00 .. 1.00
 AUTO_WINDOWS: Final = (0.02, 0.03, 0.04, 0.05, 0.06)
 
@@ -413,99 +433,4 @@ class PoolLike(Protocol):
     def with_dialogue(self, weight: float, boost: float, support: float = 0.0) -> PoolLike:
         ...
 
-
-Shape = tuple[float, float, float, float, float]
-
-
-def _shape(cal: Calibration) -> Shape:
-    """What a score depends on besides the pool: the no-evidence cosine and the weights."""
-    return (cal.no_evidence_cosine, cal.lexical_weight, cal.dialogue_weight, cal.dialogue_boost,
-            cal.dialogue_support)
-
-
-class PoolScorer:
-    """Rankings and runs from each question's candidate pool (computed once: the pool does not
-    depend on the calibration), exactly as :func:`~memory_es.recall.explicit.recall` would score
-    them. ``full`` ranks with this scorer's lexical weight and conversation-turn numbers
-    (``dialogue``: weight and boost; None: a turn is weighed like any line); ``run`` and
-    ``auto`` with the calibration they are given."""
-
-    def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
-                 now: datetime, *, scoring: Scoring = "hybrid",
-                 lexical_weight: float = NOMIC_V15.lexical_weight,
-                 dialogue: Turns | None = None) -> None:
-        self.questions = questions
-        self.pools = pools
-        self.now = now
-        self.scoring: Scoring = scoring
-        self.lexical_weight = lexical_weight
-        self.dialogue = dialogue
-        self._full: dict[tuple[Shape, int],
-                         tuple[list[str], float]] = {}
-        self._runs: dict[tuple[Calibration, int], Run] = {}
-        self._score_cache: dict[tuple[Shape, int],
-                                list[Scored]] = {}
-        self._auto_cache: dict[tuple[Shape, float, int],
-                               tuple[float | None, list[str]]] = {}
-
-    def with_weight(self, lexical_weight: float) -> PoolScorer:
-        """The same pools ranked with another lexical weight."""
-        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=lexical_weight, dialogue=self.dialogue)
-
-    def with_dialogue(self, weight: float, boost: float, support: float = 0.0) -> PoolScorer:
-        """The same pools with a conversation turn's evidence weighed ``weight``, boosted, and
-        ``support`` of its best neighbour's score added."""
-        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=self.lexical_weight, dialogue=(weight, boost, support))
-
-    def calibration(self, nec: float, lexical_weight: float | None = None) -> Calibration:
-        """An uncut calibration with this scorer's weights (``lexical_weight`` overrides)."""
-        weight = self.lexical_weight if lexical_weight is None else lexical_weight
-        dialogue_weight, boost, support = self.dialogue or (weight, 1.0, 0.0)
-        return Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight,
-                           dialogue_weight=dialogue_weight, dialogue_boost=boost,
-                           dialogue_support=support)
-
-    def full(self, nec: float, i: int, lexical_weight: float | None = None
-             ) -> tuple[list[str], float]:
-        return self._ranking(self.calibration(nec, lexical_weight), i)
-
-    def _ranking(self, cal: Calibration, i: int) -> tuple[list[str], float]:
-        key = (_shape(cal), i)
-        if key not in self._full:
-            uncut = replace(cal, recall_floor=-UNCUT, recall_tail=UNCUT)
-            hits = select(self._scored(uncut, i), uncut, now=self.now,
-                          scoring=self.scoring).hits[:RANK_DEPTH]
-            self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)
-        return self._full[key]
-
-    def run(self, cal: Calibration, i: int) -> Run:
-        key = (cal, i)
-        if key not in self._runs:
-            ranking, best = self._ranking(cal, i)
-            result = select(self._scored(cal, i), cal, now=self.now, scoring=self.scoring)
-            self._runs[key] = Run(ranking=ranking, best=best,
-                                  returned=[h.id for h in result.hits[:RETURN_LIMIT]],
-                                  insufficient=result.evidence == "insufficient",
-                                  auto=self.auto(cal, i))
-        return self._runs[key]
-
-    def auto(self, cal: Calibration, i: int) -> list[str]:
-        """The ids the automatic block would show for question i (H2-H11). The floor only
-        decides whether the block fires (H3), so the lines are computed once per window."""
-        key = (_shape(cal), cal.auto_window, i)
-        if key not in self._auto_cache:
-            scored = self._scored(cal, i)
-            lines = auto_select(scored, replace(cal, auto_floor=0.0), now=self.now)
-            self._auto_cache[key] = (auto_best(scored), [h.id for h in lines])
-        best, ids = self._auto_cache[key]
-        return ids if best is not None and best >= cal.auto_floor - EPSILON else []
-
-    def _scored(self, cal: Calibration, i: int) -> list[Scored]:
-        # Scores depend on the no-evidence cosine and the weights only.
-        key = (_shape(cal), i)
-        if key not in self._score_cache:
-            self._score_cache[key] = score_all(self.questions[i].text, self.pools[i], cal,
-                                               self.scoring)
-        return self._score_cache[key]
+    def with_echo(self, share: float) -> PoolLike: ...

@@ -22,7 +22,6 @@ import numpy as np
 from memory_es.calibration.fit import (
     NEC_STEP,
     RANKING_SLACK,
-    PoolScorer,
     Run,
     evaluate,
     fit_auto,
@@ -31,6 +30,7 @@ from memory_es.calibration.fit import (
     fit_tail,
 )
 from memory_es.calibration.labelled import LabelledQuestion, check_gold, load_labelled
+from memory_es.calibration.pools import PoolScorer
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import (
     BATCH_SIZE,
@@ -57,7 +57,7 @@ _CAMEL: Final = {"no_evidence_cosine": "noEvidenceCosine", "recall_floor": "reca
                  "recall_tail": "recallTail", "auto_floor": "autoFloor",
                  "auto_window": "autoWindow", "lexical_weight": "lexicalWeight",
                  "dialogue_weight": "dialogueWeight", "dialogue_boost": "dialogueBoost",
-                 "dialogue_support": "dialogueSupport"}
+                 "dialogue_support": "dialogueSupport", "echo_removal": "echoRemoval"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,6 +132,8 @@ def render_text(report: CalibrationReport) -> str:
         f"  dialogueWeight   {f.dialogue_weight:.3f}  dialogueBoost {f.dialogue_boost:.3f}  "
         f"dialogueSupport {f.dialogue_support:.3f}  a conversation turn's share of lexical "
         "evidence, its boost, and its best neighbour's share",
+        f"  echoRemoval      {f.echo_removal:.3f}  the share of the model's question axis taken "
+        "out of a question and its lines",
         f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the automatic "
         "block's pair with the best share of answers shown minus no-answer questions shown "
         "a block",
@@ -254,7 +256,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     scorer = PoolScorer(questions, pools, utc_now(), scoring=scoring,
                         lexical_weight=current.lexical_weight,
                         dialogue=(current.dialogue_weight, current.dialogue_boost,
-                                  current.dialogue_support))
+                                  current.dialogue_support), echo=current.echo_removal)
     every = list(range(len(questions)))
     golds = [q.gold for q in questions]
 
@@ -264,6 +266,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
             cal, figures = fit_hybrid(golds, plain.with_weight, idx)
             figures.pop("by_lexical_weight", None)
             figures.pop("by_dialogue", None)
+            figures.pop("by_echo", None)
             return cal, figures
         cal, figures = fit_calibration(golds, scorer.full, idx, current.lexical_weight)
         cal = replace(cal, recall_tail=fit_tail(golds, scorer.run, cal, idx))
@@ -278,7 +281,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         metrics[HELD_OUT] = held
     nec = fitted.no_evidence_cosine
     fitted_scorer = scorer.with_dialogue(fitted.dialogue_weight, fitted.dialogue_boost,
-                                         fitted.dialogue_support)
+                                         fitted.dialogue_support).with_echo(fitted.echo_removal)
     return CalibrationReport(
         identity=identity.key, memories=int(memories), vectors=len(matrix.rowids),
         counts={"answerable": sum(1 for q in questions if q.answerable),

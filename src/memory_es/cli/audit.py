@@ -181,11 +181,11 @@ ANCHOR = Command(
 # -- calibrate ---------------------------------------------------------------------------------
 
 CALIBRATE_HELP = """\
-Fit the nine recall calibration numbers (lexicalWeight, dialogueWeight, dialogueBoost,
-dialogueSupport, noEvidenceCosine, recallFloor, recallTail, autoFloor, autoWindow) on labelled
-questions about this root's memories, read-only, with the configured embedding provider
-(Journal or BuJo). lexicalWeight, and dialogueWeight / dialogueBoost / dialogueSupport for the
-turns of a conversation, are fitted
+Fit the ten recall calibration numbers (echoRemoval, lexicalWeight, dialogueWeight,
+dialogueBoost, dialogueSupport, noEvidenceCosine, recallFloor, recallTail, autoFloor,
+autoWindow) on labelled questions about this root's memories, read-only, with the configured
+embedding provider (Journal or BuJo). echoRemoval, lexicalWeight, and dialogueWeight /
+dialogueBoost / dialogueSupport for the turns of a conversation, are fitted
 only under hybrid scoring (otherwise the current ones are kept); autoFloor / autoWindow, the
 automatic
 block's, are fitted too: the pair whose block carries the most answers while staying quiet on

@@ -260,9 +260,11 @@ class CalibrationConfig(_Block):
     dialogue_weight: float | None = None
     dialogue_boost: float | None = None
     dialogue_support: float | None = None
+    echo_removal: float | None = None  # share of the model's question axis taken out (hybrid)
 
     @field_validator("no_evidence_cosine", "recall_floor", "recall_tail", "auto_floor",
-                     "auto_window", "lexical_weight", "dialogue_weight", "dialogue_support")
+                     "auto_window", "lexical_weight", "dialogue_weight", "dialogue_support",
+                     "echo_removal")
     @classmethod
     def _unit_interval(cls, value: float | None) -> float | None:
         """Cosines, scores, windows and weights all live in [0, 1]; NaN fails the check too."""

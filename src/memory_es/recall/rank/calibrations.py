@@ -13,14 +13,16 @@ from memory_es.recall.rank.score import NOMIC_V15, Calibration
 # Fitted for the local provider's default model, USE multilingual v3 (512-d), by
 # bench/recall_quality.py on the DEV splits of its three sets (659 questions: two curated sets
 # and the conversations, each set weighing alike) only (fit_hybrid: lexical weight and a
-# conversation turn's weight, boost and neighbour support, no-evidence cosine (the middle of
+# conversation turn's weight, boost and neighbour support, the share of the question axis
+# taken out of a turn's cosine, no-evidence cosine (the middle of
 # the values that cost no dev ranking, calibrate.plateau_middle), a balanced-accuracy floor
 # that flags at most 5 % of answerable dev questions in every set, the narrowest tail that
 # keeps the ranking's recall@5, and the automatic block's floor and window by fit_auto); the
 # README reports the test splits.
 LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.232, recall_tail=0.40,
                         auto_floor=0.56, auto_window=0.06, lexical_weight=0.25,
-                        dialogue_weight=0.5, dialogue_boost=2.0, dialogue_support=0.5)
+                        dialogue_weight=0.75, dialogue_boost=3.0, dialogue_support=0.25,
+                        echo_removal=1.0)
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
 LOCAL_MINILM = Calibration(no_evidence_cosine=0.11, recall_floor=0.396, recall_tail=0.40,
@@ -56,7 +58,8 @@ def calibration_for(identity: EmbeddingIdentity | None,
                            dialogue_boost=_or(override.dialogue_boost,
                                               shipped.dialogue_boost),
                            dialogue_support=_or(override.dialogue_support,
-                                                shipped.dialogue_support))
+                                                shipped.dialogue_support),
+                           echo_removal=_or(override.echo_removal, shipped.echo_removal))
     return shipped
 
 

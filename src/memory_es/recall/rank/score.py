@@ -43,6 +43,7 @@ Threshold comparisons tolerate float noise of ``EPSILON`` (1e-9).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
@@ -82,6 +83,7 @@ class Calibration:
     dialogue_weight: float = DEFAULT_LEXICAL_WEIGHT  # ... for a turn of a conversation
     dialogue_boost: float = 1.0  # a conversation turn's evidence e counts 1 - (1 - e) ** boost
     dialogue_support: float = 0.0  # a turn gains this share of its best neighbour's fused score
+    echo_removal: float = 0.0  # share of the question axis out of a turn's cosine (echo.py)
 
 
 NOMIC_V15 = Calibration()
@@ -144,6 +146,7 @@ class Candidate:
     graph_hop: bool = False  # True: pulled in by one-hop graph expansion (L4)
     dialogue: bool = False  # a host turn of a known conversation, read with the turn before it
     neighbours: tuple[str, ...] = ()  # ids of the turns just before/after it, in the same pool
+    axis: tuple[float, float] | None = None  # (query . question axis, line . axis), echo.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +215,19 @@ def _overlap(terms: Sequence[str], text: str) -> float:
     return sum(1 for t in terms if t in have) / len(terms)
 
 
+def without_echo(cosine: float, axis: tuple[float, float] | None, share: float) -> float:
+    """``cosine`` with ``share`` of the question axis taken out of both sides (the formula is
+    in :mod:`~memory_es.recall.rank.echo`)."""
+    if axis is None or share <= 0.0:
+        return cosine
+    b = share * (2.0 - share)
+    asked, stated = axis
+    norms = (1.0 - b * asked * asked) * (1.0 - b * stated * stated)
+    if norms <= 1e-12:  # a vector that is all axis: nothing is left to compare
+        return 0.0
+    return (cosine - b * asked * stated) / math.sqrt(norms)
+
+
 def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOMIC_V15,
           scoring: Scoring = "reference") -> Scored:
     """One candidate's score (G3-G10, DESIGN 9.5); the module docstring gives both formulas."""
@@ -220,10 +236,13 @@ def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOM
     if scoring == "hybrid":
         evidence = (candidate.evidence if candidate.evidence is not None
                     else _overlap(anchors.terms, candidate.text))
-    if candidate.cosine is None:
+    cosine = candidate.cosine
+    if cosine is not None and scoring == "hybrid" and candidate.dialogue:
+        cosine = without_echo(cosine, candidate.axis, calibration.echo_removal)
+    if cosine is None:
         semantic = evidence if scoring == "hybrid" else _overlap(anchors.terms, candidate.text)
-    elif candidate.cosine >= calibration.no_evidence_cosine - EPSILON:
-        semantic = candidate.cosine
+    elif cosine >= calibration.no_evidence_cosine - EPSILON:
+        semantic = cosine
     else:
         semantic = 0.0
     bonus = anchor_bonus(anchors, candidate)

@@ -17,6 +17,7 @@ import apsw
 import numpy as np
 
 from memory_es.indexread import optional_rows
+from memory_es.recall.rank.echo import axis_dots
 from memory_es.recall.rank.score import (
     MAX_CANDIDATES,
     Candidate,
@@ -118,8 +119,10 @@ def candidate_pool(
                                       [r[6] for r in chosen if r[6] not in cosines]))
     context = turn_context(conn, [row[6] for row in chosen])
     ids = {int(row[6]): str(row[0]) for row in chosen}
-    candidates = [_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
-                             vector_ranks.get(row[6]), evidence, context, ids)
+    axes = axis_dots(matrix, query_vector, [row[6] for row in chosen])
+    candidates = [replace(_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
+                                     vector_ranks.get(row[6]), evidence, context, ids),
+                          axis=axes.get(row[6]))
                   for row in chosen]
     return with_entity_names(conn, candidates)
 
@@ -332,7 +335,8 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
         evidence = LexicalEvidence.for_query(conn, query)
     cosines = matrix.cosines(query_vector, [row[6] for row in rows]) \
         if query_vector is not None and matrix is not None else {}
+    axes = axis_dots(matrix, query_vector, [row[6] for row in rows])
     for row in rows:
         neighbours.append(replace(_candidate(row, cosines.get(row[6]), None, None, evidence),
-                                  graph_hop=True))
+                                  graph_hop=True, axis=axes.get(row[6])))
     return with_entity_names(conn, neighbours)

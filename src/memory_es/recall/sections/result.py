@@ -175,12 +175,13 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
             "lexicalEvidence": s.evidence, "anchorBonus": s.anchor, "rrfHint": s.rrf,
             "salience": s.salience, "lexicalRank": c.lexical_rank, "vectorRank": c.vector_rank,
             "graphHop": c.graph_hop, "dialogue": c.dialogue,
-            "neighbourSupport": s.support, "cut": cut,
+            "neighbourSupport": s.support, "questionAxis": c.axis, "cut": cut,
             "tieBreak": "equal scores rank by memory id"}))
     formula = ("1 - (1 - semantic) * (1 - lexicalWeight * lexicalEvidence) + anchorBonus + "
                "rrfHint + salience; a conversation turn (dialogue) weighs "
                "dialogueWeight * (1 - (1 - lexicalEvidence) ** dialogueBoost) and gains "
-               "neighbourSupport = dialogueSupport * its best neighbour's fused score"
+               "neighbourSupport = dialogueSupport * its best neighbour's fused score; the "
+               "cosine with echoRemoval of the model's questionAxis taken out"
                if scoring == "hybrid"
                else "semantic + anchorBonus + rrfHint + salience")
     terms = evidence.explain() if scoring == "hybrid" else {}

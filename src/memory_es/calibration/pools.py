@@ -1,0 +1,126 @@
+"""Scoring labelled questions' candidate pools under any calibration, fast: the pools are
+computed once (they do not depend on the calibration) and each (calibration, question) is
+scored once (:class:`PoolScorer`, what :mod:`~memory_es.calibration.fit` fits with).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from memory_es.calibration.fit import RANK_DEPTH, RETURN_LIMIT, UNCUT, Run, Turns
+from memory_es.calibration.labelled import LabelledQuestion
+from memory_es.recall.rank.score import (
+    EPSILON,
+    NOMIC_V15,
+    Calibration,
+    Candidate,
+    Scored,
+    Scoring,
+    score_all,
+)
+from memory_es.recall.rank.select import auto_best, auto_select, select
+
+Shape = tuple[float, float, float, float, float, float]
+
+
+def _shape(cal: Calibration) -> Shape:
+    """What a score depends on besides the pool: the no-evidence cosine and the weights."""
+    return (cal.no_evidence_cosine, cal.lexical_weight, cal.dialogue_weight, cal.dialogue_boost,
+            cal.dialogue_support, cal.echo_removal)
+
+
+class PoolScorer:
+    """Rankings and runs from each question's candidate pool (computed once: the pool does not
+    depend on the calibration), exactly as :func:`~memory_es.recall.explicit.recall` would score
+    them. ``full`` ranks with this scorer's lexical weight and conversation-turn numbers
+    (``dialogue``: weight and boost; None: a turn is weighed like any line); ``run`` and
+    ``auto`` with the calibration they are given."""
+
+    def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
+                 now: datetime, *, scoring: Scoring = "hybrid",
+                 lexical_weight: float = NOMIC_V15.lexical_weight,
+                 dialogue: Turns | None = None, echo: float = 0.0) -> None:
+        self.questions = questions
+        self.pools = pools
+        self.now = now
+        self.scoring: Scoring = scoring
+        self.lexical_weight = lexical_weight
+        self.dialogue = dialogue
+        self.echo = echo
+        self._full: dict[tuple[Shape, int],
+                         tuple[list[str], float]] = {}
+        self._runs: dict[tuple[Calibration, int], Run] = {}
+        self._score_cache: dict[tuple[Shape, int],
+                                list[Scored]] = {}
+        self._auto_cache: dict[tuple[Shape, float, int],
+                               tuple[float | None, list[str]]] = {}
+
+    def with_weight(self, lexical_weight: float) -> PoolScorer:
+        """The same pools ranked with another lexical weight."""
+        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
+                          lexical_weight=lexical_weight, dialogue=self.dialogue, echo=self.echo)
+
+    def with_dialogue(self, weight: float, boost: float, support: float = 0.0) -> PoolScorer:
+        """The same pools with a conversation turn's evidence weighed ``weight``, boosted, and
+        ``support`` of its best neighbour's score added."""
+        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
+                          lexical_weight=self.lexical_weight, dialogue=(weight, boost, support),
+                          echo=self.echo)
+
+    def with_echo(self, share: float) -> PoolScorer:
+        """The same pools with ``share`` of the model's question axis taken out."""
+        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
+                          lexical_weight=self.lexical_weight, dialogue=self.dialogue, echo=share)
+
+    def calibration(self, nec: float, lexical_weight: float | None = None) -> Calibration:
+        """An uncut calibration with this scorer's weights (``lexical_weight`` overrides)."""
+        weight = self.lexical_weight if lexical_weight is None else lexical_weight
+        dialogue_weight, boost, support = self.dialogue or (weight, 1.0, 0.0)
+        return Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight,
+                           dialogue_weight=dialogue_weight, dialogue_boost=boost,
+                           dialogue_support=support, echo_removal=self.echo)
+
+    def full(self, nec: float, i: int, lexical_weight: float | None = None
+             ) -> tuple[list[str], float]:
+        return self._ranking(self.calibration(nec, lexical_weight), i)
+
+    def _ranking(self, cal: Calibration, i: int) -> tuple[list[str], float]:
+        key = (_shape(cal), i)
+        if key not in self._full:
+            uncut = replace(cal, recall_floor=-UNCUT, recall_tail=UNCUT)
+            hits = select(self._scored(uncut, i), uncut, now=self.now,
+                          scoring=self.scoring).hits[:RANK_DEPTH]
+            self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)
+        return self._full[key]
+
+    def run(self, cal: Calibration, i: int) -> Run:
+        key = (cal, i)
+        if key not in self._runs:
+            ranking, best = self._ranking(cal, i)
+            result = select(self._scored(cal, i), cal, now=self.now, scoring=self.scoring)
+            self._runs[key] = Run(ranking=ranking, best=best,
+                                  returned=[h.id for h in result.hits[:RETURN_LIMIT]],
+                                  insufficient=result.evidence == "insufficient",
+                                  auto=self.auto(cal, i))
+        return self._runs[key]
+
+    def auto(self, cal: Calibration, i: int) -> list[str]:
+        """The ids the automatic block would show for question i (H2-H11). The floor only
+        decides whether the block fires (H3), so the lines are computed once per window."""
+        key = (_shape(cal), cal.auto_window, i)
+        if key not in self._auto_cache:
+            scored = self._scored(cal, i)
+            lines = auto_select(scored, replace(cal, auto_floor=0.0), now=self.now)
+            self._auto_cache[key] = (auto_best(scored), [h.id for h in lines])
+        best, ids = self._auto_cache[key]
+        return ids if best is not None and best >= cal.auto_floor - EPSILON else []
+
+    def _scored(self, cal: Calibration, i: int) -> list[Scored]:
+        # Scores depend on the no-evidence cosine and the weights only.
+        key = (_shape(cal), i)
+        if key not in self._score_cache:
+            self._score_cache[key] = score_all(self.questions[i].text, self.pools[i], cal,
+                                               self.scoring)
+        return self._score_cache[key]
