@@ -24,14 +24,17 @@ import pytest
 
 from ceilings import HANG_S
 from memory_es import MemoryRoot
-from memory_es.backup.archive import take_backup
+from memory_es.backup.archive import read_backup, take_backup
 from memory_es.backup.fileformat import NONE, Secret
 from memory_es.backup.ledger import read_entries
 from memory_es.backup.restore import restore_backup
 from memory_es.config import parse_config
+from memory_es.events import FORGOTTEN_TOPICS
+from memory_es.history import open_reader
 from memory_es.intake import CompletedTurn
 from memory_es.journal import MARKER_FILE
 from memory_es.journal.backend import DSN_ENV
+from memory_es.journal.sealing import SEALED_KEY_ID
 from memory_es.keystore import KeyStore
 from memory_es.store import MemoryStore
 
@@ -107,6 +110,7 @@ def test_a_root_survives_losing_its_files_and_keys(tmp_path: Path) -> None:
     found = cli("search", "--root", str(root), "where is the boat moored")
     assert "pier 7" in found.stdout
     gone = cli("search", "--root", str(root), "parcel locker code 1003")
+    assert gone.returncode == 0, gone.stderr
     assert "1003" not in gone.stdout  # forgotten before the backup: forgotten after it
 
 
@@ -206,7 +210,7 @@ def test_a_tampered_or_foreign_file_is_refused(tmp_path: Path) -> None:
                   *flags, "--json", keys=tmp_path / f"k-{name}")
         assert out.returncode == exit_code, (name, out.stdout, out.stderr)
         assert json.loads(out.stdout)["error"]["code"] == code, name
-        assert not (tmp_path / f"r-{name}").exists()
+        assert not (tmp_path / f"r-{name}").exists() and not (tmp_path / f"k-{name}").exists()
 
 
 def test_used_targets_and_existing_files_are_refused(tmp_path: Path) -> None:
@@ -283,3 +287,89 @@ def test_a_restore_killed_anywhere_resumes(tmp_path: Path, point: str) -> None:
     assert export(target, keys) == before
     assert MemoryRoot.open(target, key_store=keys).health().status == "clean"
     assert not list(tmp_path.glob(".copy.restoring*"))
+
+
+def used_key_ids(rows: list[tuple[int, str, int, str, bytes, bytes]]) -> set[int]:
+    return {int(k) for row in rows for k in SEALED_KEY_ID.findall(row[4])}
+
+
+def test_a_backup_holds_only_the_keys_of_its_own_live_records(tmp_path: Path) -> None:
+    """Not the writer's reserved keys (they would open records written after the backup),
+    not the keys a forget among its rows destroyed, even one whose forget was cut short."""
+    root = tmp_path / "root"
+    fill(root)  # run-3 forgotten, to the end
+    killed = subprocess.run(
+        [*CLI, "forget", "--root", str(root), "--run-id", "run-4", "--reason", "user-request",
+         "--yes"], capture_output=True, text=True, timeout=HANG_S,
+        env={**os.environ, "MEMORY_ES_CRASH_AT": "forget.after_commit"})
+    assert killed.returncode == -9, killed.stderr
+    report = take_backup(root, tmp_path / "b", NONE)
+    _, body, position, _ = read_backup(tmp_path / "b")
+    held = {k for k, _ in body.record_keys}
+    assert held and held <= used_key_ids(body.rows)
+    named = {int(k) for row in body.rows if row[3] in FORGOTTEN_TOPICS
+             for k in json.loads(row[4])["key_ids"]}
+    assert len(named) >= 2 and not held & named  # both forgets: the finished, the cut short
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False) as store:
+        store.remember("Written after the backup.")
+    with open_reader(root) as opened:
+        later = [row for row in opened.recorder.rows() if row[0] > position]
+    assert used_key_ids(later) and not used_key_ids(later) & held
+    assert report.record_keys == len(held)
+
+
+def test_a_failed_restore_takes_its_keys_back(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    fill(root)
+    take_backup(root, tmp_path / "b", NONE)
+    keys = tmp_path / "keys"
+    typo = cli("import", "restore", str(tmp_path / "b"), "--root",
+               str(tmp_path / "no-such-dir" / "new"), "--json", keys=keys)
+    assert typo.returncode == 2 and json.loads(typo.stdout)["error"]["code"] == "not_found"
+    assert not keys.exists()
+    # an existing empty directory (a mount point, say) is filled in place
+    (tmp_path / "mounted").mkdir(mode=0o700)
+    done = cli("import", "restore", str(tmp_path / "b"), "--root", str(tmp_path / "mounted"),
+               "--json", keys=keys)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert export(tmp_path / "mounted", keys) == export(root)
+
+
+def test_hostile_files_are_refused_before_any_work(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    fill(root)
+    passphrase = secret_file(tmp_path / "pass", b"correct horse battery staple")
+    take_backup(root, tmp_path / "b", Secret.from_file("passphrase", str(passphrase)))
+    data = (tmp_path / "b").read_bytes()
+    costly = tmp_path / "costly"  # a scrypt cost no backup asks for: refused, not attempted
+    costly.write_bytes(data.replace(b'"n":131072', b'"n":1073741824', 1))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for source, code in ((costly, "backup_malformed"), (fifo, "backup_malformed")):
+        out = cli("import", "restore", str(source), "--root", str(tmp_path / "new"),
+                  "--passphrase-file", str(passphrase), "--json", keys=tmp_path / "k")
+        assert out.returncode == 2, (source, out.stdout, out.stderr)
+        assert json.loads(out.stdout)["error"]["code"] == code
+    assert not (tmp_path / "new").exists() and not (tmp_path / "k").exists()
+
+
+def test_a_backup_killed_while_writing_is_named_and_cleaned_up(tmp_path: Path) -> None:
+    root, dest = tmp_path / "root", tmp_path / "b"
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False) as store:
+        kept = store.remember("The boat is moored at pier 7.")
+    killed = cli_env("backup", "--root", str(root), str(dest), "--unencrypted",
+                     crash="backup.before_link")
+    assert killed.returncode == -9 and not dest.exists()
+    left = list(tmp_path.glob(".b.tmp-*"))
+    assert len(left) == 1  # a whole copy, until the next backup to that name removes it
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False) as store:
+        receipt = store.forget([kept.memory_id], reason="user-request")
+    assert any(str(dest) in r.where for r in receipt.retained)  # named, with where it went
+    take_backup(root, dest, NONE)
+    assert not list(tmp_path.glob(".b.tmp-*"))
+
+
+def cli_env(*argv: str, crash: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != DSN_ENV}
+    env["MEMORY_ES_CRASH_AT"] = crash
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S, env=env)

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory_es.backup.fileformat import NONE, Body, Secret, open_body, seal
+import msgspec
+
+from memory_es.backup.fileformat import NONE, Body, Secret, open_body, read_file, seal
 from memory_es.backup.ledger import begin, finish, read_entries
 from memory_es.config import MemoryConfig
 from memory_es.errors import IntegrityError, MemoryEsError
-from memory_es.fsutil import fsync_dir, private_temp
+from memory_es.events import FORGOTTEN_TOPICS
+from memory_es.fsutil import TEMP_MARK, crash_point, fsync_dir, private_temp
 from memory_es.history import journal_guard, open_reader
 from memory_es.intake import utc_now
 from memory_es.journal.chain import GENESIS, Chain
+from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, payload_key_id
 from memory_es.keystore import KeyStore
 from memory_es.rootconfig import journal_of
 from memory_es.text import iso_ms
@@ -40,10 +46,13 @@ def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
                 key_store: str | Path | KeyStore | None = None) -> BackupReport:
     """Write a backup of ``root`` to ``dest`` (a new file, not inside the root), protected
     by ``secret``; safe beside a running agent. The backup is recorded in the key store's
-    ledger before its keys are read, so a forget from then on names it."""
+    ledger before its keys are read, so a forget from then on names it. It carries only the
+    record keys its own rows and payloads use, less those a forget among its rows (or an
+    unfinished one) named: never a key of a record written after it, nor of one forgotten."""
     root, dest = Path(root), Path(os.path.abspath(dest))
     keys = KeyStore.resolve(key_store)
     _check_dest(root, dest)
+    remove_stale_temps_of(dest)
     with open_reader(root, keys, journal_of(config)) as opened:
         chain = opened.chain
         if not chain.keyed or chain.root_id is None or chain.key is None:
@@ -53,7 +62,8 @@ def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
         position, head = recorder.verify()
         backup_id = secrets.token_hex(8)
         created = iso_ms(utc_now())
-        begin(keys, chain.root_id, backup_id, created, position)
+        begin(keys, chain.root_id, backup_id, created, position, str(dest))
+        written = False
         try:
             with journal_guard(root):
                 rows = [row for row in recorder.rows() if row[0] <= position]
@@ -61,23 +71,58 @@ def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
                 payloads = [p for p in recorder.payload_rows() if p[0] in intakes]
                 held, destroyed = ([], []) if recorder.sealer.keys is None \
                     else recorder.sealer.keys.export_all()
-            withheld = recorder.sealer.withheld  # keys an unfinished forget already names
-            record_keys = [k for k in held if k[0] not in withheld]
-            destroyed = sorted(set(destroyed) | set(withheld))
+            used = _used_keys(rows, payloads)
+            gone = set(recorder.sealer.withheld) | _forgotten_keys(rows, chain.root_id)
+            record_keys = [k for k in held if k[0] in used and k[0] not in gone]
+            destroyed = sorted(set(destroyed) | (gone & used))
             body = Body(chain_key=chain.key, keyed_from=chain.keyed_from, rows=rows,
                         payloads=payloads, record_keys=record_keys, destroyed=destroyed,
                         ledger=read_entries(keys, chain.root_id))
             data = seal({"backup_id": backup_id, "chain": head.hex(), "created_at": created,
                          "position": position, "root_id": chain.root_id}, body, secret)
             _write_new(dest, data)
-        except BaseException:
-            finish(keys, chain.root_id, backup_id, failed=True)
-            raise
+            written = True
+        finally:
+            if not written and not os.path.lexists(dest):
+                finish(keys, chain.root_id, backup_id, failed=True)
         highest = max((k[0] for k in record_keys), default=0)
         finish(keys, chain.root_id, backup_id, highest_key=highest, path=str(dest))
     return BackupReport(backup_id=backup_id, path=str(dest), root_id=chain.root_id,
                         position=position, record_keys=len(record_keys),
                         protection=secret.kind, bytes=len(data))
+
+
+def _used_keys(rows: list[tuple[int, str, int, str, bytes, bytes]],
+               payloads: list[tuple[str, str, bytes]]) -> set[int]:
+    """The record key ids these rows' sealed fields and these payloads reference."""
+    used = {int(k) for row in rows if SEALED_MARK in row[4]
+            for k in SEALED_KEY_ID.findall(row[4])}
+    used.update(k for p in payloads if (k := payload_key_id(p[2])) is not None)
+    return used
+
+
+def _forgotten_keys(rows: list[tuple[int, str, int, str, bytes, bytes]], root_id: str
+                    ) -> set[int]:
+    """The record keys the ``Forgotten`` events among these rows name (this root's own: a
+    replayed root's events name another's ids)."""
+    gone: set[int] = set()
+    for row in rows:
+        if row[3] in FORGOTTEN_TOPICS:
+            event = msgspec.json.decode(row[4])
+            if event.get("keys_root") == root_id:
+                gone.update(int(k) for k in event.get("key_ids", ()))
+    return gone
+
+
+def remove_stale_temps_of(dest: Path) -> None:
+    """A backup killed while writing leaves ``.NAME.tmp-PID-*`` beside ``dest``: a whole copy
+    of the root and its keys. The next backup to that name removes it."""
+    prefix = f".{dest.name}{TEMP_MARK}"
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for name in os.listdir(dest.parent):
+            if name.startswith(prefix):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(dest.parent / name)
 
 
 def _check_dest(root: Path, dest: Path) -> None:
@@ -105,11 +150,19 @@ def _write_new(dest: Path, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        crash_point("backup.before_link")
         try:
             os.link(tmp, dest)
         except FileExistsError:
             raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never "
                                 "replaces a file", code="backup_exists") from None
+        except OSError as e:  # no hard links here (FAT, exFAT, some shares): rename instead
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            if os.path.lexists(dest):
+                raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never "
+                                    "replaces a file", code="backup_exists") from None
+            os.rename(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(dest.parent)
@@ -119,13 +172,7 @@ def read_backup(path: str | Path, secret: Secret | None = None) -> tuple[str, Bo
     """(backup id, body, position, root id) of the backup at ``path``, its chain verified
     against the header's head before anything else uses it."""
     where = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise MemoryEsError(f"not_found: cannot read {where}: {e.strerror or e}",
-                            code="not_found") from None
-    header, body = open_body(data, secret, where)
+    header, body = open_body(read_file(path), secret, where)
     chain = Chain(body.chain_key, body.keyed_from, header.root_id)
     link = GENESIS
     for n, (position, oid, version, topic, state, stored) in enumerate(body.rows, start=1):

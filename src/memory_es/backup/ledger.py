@@ -4,12 +4,14 @@ Beside the keys, not in the root: it is about where copies of the keys went, it 
 the root's files, and a backup taken beside a running agent cannot write the journal. One
 line per step, appended and fsynced, owner-only::
 
-    {"backup_id": ..., "created_at": ..., "position": N, "step": "begin"}
+    {"backup_id": ..., "created_at": ..., "path": ..., "position": N, "step": "begin"}
     {"backup_id": ..., "highest_key": K, "path": ..., "step": "done"}
     {"backup_id": ..., "step": "failed"}
 
-A backup is begun before its keys are read, so a forget that runs meanwhile names it; record
-key ids only grow, so a finished backup holds key ``k`` exactly when ``k <= highest_key``.
+A backup is begun before its keys are read, so a forget that runs meanwhile names it. A
+backup holds only the keys its rows use, and a new record's key id is always above every id
+used before it, so a finished backup holds a live key ``k`` exactly when
+``k <= highest_key``; one still "writing" (or killed) is named with the path it was going to.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ def _append(keys: KeyStore, root_id: str, lines: Iterable[dict[str, Any]]) -> No
         os.close(fd)
 
 
-def begin(keys: KeyStore, root_id: str, backup_id: str, created_at: str, position: int) -> None:
-    _append(keys, root_id, [{"backup_id": backup_id, "created_at": created_at,
+def begin(keys: KeyStore, root_id: str, backup_id: str, created_at: str, position: int,
+          path: str) -> None:
+    _append(keys, root_id, [{"backup_id": backup_id, "created_at": created_at, "path": path,
                              "position": position, "step": "begin"}])
 
 
@@ -66,7 +69,8 @@ def read_entries(keys: KeyStore, root_id: str) -> list[dict[str, Any]]:
             if line.get("step") == "begin":
                 entries[backup_id] = {"backup_id": backup_id, "state": "writing",
                                       "created_at": line.get("created_at"),
-                                      "position": line.get("position")}
+                                      "position": line.get("position"),
+                                      "path": line.get("path")}
             elif backup_id in entries:
                 entry = entries[backup_id]
                 entry["state"] = "failed" if line.get("step") == "failed" else "done"
@@ -80,15 +84,17 @@ def adopt(keys: KeyStore, root_id: str, entries: Iterable[dict[str, Any]],
     """A restored root's ledger: the backups its original made, the one it came from done."""
     lines: list[dict[str, Any]] = []
     for entry in entries:
-        lines.append({"backup_id": entry["backup_id"], "created_at": entry["created_at"],
-                      "position": entry["position"], "step": "begin"})
+        lines.append({"backup_id": entry["backup_id"], "created_at": entry.get("created_at"),
+                      "path": entry.get("path"), "position": entry.get("position"),
+                      "step": "begin"})
         if entry["backup_id"] == restored_from:
             lines.append({"backup_id": restored_from, "highest_key": highest_key,
                           "path": path, "step": "done"})
-        elif entry["state"] == "done":
-            lines.append({"backup_id": entry["backup_id"], "highest_key": entry["highest_key"],
-                          "path": entry["path"], "step": "done"})
-        elif entry["state"] == "failed":
+        elif entry.get("state") == "done":
+            lines.append({"backup_id": entry["backup_id"],
+                          "highest_key": entry.get("highest_key"),
+                          "path": entry.get("path"), "step": "done"})
+        elif entry.get("state") == "failed":
             lines.append({"backup_id": entry["backup_id"], "step": "failed"})
     _append(keys, root_id, lines)
 

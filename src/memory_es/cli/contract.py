@@ -58,7 +58,7 @@ REFUSED_CODES: Final = frozenset({
     "remember_credential", "remember_disabled", "remember_text_only", "remember_about_unknown",
     "remember_supersedes_refused", "status_transition_refused",
     "turn_not_found", "turn_unresolved", "recall_about_unknown", "recall_original_unavailable",
-    "backup_exists", "restore_keys_exist",
+    "backup_exists", "restore_keys_exist", "restore_target_used",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({

@@ -25,9 +25,10 @@ LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.232, recall_tail
                         echo_removal=1.0)
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
-LOCAL_MINILM = Calibration(no_evidence_cosine=0.11, recall_floor=0.396, recall_tail=0.40,
-                           auto_floor=0.75, auto_window=0.05, lexical_weight=0.5,
-                           dialogue_weight=0.75, dialogue_boost=2.0, dialogue_support=0.25)
+LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
+                           auto_floor=0.75, auto_window=0.06, lexical_weight=0.5,
+                           dialogue_weight=0.75, dialogue_boost=2.0, dialogue_support=0.25,
+                           echo_removal=0.5)
 # The same fit for multilingual-e5-small 4-bit (bench/recall_quality.py --model e5): its
 # cosines sit higher still, so the no-evidence cosine and floors do.
 LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.813, recall_tail=0.16,
