@@ -33,7 +33,7 @@ LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_t
 # cosines sit higher still, so the no-evidence cosine and floors do.
 LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.813, recall_tail=0.16,
                        auto_floor=0.98, auto_window=0.02, lexical_weight=0.25,
-                       dialogue_weight=0.75, dialogue_boost=2.0)
+                       dialogue_weight=0.75, dialogue_boost=2.0, echo_removal=0.5)
 CALIBRATIONS = {("local", "use-multilingual-v3"): LOCAL_USE,
                 ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM,
                 ("local", "multilingual-e5-small-q4"): LOCAL_E5}
