@@ -67,6 +67,7 @@ class Raw:
     rowids: np.ndarray
     row_ids: list[str]
     vectors: np.ndarray  # raw stored rows
+    identity: str  # the embedding identity's key
     qvec: np.ndarray  # raw question vectors
     store: Any
     conn: Any
@@ -102,7 +103,7 @@ def admit(path: Path, embedder: Embedder, workdir: Path) -> Raw:
     lexical = [[h.id for h in recall(conn, q.text, now=now, query_vector=None, matrix=None,
                                      limit=RANK_DEPTH).recall.hits] for q in questions]
     return Raw(path.stem, questions, lexical, matrix.rowids.copy(), row_ids,
-               matrix.matrix.copy(), qvec, store, conn, len(memories))
+               matrix.matrix.copy(), embedder.identity.key, qvec, store, conn, len(memories))
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,8 @@ def dev_rows(raw: Raw) -> np.ndarray:
 def pools_for(raw: Raw, t: Transform | None) -> rq.BuiltSet:
     rows = raw.vectors if t is None else t(raw.vectors)
     qvec = raw.qvec if t is None else t(raw.qvec)
-    matrix = VectorMatrix(rows.shape[1])
+    # the raw space keeps the model's question axis; a transformed one has none shipped
+    matrix = VectorMatrix(rows.shape[1], raw.identity if t is None else "")
     matrix._append([(int(r), rows[j].astype(np.float32).tobytes())
                     for j, r in enumerate(raw.rowids)])
     sims = qvec @ rows.T

@@ -150,10 +150,12 @@ def test_neighbours_are_found_through_the_session_index(tmp_path: Path) -> None:
     100,000 memories)."""
     with journal(tmp_path / "chat", [(QUESTION, "chat:1"), (REPLY, "chat:1")]) as store:
         conn = store.projections.get().index.conn
-        for sql in (turn_context_sql(2), replies_sql(2)):
+        # each neighbour subquery (before and after, or the reply) goes down the index
+        for sql, subqueries in ((turn_context_sql(2), 2), (replies_sql(2), 1)):
             plan = " | ".join(str(row[3]) for row in conn.execute(
                 f"EXPLAIN QUERY PLAN {sql}", [1, 2]))
-            assert "USING INDEX memories_by_session (source_session=? AND rowid" in plan, plan
+            assert plan.count("USING INDEX memories_by_session (source_session=? AND rowid") \
+                == subqueries, plan
             assert "memories_by_tier" not in plan and "SCAN" not in plan, plan
 
 

@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_es import CompletedTurn, MemoryStore
+from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.calibration.fit import ECHO_SHARES, fit_echo, mean_quality
 from memory_es.calibration.labelled import LabelledQuestion
 from memory_es.calibration.pools import PoolScorer
 from memory_es.config import parse_config
 from memory_es.errors import ConfigError
+from memory_es.recall.engine import Recaller
 from memory_es.recall.rank.anchors import extract_anchors
 from memory_es.recall.rank.calibrations import calibration_for, configured_calibration
 from memory_es.recall.rank.echo import AXIS_FILES, axis_dots, question_axis
@@ -136,3 +137,27 @@ def test_echo_removal_in_the_config_is_checked_and_reaches_recall() -> None:
     block["echoRemoval"] = 0.5
     config = parse_config({"mode": "journal", "embeddings": {"dim": 64, "calibration": block}})
     assert calibration_for(None, configured_calibration(config)).echo_removal == 0.5
+
+
+def test_every_recall_path_carries_the_axis(tmp_path: Path) -> None:
+    """The store's recall, the read-only door (``memory-es search``) and recall as of an
+    instant all measure their candidates against the model's axis: the shipped calibration
+    was fitted with it."""
+    embedder = WordBagEmbedder(512, provider="local", model="use-multilingual-v3")
+    config = parse_config({"mode": "journal", "embeddings": {"dim": 512}})
+    with MemoryStore.open(tmp_path / "r", config, background=False, embedder=embedder) as store:
+        for n, text in enumerate(["Maya: where do you live now?", "Jonas: Bristol, by the sea"]):
+            store.persist_completed_turn(CompletedTurn(run_id=f"t{n}", outcome="success",
+                                                       answer=text, session="chat:1"))
+        store.drain()
+        while store.background.embed_pending():
+            pass
+        live = store.recall("where does Jonas live", limit=5, explain=True).to_json()
+        then = store.recall("where does Jonas live", limit=5, explain=True,
+                            as_of=datetime.now(UTC)).to_json()
+    root = MemoryRoot.open(tmp_path / "r", config)
+    root._bound = Recaller(config, embedder)  # the door's recaller, with the word-bag model
+    door = root.recall("where does Jonas live", limit=5, explain=True).to_json()
+    for name, result in (("store", live), ("as of", then), ("read-only door", door)):
+        axes = [hit["explain"]["questionAxis"] for hit in result["results"]]
+        assert axes and all(a is not None for a in axes), (name, axes)

@@ -9,6 +9,7 @@ Real Journal stores on real roots with a word-bag embedder (see test_recall_conv
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +116,21 @@ def test_dialogue_support_in_the_config_is_checked(value: float) -> None:
 
 def test_admitted_turns_keep_their_order_as_neighbours(tmp_path: Path) -> None:
     """The neighbours follow admission order within a conversation, whatever the clock says."""
+    clock = [NOW]
+
+    def backwards() -> datetime:  # each admission is recorded earlier than the one before
+        return clock[0]
+
     with MemoryStore.open(tmp_path / "r", parse_config({"mode": "journal",
                                                         "embeddings": {"dim": 4096}}),
-                          background=False, embedder=WordBagEmbedder(4096)) as store:
+                          background=False, embedder=WordBagEmbedder(4096),
+                          clock=backwards) as store:
         for n, text in enumerate(("Maya: first alpha", "Jonas: second beta",
                                   "Maya: third alpha")):
+            clock[0] = NOW - timedelta(hours=n)
             store.persist_completed_turn(CompletedTurn(run_id=f"t{n}", outcome="success",
                                                        answer=text, session="s:1"))
+        clock[0] = NOW + timedelta(hours=1)  # then every attempt is due
         store.drain()
         while store.background.embed_pending():
             pass

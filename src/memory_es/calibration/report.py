@@ -237,7 +237,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         assert embedder is not None  # an embeddings block always names a provider
         recaller = Recaller(config, embedder)
         identity = embedder.identity
-        matrix = VectorMatrix(identity.dim)
+        matrix = VectorMatrix(identity.dim, identity.key)  # the key names its question axis
         with contextlib.suppress(apsw.SQLError):  # an index built by Lite: no vectors
             matrix.refresh(conn, identity.key)
         memories = sum(1 for (status,) in conn.execute("SELECT status FROM memories")

@@ -66,7 +66,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     else:
         print(f"backup {report.backup_id}: {counted(report.position, 'event')} and "
               f"{counted(report.record_keys, 'record key')} of root {report.root_id} in "
-              f"{report.path} ({report.protection}, {counted(report.bytes, 'byte')})")
+              f"{report.path} ({report.protection})")
     return OK
 
 

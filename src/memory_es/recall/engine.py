@@ -294,6 +294,6 @@ def _fresh_matrix(embedder: Embedder, conn: apsw.Connection) -> VectorMatrix:
     """The index's vectors of ``embedder``'s identity, read into a new matrix (a one-shot
     reader's: it loads, answers and goes)."""
     identity = embedder.identity
-    matrix = VectorMatrix(identity.dim)
+    matrix = VectorMatrix(identity.dim, identity.key)  # the key names the model's question axis
     matrix.refresh(conn, identity.key)
     return matrix

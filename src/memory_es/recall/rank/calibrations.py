@@ -43,7 +43,9 @@ def calibration_for(identity: EmbeddingIdentity | None,
                     override: CalibrationConfig | None = None) -> Calibration:
     """Each embedding identity carries its own calibration (DESIGN 9.4): the configured
     ``memory.embeddings.calibration`` (``override``) when present, else the identity's shipped
-    one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5)."""
+    one (:data:`CALIBRATIONS`), else the reference's numbers (nomic-embed-text v1.5). An
+    override that leaves out the neighbour support or the echo removal gets none of either:
+    its floors were fitted without them (a snippet from before they existed)."""
     shipped = NOMIC_V15 if identity is None else CALIBRATIONS.get(
         (identity.provider, identity.model), NOMIC_V15)
     if override is not None:
@@ -58,9 +60,8 @@ def calibration_for(identity: EmbeddingIdentity | None,
                                                shipped.dialogue_weight),
                            dialogue_boost=_or(override.dialogue_boost,
                                               shipped.dialogue_boost),
-                           dialogue_support=_or(override.dialogue_support,
-                                                shipped.dialogue_support),
-                           echo_removal=_or(override.echo_removal, shipped.echo_removal))
+                           dialogue_support=_or(override.dialogue_support, 0.0),
+                           echo_removal=_or(override.echo_removal, 0.0))
     return shipped
 
 

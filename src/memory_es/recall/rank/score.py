@@ -223,9 +223,9 @@ def without_echo(cosine: float, axis: tuple[float, float] | None, share: float) 
     b = share * (2.0 - share)
     asked, stated = axis
     norms = (1.0 - b * asked * asked) * (1.0 - b * stated * stated)
-    if norms <= 1e-12:  # a vector that is all axis: nothing is left to compare
+    if norms <= 1e-6:  # a vector (all but) all axis: nothing is left to compare (float32 noise)
         return 0.0
-    return (cosine - b * asked * stated) / math.sqrt(norms)
+    return min(1.0, max(-1.0, (cosine - b * asked * stated) / math.sqrt(norms)))
 
 
 def score(candidate: Candidate, anchors: Anchors, calibration: Calibration = NOMIC_V15,

@@ -168,14 +168,18 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
                    f"{calibration.recall_tail:.4f}")
             if floor_applies:
                 cut += f", and >= the floor {calibration.recall_floor:.4f}"
+        echo = (scoring == "hybrid" and c.dialogue and c.axis is not None
+                and calibration.echo_removal > 0)
         hits.append(replace(hit, explanation={
             "cosine": c.cosine, "semantic": s.semantic, "semanticFrom": (
                 "lexical evidence (no vector yet, G10)" if s.lexical else
-                "cosine" if s.semantic else "nothing: cosine below the no-evidence cosine"),
+                ("cosine without the question axis" if echo else "cosine") if s.semantic else
+                "nothing: cosine below the no-evidence cosine"),
             "lexicalEvidence": s.evidence, "anchorBonus": s.anchor, "rrfHint": s.rrf,
             "salience": s.salience, "lexicalRank": c.lexical_rank, "vectorRank": c.vector_rank,
             "graphHop": c.graph_hop, "dialogue": c.dialogue,
-            "neighbourSupport": s.support, "questionAxis": c.axis, "cut": cut,
+            "neighbourSupport": s.support, "questionAxis": c.axis if echo else None,
+            "cut": cut,
             "tieBreak": "equal scores rank by memory id"}))
     formula = ("1 - (1 - semantic) * (1 - lexicalWeight * lexicalEvidence) + anchorBonus + "
                "rrfHint + salience; a conversation turn (dialogue) weighs "
