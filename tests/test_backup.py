@@ -373,3 +373,27 @@ def cli_env(*argv: str, crash: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != DSN_ENV}
     env["MEMORY_ES_CRASH_AT"] = crash
     return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S, env=env)
+
+
+def test_backup_list_shows_the_ledger(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False) as store:
+        store.remember("The boat is moored at pier 7.")
+    empty = cli("backup", "--root", str(root), "--list")
+    assert empty.returncode == 0 and empty.stdout.startswith("no backups recorded for root ")
+    first = take_backup(root, tmp_path / "one", NONE)
+    second = take_backup(root, tmp_path / "two", NONE)
+    listed = cli("backup", "--root", str(root), "--list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    doc = json.loads(listed.stdout)
+    assert doc["root_id"] == first.root_id
+    assert [(e["backup_id"], e["state"], e["path"]) for e in doc["backups"]] == [
+        (first.backup_id, "done", str(tmp_path / "one")),
+        (second.backup_id, "done", str(tmp_path / "two"))]
+    text = cli("backup", "--root", str(root), "--list").stdout.splitlines()
+    assert len(text) == 2 and text[1].startswith(second.backup_id) and "done" in text[1]
+    for argv in (("backup", "--root", str(root)),
+                 ("backup", "--root", str(root), "--list", str(tmp_path / "x")),
+                 ("backup", "--root", str(root), "--list", "--unencrypted")):
+        out = cli(*argv)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, argv

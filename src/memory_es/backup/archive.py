@@ -8,6 +8,7 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -90,6 +91,21 @@ def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
     return BackupReport(backup_id=backup_id, path=str(dest), root_id=chain.root_id,
                         position=position, record_keys=len(record_keys),
                         protection=secret.kind, bytes=len(data))
+
+
+def backups_of(root: str | Path, *, config: MemoryConfig | None = None,
+               key_store: str | Path | KeyStore | None = None
+               ) -> tuple[str, list[dict[str, Any]]]:
+    """(root id, the backups the key store's ledger records for it, in the order taken):
+    each one's id, time, position, state ("done", "writing": killed or running, "failed")
+    and path."""
+    keys = KeyStore.resolve(key_store)
+    with open_reader(Path(root), keys, journal_of(config)) as opened:
+        root_id = opened.chain.root_id
+    if root_id is None:
+        raise IntegrityError(f"{root}: a plain-chain root has no key store entry and no "
+                             "backups; open it once as a writer to key it", code="chain_unkeyed")
+    return root_id, read_entries(keys, root_id)
 
 
 def _used_keys(rows: list[tuple[int, str, int, str, bytes, bytes]],

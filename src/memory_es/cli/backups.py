@@ -21,7 +21,7 @@ SECRET_HELP = ("FILE must be yours with mode 0600; a passphrase is its first lin
 
 
 def _secret_options(p: argparse.ArgumentParser, *, writing: bool) -> None:
-    group = p.add_mutually_exclusive_group(required=writing)
+    group = p.add_mutually_exclusive_group()
     group.add_argument("--passphrase-file", metavar="FILE",
                        help="encrypt under the passphrase in FILE (scrypt, AES-256-GCM)"
                        if writing else "the passphrase the backup was encrypted under")
@@ -46,17 +46,49 @@ def _secret(args: argparse.Namespace) -> Secret | None:
 
 
 def _backup_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dest", metavar="DEST", help="the new backup file (never replaced; not "
-                                                "inside the root)")
+    p.add_argument("dest", metavar="DEST", nargs="?",
+                   help="the new backup file (never replaced; not inside the root)")
+    p.add_argument("--list", action="store_true",
+                   help="write nothing: list the backups the key store's ledger records for "
+                        "this root (id, time, position, state, path)")
     _secret_options(p, writing=True)
+
+
+def _backup_check(args: argparse.Namespace) -> None:
+    chosen = args.passphrase_file is not None or args.key_file is not None or args.unencrypted
+    if args.list:
+        if args.dest is not None or chosen:
+            raise UsageError("backup --list takes no DEST and no protection option")
+    elif args.dest is None:
+        raise UsageError("backup needs DEST (or --list)")
+    elif not chosen:
+        raise UsageError("backup needs one of --passphrase-file FILE, --key-file FILE or "
+                         "--unencrypted")
+
+
+def _list(args: argparse.Namespace) -> int:
+    from memory_es.backup.archive import backups_of
+
+    loaded = config(args)
+    root_id, entries = backups_of(root_path(args, loaded), config=loaded)
+    if args.json:
+        print_json({"root_id": root_id, "backups": entries})
+    elif not entries:
+        print(f"no backups recorded for root {root_id}")
+    for e in entries if not args.json else ():
+        print(f"{e['backup_id']}  {e.get('created_at')}  position {e.get('position')}  "
+              f"{e['state']}  {e.get('path') or '-'}")
+    return OK
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
     from memory_es.backup.archive import take_backup
 
+    if args.list:
+        return _list(args)
     loaded = config(args)
     secret = _secret(args)
-    assert secret is not None  # argparse requires one of the three
+    assert secret is not None  # _backup_check requires one of the three
     report = take_backup(root_path(args, loaded), args.dest, secret, config=loaded)
     if args.json:
         print_json({"backup_id": report.backup_id, "path": report.path,
@@ -71,7 +103,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 BACKUP = Command("backup", "write the journal and its keys to one owner-only file (C5)",
-                 cmd_backup, _backup_options, paths=frozenset({"dest"}))
+                 cmd_backup, _backup_options, _backup_check, paths=frozenset({"dest"}))
 
 
 def _import_options(p: argparse.ArgumentParser) -> None:
