@@ -129,15 +129,18 @@ def fsync_dir(path: Path) -> None:
 TEMP_MARK = ".tmp-"
 
 
-def remove_stale_temps(directory: Path) -> list[str]:
-    """Delete ``.NAME.tmp-PID`` files a killed writer left in ``directory``.
+def remove_stale_temps(directory: Path, name: str | None = None) -> list[str]:
+    """Delete ``.NAME.tmp-PID`` files a killed writer left in ``directory`` (only those of
+    ``name`` when given).
 
-    Only the holder of the writer lock calls this, so no live writer can own them.
+    Only the holder of the writer lock calls this, so no live writer can own them (a backup
+    passes its own new file's name).
     """
     removed = []
+    prefix = "." if name is None else f".{name}{TEMP_MARK}"
     with contextlib.suppress(FileNotFoundError, NotADirectoryError):
         for name in os.listdir(directory):
-            if name.startswith(".") and TEMP_MARK in name:
+            if name.startswith(prefix) and TEMP_MARK in name:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(directory / name)
                     removed.append(name)
@@ -153,6 +156,13 @@ def private_temp(path: Path) -> tuple[int, Path]:
     return fd, Path(tmp)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (``os.write`` may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically: a private temp file, fsync, rename, directory
     fsync (without ``durable``: no fsyncs, for runtime state). The rename replaces whatever
@@ -160,9 +170,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     fd, tmp = private_temp(path)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             if durable:
                 os.fsync(fd)
         finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import secrets
@@ -17,7 +16,7 @@ from memory_es.backup.ledger import begin, finish, read_entries
 from memory_es.config import MemoryConfig
 from memory_es.errors import IntegrityError, MemoryEsError
 from memory_es.events import FORGOTTEN_TOPICS
-from memory_es.fsutil import TEMP_MARK, crash_point, fsync_dir, private_temp
+from memory_es.fsutil import crash_point, fsync_dir, private_temp, remove_stale_temps, write_all
 from memory_es.history import journal_guard, open_reader
 from memory_es.intake import utc_now
 from memory_es.journal.chain import GENESIS, Chain
@@ -53,7 +52,8 @@ def take_backup(root: str | Path, dest: str | Path, secret: Secret = NONE, *,
     root, dest = Path(root), Path(os.path.abspath(dest))
     keys = KeyStore.resolve(key_store)
     _check_dest(root, dest)
-    remove_stale_temps_of(dest)
+    # a backup killed while writing left a whole copy of the root and its keys beside dest
+    remove_stale_temps(dest.parent, dest.name)
     with open_reader(root, keys, journal_of(config)) as opened:
         chain = opened.chain
         if not chain.keyed or chain.root_id is None or chain.key is None:
@@ -130,28 +130,20 @@ def _forgotten_keys(rows: list[tuple[int, str, int, str, bytes, bytes]], root_id
     return gone
 
 
-def remove_stale_temps_of(dest: Path) -> None:
-    """A backup killed while writing leaves ``.NAME.tmp-PID-*`` beside ``dest``: a whole copy
-    of the root and its keys. The next backup to that name removes it."""
-    prefix = f".{dest.name}{TEMP_MARK}"
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        for name in os.listdir(dest.parent):
-            if name.startswith(prefix):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(dest.parent / name)
-
-
 def _check_dest(root: Path, dest: Path) -> None:
-    where = Path(os.path.realpath(root))
-    if Path(os.path.realpath(dest.parent)) == where or where in Path(
-            os.path.realpath(dest.parent)).parents:
+    where, parent = Path(os.path.realpath(root)), Path(os.path.realpath(dest.parent))
+    if parent == where or where in parent.parents:
         raise MemoryEsError(f"backup_inside_root: {dest} is inside the memory root {root}; "
                             "keep backups elsewhere", code="backup_inside_root")
     if os.path.lexists(dest):
-        raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never replaces "
-                            "a file", code="backup_exists")
+        raise _exists(dest)
     if not dest.parent.is_dir():
         raise MemoryEsError(f"not_found: {dest.parent} is not a directory", code="not_found")
+
+
+def _exists(dest: Path) -> MemoryEsError:
+    return MemoryEsError(f"backup_exists: {dest} already exists; a backup never replaces a "
+                         "file", code="backup_exists")
 
 
 def _write_new(dest: Path, data: bytes) -> None:
@@ -160,9 +152,7 @@ def _write_new(dest: Path, data: bytes) -> None:
     fd, tmp = private_temp(dest)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            write_all(fd, data)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -170,14 +160,12 @@ def _write_new(dest: Path, data: bytes) -> None:
         try:
             os.link(tmp, dest)
         except FileExistsError:
-            raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never "
-                                "replaces a file", code="backup_exists") from None
+            raise _exists(dest) from None
         except OSError as e:  # no hard links here (FAT, exFAT, some shares): rename instead
             if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
                 raise
             if os.path.lexists(dest):
-                raise MemoryEsError(f"backup_exists: {dest} already exists; a backup never "
-                                    "replaces a file", code="backup_exists") from None
+                raise _exists(dest) from None
             os.rename(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)

@@ -120,9 +120,8 @@ def candidate_pool(
     context = turn_context(conn, [row[6] for row in chosen])
     ids = {int(row[6]): str(row[0]) for row in chosen}
     axes = axis_dots(matrix, query_vector, [row[6] for row in chosen])
-    candidates = [replace(_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
-                                     vector_ranks.get(row[6]), evidence, context, ids),
-                          axis=axes.get(row[6]))
+    candidates = [_candidate(row, cosines.get(row[6]), lexical.get(row[6]),
+                             vector_ranks.get(row[6]), evidence, context, ids, axes.get(row[6]))
                   for row in chosen]
     return with_entity_names(conn, candidates)
 
@@ -205,7 +204,8 @@ def turn_context_sql(count: int) -> str:
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
                vector_rank: int | None, evidence: LexicalEvidence,
                context: dict[int, TurnNeighbours] | None = None,
-               ids: dict[int, str] | None = None) -> Candidate:
+               ids: dict[int, str] | None = None,
+               axis: tuple[float, float] | None = None) -> Candidate:
     """A pool row as a candidate; ``ids`` (rowid -> id of the pool's rows) names the
     neighbours that are in the same pool."""
     session = row[5]
@@ -221,6 +221,7 @@ def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
         neighbours=() if turn is None or ids is None else tuple(
             ids[r] for r in (turn.before, turn.after) if r is not None and r in ids),
         source=Source(session=session, intake_id=row[7]),
+        axis=axis,
     )
 
 
@@ -337,6 +338,6 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
         if query_vector is not None and matrix is not None else {}
     axes = axis_dots(matrix, query_vector, [row[6] for row in rows])
     for row in rows:
-        neighbours.append(replace(_candidate(row, cosines.get(row[6]), None, None, evidence),
-                                  graph_hop=True, axis=axes.get(row[6])))
+        neighbours.append(replace(_candidate(row, cosines.get(row[6]), None, None, evidence,
+                                             axis=axes.get(row[6])), graph_hop=True))
     return with_entity_names(conn, neighbours)
