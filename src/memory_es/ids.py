@@ -41,6 +41,11 @@ def memory_uuid(memory_id: str) -> UUID:
 ROOT_UUID = uuid5(NAMESPACE, "root")  # the root's own aggregate: its recorded configuration
 
 
+def import_uuid(import_id: str) -> UUID:
+    """The aggregate id of one import's receipt."""
+    return uuid5(NAMESPACE, f"import:{import_id}")
+
+
 def entity_uuid(entity_id: str) -> UUID:
     """Aggregate id of an entity: uuid5 of its 64-hex content-derived id."""
     return uuid5(NAMESPACE, f"entity:{entity_id}")

@@ -50,3 +50,7 @@ SIDECAR_BYTES: Final = "sidecar_bytes"
 def sql_list(values: Iterable[str]) -> str:
     """A constant set of our own (never user-supplied) words as an SQL list literal."""
     return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
+
+# ``import apply --from``: the source formats a reader exists for (memory_es.imports.formats);
+# here so the CLI's parser lists them without importing the readers.
+IMPORT_FORMATS: Final = ("mem0", "notes", "chatgpt")

@@ -9,9 +9,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from memory_es.cli.common import Command, config, print_json, root_path
+from memory_es.cli.common import (
+    Command,
+    add_lock_timeout,
+    check_lock_timeout,
+    config,
+    print_json,
+    root_path,
+)
 from memory_es.cli.contract import OK, UsageError
 from memory_es.text import counted
+from memory_es.vocabulary import IMPORT_FORMATS
 
 if TYPE_CHECKING:
     from memory_es.backup.fileformat import Secret
@@ -107,14 +115,34 @@ BACKUP = Command("backup", "write the journal and its keys to one owner-only fil
 
 
 def _import_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", choices=("restore",),
+    p.add_argument("action", choices=("restore", "apply"),
                    help="restore: a backup written by memory-es backup into --root, a new "
-                        "or empty directory")
-    p.add_argument("source", metavar="SRC", help="the backup file")
+                        "or empty directory; apply: another tool's memories into --root "
+                        "(a dry run unless --yes)")
+    p.add_argument("source", metavar="SRC",
+                   help="the backup file (restore) or the source file or folder (apply)")
+    p.add_argument("--from", dest="fmt", choices=IMPORT_FORMATS, metavar="FORMAT",
+                   help=f"apply: the source's format, one of {', '.join(IMPORT_FORMATS)}")
+    p.add_argument("--yes", action="store_true",
+                   help="apply: write (without it, print what would be written and refused)")
+    add_lock_timeout(p)
     _secret_options(p, writing=False)
 
 
+def _import_check(args: argparse.Namespace) -> None:
+    check_lock_timeout(args)
+    if args.action == "apply":
+        if args.fmt is None:
+            raise UsageError("import apply needs --from FORMAT")
+        if args.passphrase_file is not None or args.key_file is not None:
+            raise UsageError("import apply takes no --passphrase-file or --key-file")
+    elif args.fmt is not None or args.yes:
+        raise UsageError("import restore takes no --from or --yes")
+
+
 def cmd_import(args: argparse.Namespace) -> int:
+    if args.action == "apply":
+        return _apply(args)
     from memory_es.backup.restore import restore_backup
 
     if args.root is None:
@@ -134,7 +162,38 @@ def cmd_import(args: argparse.Namespace) -> int:
     return OK
 
 
-IMPORT = Command("import", "restore a backup into a new root (C6, C16)", cmd_import,
-                 _import_options, paths=frozenset({"source"}))
+def _apply(args: argparse.Namespace) -> int:
+    from memory_es.imports import apply_import, plan_import
+
+    loaded = config(args)
+    root = root_path(args, loaded)
+    if args.yes:
+        report = apply_import(root, args.source, args.fmt, config=loaded,
+                              lock_timeout=args.lock_timeout)
+    else:
+        report = plan_import(root, args.source, args.fmt, config=loaded)
+    if args.json:
+        print_json(report.to_json())
+        return OK
+    verb = "imported" if report.applied else "would import"
+    print(f"{verb} {counted(len(report.new), 'new item')} from {report.fmt} source "
+          f"{report.source_sha256[:16]}; {report.already} already here; "
+          f"{len(report.refused)} refused")
+    for sample in report.samples:
+        print(f"  + {sample['at']}  {sample['id']}: {sample['text']}")
+    for refusal in report.refused:
+        print(f"  refused {refusal.original_id}: {refusal.reason}")
+    if report.import_id is not None:
+        print(f"receipt {report.import_id[:16]}"
+              + (f"; {report.waiting_for_capture} turns wait for capture (memory-es drain, "
+                 "or the agent's worker)" if report.waiting_for_capture else ""))
+    if not report.applied and report.new:
+        print("dry run: nothing written; add --yes to import")
+    return OK
+
+
+IMPORT = Command("import", "restore a backup into a new root, or bring another tool's "
+                 "memories in (C6, C16)", cmd_import, _import_options, _import_check,
+                 paths=frozenset({"source"}))
 
 COMMANDS = (BACKUP, IMPORT)

@@ -45,8 +45,9 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
      used root or a key store that already holds that root's keys)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root, a file given to --expect-anchor that is no anchor, a backup file that
-     is no backup or whose passphrase or key file is missing, wrong or not owner-only;
-     nothing was read or written
+     is no backup or whose passphrase or key file is missing, wrong or not owner-only, an
+     import source that is missing, not JSON or not the format named; nothing was read or
+     written
   3  could not run: I/O error, the writer lock held by another process, a corrupt or unsafe
      root or backup, a missing chain key or an unsafe key store, a model provider down
   130 interrupted (Ctrl-C); a closed stdout (memory-es inspect | head -1) is quiet, exit 0"""
@@ -74,7 +75,7 @@ USAGE_CODES: Final = frozenset({
     "journal_missing_range", "journal_range_too_long",
     "backup_malformed", "backup_inside_root", "backup_not_encrypted", "backup_secret_required",
     "backup_secret_wrong", "backup_secret_unreadable", "backup_secret_unsafe",
-    "backup_secret_weak",
+    "backup_secret_weak", "import_malformed", "import_wrong_format", "import_format_unknown",
 })
 # Admission results that say the engine could not write, not that the turn was refused.
 COULD_NOT_ADMIT: Final = frozenset({"journal_write_failed", "store_closed", "internal_error"})

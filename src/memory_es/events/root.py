@@ -12,7 +12,7 @@ from typing import Any
 from eventsourcing.domain import Aggregate
 
 from memory_es.events.building import after, created
-from memory_es.ids import ROOT_UUID
+from memory_es.ids import ROOT_UUID, import_uuid
 
 
 class Root(Aggregate):
@@ -43,6 +43,19 @@ class Root(Aggregate):
         embeddings: dict[str, Any] | None
         llm: dict[str, Any] | None
 
+    class Imported(Created):
+        """The receipt of one ``import apply`` (C6), its own aggregate (``import_uuid``):
+        content-free: the format, the source's digest, each admitted item as ``[intake id,
+        the source's own id, the source's time]``, how many were already there, and each
+        refused item's source id with its reason."""
+
+        TOPIC = "memory_es/Root.Imported"
+        format: str
+        source_sha256: str
+        admitted: list[list[str]]
+        already: int
+        refused: list[dict[str, str]]
+
     @classmethod
     def configured(cls, *, at: datetime, tier: str, write_mode: str,
                    embeddings: dict[str, Any] | None, llm: dict[str, Any] | None
@@ -58,3 +71,12 @@ class Root(Aggregate):
         """A later configuration, following ``version``."""
         return after(cls.Reconfigured, ROOT_UUID, version, at, tier=tier,
                      write_mode=write_mode, embeddings=embeddings, llm=llm)
+
+    @classmethod
+    def imported(cls, *, at: datetime, import_id: str, format: str, source_sha256: str,
+                 admitted: list[list[str]], already: int, refused: list[dict[str, str]]
+                 ) -> Root.Imported:
+        """An import's receipt, written after its items (version 1 of its own id)."""
+        return created(cls, cls.Imported, import_uuid(import_id), at, format=format,
+                       source_sha256=source_sha256, admitted=admitted, already=already,
+                       refused=refused)

@@ -25,8 +25,9 @@ from memory_es.capture.pipeline import capture_processor
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.events import SEALED_FIELDS
+from memory_es.events import SEALED_FIELDS, Root
 from memory_es.history import fold_intakes, journal_guard
+from memory_es.ids import intake_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, IntakeReport, utc_now
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.keystore import KeyStore
@@ -327,6 +328,16 @@ class MemoryStore:
             report = self.projections.rebuild(before_activate=self.vectors.fill)
             self.vectors.forget_matrix()
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog())
+
+    def has_turn(self, intake_id: str) -> bool:
+        """Is a turn of this intake id (the SHA-256 of its run id) in the journal, resolved
+        or not?"""
+        return self._opened.recorder.has_events(intake_uuid(intake_id))
+
+    def record_import(self, receipt: Root.Imported) -> None:
+        """Commit an import's content-free receipt after its turns (C6)."""
+        with self.journal_writer.exclusive():
+            self.journal_writer.commit_held([receipt])
 
     def consolidate(self) -> ConsolidationSummary:
         """Refresh BuJo's living ``index.md`` now (L6-L9, D13, D14); no model call."""

@@ -1,0 +1,281 @@
+"""``memory-es import apply SRC --from FORMAT`` (SPEC C6, C16): another tool's memories in.
+
+Each format's sample in ``import_samples/`` is written from that format's documentation (mem0's
+``get_all`` JSON, basic-memory / Obsidian notes with front matter, ChatGPT's
+``conversations.json``); its import is pinned byte for byte (the exported journal and the daily
+Markdown, ``import_samples/<format>/expected``). Importing twice writes nothing; the dry run's
+counts are what applying writes; each refusal has a one-line reason in the dry run and in the
+receipt; a source that is not the format writes nothing at all; a running agent holds the
+import off. Regenerate the expected trees after a deliberate change with
+``python tests/test_imports.py --regenerate``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ceilings import HANG_S
+from journal_backends import BACKENDS, use_backend
+from memory_es import MemoryRoot
+from memory_es.config import parse_config
+from memory_es.events import Root
+from memory_es.imports import ImportSourceError, apply_import, plan_import
+from memory_es.store import MemoryStore
+
+SAMPLES = Path(__file__).resolve().parent / "import_samples"
+SOURCES = {"mem0": "mem0/memories.json", "notes": "notes/source",
+           "chatgpt": "chatgpt/conversations.json"}
+JOURNAL = {"mode": "journal", "embeddings": {"provider": "local"}}
+AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+UNDATED_NOTE = "projects/untitled.md"  # no date in its front matter: its file time counts
+UNDATED_MTIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC).timestamp()
+CLI = [sys.executable, "-m", "memory_es.cli"]
+
+
+def source(fmt: str, workdir: Path) -> Path:
+    """The sample, copied (git keeps no file times: the undated note gets a known one)."""
+    sample = SAMPLES / SOURCES[fmt]
+    if sample.is_dir():
+        copy = workdir / "source"
+        shutil.copytree(sample, copy)
+        os.utime(copy / UNDATED_NOTE, (UNDATED_MTIME, UNDATED_MTIME))
+        return copy
+    return sample
+
+
+def imported(fmt: str, workdir: Path) -> tuple[Path, Any]:
+    root = workdir / "root"
+    report = apply_import(root, source(fmt, workdir), fmt, config=parse_config(JOURNAL),
+                          clock=lambda: AT)
+    return root, report
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """What an import is pinned by: the exported journal and the daily Markdown."""
+    out = io.BytesIO()
+    MemoryRoot.open(root).export(out)
+    files = {f"daily/{p.name}": p.read_bytes() for p in sorted((root / "daily").glob("*.md"))}
+    return {"journal.jsonl": out.getvalue(), **files}
+
+
+def expected(fmt: str) -> dict[str, bytes]:
+    base = SAMPLES / fmt / "expected"
+    return {p.relative_to(base).as_posix(): p.read_bytes()
+            for p in sorted(base.rglob("*")) if p.is_file()}
+
+
+def receipts(root: Path) -> list[Root.Imported]:
+    return [e for _, e in MemoryRoot.open(root).events() if isinstance(e, Root.Imported)]
+
+
+# -- each format, pinned ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", SOURCES)
+def test_an_import_gives_the_pinned_journal_and_markdown(fmt: str, tmp_path: Path) -> None:
+    """C6: sample in, the events and the projections out, byte for byte."""
+    root, _ = imported(fmt, tmp_path)
+    assert tree(root) == expected(fmt)
+
+
+@pytest.mark.parametrize("fmt", SOURCES)
+def test_importing_twice_writes_nothing_new(fmt: str, tmp_path: Path) -> None:
+    root, first = imported(fmt, tmp_path)
+    before = tree(root)
+    again = apply_import(root, source(fmt, tmp_path / "again"), fmt, clock=lambda: AT)
+    assert first.new and again.new == [] and again.already == len(first.new)
+    assert again.import_id is None  # nothing new, no receipt
+    assert tree(root) == before
+
+
+@pytest.mark.parametrize("fmt", SOURCES)
+def test_the_dry_run_counts_what_apply_writes_and_writes_nothing(fmt: str,
+                                                                tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    src = source(fmt, tmp_path)
+    plan = plan_import(root, src, fmt, config=parse_config(JOURNAL))
+    assert not root.exists()
+    done = apply_import(root, src, fmt, config=parse_config(JOURNAL), clock=lambda: AT)
+    assert (plan.new, plan.already, plan.refused) == (done.new, done.already, done.refused)
+    assert not plan.applied and done.applied
+    replan = plan_import(root, src, fmt)
+    assert replan.new == [] and replan.already == len(done.new)
+
+
+@pytest.mark.parametrize("fmt", SOURCES)
+def test_the_receipt_names_each_item_and_no_text(fmt: str, tmp_path: Path) -> None:
+    """The receipt is one journalled event after the items: intake id, the source's id and
+    time per item, the refusals' reasons; no memory text."""
+    root, report = imported(fmt, tmp_path)
+    [receipt] = receipts(root)
+    assert receipt.format == fmt and receipt.source_sha256 == report.source_sha256
+    assert [row[0] for row in receipt.admitted] == report.new
+    assert receipt.refused == [r.to_json() for r in report.refused]
+    events = MemoryRoot.open(root).events()
+    texts = [e.summary for _, e in events if hasattr(e, "summary")]
+    state = json.dumps([receipt.admitted, receipt.refused])
+    assert texts and not any(t[:30] in state for t in texts)
+    admitted_at = {e.run_hash: e.timestamp for _, e in events if hasattr(e, "summary")}
+    for intake_id, _original, at in receipt.admitted:
+        assert admitted_at[intake_id] == datetime.fromisoformat(at)  # the source's own time
+
+
+def test_mem0_refusals_have_one_line_reasons_and_the_rest_goes_in(tmp_path: Path) -> None:
+    root, report = imported("mem0", tmp_path)
+    reasons = {r.original_id: r.reason for r in report.refused}
+    assert reasons == {
+        "4f2e8d7c-6b5a-4948-8372-615049382716":
+            "duplicate_id: the source holds this id more than once",
+        "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b": "unsafe_text: looks like a credential",
+        "d4e5f6a7-1829-4a3b-b5c6-d7e8f90a1b2c":
+            "invalid: created_at: 'last tuesday' is not an ISO 8601 time",
+        "#7": "invalid: no string id",
+    }
+    assert len(report.new) == 3
+    assert b"Tr0ub4dor" not in b"".join(tree(root).values())
+    hits = MemoryRoot.open(root).search("half marathon training").recall.hits
+    assert hits and "Lisbon half marathon" in hits[0].text
+
+
+def test_an_oversized_note_paragraph_is_refused_alone(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "long.md").write_text("---\ndate: 2025-01-01\n---\n" + "word " * 600 + "\n\n"
+                                   "A short paragraph that fits.\n")
+    report = apply_import(tmp_path / "root", notes, "notes", config=parse_config(JOURNAL))
+    assert [r.original_id for r in report.refused] == ["long.md#1"]
+    assert report.refused[0].reason.startswith("too_large: ")
+    assert len(report.new) == 1
+
+
+def test_chatgpt_keeps_what_the_user_said_on_the_current_branch(tmp_path: Path) -> None:
+    root, report = imported("chatgpt", tmp_path)
+    assert len(report.new) == 3  # two exchanges, then one with an image part
+    handle = MemoryRoot.open(root)
+    text = "\n".join(h.text for h in handle.search("sister Noor birthday climbing", 3).recall.hits)
+    assert "Noor" in text and "bouldering" in text
+    everything = b"".join(tree(root).values())
+    assert b"regenerated answer" not in everything  # another branch, not the current one
+    assert b"search results" not in everything  # a tool message is no exchange
+
+
+@pytest.mark.parametrize("journal_backend", BACKENDS, indirect=True)
+def test_import_on_each_journal_backend(journal_backend: str, tmp_path: Path) -> None:
+    """The same import, the same export, whichever backend holds the journal."""
+    root, report = imported("mem0", tmp_path)
+    assert tree(root)["journal.jsonl"] == expected("mem0")["journal.jsonl"]
+    again = apply_import(root, SAMPLES / SOURCES["mem0"], "mem0", clock=lambda: AT)
+    assert again.new == [] and again.already == len(report.new)
+
+
+@pytest.fixture
+def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    return use_backend(request, monkeypatch)
+
+
+# -- a source that is not the format, through the API and the CLI -----------------------------
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S)
+
+
+@pytest.mark.parametrize(("fmt", "content", "code"), [
+    ("mem0", "{not json", "import_malformed"),
+    ("mem0", '{"something": "else"}', "import_wrong_format"),
+    ("chatgpt", (SAMPLES / SOURCES["mem0"]).read_text(), "import_wrong_format"),
+    ("mem0", (SAMPLES / SOURCES["chatgpt"]).read_text(), "import_wrong_format"),
+])
+def test_a_source_that_is_not_the_format_writes_nothing(fmt: str, content: str, code: str,
+                                                       tmp_path: Path) -> None:
+    bad = tmp_path / "source.json"
+    bad.write_text(content)
+    root = tmp_path / "root"
+    with pytest.raises(ImportSourceError) as caught:
+        apply_import(root, bad, fmt, config=parse_config(JOURNAL))
+    assert caught.value.code == code
+    assert not root.exists()
+    run = cli("--root", str(root), "import", "apply", str(bad), "--from", fmt, "--yes")
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and str(bad) in run.stderr
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["import", "apply", "x.json"], "import apply needs --from FORMAT"),
+    (["import", "apply", "x.json", "--from", "evernote"], "invalid choice: 'evernote'"),
+    (["import", "restore", "x.bak", "--from", "mem0"], "import restore takes no --from"),
+    (["import", "apply", "missing.json", "--from", "mem0"], "missing.json: no such file"),
+])
+def test_cli_usage_errors_are_one_line(argv: list[str], message: str, tmp_path: Path) -> None:
+    run = cli("--root", str(tmp_path / "root"), *argv)
+    assert run.returncode == 2, run.stderr
+    assert message in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "root").exists()
+
+
+def test_cli_dry_run_then_yes(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"memory": JOURNAL}))
+    src = str(SAMPLES / SOURCES["mem0"])
+    dry = cli("--root", str(root), "--config", str(config), "import", "apply", src,
+              "--from", "mem0")
+    assert dry.returncode == 0 and not root.exists()
+    lines = dry.stdout.splitlines()
+    assert lines[0].startswith("would import 3 new items from mem0 source ")
+    assert lines[0].endswith("; 0 already here; 4 refused")
+    assert "  refused c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b: unsafe_text: looks like a " \
+           "credential" in lines
+    assert lines[-1] == "dry run: nothing written; add --yes to import"
+    done = cli("--root", str(root), "--config", str(config), "--json", "import", "apply", src,
+               "--from", "mem0", "--yes")
+    assert done.returncode == 0, done.stderr
+    shape = json.loads(done.stdout)
+    assert set(shape) == {"format", "source_sha256", "applied", "new", "already", "refused",
+                          "import_id", "waiting_for_capture", "samples"}
+    assert (shape["applied"], shape["new"], len(shape["refused"])) == (True, 3, 4)
+    listed = cli("--root", str(root), "--json", "list")
+    assert len(json.loads(listed.stdout)["memories"]) == 3
+
+
+def test_a_running_agent_holds_the_import_off(tmp_path: Path) -> None:
+    """C16: applying needs the writer lock (refused at once, exit 3); the dry run reads."""
+    root = tmp_path / "root"
+    src = str(SAMPLES / SOURCES["mem0"])
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False):
+        held = cli("--root", str(root), "import", "apply", src, "--from", "mem0", "--yes")
+        dry = cli("--root", str(root), "import", "apply", src, "--from", "mem0")
+    assert held.returncode == 3 and "lock" in held.stderr, held.stderr
+    assert dry.returncode == 0 and dry.stdout.startswith("would import 3 new items")
+    assert receipts(root) == []
+
+
+def regenerate() -> None:
+    """Write each format's expected tree from the current code (a deliberate change)."""
+    import tempfile
+
+    os.environ["MEMORY_ES_KEY_STORE"] = tempfile.mkdtemp()
+    for fmt in SOURCES:
+        with tempfile.TemporaryDirectory() as work:
+            root, _ = imported(fmt, Path(work))
+            base = SAMPLES / fmt / "expected"
+            shutil.rmtree(base, ignore_errors=True)
+            for name, data in tree(root).items():
+                (base / name).parent.mkdir(parents=True, exist_ok=True)
+                (base / name).write_bytes(data)
+            print(f"{fmt}: {len(tree(root))} files")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--regenerate"]:
+    regenerate()
