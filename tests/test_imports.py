@@ -30,25 +30,34 @@ from memory_es import MemoryRoot
 from memory_es.config import parse_config
 from memory_es.events import Root
 from memory_es.imports import ImportSourceError, apply_import, plan_import
+from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
+from memory_es.transfer import replay_export
 
 SAMPLES = Path(__file__).resolve().parent / "import_samples"
 SOURCES = {"mem0": "mem0/memories.json", "notes": "notes/source",
-           "chatgpt": "chatgpt/conversations.json"}
+           "chatgpt": "chatgpt/conversations.json", "memory-es": "memory-es/journal.jsonl",
+           "mcp-memory": "mcp-memory/memory.jsonl"}
 JOURNAL = {"mode": "journal", "embeddings": {"provider": "local"}}
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 UNDATED_NOTE = "projects/untitled.md"  # no date in its front matter: its file time counts
-UNDATED_MTIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC).timestamp()
+FILE_TIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC).timestamp()
 CLI = [sys.executable, "-m", "memory_es.cli"]
 
 
 def source(fmt: str, workdir: Path) -> Path:
-    """The sample, copied (git keeps no file times: the undated note gets a known one)."""
+    """The sample, copied where its file time counts (git keeps none: the undated note and
+    the MCP graph, whose format holds no time, get a known one)."""
     sample = SAMPLES / SOURCES[fmt]
+    workdir.mkdir(parents=True, exist_ok=True)
     if sample.is_dir():
         copy = workdir / "source"
         shutil.copytree(sample, copy)
-        os.utime(copy / UNDATED_NOTE, (UNDATED_MTIME, UNDATED_MTIME))
+        os.utime(copy / UNDATED_NOTE, (FILE_TIME, FILE_TIME))
+        return copy
+    if fmt == "mcp-memory":
+        copy = Path(shutil.copy(sample, workdir / sample.name))
+        os.utime(copy, (FILE_TIME, FILE_TIME))
         return copy
     return sample
 
@@ -167,6 +176,62 @@ def test_chatgpt_keeps_what_the_user_said_on_the_current_branch(tmp_path: Path) 
     everything = b"".join(tree(root).values())
     assert b"regenerated answer" not in everything  # another branch, not the current one
     assert b"search results" not in everything  # a tool message is no exchange
+
+
+def test_mcp_graph_lines_and_refusals(tmp_path: Path) -> None:
+    root, report = imported("mcp-memory", tmp_path)
+    assert [r.to_json() for r in report.refused] == [
+        {"id": "line 7", "reason": "invalid: type is neither entity nor relation"},
+        {"id": "line 8", "reason": "invalid: a relation needs from, to and relationType"},
+    ]
+    hits = MemoryRoot.open(root).search("where does John Smith work").recall.hits
+    assert "John Smith works at Anthropic" in [h.text for h in hits]
+    assert all("John" not in row[1] for row in receipts(root)[0].admitted)  # names: digests
+
+
+def test_merging_another_root_keeps_its_turns_and_refuses_a_conflict(tmp_path: Path) -> None:
+    """Another root's export: the same turn is nothing new, another turn under one of its
+    run ids is refused (never overwritten), a forgotten turn is not in it to bring."""
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False) as store:
+        mine = store.persist_completed_turn(CompletedTurn(
+            run_id="host-run-2", outcome="success", answer="My own second turn."))
+    report = apply_import(root, SAMPLES / SOURCES["memory-es"], "memory-es")
+    reasons = {r.original_id: r.reason for r in report.refused}
+    assert reasons[str(mine.intake_id)] == "rejected: run_id_conflict"
+    assert "forgotten: the source erased this turn" in reasons.values()
+    assert len(report.new) == 3  # two turns and the Remember line
+    text = b"".join(tree(root).values())
+    assert b"My own second turn." in text and b"Tiles chosen" not in text
+    assert b"Bin day moved to Tuesday" in text and b"spare key" not in text
+    copy = tmp_path / "copy"  # the source itself, replayed: every turn is already there
+    replay_export(SAMPLES / SOURCES["memory-es"], copy)
+    again = apply_import(copy, SAMPLES / SOURCES["memory-es"], "memory-es")
+    assert again.already == 3 and len(again.new) == 1  # the Remember line is new as a turn
+
+
+def test_a_forgotten_import_is_never_brought_back(tmp_path: Path) -> None:
+    root, first = imported("mem0", tmp_path)
+    gone = "9e1d2c3b-4a59-4687-a7b6-c5d4e3f2a1b0"
+    with MemoryStore.open(root, background=False) as store:
+        store.forget_turn(f"import:mem0:{gone}", reason="user-request")
+    plan = plan_import(root, SAMPLES / SOURCES["mem0"], "mem0")
+    again = apply_import(root, SAMPLES / SOURCES["mem0"], "mem0")
+    for report in (plan, again):
+        assert {r.original_id: r.reason for r in report.refused}[gone] == \
+            "rejected: run_id_forgotten"
+        assert report.new == [] and report.already == len(first.new) - 1
+    assert b"night shifts" not in b"".join(tree(root).values())
+
+
+def test_a_tampered_export_is_refused_whole(tmp_path: Path) -> None:
+    lines = (SAMPLES / SOURCES["memory-es"]).read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b"Tiles chosen", b"Tiles chosem")
+    bad = tmp_path / "tampered.jsonl"
+    bad.write_bytes(b"".join(lines))
+    with pytest.raises(ImportSourceError, match="hash chain does not verify") as caught:
+        plan_import(tmp_path / "root", bad, "memory-es")
+    assert caught.value.code == "import_malformed"
 
 
 @pytest.mark.parametrize("journal_backend", BACKENDS, indirect=True)

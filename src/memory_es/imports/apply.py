@@ -22,13 +22,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from memory_es.config import MemoryConfig
 from memory_es.events import Root
 from memory_es.ids import intake_uuid
 from memory_es.imports.formats import read_source
 from memory_es.imports.items import ImportItem, Refusal, SourceRead
-from memory_es.intake import AdmissionResult, CompletedTurn, utc_now
-from memory_es.intake.admission import prepare_turn
+from memory_es.intake import CompletedTurn, PreparedIntake, prepare_turn, repeat_result, utc_now
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT
 from memory_es.keystore import KeyStore
 
@@ -60,24 +61,37 @@ class ImportReport:
 def _turn(item: ImportItem, fmt: str) -> CompletedTurn:
     return CompletedTurn(run_id=item.run_id(fmt), outcome="success", answer=item.answer,
                          capture_text=item.capture_text, session=item.session,
-                         speaker_kind=item.speaker_kind)
+                         speaker_kind=item.speaker_kind, trigger=item.trigger)
 
 
-def _decide(read: SourceRead, config: MemoryConfig, known: Callable[[str], bool]
-            ) -> tuple[list[ImportItem], int, list[Refusal]]:
-    """The new items, how many are already stored, and every refusal (the reader's, then
-    the admission rules')."""
+Decided = tuple[list[tuple[ImportItem, PreparedIntake]], int, list[Refusal]]
+
+
+def _decide(read: SourceRead, config: MemoryConfig,
+            stored_hash: Callable[[str], str | None]) -> Decided:
+    """The new items with their admission records, how many are already stored, and every
+    refusal (the reader's, then the admission rules'). An item that keeps its source's
+    intake identity (another root's turn) keeps its digest too, so the same turn is already
+    here and another turn under that run id is a conflict, never overwritten (B3)."""
     new, already, refused = [], 0, list(read.refused)
     for item in read.items:
         prepared = prepare_turn(_turn(item, read.fmt), tier=config.mode,
                                 write_mode=config.write_mode, capture_cron=config.capture.cron,
                                 capture_webhook=config.capture.webhook)
-        if isinstance(prepared, AdmissionResult):
-            refused.append(Refusal(item.original_id, f"{prepared.status}: {prepared.code}"))
-        elif known(prepared.run_hash):
+        if isinstance(prepared, PreparedIntake) and item.intake_id_kept is not None:
+            prepared = msgspec.structs.replace(prepared, run_hash=item.intake_id_kept,
+                                               content_sha256=item.digest_kept or
+                                               prepared.content_sha256)
+        if isinstance(prepared, PreparedIntake):
+            known = stored_hash(prepared.run_hash)
+            if known is None:
+                new.append((item, prepared))
+                continue
+            prepared = repeat_result(prepared, known)
+        if prepared.status == "duplicate":
             already += 1
         else:
-            new.append(item)
+            refused.append(Refusal(item.original_id, f"{prepared.status}: {prepared.code}"))
     return new, already, refused
 
 
@@ -100,11 +114,11 @@ def plan_import(root: str | Path, source: str | Path, fmt: str, *,
         with handle.reader() as opened:
             new, already, refused = _decide(
                 read, handle.config,
-                lambda rh: opened.recorder.has_events(intake_uuid(rh)))
+                lambda rh: opened.recorder.admitted_content_hash(intake_uuid(rh)))
     else:
-        new, already, refused = _decide(read, config or MemoryConfig(), lambda rh: False)
-    return ImportReport(read.fmt, read.sha256, False, [i.intake_id(read.fmt) for i in new],
-                        already, refused, samples=_samples(new))
+        new, already, refused = _decide(read, config or MemoryConfig(), lambda rh: None)
+    return ImportReport(read.fmt, read.sha256, False, [p.run_hash for _, p in new], already,
+                        refused, samples=_samples([i for i, _ in new]))
 
 
 def apply_import(root: str | Path, source: str | Path, fmt: str, *,
@@ -118,34 +132,31 @@ def apply_import(root: str | Path, source: str | Path, fmt: str, *,
     from memory_es.store import MemoryStore
 
     read = read_source(fmt, source)
-    stamp = [clock()]
-    with MemoryStore.open(root, config, clock=lambda: stamp[0], lock_timeout=lock_timeout,
+    with MemoryStore.open(root, config, clock=clock, lock_timeout=lock_timeout,
                           background=False, key_store=key_store, embedder=embedder) as store:
-        new, already, refused = _decide(read, store.config, store.has_turn)
+        new, already, refused = _decide(read, store.config, store.admitted_hash)
         admitted: list[list[str]] = []
-        for item in new:
-            stamp[0] = item.at
-            result = store.persist_completed_turn(_turn(item, read.fmt))
+        written: list[ImportItem] = []
+        for item, prepared in new:
+            result = store.admit_imported(prepared, item.at)
             if result.status == "admitted":
-                admitted.append([str(result.intake_id), item.original_id, item.at.isoformat()])
+                admitted.append([prepared.run_hash, item.original_id, item.at.isoformat()])
+                written.append(item)
             elif result.status == "duplicate":
                 already += 1
             else:
                 refused.append(Refusal(item.original_id, f"{result.status}: {result.code}"))
-        stamp[0] = clock()
         import_id = None
         if admitted:
             import_id = _import_id(read, admitted)
             store.record_import(Root.imported(
-                at=stamp[0], import_id=import_id, format=read.fmt, source_sha256=read.sha256,
+                at=clock(), import_id=import_id, format=read.fmt, source_sha256=read.sha256,
                 admitted=admitted, already=already, refused=[r.to_json() for r in refused]))
         waiting = len(admitted) if store.config.is_capture else 0
         if not waiting:
             store.drain(embed=False)
     return ImportReport(read.fmt, read.sha256, True, [a[0] for a in admitted], already,
-                        refused, import_id, waiting, _samples(
-                            [i for i in new if i.intake_id(read.fmt) in
-                             {a[0] for a in admitted}]))
+                        refused, import_id, waiting, _samples(written))
 
 
 def _import_id(read: SourceRead, admitted: list[list[str]]) -> str:

@@ -1,4 +1,5 @@
-"""The readers: one source file or folder of a named format into a :class:`SourceRead`.
+"""The readers: one source file or folder of a named format into a :class:`SourceRead`
+(another memory store's formats are in :mod:`~memory_es.imports.peers`).
 
 Each reader follows the format as its project documents it, keeps the source's own ids and
 times, and refuses item by item (a one-line reason) what it cannot take; a source that is not
@@ -38,6 +39,7 @@ from memory_es.imports.items import (
     SourceRead,
     parse_time,
 )
+from memory_es.imports.peers import read_mcp_memory, read_memory_es
 from memory_es.vocabulary import IMPORT_FORMATS
 
 MAX_SOURCE_BYTES = 512 * 1024 * 1024  # a JSON source is read whole
@@ -252,5 +254,7 @@ FORMATS: dict[str, Callable[[Path], SourceRead]] = {
     "mem0": read_mem0,
     "notes": read_notes,
     "chatgpt": read_chatgpt,
+    "memory-es": read_memory_es,
+    "mcp-memory": read_mcp_memory,
 }
 assert tuple(FORMATS) == IMPORT_FORMATS  # the CLI lists the same names

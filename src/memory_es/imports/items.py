@@ -14,8 +14,7 @@ from datetime import UTC, datetime
 
 from memory_es.capture.contracts.common import check_safe_text
 from memory_es.errors import MemoryEsError
-from memory_es.ids import run_hash
-from memory_es.intake.admission import SpeakerKind
+from memory_es.intake.admission import SpeakerKind, Trigger
 
 NOTE_MAX_BYTES = 2 * 1024  # a curated line (mem0 memory, note paragraph): Remember's bound
 EXCHANGE_MAX_BYTES = 256 * 1024  # a ChatGPT exchange, well inside admission's 640 KiB record
@@ -36,12 +35,13 @@ class ImportItem:
     capture_text: str | None = None
     session: str | None = None
     speaker_kind: SpeakerKind = "unknown"
+    trigger: Trigger = "human"
+    # another memory_es root's turn keeps its intake id and digest (a merge): None elsewhere
+    intake_id_kept: str | None = None
+    digest_kept: str | None = None
 
     def run_id(self, fmt: str) -> str:
         return f"import:{fmt}:{self.original_id}"
-
-    def intake_id(self, fmt: str) -> str:
-        return run_hash(self.run_id(fmt))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from memory_es.intake.admission import (
     Status,
     is_nothing_to_report,
     prepare_turn,
+    repeat_result,
     utc_now,
     validate_turn,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "iso_ms_or_none",
     "payload_problem",
     "prepare_turn",
+    "repeat_result",
     "utc_now",
     "validate_turn",
 ]

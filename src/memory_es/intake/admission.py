@@ -257,3 +257,19 @@ def prepare_turn(
         summary=turn.answer, write_mode=write_mode, tier=tier, speaker_kind=turn.speaker_kind,
         source_label=SOURCE_LABELS[turn.trigger], session=turn.session, trigger=turn.trigger,
         attachments=attachments)
+
+
+def repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:
+    """B3: same bytes is a successful duplicate; other bytes fail closed. A forgotten turn's
+    digest went with its key: nothing can say the bytes are the same, so that fails closed too."""
+    if not known_hash:
+        return AdmissionResult(
+            status="rejected", intake_id=p.run_hash, code="run_id_forgotten",
+            detail="this run id's turn was forgotten; nothing written",
+        )
+    if known_hash == p.content_sha256:
+        return AdmissionResult(status="duplicate", intake_id=p.run_hash)
+    return AdmissionResult(
+        status="rejected", intake_id=p.run_hash, code="run_id_conflict",
+        detail="this run id was admitted with different content",
+    )

@@ -30,6 +30,7 @@ from memory_es.intake import (
     IntakeView,
     PreparedIntake,
     prepare_turn,
+    repeat_result,
 )
 from memory_es.journal import MsgspecMapper, OpenedJournal, Payload
 from memory_es.rootconfig import RootConfig, settle
@@ -324,7 +325,7 @@ class GroupCommit:
             if known is None and p.run_hash in decided:
                 rides_on_write.append(i)
             if known_hash is not None:
-                results[i] = _repeat_result(p, known_hash)
+                results[i] = repeat_result(p, known_hash)
             elif active + len(to_write) >= MAX_ACTIVE:
                 results[i] = AdmissionResult(
                     status="rejected", intake_id=p.run_hash, code="too_many_active_records",
@@ -365,19 +366,3 @@ class GroupCommit:
         events = [*self.preface, *(r.event for r in requests)]
         self.preface = []
         self.apply(positions, events)
-
-
-def _repeat_result(p: PreparedIntake, known_hash: str) -> AdmissionResult:
-    """B3: same bytes is a successful duplicate; other bytes fail closed. A forgotten turn's
-    digest went with its key: nothing can say the bytes are the same, so that fails closed too."""
-    if not known_hash:
-        return AdmissionResult(
-            status="rejected", intake_id=p.run_hash, code="run_id_forgotten",
-            detail="this run id's turn was forgotten; nothing written",
-        )
-    if known_hash == p.content_sha256:
-        return AdmissionResult(status="duplicate", intake_id=p.run_hash)
-    return AdmissionResult(
-        status="rejected", intake_id=p.run_hash, code="run_id_conflict",
-        detail="this run id was admitted with different content",
-    )

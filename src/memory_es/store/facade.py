@@ -29,6 +29,7 @@ from memory_es.events import SEALED_FIELDS, Root
 from memory_es.history import fold_intakes, journal_guard
 from memory_es.ids import intake_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, IntakeReport, utc_now
+from memory_es.intake.admission import PreparedIntake
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
 from memory_es.keystore import KeyStore
 from memory_es.observe import ObserveProcessor
@@ -329,10 +330,15 @@ class MemoryStore:
             self.vectors.forget_matrix()
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog())
 
-    def has_turn(self, intake_id: str) -> bool:
-        """Is a turn of this intake id (the SHA-256 of its run id) in the journal, resolved
-        or not?"""
-        return self._opened.recorder.has_events(intake_uuid(intake_id))
+    def admitted_hash(self, intake_id: str) -> str | None:
+        """The content digest the turn of this intake id (the SHA-256 of its run id) was
+        admitted with, resolved or not ("" once forgotten); None: no such turn."""
+        return self._opened.recorder.admitted_content_hash(intake_uuid(intake_id))
+
+    def admit_imported(self, prepared: PreparedIntake, at: datetime) -> AdmissionResult:
+        """Admit a turn another source recorded, stamped with the source's own time (C6)."""
+        writer = self.journal_writer
+        return writer.admit(prepared, prepared.admitted(at, sealed=writer.seals))
 
     def record_import(self, receipt: Root.Imported) -> None:
         """Commit an import's content-free receipt after its turns (C6)."""
