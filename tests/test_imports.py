@@ -30,6 +30,7 @@ from memory_es import MemoryRoot
 from memory_es.config import parse_config
 from memory_es.events import Root
 from memory_es.imports import ImportSourceError, apply_import, plan_import
+from memory_es.imports.apply import PART
 from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
@@ -103,7 +104,7 @@ def test_importing_twice_writes_nothing_new(fmt: str, tmp_path: Path) -> None:
     before = tree(root)
     again = apply_import(root, source(fmt, tmp_path / "again"), fmt, clock=lambda: AT)
     assert first.new and again.new == [] and again.already == len(first.new)
-    assert again.import_id is None  # nothing new, no receipt
+    assert again.receipts == []  # nothing new, no receipt
     assert tree(root) == before
 
 
@@ -308,7 +309,7 @@ def test_cli_dry_run_then_yes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     shape = json.loads(done.stdout)
     assert set(shape) == {"format", "source_sha256", "applied", "new", "already", "refused",
-                          "import_id", "waiting_for_capture", "samples"}
+                          "receipts", "waiting_for_capture", "samples"}
     assert (shape["applied"], shape["new"], len(shape["refused"])) == (True, 3, 4)
     listed = cli("--root", str(root), "--json", "list")
     assert len(json.loads(listed.stdout)["memories"]) == 3
@@ -324,6 +325,54 @@ def test_a_running_agent_holds_the_import_off(tmp_path: Path) -> None:
     assert held.returncode == 3 and "lock" in held.stderr, held.stderr
     assert dry.returncode == 0 and dry.stdout.startswith("would import 3 new items")
     assert receipts(root) == []
+
+
+def big_mem0(path: Path, count: int) -> Path:
+    rows = [{"id": f"id-{i:05d}", "memory": f"Fact number {i} about topic {i % 97}",
+             "created_at": f"2025-01-{1 + i % 28:02d}T10:00:00Z"} for i in range(count)]
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def crashed_import(root: Path, src: Path, boundary: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "MEMORY_ES_CRASH_AT": boundary}
+    config = root.parent / "config.json"
+    config.write_text(json.dumps({"memory": JOURNAL}))
+    return subprocess.run([*CLI, "--root", str(root), "--config", str(config), "import",
+                           "apply", str(src), "--from", "mem0", "--yes"],
+                          capture_output=True, text=True, timeout=HANG_S, env=env)
+
+
+@pytest.mark.parametrize(("boundary", "survived"), [
+    ("journal.before_commit", 0),  # the first part's transaction: nothing of it
+    ("import.after_part", PART),  # the first part with its receipt, not the second
+])
+def test_a_killed_import_leaves_whole_parts_and_the_same_command_finishes(
+        boundary: str, survived: int, tmp_path: Path) -> None:
+    """Kill a real ``memory-es import apply`` at each boundary, reopen: the parts that
+    committed are there with their receipts, the rest is not; the same command again
+    imports the rest, and the root ends as one uninterrupted import leaves it."""
+    src = big_mem0(tmp_path / "big.json", PART + 500)
+    root = tmp_path / "root"
+    killed = crashed_import(root, src, boundary)
+    assert killed.returncode == -9, killed.stderr
+    plan = plan_import(root, src, "mem0")
+    assert (len(plan.new), plan.already) == (PART + 500 - survived, survived)
+    assert sum(len(r.admitted) for r in receipts(root)) == survived
+    done = apply_import(root, src, "mem0")
+    assert len(done.new) == PART + 500 - survived and done.already == survived
+    rows = [row for r in receipts(root) for row in r.admitted]
+    assert sorted(row[1] for row in rows) == [f"id-{i:05d}" for i in range(PART + 500)]
+    health = MemoryRoot.open(root).health()
+    assert (health.status, health.findings) == ("clean", ())
+    assert len(MemoryRoot.open(root).list_memories(limit=100).memories) == 100
+
+
+def test_an_import_larger_than_the_active_bound_goes_in_whole(tmp_path: Path) -> None:
+    """B18 bounds pending turns at 4,096: a Journal import drains between its parts."""
+    src = big_mem0(tmp_path / "big.json", 4200)
+    report = apply_import(tmp_path / "root", src, "mem0", config=parse_config(JOURNAL))
+    assert len(report.new) == 4200 and report.refused == [] and len(report.receipts) == 5
 
 
 def regenerate() -> None:

@@ -164,6 +164,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _apply(args: argparse.Namespace) -> int:
     from memory_es.imports import apply_import, plan_import
+    from memory_es.imports.apply import PART
 
     loaded = config(args)
     root = root_path(args, loaded)
@@ -183,8 +184,10 @@ def _apply(args: argparse.Namespace) -> int:
         print(f"  + {sample['at']}  {sample['id']}: {sample['text']}")
     for refusal in report.refused:
         print(f"  refused {refusal.original_id}: {refusal.reason}")
-    if report.import_id is not None:
-        print(f"receipt {report.import_id[:16]}"
+    if report.receipts:
+        ids = report.receipts
+        print((f"receipt {ids[0][:16]}" if len(ids) == 1 else
+               f"{len(ids)} receipts ({PART} items each at most), first {ids[0][:16]}")
               + (f"; {report.waiting_for_capture} turns wait for capture (memory-es drain, "
                  "or the agent's worker)" if report.waiting_for_capture else ""))
     if not report.applied and report.new:

@@ -8,12 +8,13 @@ root's tier and write mode) and whether its run id is already in the journal. So
 counts are what applying writes. Applying holds the writer lock for its whole span (the
 liveness fence: a running agent refuses it), admits each new item stamped with the source's
 own time, then commits the content-free receipt (``Root.Imported``); nothing new, no receipt.
-A kill part-way leaves each admitted item durable and no receipt: running it again admits the
-rest and writes the receipt for them.
+Items go in parts of :data:`PART`, each one transaction holding its items and their receipt
+(all or none); a kill between parts leaves whole parts, and running it again admits the rest.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -26,14 +27,23 @@ import msgspec
 
 from memory_es.config import MemoryConfig
 from memory_es.events import Root
+from memory_es.fsutil import crash_point
 from memory_es.ids import intake_uuid
 from memory_es.imports.formats import read_source
 from memory_es.imports.items import ImportItem, Refusal, SourceRead
-from memory_es.intake import CompletedTurn, PreparedIntake, prepare_turn, repeat_result, utc_now
+from memory_es.intake import (
+    AdmissionResult,
+    CompletedTurn,
+    PreparedIntake,
+    prepare_turn,
+    repeat_result,
+    utc_now,
+)
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT
 from memory_es.keystore import KeyStore
 
 Clock = Callable[[], datetime]
+PART = 1000  # items per transaction: each part commits with its own receipt
 
 
 @dataclass(frozen=True)
@@ -46,14 +56,14 @@ class ImportReport:
     new: list[str]  # intake ids, in source order
     already: int
     refused: list[Refusal]
-    import_id: str | None = None  # the receipt's id (applied, something new)
+    receipts: list[str] = field(default_factory=list)  # ids of the receipts it wrote
     waiting_for_capture: int = 0  # admitted turns a capture model still has to curate
     samples: list[dict[str, str]] = field(default_factory=list)  # the first few new items
 
     def to_json(self) -> dict[str, Any]:
         return {"format": self.fmt, "source_sha256": self.source_sha256,
                 "applied": self.applied, "new": len(self.new), "already": self.already,
-                "refused": [r.to_json() for r in self.refused], "import_id": self.import_id,
+                "refused": [r.to_json() for r in self.refused], "receipts": self.receipts,
                 "waiting_for_capture": self.waiting_for_capture,
                 "samples": self.samples}
 
@@ -135,28 +145,49 @@ def apply_import(root: str | Path, source: str | Path, fmt: str, *,
     with MemoryStore.open(root, config, clock=clock, lock_timeout=lock_timeout,
                           background=False, key_store=key_store, embedder=embedder) as store:
         new, already, refused = _decide(read, store.config, store.admitted_hash)
-        admitted: list[list[str]] = []
+        capture = store.config.is_capture
+        receipts = _Receipts(read, clock, already, [r.to_json() for r in refused])
         written: list[ImportItem] = []
-        for item, prepared in new:
-            result = store.admit_imported(prepared, item.at)
-            if result.status == "admitted":
-                admitted.append([prepared.run_hash, item.original_id, item.at.isoformat()])
-                written.append(item)
-            elif result.status == "duplicate":
-                already += 1
-            else:
-                refused.append(Refusal(item.original_id, f"{result.status}: {result.code}"))
-        import_id = None
-        if admitted:
-            import_id = _import_id(read, admitted)
-            store.record_import(Root.imported(
-                at=clock(), import_id=import_id, format=read.fmt, source_sha256=read.sha256,
-                admitted=admitted, already=already, refused=[r.to_json() for r in refused]))
-        waiting = len(admitted) if store.config.is_capture else 0
-        if not waiting:
-            store.drain(embed=False)
-    return ImportReport(read.fmt, read.sha256, True, [a[0] for a in admitted], already,
-                        refused, import_id, waiting, _samples(written))
+        for start in range(0, len(new), PART):
+            part = new[start:start + PART]
+            results = store.admit_imported([(p, i.at) for i, p in part],
+                                            functools.partial(receipts.of, part))
+            crash_point("import.after_part")
+            for (item, _), result in zip(part, results, strict=True):
+                if result.status == "admitted":
+                    written.append(item)
+                elif result.status == "duplicate":
+                    already += 1
+                else:
+                    refused.append(Refusal(item.original_id, f"{result.status}: {result.code}"))
+            if not capture:  # model-free work now: the active bound (B18) spans parts
+                store.drain(embed=False)
+    admitted = [row[0] for row in receipts.rows]
+    return ImportReport(read.fmt, read.sha256, True, admitted, already, refused, receipts.ids,
+                        len(admitted) if capture else 0, _samples(written))
+
+
+class _Receipts:
+    """Each part's receipt, made inside its transaction from the part's results: the items
+    admitted (intake id, the source's id and time) and what the whole source decided."""
+
+    def __init__(self, read: SourceRead, clock: Clock, already: int,
+                 refused: list[dict[str, str]]) -> None:
+        self.read, self.clock, self.already, self.refused = read, clock, already, refused
+        self.rows: list[list[str]] = []
+        self.ids: list[str] = []
+
+    def of(self, part: list[tuple[ImportItem, PreparedIntake]],
+           results: list[AdmissionResult]) -> list[Root.Imported]:
+        rows = [[p.run_hash, i.original_id, i.at.isoformat()]
+                for (i, p), r in zip(part, results, strict=True) if r.status == "admitted"]
+        if not rows:
+            return []
+        self.rows.extend(rows)
+        self.ids.append(_import_id(self.read, rows))
+        return [Root.imported(at=self.clock(), import_id=self.ids[-1], format=self.read.fmt,
+                              source_sha256=self.read.sha256, admitted=rows,
+                              already=self.already, refused=self.refused)]
 
 
 def _import_id(read: SourceRead, admitted: list[list[str]]) -> str:

@@ -355,14 +355,32 @@ class GroupCommit:
             results[i] = AdmissionResult(status="rejected", intake_id=batch[i].prepared.run_hash,
                                          code=code, detail=detail)
 
-    def _write(self, requests: list[_Request]) -> None:
+    def admit_together(self, admissions: Sequence[tuple[PreparedIntake, Any]],
+                       trailer: Callable[[list[AdmissionResult]], Sequence[Any]]
+                       ) -> list[AdmissionResult]:
+        """Admit several turns (each with its ``Intake.Admitted``) and the events ``trailer``
+        makes of their results in one transaction: all of them or none (an import's items
+        and its receipt). Each is decided as a batch's is (a duplicate, a conflict, the
+        active bound, B3, B18); an I/O failure raises, with nothing written."""
+        mapper = self._opened.app.mapper
+        batch = [_Request(p, e, mapper.to_stored_event(e)) for p, e in admissions]
+        results: list[AdmissionResult | None] = [None] * len(batch)
+        with self.exclusive():
+            to_write, _ = self._decide(batch, list(range(len(batch))), results, lookup=True)
+            decided = [r for r in results if r is not None]
+            if to_write:
+                self._write([batch[i] for i in to_write], trailer(decided))
+        return decided
+
+    def _write(self, requests: list[_Request], trailer: Sequence[Any] = ()) -> None:
         payloads = [r.payload for r in requests if r.payload is not None]
         mapper = self._opened.app.mapper
         positions = self._opened.recorder.insert_events(
-            [*(mapper.to_stored_event(e) for e in self.preface), *(r.stored for r in requests)],
+            [*(mapper.to_stored_event(e) for e in self.preface), *(r.stored for r in requests),
+             *(mapper.to_stored_event(e) for e in trailer)],
             payloads=payloads
         )
         self.commits += 1
-        events = [*self.preface, *(r.event for r in requests)]
+        events = [*self.preface, *(r.event for r in requests), *trailer]
         self.preface = []
         self.apply(positions, events)

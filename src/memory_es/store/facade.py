@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime, tzinfo
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -25,7 +26,7 @@ from memory_es.capture.pipeline import capture_processor
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder
 from memory_es.errors import InvalidArgumentError, MemoryEsError
-from memory_es.events import SEALED_FIELDS, Root
+from memory_es.events import SEALED_FIELDS
 from memory_es.history import fold_intakes, journal_guard
 from memory_es.ids import intake_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, IntakeReport, utc_now
@@ -335,15 +336,14 @@ class MemoryStore:
         admitted with, resolved or not ("" once forgotten); None: no such turn."""
         return self._opened.recorder.admitted_content_hash(intake_uuid(intake_id))
 
-    def admit_imported(self, prepared: PreparedIntake, at: datetime) -> AdmissionResult:
-        """Admit a turn another source recorded, stamped with the source's own time (C6)."""
+    def admit_imported(self, items: Sequence[tuple[PreparedIntake, datetime]],
+                       receipt: Callable[[list[AdmissionResult]], Sequence[Any]]
+                       ) -> list[AdmissionResult]:
+        """Admit turns another source recorded, each stamped with the source's own time,
+        and the receipt ``receipt`` makes of their results, in one transaction (C6)."""
         writer = self.journal_writer
-        return writer.admit(prepared, prepared.admitted(at, sealed=writer.seals))
-
-    def record_import(self, receipt: Root.Imported) -> None:
-        """Commit an import's content-free receipt after its turns (C6)."""
-        with self.journal_writer.exclusive():
-            self.journal_writer.commit_held([receipt])
+        return writer.admit_together(
+            [(p, p.admitted(at, sealed=writer.seals)) for p, at in items], receipt)
 
     def consolidate(self) -> ConsolidationSummary:
         """Refresh BuJo's living ``index.md`` now (L6-L9, D13, D14); no model call."""
