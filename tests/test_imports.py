@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from ceilings import HANG_S
+from helpers_replay import FIXTURES, regen
 from journal_backends import BACKENDS, use_backend
 from memory_es import MemoryRoot
 from memory_es.config import parse_config
@@ -44,6 +45,7 @@ AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 UNDATED_NOTE = "projects/untitled.md"  # no date in its front matter: its file time counts
 FILE_TIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC).timestamp()
 CLI = [sys.executable, "-m", "memory_es.cli"]
+SIDECAR = ".replay-projection-v1.json"
 
 
 def source(fmt: str, workdir: Path) -> Path:
@@ -233,6 +235,82 @@ def test_a_tampered_export_is_refused_whole(tmp_path: Path) -> None:
     with pytest.raises(ImportSourceError, match="hash chain does not verify") as caught:
         plan_import(tmp_path / "root", bad, "memory-es")
     assert caught.value.code == "import_malformed"
+
+
+# -- the reference host's own folder (DESIGN 9.1: legacy roots enter through import) ---------
+
+BUJO_FOLDERS = [s for s in regen.SPECS if s.config.get("mode") == "bujo"
+                and (FIXTURES / s.name / "expected" / "graph.jsonl").exists()]
+PROJECTED = ("graph.jsonl", "index.md")
+
+
+@pytest.mark.parametrize("spec", BUJO_FOLDERS, ids=lambda s: s.name)
+def test_a_reference_folder_becomes_the_same_lines(spec: Any, tmp_path: Path) -> None:
+    """Each golden BuJo tree, read as a reference host's folder (its daily Markdown,
+    graph.jsonl and sidecar) into a new BuJo root: the same daily files, graph and
+    consolidation byte for byte, supersession timed as the sidecar says, health clean; a
+    second run writes nothing; the dry run counts what apply writes."""
+    folder = FIXTURES / spec.name / "expected"
+    root = tmp_path / "root"
+    config = parse_config(spec.config)
+    plan = plan_import(root, folder, "reference", config=config)
+    report = apply_import(root, folder, "reference", config=config, clock=lambda: AT)
+    assert (plan.new, plan.already, plan.refused) == (report.new, 0, [])
+    daily = sorted((folder / "daily").glob("*.md"))
+    assert daily and [p.name for p in sorted((root / "daily").glob("*.md"))] == \
+        [p.name for p in daily]
+    for source in [*daily, *(folder / name for name in PROJECTED)]:
+        assert (root / source.relative_to(folder)).read_bytes() == source.read_bytes(), source
+    ended = [{k: v for k, v in e.items() if k not in ("position", "digest", "authority")}
+             for e in json.loads((folder / SIDECAR).read_text())["entries"]]
+    assert [{k: v for k, v in e.items() if k not in ("position", "digest", "authority")}
+            for e in json.loads((root / SIDECAR).read_text())["entries"]] == ended
+    health = MemoryRoot.open(root).health()
+    assert (health.status, health.findings) == ("clean", ())
+    before = tree(root)
+    again = apply_import(root, folder, "reference")
+    assert (again.new, again.already, again.receipts) == ([], len(report.new), [])
+    assert tree(root) == before
+
+
+def test_a_reference_folder_into_journal_keeps_its_live_lines(tmp_path: Path) -> None:
+    """Lite and Journal keep no supersession (F10): live lines become turns on their own
+    day with their session; superseded ones are refused, saying why."""
+    folder = FIXTURES / "lifecycle" / "expected"
+    report = apply_import(tmp_path / "root", folder, "reference", config=parse_config(JOURNAL))
+    history = [r for r in report.refused if r.reason.startswith("history: superseded")]
+    assert len(history) == 2 and len(report.new) == 8
+    handle = MemoryRoot.open(tmp_path / "root")
+    texts = {m.text for m in handle.list_memories(limit=50).memories}
+    assert len(texts) == 8
+    assert {p.name for p in (tmp_path / "root" / "daily").glob("*.md")} <= \
+        {p.name for p in (folder / "daily").glob("*.md")}
+
+
+def test_reference_bullets_old_and_new_forms(tmp_path: Path) -> None:
+    """K11/K12: a legacy one-line bullet and one without metadata read too (the latter with
+    an id from its place and no session, K7, K8); a credential is refused (J5)."""
+    folder = tmp_path / "legacy"
+    (folder / "daily").mkdir(parents=True)
+    (folder / "daily" / "2024-05-01.md").write_text(
+        "# 2024-05-01\n\n"
+        "- Old bullet with &lt;b&gt; tags <!--mem id=" + "a" * 64 + " type=note status=open "
+        "recorded=2024-05-01T08:00:00.000Z source_session=web%3Aold-->\n\n"
+        "- A bullet written before metadata existed\n\n"
+        "- The AWS secret is AKIAIOSFODNN7EXAMPLE\n"
+        "  <!--mem id=" + "b" * 64 + " type=note status=open "
+        "recorded=2024-05-01T09:00:00.000Z-->\n")
+    report = apply_import(tmp_path / "root", folder, "reference",
+                          config=parse_config(JOURNAL))
+    assert [r.to_json() for r in report.refused] == [
+        {"id": "b" * 64, "reason": "unsafe_text: looks like a credential"}]
+    rows = {e.summary: e for _, e in MemoryRoot.open(tmp_path / "root").events()
+            if hasattr(e, "summary")}
+    assert set(rows) == {"Old bullet with <b> tags", "A bullet written before metadata existed"}
+    assert rows["Old bullet with <b> tags"].session == "web:old"
+    assert rows["A bullet written before metadata existed"].session is None
+    assert rows["A bullet written before metadata existed"].timestamp == \
+        datetime(2024, 5, 1, tzinfo=UTC)
 
 
 @pytest.mark.parametrize("journal_backend", BACKENDS, indirect=True)

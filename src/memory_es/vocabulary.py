@@ -53,4 +53,5 @@ def sql_list(values: Iterable[str]) -> str:
 
 # ``import apply --from``: the source formats a reader exists for (memory_es.imports.formats);
 # here so the CLI's parser lists them without importing the readers.
-IMPORT_FORMATS: Final = ("mem0", "notes", "chatgpt", "memory-es", "mcp-memory")
+IMPORT_FORMATS: Final = ("mem0", "notes", "chatgpt", "memory-es", "mcp-memory",
+                                "reference")

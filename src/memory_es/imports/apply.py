@@ -28,9 +28,10 @@ import msgspec
 from memory_es.config import MemoryConfig
 from memory_es.events import Root
 from memory_es.fsutil import crash_point
-from memory_es.ids import intake_uuid
+from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
 from memory_es.imports.formats import read_source
 from memory_es.imports.items import ImportItem, Refusal, SourceRead
+from memory_es.imports.reference import Folder, Known, as_turns, line_events, read_folder, screened
 from memory_es.intake import (
     AdmissionResult,
     CompletedTurn,
@@ -117,8 +118,19 @@ def plan_import(root: str | Path, source: str | Path, fmt: str, *,
     that does not exist yet takes every item as new)."""
     from memory_es.root import MemoryRoot
 
-    read = read_source(fmt, source)
     path = Path(root)
+    if fmt == "reference":
+        folder = read_folder(Path(source))
+        if path.is_dir() and any(path.iterdir()):
+            handle = MemoryRoot.open(path, config, key_store=key_store)
+            if handle.config.mode == "bujo":
+                with handle.reader() as opened:
+                    has = opened.recorder.has_events
+                    return _lines(folder, lambda m: has(memory_uuid(m)),
+                                  lambda e: has(entity_uuid(e)), None)
+        elif (config or MemoryConfig()).mode == "bujo":
+            return _lines(folder, lambda m: False, lambda e: False, None)
+    read = as_turns(*folder) if fmt == "reference" else read_source(fmt, source)
     if path.is_dir() and any(path.iterdir()):
         handle = MemoryRoot.open(path, config, key_store=key_store)
         with handle.reader() as opened:
@@ -141,9 +153,13 @@ def apply_import(root: str | Path, source: str | Path, fmt: str, *,
     memories exist when this returns, capture's is left to the worker like a live turn's."""
     from memory_es.store import MemoryStore
 
-    read = read_source(fmt, source)
+    folder = read_folder(Path(source)) if fmt == "reference" else None
+    read = read_source(fmt, source) if folder is None else as_turns(*folder)
     with MemoryStore.open(root, config, clock=clock, lock_timeout=lock_timeout,
                           background=False, key_store=key_store, embedder=embedder) as store:
+        if folder is not None and store.config.mode == "bujo":
+            return _lines(folder, store.holds, lambda e: store.holds(entity_id=e),
+                          (store, clock))
         new, already, refused = _decide(read, store.config, store.admitted_hash)
         capture = store.config.is_capture
         receipts = _Receipts(read, clock, already, [r.to_json() for r in refused])
@@ -167,6 +183,27 @@ def apply_import(root: str | Path, source: str | Path, fmt: str, *,
                         len(admitted) if capture else 0, _samples(written))
 
 
+def _lines(folder: tuple[Folder, str], known: Known, known_entity: Known,
+           store: tuple[Any, Clock] | None) -> ImportReport:
+    """A reference folder into a BuJo root, as the same curated lines (``store`` None: the
+    dry run), in one transaction with its receipt."""
+    lines, refused = screened(folder[0])
+    events, written = line_events(folder[0], lines, known, known_entity, "bujo")
+    already = len(lines) - len(written)
+    ids: list[str] = []
+    if store is not None and written:
+        rows = [[line.memory_id, line.memory_id, line.at.isoformat()] for line in written]
+        ids.append(_import_id("reference", folder[1], rows))
+        events.append(Root.imported(
+            at=store[1](), import_id=ids[0], format="reference", source_sha256=folder[1],
+            admitted=rows, already=already, refused=[r.to_json() for r in refused]))
+        store[0].commit_imported(events)
+    return ImportReport("reference", folder[1], store is not None,
+                        [line.memory_id for line in written], already, refused, ids,
+                        samples=[{"id": line.memory_id, "at": line.at.isoformat(),
+                                  "text": line.text[:80]} for line in written[:3]])
+
+
 class _Receipts:
     """Each part's receipt, made inside its transaction from the part's results: the items
     admitted (intake id, the source's id and time) and what the whole source decided."""
@@ -184,14 +221,14 @@ class _Receipts:
         if not rows:
             return []
         self.rows.extend(rows)
-        self.ids.append(_import_id(self.read, rows))
+        self.ids.append(_import_id(self.read.fmt, self.read.sha256, rows))
         return [Root.imported(at=self.clock(), import_id=self.ids[-1], format=self.read.fmt,
                               source_sha256=self.read.sha256, admitted=rows,
                               already=self.already, refused=self.refused)]
 
 
-def _import_id(read: SourceRead, admitted: list[list[str]]) -> str:
-    digest = hashlib.sha256(f"{read.fmt}\0{read.sha256}".encode())
+def _import_id(fmt: str, source_sha256: str, admitted: list[list[str]]) -> str:
+    digest = hashlib.sha256(f"{fmt}\0{source_sha256}".encode())
     for row in admitted:
         digest.update(os.fsencode(row[0]))
     return digest.hexdigest()

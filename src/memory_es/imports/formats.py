@@ -40,6 +40,7 @@ from memory_es.imports.items import (
     parse_time,
 )
 from memory_es.imports.peers import read_mcp_memory, read_memory_es
+from memory_es.imports.reference import read_reference
 from memory_es.vocabulary import IMPORT_FORMATS
 
 MAX_SOURCE_BYTES = 512 * 1024 * 1024  # a JSON source is read whole
@@ -256,5 +257,6 @@ FORMATS: dict[str, Callable[[Path], SourceRead]] = {
     "chatgpt": read_chatgpt,
     "memory-es": read_memory_es,
     "mcp-memory": read_mcp_memory,
+    "reference": read_reference,
 }
 assert tuple(FORMATS) == IMPORT_FORMATS  # the CLI lists the same names

@@ -28,7 +28,7 @@ from memory_es.embeddings import Embedder
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import SEALED_FIELDS
 from memory_es.history import fold_intakes, journal_guard
-from memory_es.ids import intake_uuid
+from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, IntakeReport, utc_now
 from memory_es.intake.admission import PreparedIntake
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
@@ -335,6 +335,19 @@ class MemoryStore:
         """The content digest the turn of this intake id (the SHA-256 of its run id) was
         admitted with, resolved or not ("" once forgotten); None: no such turn."""
         return self._opened.recorder.admitted_content_hash(intake_uuid(intake_id))
+
+    def holds(self, memory_id: str | None = None, *, entity_id: str | None = None) -> bool:
+        """Does the journal hold this memory (or entity), in any state?"""
+        aggregate = memory_uuid(memory_id) if memory_id is not None else \
+            entity_uuid(str(entity_id))
+        return self._opened.recorder.has_events(aggregate)
+
+    def commit_imported(self, events: Sequence[Any]) -> None:
+        """Commit another store's lines and their receipt in one transaction and project
+        them before returning (C6)."""
+        with self.journal_writer.exclusive():
+            self.journal_writer.commit_held(events)
+            self.projections.catch_up()
 
     def admit_imported(self, items: Sequence[tuple[PreparedIntake, datetime]],
                        receipt: Callable[[list[AdmissionResult]], Sequence[Any]]
