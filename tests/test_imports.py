@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -403,6 +404,40 @@ def test_a_running_agent_holds_the_import_off(tmp_path: Path) -> None:
     assert held.returncode == 3 and "lock" in held.stderr, held.stderr
     assert dry.returncode == 0 and dry.stdout.startswith("would import 3 new items")
     assert receipts(root) == []
+
+
+def test_a_running_mcp_server_holds_import_off_and_backup_reads_beside_it(
+        tmp_path: Path) -> None:
+    """C16 against a real ``memory-es serve-mcp``: ``import apply --yes`` refuses at once
+    (exit 3) naming the server's pid; the dry run and ``backup`` (read-only, C5) run
+    beside it."""
+    root = tmp_path / "root"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"memory": JOURNAL}))
+    src = str(SAMPLES / SOURCES["mem0"])
+    assert cli("--root", str(root), "--config", str(config), "import", "apply", src, "--from",
+               "mem0", "--yes").returncode == 0
+    server = subprocess.Popen(
+        [*CLI, "serve-mcp", "--root", str(root), "--config", str(config), "--transport",
+         "http", "--port", str(free_port())], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr is not None
+        assert "MCP server on" in server.stderr.readline()
+        held = cli("--root", str(root), "import", "apply", src, "--from", "mem0", "--yes")
+        dry = cli("--root", str(root), "import", "apply", src, "--from", "mem0")
+        backup = cli("--root", str(root), "backup", str(tmp_path / "b.mesb"), "--unencrypted")
+    finally:
+        server.terminate()
+        server.wait(timeout=HANG_S)
+    assert held.returncode == 3 and f"writer lock held by pid {server.pid}" in held.stderr
+    assert dry.returncode == 0 and "0 new items" in dry.stdout and "3 already here" in dry.stdout
+    assert backup.returncode == 0, backup.stderr
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def big_mem0(path: Path, count: int) -> Path:
