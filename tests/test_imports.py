@@ -30,12 +30,16 @@ from helpers_replay import FIXTURES, regen
 from journal_backends import BACKENDS, use_backend
 from memory_es import MemoryRoot
 from memory_es.config import parse_config
+from memory_es.errors import MemoryEsError
 from memory_es.events import Root
 from memory_es.imports import ImportSourceError, apply_import, plan_import
+from memory_es.imports.adopt import adopt_replay
 from memory_es.imports.apply import PART
 from memory_es.intake import CompletedTurn
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
+from projections.graph import canonical
+from projections.replay import read_current
 
 SAMPLES = Path(__file__).resolve().parent / "import_samples"
 SOURCES = {"mem0": "mem0/memories.json", "notes": "notes/source",
@@ -312,6 +316,101 @@ def test_reference_bullets_old_and_new_forms(tmp_path: Path) -> None:
     assert rows["A bullet written before metadata existed"].session is None
     assert rows["A bullet written before metadata existed"].timestamp == \
         datetime(2024, 5, 1, tzinfo=UTC)
+
+
+def legacy_folder(spec: Any, workdir: Path, *, managed: bool = False) -> Path:
+    """A reference folder as a legacy host leaves it: the golden tree without its sidecar,
+    and the SQLite index holding the replay state (an unmanaged memory.db, or a managed
+    generation under index/)."""
+    folder = workdir / "legacy"
+    shutil.copytree(FIXTURES / spec.name / "expected", folder)
+    (folder / SIDECAR).unlink()
+    built = workdir / "built"
+    replay_export(FIXTURES / spec.name / "journal.jsonl", built)
+    generation = read_current(built)
+    target = folder / "memory.db"
+    if managed:
+        (folder / "index" / "gen-3").mkdir(parents=True)
+        (folder / "index" / "CURRENT").write_text("3\n")
+        target = folder / "index" / "gen-3" / "memory.db"
+    shutil.copy(built / "index" / f"gen-{generation}" / "memory.db", target)
+    return folder
+
+
+ADOPTABLE = [s for s in BUJO_FOLDERS if (FIXTURES / s.name / "expected" / SIDECAR).exists()]
+
+
+@pytest.mark.parametrize(("spec", "managed"), [
+    *((s, False) for s in ADOPTABLE), (ADOPTABLE[0], True)],
+    ids=[*(s.name for s in ADOPTABLE), f"{ADOPTABLE[0].name}-generation"])
+def test_adopt_replay_then_import_gives_the_original_tree(spec: Any, managed: bool,
+                                                          tmp_path: Path) -> None:
+    """C7, C8, F11-F14: a folder whose SQLite holds replay state but which has no sidecar is
+    refused by the import (never inferred from SQLite); adoption writes the sidecar the
+    original had, byte for byte; the import then gives the original's projections."""
+    folder = legacy_folder(spec, tmp_path, managed=managed)
+    root = tmp_path / "root"
+    with pytest.raises(ImportSourceError) as refused:
+        plan_import(root, folder, "reference", config=parse_config(spec.config))
+    assert refused.value.code == "replay_adoption_required"
+    run = cli("--root", str(root), "import", "apply", str(folder), "--from", "reference")
+    assert run.returncode == 1 and "adopt-replay" in run.stderr and not root.exists()
+    adopted = cli("--json", "adopt-replay", str(folder))
+    assert adopted.returncode == 0, adopted.stderr
+    shape = json.loads(adopted.stdout)
+    assert shape["lifecycle"] > 0 and shape["migration_marker"] is False
+    original = (FIXTURES / spec.name / "expected" / SIDECAR).read_bytes()
+    assert (folder / SIDECAR).read_bytes() == original
+    assert (folder / SIDECAR).stat().st_mode & 0o777 == 0o600
+    assert cli("adopt-replay", str(folder)).returncode == 1  # adopt_not_needed
+    apply_import(root, folder, "reference", config=parse_config(spec.config))
+    for name in [*(f"daily/{p.name}" for p in (folder / "daily").glob("*.md")), *PROJECTED]:
+        assert (root / name).read_bytes() == (folder / name).read_bytes(), name
+
+
+def test_adoption_refusals(tmp_path: Path) -> None:
+    spec = ADOPTABLE[0]
+    folder = legacy_folder(spec, tmp_path)
+    intake = folder / ".capture-intake"
+    (intake / "pending").mkdir(parents=True)
+    (intake / "pending" / "a.json").write_text("{}")
+    (intake / "migration-1.json").write_text("{}")
+    with pytest.raises(MemoryEsError, match="pending capture work beside a pending migration"):
+        adopt_replay(folder)
+    (intake / "migration-2.json").write_text("{}")
+    with pytest.raises(MemoryEsError, match="2 migration markers"):
+        adopt_replay(folder)
+    shutil.rmtree(intake)
+    (folder / "memory.db").unlink()
+    with pytest.raises(MemoryEsError) as nothing:
+        adopt_replay(folder)
+    assert nothing.value.code == "adopt_nothing"
+    root, _ = imported("mem0", tmp_path / "root")
+    with pytest.raises(MemoryEsError) as rooted:
+        adopt_replay(root)
+    assert rooted.value.code == "adopt_not_legacy"
+    assert not (folder / SIDECAR).exists()
+
+
+def test_a_sidecar_thread_comes_over_and_a_bad_sidecar_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    shutil.copytree(FIXTURES / "lifecycle" / "expected", folder)
+    sidecar = json.loads((folder / SIDECAR).read_text())
+    ids = [e["memory"] for e in sidecar["entries"]]
+    thread = {"at": "2026-07-08T09:00:00.000Z", "authority": "capture", "digest": "d" * 64,
+              "from": ids[1], "kind": "thread", "position": 99, "to": ids[0], "weight": 0.5}
+    sidecar["entries"].append(thread)
+    (folder / SIDECAR).write_bytes(canonical(sidecar) + b"\n")
+    root = tmp_path / "root"
+    apply_import(root, folder, "reference", config=parse_config(regen.BUJO_CAPTURE))
+    threads = [e for e in json.loads((root / SIDECAR).read_text())["entries"]
+               if e["kind"] == "thread"]
+    assert [(e["from"], e["to"], e["weight"], e["at"]) for e in threads] == \
+        [(ids[1], ids[0], 0.5, thread["at"])]
+    (folder / SIDECAR).write_text(json.dumps(sidecar, indent=1))  # not canonical (F6)
+    with pytest.raises(ImportSourceError) as bad:
+        plan_import(tmp_path / "other", folder, "reference")
+    assert bad.value.code == "import_malformed"
 
 
 @pytest.mark.parametrize("journal_backend", BACKENDS, indirect=True)

@@ -1,4 +1,4 @@
-"""``backup`` and ``import restore``: a root into one owner-only file and back (C5, C6, C16).
+"""``backup``, ``import`` and ``adopt-replay``: memory in and out (C5-C8, C16).
 
 ``backup`` reads (safe beside a running agent); ``import restore`` builds a new root and
 refuses a used one. Both are thin shells over :mod:`memory_es.backup.archive`.
@@ -195,8 +195,37 @@ def _apply(args: argparse.Namespace) -> int:
     return OK
 
 
+def cmd_adopt_replay(args: argparse.Namespace) -> int:
+    from memory_es.imports.adopt import adopt_replay
+
+    report = adopt_replay(args.source)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print(f"adopted {counted(report.lifecycle, 'lifecycle entry', 'lifecycle entries')} "
+              f"and {counted(report.threads, 'thread')} from {report.source} into "
+              f"{report.folder}/.replay-projection-v1.json (sha256 "
+              f"{report.sidecar_sha256[:16]}); attested {report.pending_intents} pending "
+              f"capture intents, {report.receipts} receipts, "
+              f"{'a' if report.migration_marker else 'no'} migration marker; next: "
+              f"memory-es --root NEW import apply {report.folder} --from reference --yes")
+    return OK
+
+
+def _adopt_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="SRC",
+                   help="a reference host's memory folder whose SQLite holds replay state "
+                        "but which has no sidecar; its agent stopped")
+
+
+ADOPT_REPLAY = Command(
+    "adopt-replay", "adopt a legacy folder's replay state from its SQLite as its sidecar, "
+    "metadata only, before importing it (C7, F11-F14)", cmd_adopt_replay, _adopt_options,
+    paths=frozenset({"source"}))
+
+
 IMPORT = Command("import", "restore a backup into a new root, or bring another tool's "
                  "memories in (C6, C16)", cmd_import, _import_options, _import_check,
                  paths=frozenset({"source"}))
 
-COMMANDS = (BACKUP, IMPORT)
+COMMANDS = (BACKUP, IMPORT, ADOPT_REPLAY)

@@ -12,7 +12,8 @@ options beside their bodies (:class:`~memory_es.cli.common.Command`):
   ``export``, ``health``, ``anchor``, ``calibrate``);
 - :mod:`~memory_es.cli.maintenance`: a library function that locks or builds the root itself
   (``rebuild``, ``replay``, ``migrate-journal``, ``rewrite-journal``);
-- :mod:`~memory_es.cli.backups`: a root into one file and back (``backup``, ``import``);
+- :mod:`~memory_es.cli.backups`: memory in and out (``backup``, ``import``,
+  ``adopt-replay``);
 - :mod:`~memory_es.cli.serve`: the MCP server (``serve-mcp``).
 """
 
@@ -25,8 +26,8 @@ GROUPS = (standalone, writer, reading, audit, maintenance, backups, serve)
 HELP_ORDER = (
     "validate", "remember", "set-status", "mark", "admit", "inspect", "export", "drain",
     "serve-mcp", "retry", "resolve", "forget", "rebuild", "consolidate", "replay", "health",
-    "anchor", "backup", "import", "migrate-journal", "rewrite-journal", "search", "calibrate",
-    "journal", "list", "show", "profile", "demo",
+    "anchor", "backup", "import", "adopt-replay", "migrate-journal", "rewrite-journal",
+    "search", "calibrate", "journal", "list", "show", "profile", "demo",
 )
 
 

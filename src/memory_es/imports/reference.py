@@ -31,6 +31,7 @@ from typing import Any
 from memory_es.credentials import CREDENTIAL_RULE, looks_like_credential
 from memory_es.events import Entity, Memory
 from memory_es.ids import run_hash, run_memory_id
+from memory_es.imports.adopt import needs_adoption
 from memory_es.imports.items import (
     ImportItem,
     ImportSourceError,
@@ -39,12 +40,11 @@ from memory_es.imports.items import (
     parse_time,
 )
 from memory_es.vocabulary import LIVE_STATUSES, REMEMBER_SOURCE
+from projections.graph import GRAPH_FILE, SIDECAR_FILE, sidecar_problem
 
 _DAY = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _META = re.compile(r"<!--mem (?P<body>[^\n]*?)-->\s*\Z")
 HISTORY = ("superseded", "invalidated")
-GRAPH_FILE = "graph.jsonl"
-SIDECAR_FILE = ".replay-projection-v1.json"
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class Folder:
     associations: dict[str, list[str]] = field(default_factory=dict)  # memory -> entity ids
     relations: list[dict[str, str]] = field(default_factory=list)
     ended: dict[str, str] = field(default_factory=dict)  # memory -> its sidecar "at"
+    threads: list[dict[str, Any]] = field(default_factory=list)  # the sidecar's, in order
 
 
 def _unescape(text: str) -> str:
@@ -136,10 +137,19 @@ def read_folder(path: Path) -> tuple[Folder, str]:
     sidecar = path / SIDECAR_FILE
     if sidecar.is_file():
         raw = sidecar.read_bytes()
+        if (problem := sidecar_problem(raw)) is not None:  # F6, F8: never half-trusted
+            raise ImportSourceError(f"{sidecar}: {problem}", code="import_malformed")
         digest.update(f"{SIDECAR_FILE}:{len(raw)}:".encode() + raw)
-        for entry in _json(raw, str(sidecar)).get("entries", []):
-            if isinstance(entry, dict) and entry.get("kind") == "lifecycle":
-                folder.ended[str(entry.get("memory"))] = str(entry.get("at"))
+        for entry in json.loads(raw)["entries"]:
+            if entry["kind"] == "lifecycle":
+                folder.ended[str(entry["memory"])] = str(entry["at"])
+            elif entry["kind"] == "thread":
+                folder.threads.append(entry)
+    elif (database := needs_adoption(path)) is not None:  # F11: never inferred from SQLite
+        raise ImportSourceError(
+            f"replay_adoption_required: {database} holds replay state and {path} has no "
+            f"{SIDECAR_FILE}; keep its agent stopped and run memory-es adopt-replay {path} "
+            "first (F11)", code="replay_adoption_required")
     return folder, digest.hexdigest()
 
 
@@ -254,6 +264,7 @@ def line_events(folder: Folder, lines: list[Line], known: Known, known_entity: K
                     version=versions[rel["from"]], at=at, entity_id=rel["from"],
                     to=rel["to"], relation=rel["relation"], memory=rel["memory"]))
                 versions[rel["from"]] += 1
+    new = {line.memory_id for line in written}
     for entity_id in entity_ids[named_upto:]:  # named by no line imported here
         name(entity_id, written[-1].at if written else datetime(1970, 1, 1, tzinfo=UTC))
     ends = {memory_id: n for n, memory_id in enumerate(folder.ended)}  # the sidecar's order
@@ -266,6 +277,13 @@ def line_events(folder: Folder, lines: list[Line], known: Known, known_entity: K
                                             at=at, memory_id=line.memory_id, by=by,
                                             status=line.status, run_hash=None))
             versions[line.memory_id] += 1
+    for thread in folder.threads:  # the sidecar's threads between lines written here
+        if thread["from"] in new and (thread["to"] in new or known(thread["to"])):
+            events.append(Memory.threaded(
+                version=versions[thread["from"]], at=parse_time(thread["at"], "at"),
+                memory_id=thread["from"], to=thread["to"], weight=float(thread["weight"]),
+                run_hash=str(thread["digest"])))
+            versions[thread["from"]] += 1
     return events, written
 
 
