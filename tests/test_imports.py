@@ -7,93 +7,43 @@ Markdown, ``import_samples/<format>/expected``). Importing twice writes nothing;
 counts are what applying writes; each refusal has a one-line reason in the dry run and in the
 receipt; a source that is not the format writes nothing at all; a running agent holds the
 import off. Regenerate the expected trees after a deliberate change with
-``python tests/test_imports.py --regenerate``.
+``python tests/helpers_imports.py --regenerate``.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import shutil
-import socket
 import subprocess
-import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ceilings import HANG_S
-from helpers_replay import FIXTURES, regen
+from helpers_imports import (
+    AT,
+    CLI,
+    JOURNAL,
+    SAMPLES,
+    SOURCES,
+    big_mem0,
+    cli,
+    expected,
+    free_port,
+    imported,
+    receipts,
+    source,
+    tree,
+)
 from journal_backends import BACKENDS, use_backend
 from memory_es import MemoryRoot
 from memory_es.config import parse_config
-from memory_es.errors import MemoryEsError
-from memory_es.events import Root
 from memory_es.imports import ImportSourceError, apply_import, plan_import
-from memory_es.imports.adopt import adopt_replay
 from memory_es.imports.apply import PART
-from memory_es.intake import CompletedTurn
+from memory_es.intake import MAX_ACTIVE, CompletedTurn
 from memory_es.store import MemoryStore
 from memory_es.transfer import replay_export
-from projections.graph import canonical
-from projections.replay import read_current
-
-SAMPLES = Path(__file__).resolve().parent / "import_samples"
-SOURCES = {"mem0": "mem0/memories.json", "notes": "notes/source",
-           "chatgpt": "chatgpt/conversations.json", "memory-es": "memory-es/journal.jsonl",
-           "mcp-memory": "mcp-memory/memory.jsonl"}
-JOURNAL = {"mode": "journal", "embeddings": {"provider": "local"}}
-AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-UNDATED_NOTE = "projects/untitled.md"  # no date in its front matter: its file time counts
-FILE_TIME = datetime(2025, 3, 1, 12, 0, tzinfo=UTC).timestamp()
-CLI = [sys.executable, "-m", "memory_es.cli"]
-SIDECAR = ".replay-projection-v1.json"
-
-
-def source(fmt: str, workdir: Path) -> Path:
-    """The sample, copied where its file time counts (git keeps none: the undated note and
-    the MCP graph, whose format holds no time, get a known one)."""
-    sample = SAMPLES / SOURCES[fmt]
-    workdir.mkdir(parents=True, exist_ok=True)
-    if sample.is_dir():
-        copy = workdir / "source"
-        shutil.copytree(sample, copy)
-        os.utime(copy / UNDATED_NOTE, (FILE_TIME, FILE_TIME))
-        return copy
-    if fmt == "mcp-memory":
-        copy = Path(shutil.copy(sample, workdir / sample.name))
-        os.utime(copy, (FILE_TIME, FILE_TIME))
-        return copy
-    return sample
-
-
-def imported(fmt: str, workdir: Path) -> tuple[Path, Any]:
-    root = workdir / "root"
-    report = apply_import(root, source(fmt, workdir), fmt, config=parse_config(JOURNAL),
-                          clock=lambda: AT)
-    return root, report
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    """What an import is pinned by: the exported journal and the daily Markdown."""
-    out = io.BytesIO()
-    MemoryRoot.open(root).export(out)
-    files = {f"daily/{p.name}": p.read_bytes() for p in sorted((root / "daily").glob("*.md"))}
-    return {"journal.jsonl": out.getvalue(), **files}
-
-
-def expected(fmt: str) -> dict[str, bytes]:
-    base = SAMPLES / fmt / "expected"
-    return {p.relative_to(base).as_posix(): p.read_bytes()
-            for p in sorted(base.rglob("*")) if p.is_file()}
-
-
-def receipts(root: Path) -> list[Root.Imported]:
-    return [e for _, e in MemoryRoot.open(root).events() if isinstance(e, Root.Imported)]
-
 
 # -- each format, pinned ---------------------------------------------------------------------
 
@@ -155,7 +105,7 @@ def test_mem0_refusals_have_one_line_reasons_and_the_rest_goes_in(tmp_path: Path
             "duplicate_id: the source holds this id more than once",
         "c3d4e5f6-0718-4293-a4b5-c6d7e8f90a1b": "unsafe_text: looks like a credential",
         "d4e5f6a7-1829-4a3b-b5c6-d7e8f90a1b2c":
-            "invalid: created_at: 'last tuesday' is not an ISO 8601 time",
+            "invalid: created_at: not an ISO 8601 time",
         "#7": "invalid: no string id",
     }
     assert len(report.new) == 3
@@ -242,177 +192,6 @@ def test_a_tampered_export_is_refused_whole(tmp_path: Path) -> None:
     assert caught.value.code == "import_malformed"
 
 
-# -- the reference host's own folder (DESIGN 9.1: legacy roots enter through import) ---------
-
-BUJO_FOLDERS = [s for s in regen.SPECS if s.config.get("mode") == "bujo"
-                and (FIXTURES / s.name / "expected" / "graph.jsonl").exists()]
-PROJECTED = ("graph.jsonl", "index.md")
-
-
-@pytest.mark.parametrize("spec", BUJO_FOLDERS, ids=lambda s: s.name)
-def test_a_reference_folder_becomes_the_same_lines(spec: Any, tmp_path: Path) -> None:
-    """Each golden BuJo tree, read as a reference host's folder (its daily Markdown,
-    graph.jsonl and sidecar) into a new BuJo root: the same daily files, graph and
-    consolidation byte for byte, supersession timed as the sidecar says, health clean; a
-    second run writes nothing; the dry run counts what apply writes."""
-    folder = FIXTURES / spec.name / "expected"
-    root = tmp_path / "root"
-    config = parse_config(spec.config)
-    plan = plan_import(root, folder, "reference", config=config)
-    report = apply_import(root, folder, "reference", config=config, clock=lambda: AT)
-    assert (plan.new, plan.already, plan.refused) == (report.new, 0, [])
-    daily = sorted((folder / "daily").glob("*.md"))
-    assert daily and [p.name for p in sorted((root / "daily").glob("*.md"))] == \
-        [p.name for p in daily]
-    for source in [*daily, *(folder / name for name in PROJECTED)]:
-        assert (root / source.relative_to(folder)).read_bytes() == source.read_bytes(), source
-    ended = [{k: v for k, v in e.items() if k not in ("position", "digest", "authority")}
-             for e in json.loads((folder / SIDECAR).read_text())["entries"]]
-    assert [{k: v for k, v in e.items() if k not in ("position", "digest", "authority")}
-            for e in json.loads((root / SIDECAR).read_text())["entries"]] == ended
-    health = MemoryRoot.open(root).health()
-    assert (health.status, health.findings) == ("clean", ())
-    before = tree(root)
-    again = apply_import(root, folder, "reference")
-    assert (again.new, again.already, again.receipts) == ([], len(report.new), [])
-    assert tree(root) == before
-
-
-def test_a_reference_folder_into_journal_keeps_its_live_lines(tmp_path: Path) -> None:
-    """Lite and Journal keep no supersession (F10): live lines become turns on their own
-    day with their session; superseded ones are refused, saying why."""
-    folder = FIXTURES / "lifecycle" / "expected"
-    report = apply_import(tmp_path / "root", folder, "reference", config=parse_config(JOURNAL))
-    history = [r for r in report.refused if r.reason.startswith("history: superseded")]
-    assert len(history) == 2 and len(report.new) == 8
-    handle = MemoryRoot.open(tmp_path / "root")
-    texts = {m.text for m in handle.list_memories(limit=50).memories}
-    assert len(texts) == 8
-    assert {p.name for p in (tmp_path / "root" / "daily").glob("*.md")} <= \
-        {p.name for p in (folder / "daily").glob("*.md")}
-
-
-def test_reference_bullets_old_and_new_forms(tmp_path: Path) -> None:
-    """K11/K12: a legacy one-line bullet and one without metadata read too (the latter with
-    an id from its place and no session, K7, K8); a credential is refused (J5)."""
-    folder = tmp_path / "legacy"
-    (folder / "daily").mkdir(parents=True)
-    (folder / "daily" / "2024-05-01.md").write_text(
-        "# 2024-05-01\n\n"
-        "- Old bullet with &lt;b&gt; tags <!--mem id=" + "a" * 64 + " type=note status=open "
-        "recorded=2024-05-01T08:00:00.000Z source_session=web%3Aold-->\n\n"
-        "- A bullet written before metadata existed\n\n"
-        "- The AWS secret is AKIAIOSFODNN7EXAMPLE\n"
-        "  <!--mem id=" + "b" * 64 + " type=note status=open "
-        "recorded=2024-05-01T09:00:00.000Z-->\n")
-    report = apply_import(tmp_path / "root", folder, "reference",
-                          config=parse_config(JOURNAL))
-    assert [r.to_json() for r in report.refused] == [
-        {"id": "b" * 64, "reason": "unsafe_text: looks like a credential"}]
-    rows = {e.summary: e for _, e in MemoryRoot.open(tmp_path / "root").events()
-            if hasattr(e, "summary")}
-    assert set(rows) == {"Old bullet with <b> tags", "A bullet written before metadata existed"}
-    assert rows["Old bullet with <b> tags"].session == "web:old"
-    assert rows["A bullet written before metadata existed"].session is None
-    assert rows["A bullet written before metadata existed"].timestamp == \
-        datetime(2024, 5, 1, tzinfo=UTC)
-
-
-def legacy_folder(spec: Any, workdir: Path, *, managed: bool = False) -> Path:
-    """A reference folder as a legacy host leaves it: the golden tree without its sidecar,
-    and the SQLite index holding the replay state (an unmanaged memory.db, or a managed
-    generation under index/)."""
-    folder = workdir / "legacy"
-    shutil.copytree(FIXTURES / spec.name / "expected", folder)
-    (folder / SIDECAR).unlink()
-    built = workdir / "built"
-    replay_export(FIXTURES / spec.name / "journal.jsonl", built)
-    generation = read_current(built)
-    target = folder / "memory.db"
-    if managed:
-        (folder / "index" / "gen-3").mkdir(parents=True)
-        (folder / "index" / "CURRENT").write_text("3\n")
-        target = folder / "index" / "gen-3" / "memory.db"
-    shutil.copy(built / "index" / f"gen-{generation}" / "memory.db", target)
-    return folder
-
-
-ADOPTABLE = [s for s in BUJO_FOLDERS if (FIXTURES / s.name / "expected" / SIDECAR).exists()]
-
-
-@pytest.mark.parametrize(("spec", "managed"), [
-    *((s, False) for s in ADOPTABLE), (ADOPTABLE[0], True)],
-    ids=[*(s.name for s in ADOPTABLE), f"{ADOPTABLE[0].name}-generation"])
-def test_adopt_replay_then_import_gives_the_original_tree(spec: Any, managed: bool,
-                                                          tmp_path: Path) -> None:
-    """C7, C8, F11-F14: a folder whose SQLite holds replay state but which has no sidecar is
-    refused by the import (never inferred from SQLite); adoption writes the sidecar the
-    original had, byte for byte; the import then gives the original's projections."""
-    folder = legacy_folder(spec, tmp_path, managed=managed)
-    root = tmp_path / "root"
-    with pytest.raises(ImportSourceError) as refused:
-        plan_import(root, folder, "reference", config=parse_config(spec.config))
-    assert refused.value.code == "replay_adoption_required"
-    run = cli("--root", str(root), "import", "apply", str(folder), "--from", "reference")
-    assert run.returncode == 1 and "adopt-replay" in run.stderr and not root.exists()
-    adopted = cli("--json", "adopt-replay", str(folder))
-    assert adopted.returncode == 0, adopted.stderr
-    shape = json.loads(adopted.stdout)
-    assert shape["lifecycle"] > 0 and shape["migration_marker"] is False
-    original = (FIXTURES / spec.name / "expected" / SIDECAR).read_bytes()
-    assert (folder / SIDECAR).read_bytes() == original
-    assert (folder / SIDECAR).stat().st_mode & 0o777 == 0o600
-    assert cli("adopt-replay", str(folder)).returncode == 1  # adopt_not_needed
-    apply_import(root, folder, "reference", config=parse_config(spec.config))
-    for name in [*(f"daily/{p.name}" for p in (folder / "daily").glob("*.md")), *PROJECTED]:
-        assert (root / name).read_bytes() == (folder / name).read_bytes(), name
-
-
-def test_adoption_refusals(tmp_path: Path) -> None:
-    spec = ADOPTABLE[0]
-    folder = legacy_folder(spec, tmp_path)
-    intake = folder / ".capture-intake"
-    (intake / "pending").mkdir(parents=True)
-    (intake / "pending" / "a.json").write_text("{}")
-    (intake / "migration-1.json").write_text("{}")
-    with pytest.raises(MemoryEsError, match="pending capture work beside a pending migration"):
-        adopt_replay(folder)
-    (intake / "migration-2.json").write_text("{}")
-    with pytest.raises(MemoryEsError, match="2 migration markers"):
-        adopt_replay(folder)
-    shutil.rmtree(intake)
-    (folder / "memory.db").unlink()
-    with pytest.raises(MemoryEsError) as nothing:
-        adopt_replay(folder)
-    assert nothing.value.code == "adopt_nothing"
-    root, _ = imported("mem0", tmp_path / "root")
-    with pytest.raises(MemoryEsError) as rooted:
-        adopt_replay(root)
-    assert rooted.value.code == "adopt_not_legacy"
-    assert not (folder / SIDECAR).exists()
-
-
-def test_a_sidecar_thread_comes_over_and_a_bad_sidecar_is_refused(tmp_path: Path) -> None:
-    folder = tmp_path / "folder"
-    shutil.copytree(FIXTURES / "lifecycle" / "expected", folder)
-    sidecar = json.loads((folder / SIDECAR).read_text())
-    ids = [e["memory"] for e in sidecar["entries"]]
-    thread = {"at": "2026-07-08T09:00:00.000Z", "authority": "capture", "digest": "d" * 64,
-              "from": ids[1], "kind": "thread", "position": 99, "to": ids[0], "weight": 0.5}
-    sidecar["entries"].append(thread)
-    (folder / SIDECAR).write_bytes(canonical(sidecar) + b"\n")
-    root = tmp_path / "root"
-    apply_import(root, folder, "reference", config=parse_config(regen.BUJO_CAPTURE))
-    threads = [e for e in json.loads((root / SIDECAR).read_text())["entries"]
-               if e["kind"] == "thread"]
-    assert [(e["from"], e["to"], e["weight"], e["at"]) for e in threads] == \
-        [(ids[1], ids[0], 0.5, thread["at"])]
-    (folder / SIDECAR).write_text(json.dumps(sidecar, indent=1))  # not canonical (F6)
-    with pytest.raises(ImportSourceError) as bad:
-        plan_import(tmp_path / "other", folder, "reference")
-    assert bad.value.code == "import_malformed"
-
-
 @pytest.mark.parametrize("journal_backend", BACKENDS, indirect=True)
 def test_import_on_each_journal_backend(journal_backend: str, tmp_path: Path) -> None:
     """The same import, the same export, whichever backend holds the journal."""
@@ -428,10 +207,6 @@ def journal_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
 
 
 # -- a source that is not the format, through the API and the CLI -----------------------------
-
-
-def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=HANG_S)
 
 
 @pytest.mark.parametrize(("fmt", "content", "code"), [
@@ -533,19 +308,6 @@ def test_a_running_mcp_server_holds_import_off_and_backup_reads_beside_it(
     assert backup.returncode == 0, backup.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def big_mem0(path: Path, count: int) -> Path:
-    rows = [{"id": f"id-{i:05d}", "memory": f"Fact number {i} about topic {i % 97}",
-             "created_at": f"2025-01-{1 + i % 28:02d}T10:00:00Z"} for i in range(count)]
-    path.write_text(json.dumps(rows))
-    return path
-
-
 def crashed_import(root: Path, src: Path, boundary: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEMORY_ES_CRASH_AT": boundary}
     config = root.parent / "config.json"
@@ -587,21 +349,58 @@ def test_an_import_larger_than_the_active_bound_goes_in_whole(tmp_path: Path) ->
     assert len(report.new) == 4200 and report.refused == [] and len(report.receipts) == 5
 
 
-def regenerate() -> None:
-    """Write each format's expected tree from the current code (a deliberate change)."""
-    import tempfile
+def test_a_capture_root_counts_the_waiting_bound_in_the_dry_run_too(tmp_path: Path) -> None:
+    """B18: a capture root's turns wait for the model, so past 4,096 waiting turns the rest
+    is refused, and the dry run says so before anything is written; the source's refusals
+    are in the first receipt, not repeated in every part's."""
+    config = parse_config({"mode": "bujo", "writeMode": "capture", "embeddings": {"dim": 8},
+                           "llm": {"provider": "ollama", "model": "m"}})
+    src = big_mem0(tmp_path / "big.json", MAX_ACTIVE + 104)
+    plan = plan_import(tmp_path / "root", src, "mem0", config=config)
+    done = apply_import(tmp_path / "root", src, "mem0", config=config)
+    assert (len(plan.new), len(done.new)) == (MAX_ACTIVE, MAX_ACTIVE)
+    assert plan.refused == done.refused and len(done.refused) == 104
+    assert {r.reason for r in done.refused} == {"rejected: too_many_active_records"}
+    assert done.waiting_for_capture == MAX_ACTIVE
+    first, *rest = receipts(tmp_path / "root")
+    assert len(first.refused) == 104 and all(r.refused == [] for r in rest)
 
-    os.environ["MEMORY_ES_KEY_STORE"] = tempfile.mkdtemp()
-    for fmt in SOURCES:
-        with tempfile.TemporaryDirectory() as work:
-            root, _ = imported(fmt, Path(work))
-            base = SAMPLES / fmt / "expected"
-            shutil.rmtree(base, ignore_errors=True)
-            for name, data in tree(root).items():
-                (base / name).parent.mkdir(parents=True, exist_ok=True)
-                (base / name).write_bytes(data)
-            print(f"{fmt}: {len(tree(root))} files")
+
+def test_note_paths_stay_out_of_the_receipt_and_links_are_refused(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "my divorce lawyer.md").write_text("---\ndate: 2025-01-01\n---\nCall on Monday.\n")
+    outside = tmp_path / "outside.md"
+    outside.write_text("A file outside the folder.\n")
+    os.symlink(outside, notes / "link.md")
+    report = apply_import(tmp_path / "root", notes, "notes", config=parse_config(JOURNAL))
+    assert [r.to_json() for r in report.refused] == [
+        {"id": "link.md", "reason": "invalid: not a regular file (a link, FIFO or device)"}]
+    [receipt] = receipts(tmp_path / "root")
+    state = json.dumps([receipt.admitted, receipt.refused])
+    assert "divorce" not in state and "link.md" not in state and len(receipt.admitted) == 1
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--regenerate"]:
-    regenerate()
+def test_chatgpt_messages_without_a_reply_are_refused_not_lost(tmp_path: Path) -> None:
+    conversations = json.loads((SAMPLES / SOURCES["chatgpt"]).read_text())
+    mapping = conversations[1]["mapping"]
+    mapping["a"]["children"] = ["u2"]
+    mapping["u2"] = {"id": "u2", "parent": "a", "children": [], "message": {
+        "id": "u2", "author": {"role": "user"}, "create_time": 1720000200.0,
+        "content": {"content_type": "text", "parts": ["And a card?"]}}}
+    conversations[1]["current_node"] = "u2"
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps(conversations))
+    report = plan_import(tmp_path / "root", src, "chatgpt")
+    assert [r.to_json() for r in report.refused] == [{
+        "id": "7770b3a1-2c3d-4e5f-9a01-b2c3d4e5f607/u2",
+        "reason": "unanswered: a user message without an assistant reply is no completed turn"}]
+    assert len(report.new) == 3
+
+
+def test_json_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "deep.json"
+    src.write_text("[" * 100_000 + "]" * 100_000)
+    run = cli("--root", str(tmp_path / "root"), "import", "apply", str(src), "--from", "mem0")
+    assert run.returncode == 2 and "nested too deep" in run.stderr
+    assert run.stderr.count("\n") == 1

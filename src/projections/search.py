@@ -59,6 +59,14 @@ def same_text(conn: apsw.Connection, normal: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def status_of(conn: apsw.Connection | None, memory_id: str) -> str | None:
+    """A line's status in the index (None: no such line, or no index)."""
+    if conn is None:
+        return None
+    row = conn.execute("SELECT status FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def entities_by_name(conn: apsw.Connection, type_: str | None = None
                      ) -> dict[tuple[str, str], str]:
     """``ids.name_key`` -> id of each stored entity (of ``type_``, or all), the first by row

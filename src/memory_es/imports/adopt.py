@@ -12,8 +12,10 @@ reference``) without any model call. It attests the folder's capture work as it 
 ``.capture-intake/resolved``) and at most one migration marker (``.capture-intake/
 migration*``), refusing pending capture work beside a pending migration; that work itself is
 not imported. A memory_es root needs none of this: its journal holds its replay state and
-``memory-es rebuild`` writes its sidecar, so adoption refuses one. Nothing can serve the
-folder between adoption and import: memory_es refuses to start a journal beside projections.
+``memory-es rebuild`` writes its sidecar, so adoption refuses one. Nothing of memory_es can
+serve the folder between adoption and import (it refuses to start a journal beside
+projections); whether the reference host itself still runs on it is beyond what memory_es can
+see (its lock is its own): stop it first, as the command's help says (C16).
 """
 
 from __future__ import annotations

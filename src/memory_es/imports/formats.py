@@ -23,7 +23,6 @@ the format at all fails whole (:class:`ImportSourceError`, nothing written).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -37,13 +36,13 @@ from memory_es.imports.items import (
     ImportItem,
     ImportSourceError,
     SourceRead,
+    json_of,
     parse_time,
+    regular_bytes,
 )
 from memory_es.imports.peers import read_mcp_memory, read_memory_es
 from memory_es.imports.reference import read_reference
 from memory_es.vocabulary import IMPORT_FORMATS
-
-MAX_SOURCE_BYTES = 512 * 1024 * 1024  # a JSON source is read whole
 
 
 def read_source(fmt: str, path: str | Path) -> SourceRead:
@@ -52,7 +51,7 @@ def read_source(fmt: str, path: str | Path) -> SourceRead:
     if reader is None:
         raise ImportSourceError(f"import_format_unknown: {fmt!r} is not one of "
                                 f"{', '.join(FORMATS)}", code="import_format_unknown")
-    source = Path(path)
+    source = Path(path).resolve()  # the source named may be a link; nothing inside it may
     if not source.exists():
         raise ImportSourceError(f"{source}: no such file or folder", code="not_found")
     return reader(source)
@@ -62,14 +61,8 @@ def _json(path: Path, fmt: str) -> tuple[Any, str]:
     if not path.is_file():
         raise ImportSourceError(f"{path}: a {fmt} source is one JSON file",
                                 code="import_wrong_format")
-    if path.stat().st_size > MAX_SOURCE_BYTES:
-        raise ImportSourceError(f"{path}: larger than {MAX_SOURCE_BYTES} bytes",
-                                code="import_malformed")
-    raw = path.read_bytes()
-    try:
-        return json.loads(raw), hashlib.sha256(raw).hexdigest()
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ImportSourceError(f"{path}: not JSON ({e})", code="import_malformed") from None
+    raw = regular_bytes(path)
+    return json_of(raw, str(path)), hashlib.sha256(raw).hexdigest()
 
 
 def _wrong(path: Path, fmt: str, expected: str) -> ImportSourceError:
@@ -154,7 +147,11 @@ def read_notes(path: Path) -> SourceRead:
     read = SourceRead("notes", "")
     for note in _notes(path):
         rel = note.relative_to(path).as_posix()
-        raw = note.read_bytes()
+        try:
+            raw = regular_bytes(note)
+        except ImportSourceError:
+            read.refuse(rel, "invalid: not a regular file (a link, FIFO or device)")
+            continue
         digest.update(f"{len(rel)}:{rel}{len(raw)}:".encode("utf-8", "surrogateescape") + raw)
         try:
             text = raw.decode("utf-8")
@@ -228,11 +225,22 @@ def read_chatgpt(path: Path) -> SourceRead:
         for message in _branch(conversation["mapping"], conversation.get("current_node")):
             role = _role(message)
             if role == "user":
-                asked = message
+                if asked is not None:
+                    _unanswered(read, conv_id, asked)
+                asked = message if _message_text(message) else None
             elif role == "assistant" and asked is not None and _message_text(message):
                 _exchange(read, conv_id, asked, message, conversation)
                 asked = None
+        if asked is not None:
+            _unanswered(read, conv_id, asked)
     return read
+
+
+def _unanswered(read: SourceRead, conv_id: str, asked: dict[str, Any]) -> None:
+    """A user message the assistant never answered on this branch: not a completed turn
+    (A8), so refused with its reason rather than lost without one."""
+    read.refuse(f"{conv_id}/{asked.get('id')}", "unanswered: a user message without an "
+                "assistant reply is no completed turn")
 
 
 def _exchange(read: SourceRead, conv_id: str, asked: dict[str, Any], reply: dict[str, Any],

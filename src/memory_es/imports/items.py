@@ -9,8 +9,12 @@ missing, is not JSON, or is another format): then nothing is written at all.
 
 from __future__ import annotations
 
+import json
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 from memory_es.capture.contracts.common import check_safe_text
 from memory_es.errors import MemoryEsError
@@ -83,14 +87,22 @@ class SourceRead:
             return "duplicate_id: the source holds this id more than once"
         if not item.answer.strip():
             return "empty: no text to remember"
-        size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
-        if size > max_bytes:
-            return f"too_large: {size} UTF-8 bytes, more than {max_bytes}"
-        for text in texts:
-            rule = check_safe_text(text)
-            if rule is not None:
-                return f"unsafe_text: {rule}"
-        return None
+        return text_problem(*texts, max_bytes=max_bytes)
+
+
+def text_problem(*texts: str, max_bytes: int) -> str | None:
+    """Why texts cannot be written (content-free), or None: none is empty, together they
+    fit ``max_bytes``, none holds a credential or an unsafe character (Remember's screen)."""
+    if not any(t.strip() for t in texts):
+        return "empty: no text to remember"
+    size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    if size > max_bytes:
+        return f"too_large: {size} UTF-8 bytes, more than {max_bytes}"
+    for text in texts:
+        rule = check_safe_text(text)
+        if rule is not None:
+            return f"unsafe_text: {rule}"
+    return None
 
 
 def parse_time(value: object, what: str) -> datetime:
@@ -100,12 +112,42 @@ def parse_time(value: object, what: str) -> datetime:
         raise ValueError(f"{what}: no time")
     if isinstance(value, int | float):
         if not 0 <= value < 253402300800:
-            raise ValueError(f"{what}: {value} is not an epoch time")
+            raise ValueError(f"{what}: not an epoch time")
         return datetime.fromtimestamp(value, UTC)
     if isinstance(value, str):
         try:
             at = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"{what}: {value[:40]!r} is not an ISO 8601 time") from None
+            raise ValueError(f"{what}: not an ISO 8601 time") from None
         return (at if at.tzinfo is not None else at.replace(tzinfo=UTC)).astimezone(UTC)
     raise ValueError(f"{what}: expected a time, got {type(value).__name__}")
+
+
+MAX_FILE_BYTES = 512 * 1024 * 1024  # a source file is read whole
+
+
+def regular_bytes(path: Path) -> bytes:
+    """The bytes of ``path`` when it is a regular file (not a symlink, a FIFO or a device,
+    which could lead out of the source or block) within :data:`MAX_FILE_BYTES`."""
+    try:
+        mode = path.lstat()
+    except OSError as e:
+        raise ImportSourceError(f"{path}: {e.strerror}", code="not_found") from None
+    if not stat.S_ISREG(mode.st_mode):
+        raise ImportSourceError(f"{path}: not a regular file (a link, FIFO or device)",
+                                code="import_malformed")
+    if mode.st_size > MAX_FILE_BYTES:
+        raise ImportSourceError(f"{path}: larger than {MAX_FILE_BYTES} bytes",
+                                code="import_malformed")
+    return path.read_bytes()
+
+
+def json_of(raw: bytes | str, where: str) -> Any:
+    """``raw`` decoded as JSON, or :class:`ImportSourceError` naming ``where``."""
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ImportSourceError(f"{where}: not JSON ({e})", code="import_malformed") from None
+    except RecursionError:
+        raise ImportSourceError(f"{where}: JSON nested too deep", code="import_malformed") \
+            from None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,12 @@ from memory_es.imports.items import (
     ImportSourceError,
     SourceRead,
     parse_time,
+    regular_bytes,
 )
 from memory_es.transfer import read_export
 from memory_es.vocabulary import REMEMBER_SOURCE
 
+_HASH = re.compile(r"[0-9a-f]{64}")
 TURN_MAX_BYTES = 640 * 1024  # admission's own record bound decides (record_too_large)
 
 
@@ -43,7 +46,7 @@ def _file(path: Path, fmt: str, expected: str) -> bytes:
     if not path.is_file():
         raise ImportSourceError(f"{path}: not a {fmt} source: expected {expected}",
                                 code="import_wrong_format")
-    return path.read_bytes()
+    return regular_bytes(path)
 
 
 # -- another memory_es root ------------------------------------------------------------------
@@ -53,7 +56,8 @@ def read_memory_es(path: Path) -> SourceRead:
     raw = _file(path, "memory-es", "one JSONL export (memory-es export --journal FILE)")
     read = SourceRead("memory-es", hashlib.sha256(raw).hexdigest())
     try:
-        events = [(e.topic, json.loads(e.state)) for e in read_export(path)]
+        events = [(e.topic, {**json.loads(e.state), "_position": n})
+                  for n, e in enumerate(read_export(path), start=1)]
     except IntegrityError as e:
         code = "import_wrong_format" if e.code == "export_malformed" else "import_malformed"
         raise ImportSourceError(f"not a memory-es export: {e}", code=code) from None
@@ -70,7 +74,10 @@ def read_memory_es(path: Path) -> SourceRead:
 
 
 def _turn(read: SourceRead, state: dict[str, Any]) -> None:
-    run_hash = str(state.get("run_hash"))
+    run_hash = state.get("run_hash")
+    if not isinstance(run_hash, str) or not _HASH.fullmatch(run_hash):
+        read.refuse(f"position {state.get('_position')}", "invalid: no run_hash")
+        return
     summary = state.get("summary")
     if not isinstance(summary, str) or not isinstance(state.get("content_sha256"), str) \
             or not state["content_sha256"]:

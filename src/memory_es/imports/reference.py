@@ -28,17 +28,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_es.credentials import CREDENTIAL_RULE, looks_like_credential
+from memory_es.errors import InvalidArgumentError
 from memory_es.events import Entity, Memory
 from memory_es.ids import run_hash, run_memory_id
 from memory_es.imports.adopt import needs_adoption
 from memory_es.imports.items import (
+    NOTE_MAX_BYTES,
     ImportItem,
     ImportSourceError,
     Refusal,
     SourceRead,
+    json_of,
     parse_time,
+    regular_bytes,
+    text_problem,
 )
+from memory_es.validity import check_validity
 from memory_es.vocabulary import LIVE_STATUSES, REMEMBER_SOURCE
 from projections.graph import GRAPH_FILE, SIDECAR_FILE, sidecar_problem
 
@@ -125,26 +130,23 @@ def read_folder(path: Path) -> tuple[Folder, str]:
     for file in sorted(daily.glob("*.md")):
         if not _DAY.match(file.stem):
             continue
-        raw = file.read_bytes()
+        raw = regular_bytes(file)
         digest.update(f"{file.name}:{len(raw)}:".encode() + raw)
         folder.lines.extend(read_daily(file.stem, raw.decode("utf-8", "replace")))
     graph = path / GRAPH_FILE
     if graph.is_file():
-        raw = graph.read_bytes()
+        raw = regular_bytes(graph)
         digest.update(f"{GRAPH_FILE}:{len(raw)}:".encode() + raw)
         for number, row in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
             _graph_row(folder, row, f"{graph}:{number}")
     sidecar = path / SIDECAR_FILE
     if sidecar.is_file():
-        raw = sidecar.read_bytes()
+        raw = regular_bytes(sidecar)
         if (problem := sidecar_problem(raw)) is not None:  # F6, F8: never half-trusted
             raise ImportSourceError(f"{sidecar}: {problem}", code="import_malformed")
         digest.update(f"{SIDECAR_FILE}:{len(raw)}:".encode() + raw)
         for entry in json.loads(raw)["entries"]:
-            if entry["kind"] == "lifecycle":
-                folder.ended[str(entry["memory"])] = str(entry["at"])
-            elif entry["kind"] == "thread":
-                folder.threads.append(entry)
+            _sidecar_entry(folder, entry, str(sidecar))
     elif (database := needs_adoption(path)) is not None:  # F11: never inferred from SQLite
         raise ImportSourceError(
             f"replay_adoption_required: {database} holds replay state and {path} has no "
@@ -154,23 +156,51 @@ def read_folder(path: Path) -> tuple[Folder, str]:
 
 
 def _json(raw: bytes | str, where: str) -> Any:
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ImportSourceError(f"{where}: not JSON ({e})", code="import_malformed") from None
+    return json_of(raw, where)
+
+
+GRAPH_KEYS: dict[str, tuple[str, ...]] = {
+    "entity": ("id", "name", "type"), "association": ("entity", "memory"),
+    "relation": ("from", "relation", "to", "memory")}
+SIDECAR_KEYS: dict[str, tuple[str, ...]] = {
+    "lifecycle": ("memory", "status", "by", "at"), "thread": ("from", "to", "weight", "at")}
+
+
+def _fields(obj: object, keys: dict[str, tuple[str, ...]], where: str) -> dict[str, Any]:
+    """``obj``'s fields when it is a row of a known kind holding every key that kind needs
+    (strings, a number for a weight); :class:`ImportSourceError` otherwise."""
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    if not isinstance(obj, dict) or kind not in keys or not all(
+            isinstance(obj.get(k), float | int if k == "weight" else str)
+            and not isinstance(obj.get(k), bool) for k in keys[kind]):
+        raise ImportSourceError(f"{where}: not a {' or '.join(keys)} row with all its fields",
+                                code="import_malformed")
+    return obj
 
 
 def _graph_row(folder: Folder, row: str, where: str) -> None:
     if not row.strip():
         return
-    obj = _json(row, where)
-    kind = obj.get("kind") if isinstance(obj, dict) else None
-    if kind == "entity":
-        folder.entities[str(obj["id"])] = (str(obj["name"]), str(obj["type"]))
-    elif kind == "association":
-        folder.associations.setdefault(str(obj["memory"]), []).append(str(obj["entity"]))
-    elif kind == "relation":
-        folder.relations.append({k: str(obj[k]) for k in ("from", "relation", "to", "memory")})
+    obj = _fields(_json(row, where), GRAPH_KEYS, where)
+    if obj["kind"] == "entity":
+        folder.entities[obj["id"]] = (obj["name"], obj["type"])
+    elif obj["kind"] == "association":
+        folder.associations.setdefault(obj["memory"], []).append(obj["entity"])
+    else:
+        folder.relations.append({k: obj[k] for k in GRAPH_KEYS["relation"]})
+
+
+def _sidecar_entry(folder: Folder, entry: object, where: str) -> None:
+    obj = _fields(entry, SIDECAR_KEYS, where)
+    try:
+        parse_time(obj["at"], "at")
+    except ValueError:
+        raise ImportSourceError(f"{where}: an entry's at is not an ISO 8601 time",
+                                code="import_malformed") from None
+    if obj["kind"] == "lifecycle":
+        folder.ended[obj["memory"]] = obj["at"]
+    else:
+        folder.threads.append(obj)
 
 
 # -- as turns (Lite, Journal) -----------------------------------------------------------------
@@ -195,37 +225,89 @@ def as_turns(folder: Folder, digest: str) -> SourceRead:
             read.refuse(line.memory_id, f"invalid: {e}")
             continue
         session = line.meta.get("source_session")
-        read.add(ImportItem(line.memory_id, at, line.text, session=session), 2048)
+        read.add(ImportItem(line.memory_id, at, line.text, session=session), NOTE_MAX_BYTES)
     return read
 
 
 # -- as curated lines (BuJo) ------------------------------------------------------------------
 
 
-def screened(folder: Folder) -> tuple[list[Line], list[Refusal]]:
-    """The lines a root may take: a line whose time does not read, or whose text looks like
-    a credential (J5), is refused with its reason."""
-    lines, refused = [], []
-    for line in folder.lines:
+KINDS = ("note", "event", "task", "observation")
+STATUSES = frozenset(LIVE_STATUSES | {"dropped", *HISTORY})
+_ID = re.compile(r"[0-9a-f]{64}")
+
+
+def line_problem(line: Line) -> str | None:
+    """Why a line cannot be written as the folder states it (content-free), or None: the
+    same text rules as every other import, and metadata a reader of the root can trust."""
+    m = line.meta
+    if "id" in m and not _ID.fullmatch(m["id"]):
+        return "invalid: id is not 64 lowercase hex characters"
+    if line.status not in STATUSES or m.get("type", "note") not in KINDS:
+        return "invalid: status or type is not one the format has (K14)"
+    for name in ("recorded", "due", "valid_from", "valid_to"):  # no value in the reason
         try:
-            line.at  # noqa: B018 - read to check it
-        except ValueError as e:
-            refused.append(Refusal(line.memory_id, f"invalid: {e}"))
+            _ = line.at if name == "recorded" else check_validity(name, m.get(name))
+        except (ValueError, InvalidArgumentError):
+            return f"invalid: {name} is not a valid time"
+    if line.status in HISTORY and m.get("superseded_by") in (None, "", line.memory_id):
+        return f"invalid: {line.status} without the line that replaced it"
+    return text_problem(line.text, max_bytes=NOTE_MAX_BYTES)
+
+
+def screened(folder: Folder) -> tuple[list[Line], list[Refusal]]:
+    """The lines a root may take, and a refusal for each other one: :func:`line_problem`, a
+    repeated id, and a superseded line whose successor is not taken (it would dangle)."""
+    lines: list[Line] = []
+    refused: list[Refusal] = []
+    seen: set[str] = set()
+    for line in folder.lines:
+        problem = line_problem(line)
+        if problem is None and line.memory_id in seen:
+            problem = "duplicate_id: the folder holds this id more than once"
+        if problem is not None:
+            refused.append(Refusal(line.memory_id, problem))
             continue
-        if looks_like_credential(line.text):
-            refused.append(Refusal(line.memory_id, f"unsafe_text: {CREDENTIAL_RULE}"))
-            continue
+        seen.add(line.memory_id)
         lines.append(line)
-    return lines, refused
+    while True:  # a chain whose newest line was refused leaves with it
+        taken = {line.memory_id for line in lines}
+        dangling = [line for line in lines if line.status in HISTORY
+                    and line.meta["superseded_by"] not in taken]
+        if not dangling:
+            return lines, refused
+        refused.extend(Refusal(line.memory_id, "invalid: the line that replaced it is not "
+                               "imported") for line in dangling)
+        lines = [line for line in lines if line not in dangling]
 
 
-Known = Callable[[str], bool]
+Stored = Callable[[str], str | None]  # a memory id -> its status here (None: not here)
+Versions = Callable[[str], int]  # an entity id -> how many events it has here (0: none)
 
 
-def line_events(folder: Folder, lines: list[Line], known: Known, known_entity: Known,
-                tier: str) -> tuple[list[Any], list[Line]]:
-    """The events that write ``lines`` whose memory id is not ``known`` here, the graph's
-    entities not known here, their relations, and the supersessions; and the lines written."""
+def changed(lines: list[Line], stored: Stored) -> tuple[list[Line], list[Refusal], int]:
+    """The lines not here yet; a refusal for each line here whose status the folder has
+    changed since (``changed_since_import``: the root keeps its own history); and how many
+    are here as the folder states them."""
+    fresh, refused, already = [], [], 0
+    for line in lines:
+        status = stored(line.memory_id)
+        if status is None:
+            fresh.append(line)
+        elif status == line.status:
+            already += 1
+        else:
+            refused.append(Refusal(line.memory_id, f"changed_since_import: {status} here, "
+                                   f"{line.status} in the folder; change it here (set-status, "
+                                   "remember --supersedes)"))
+    return fresh, refused, already
+
+
+def line_events(folder: Folder, lines: list[Line], stored: Stored, entity_events: Versions,
+                tier: str) -> list[Any]:
+    """The events that write ``lines`` (none of them here yet, :func:`changed`), the graph's
+    entities they name that are not here, the relations they state, their supersessions
+    and threads."""
     events: list[Any] = []
     versions: dict[str, int] = {}
     written: list[Line] = []
@@ -234,15 +316,18 @@ def line_events(folder: Folder, lines: list[Line], known: Known, known_entity: K
         stated.setdefault(rel["memory"], []).append(rel)
 
     def name(entity_id: str, at: datetime) -> None:
-        if entity_id in versions or entity_id not in folder.entities or known_entity(entity_id):
+        if entity_id in versions or entity_id not in folder.entities:
             return
-        entity_name, type_ = folder.entities[entity_id]
-        events.append(Entity.named(at=at, entity_id=entity_id, name=entity_name, type=type_))
-        versions[entity_id] = 1
+        versions[entity_id] = entity_events(entity_id)
+        if not versions[entity_id]:
+            entity_name, type_ = folder.entities[entity_id]
+            events.append(Entity.named(at=at, entity_id=entity_id, name=entity_name,
+                                       type=type_))
+            versions[entity_id] = 1
 
     # in the folder's order of events: lines of one instant (one capture) after the
     # entities they name, the relations they state after them (graph.jsonl's order)
-    fresh = [line for line in lines if not known(line.memory_id)]
+    fresh = lines
     entity_ids = list(folder.entities)
     order = {e: n for n, e in enumerate(entity_ids)}
     named_upto = 0
@@ -259,12 +344,15 @@ def line_events(folder: Folder, lines: list[Line], known: Known, known_entity: K
             events.extend(_line(line, folder, tier, versions))
             written.append(line)
         for rel in (r for line in batch for r in stated.get(line.memory_id, [])):
+            name(rel["from"], at)
+            name(rel["to"], at)
             if rel["from"] in versions:
                 events.append(Entity.related(
                     version=versions[rel["from"]], at=at, entity_id=rel["from"],
                     to=rel["to"], relation=rel["relation"], memory=rel["memory"]))
                 versions[rel["from"]] += 1
     new = {line.memory_id for line in written}
+    times = {line.memory_id: line.at for line in written}
     for entity_id in entity_ids[named_upto:]:  # named by no line imported here
         name(entity_id, written[-1].at if written else datetime(1970, 1, 1, tzinfo=UTC))
     ends = {memory_id: n for n, memory_id in enumerate(folder.ended)}  # the sidecar's order
@@ -272,23 +360,19 @@ def line_events(folder: Folder, lines: list[Line], known: Known, known_entity: K
         by = line.meta.get("superseded_by")
         if line.status in HISTORY and by:
             ended = folder.ended.get(line.memory_id)
-            at = parse_time(ended, "at") if ended else _at_of(by, written, line.at)
+            at = parse_time(ended, "at") if ended else times.get(by, line.at)
             events.append(Memory.superseded(version=versions[line.memory_id],
                                             at=at, memory_id=line.memory_id, by=by,
                                             status=line.status, run_hash=None))
             versions[line.memory_id] += 1
     for thread in folder.threads:  # the sidecar's threads between lines written here
-        if thread["from"] in new and (thread["to"] in new or known(thread["to"])):
+        if thread["from"] in new and (thread["to"] in new or stored(thread["to"])):
             events.append(Memory.threaded(
                 version=versions[thread["from"]], at=parse_time(thread["at"], "at"),
                 memory_id=thread["from"], to=thread["to"], weight=float(thread["weight"]),
                 run_hash=str(thread["digest"])))
             versions[thread["from"]] += 1
-    return events, written
-
-
-def _at_of(memory_id: str, lines: list[Line], default: datetime) -> datetime:
-    return next((line.at for line in lines if line.memory_id == memory_id), default)
+    return events
 
 
 def _line(line: Line, folder: Folder, tier: str, versions: dict[str, int]) -> list[Any]:

@@ -28,7 +28,7 @@ from memory_es.embeddings import Embedder
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import SEALED_FIELDS
 from memory_es.history import fold_intakes, journal_guard
-from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
+from memory_es.ids import entity_uuid, intake_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, IntakeReport, utc_now
 from memory_es.intake.admission import PreparedIntake
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
@@ -52,7 +52,7 @@ from memory_es.validity import host_time_zone
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
 from projections.consolidation import ConsolidationSummary
 from projections.replay import DERIVED_ENTRIES, RebuildReport
-from projections.search import SearchHit
+from projections.search import SearchHit, status_of
 
 log = logging.getLogger("memory_es")
 
@@ -336,11 +336,20 @@ class MemoryStore:
         admitted with, resolved or not ("" once forgotten); None: no such turn."""
         return self._opened.recorder.admitted_content_hash(intake_uuid(intake_id))
 
-    def holds(self, memory_id: str | None = None, *, entity_id: str | None = None) -> bool:
-        """Does the journal hold this memory (or entity), in any state?"""
-        aggregate = memory_uuid(memory_id) if memory_id is not None else \
-            entity_uuid(str(entity_id))
-        return self._opened.recorder.has_events(aggregate)
+    def status_of(self, memory_id: str) -> str | None:
+        """A line's status in the index, caught up (None: no such line)."""
+        with self.journal_writer.exclusive():
+            self.projections.catch_up()
+            return status_of(self.projections.get().index.conn, memory_id)
+
+    def entity_events(self, entity_id: str) -> int:
+        """How many events an entity has in the journal (0: none)."""
+        return len(self._opened.recorder.aggregate_rows(entity_uuid(entity_id)))
+
+    def active_turns(self) -> int:
+        """Pending and dead turns, the bound admission keeps (B18)."""
+        with self.journal_writer.cv:
+            return self.journal_writer.view.active
 
     def commit_imported(self, events: Sequence[Any]) -> None:
         """Commit another store's lines and their receipt in one transaction and project
