@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +25,15 @@ from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, 
 from memory_es.browse.journal import MemoryJournal
 from memory_es.browse.journal_key import RootCursorKey
 from memory_es.browse.journal_page import JournalPage
+from memory_es.browse.reflect import (
+    SOON_DAYS,
+    Reflection,
+    check_day,
+    check_soon,
+    end_of,
+    reflect,
+    zone_name,
+)
 from memory_es.calibration.report import CalibrationReport, calibrate_root
 from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, configured_identity, make_embedder
@@ -361,6 +370,19 @@ class MemoryRoot:
                                    make_embedder(block) if block is not None else None,
                                    self.time_zone)
         return self._bound
+
+    def reflect(self, day: str | date | None = None, *, soon: int = SOON_DAYS) -> Reflection:
+        """The due-state report (C13) for ``day`` (an ISO date; default today) in the host's
+        zone: due today, overdue, scheduled, migrated, and validity ending within ``soon``
+        days or ended. A past day is read from the journal as it stood at its end."""
+        zone = self.time_zone or datetime.now().astimezone().tzinfo or UTC
+        chosen, soon = check_day(day), check_soon(soon)
+        today = datetime.now(zone).date()
+        if chosen is None or chosen >= today:
+            with self.index() as conn:
+                return reflect(conn, chosen or today, zone, zone_name(zone), soon=soon)
+        state = self._fold(end_of(chosen, zone).astimezone(UTC))
+        return reflect(state.index.conn, chosen, zone, zone_name(zone), soon=soon, as_of=True)
 
     def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
         """The writer's access telemetry of these ids (G30), read-only; nothing when the

@@ -7,7 +7,7 @@ options beside their bodies (:class:`~memory_es.cli.common.Command`):
 - :mod:`~memory_es.cli.writer`: the writer store (``admit``, ``remember``, ``set-status``,
   ``mark``, ``drain``, ``retry``, ``resolve``, ``forget``, ``consolidate``);
 - :mod:`~memory_es.cli.reading`: the read-only root, what it stores (``search``, ``journal``,
-  ``list``, ``show``, ``profile``);
+  ``list``, ``show``, ``profile``, ``reflect``);
 - :mod:`~memory_es.cli.audit`: the read-only root, the operator's views (``inspect``,
   ``export``, ``health``, ``anchor``, ``calibrate``);
 - :mod:`~memory_es.cli.maintenance`: a library function that locks or builds the root itself
@@ -27,7 +27,7 @@ HELP_ORDER = (
     "validate", "remember", "set-status", "mark", "admit", "inspect", "export", "drain",
     "serve-mcp", "retry", "resolve", "forget", "rebuild", "consolidate", "replay", "health",
     "anchor", "backup", "import", "adopt-replay", "migrate-journal", "rewrite-journal",
-    "search", "calibrate", "journal", "list", "show", "profile", "demo",
+    "search", "calibrate", "journal", "list", "show", "profile", "reflect", "demo",
 )
 
 

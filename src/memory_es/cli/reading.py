@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from memory_es.bounds import describe
-from memory_es.cli.common import Command, named, print_json, reader
+from memory_es.cli.common import Command, config, named, print_json, reader, root_path
 from memory_es.cli.contract import OK, UsageError
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.text import counted
@@ -308,4 +308,47 @@ PROFILE = Command(
                 "memory.profile.enabled (BuJo); shown even when that is off. "
                 "Read-only, no lock, no model call.")
 
-COMMANDS = (SEARCH, JOURNAL, LIST, SHOW, PROFILE)
+
+# -- reflect -----------------------------------------------------------------------------------
+
+
+def _reflect_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--as-of", dest="day", metavar="YYYY-MM-DD",
+                   help="the day to report (default today); a past day reads the journal as "
+                        "it stood at the end of that day")
+    p.add_argument("--tz", metavar="ZONE",
+                   help="the host's IANA zone the days are read in (default the process's)")
+    p.add_argument("--soon", type=int, default=7, metavar="DAYS",
+                   help="validity ending within this many days: 0 to 366 (default 7)")
+
+
+def _reflect_check(args: argparse.Namespace) -> None:
+    from memory_es.browse.reflect import check_day, check_soon
+    from memory_es.validity import host_time_zone
+
+    named("--as-of", lambda: check_day(args.day))
+    named("--soon", lambda: check_soon(args.soon))
+    named("--tz", lambda: host_time_zone(args.tz))
+
+
+def cmd_reflect(args: argparse.Namespace) -> int:
+    """The due-state report (C13): read-only, no model, safe beside a running agent."""
+    from memory_es.root import MemoryRoot
+
+    loaded = config(args)
+    handle = MemoryRoot.open(root_path(args, loaded), loaded, time_zone=args.tz)
+    report = handle.reflect(args.day, soon=args.soon)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print(report.render())
+    return OK
+
+
+REFLECT = Command(
+    "reflect", "the due-state report: due today, overdue, scheduled, migrated, validity "
+    "ending or ended (C13); read-only, no model", cmd_reflect, _reflect_options,
+    _reflect_check)
+
+
+COMMANDS = (SEARCH, JOURNAL, LIST, SHOW, PROFILE, REFLECT)
