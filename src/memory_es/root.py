@@ -68,6 +68,7 @@ from memory_es.journal import (
     open_journal,
 )
 from memory_es.keystore import KeyStore
+from memory_es.progress import position, tracked
 from memory_es.recall import Recall, Recaller, RecallResult
 from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
 from memory_es.recall.asking import check_ask, check_limit, check_query, unavailable
@@ -194,7 +195,8 @@ class MemoryRoot:
         count = 0
         with self.reader() as opened:
             check_sealed(opened)  # every record opens, before a byte is written
-            for line in export_lines(opened):
+            head = opened.recorder.max_notification_id() or 0
+            for line in tracked("export", export_lines(opened), head):
                 out.write(line)
                 count += 1
         return count
@@ -244,7 +246,8 @@ class MemoryRoot:
 
         def events(opened: OpenedJournal, upto: int, after: int) -> Iterator[tuple[int, Any]]:
             with journal_guard(root):
-                yield from iter_events(opened, after=after, upto=upto, index_only=True)
+                yield from tracked("health", iter_events(opened, after=after, upto=upto,
+                                                         index_only=True), upto, position)
 
         def checks(opened: OpenedJournal) -> Iterator[Finding]:
             with journal_guard(root):

@@ -24,6 +24,7 @@ from memory_es.events import SEALED_FIELDS
 from memory_es.history import iter_events, journal_guard
 from memory_es.journal import GENESIS, OpenedJournal, chain_link, open_journal
 from memory_es.keystore import KeyStore
+from memory_es.progress import position, step, tracked
 from memory_es.rootconfig import effective, journal_of
 from memory_es.vectors.cache import VectorCache
 from memory_es.vectors.pending import embeddings_block, fill_vectors, vector_backlog
@@ -89,6 +90,7 @@ def replay_export(path: str | Path, root: str | Path,
                 StoredEvent(e.originator_id, e.originator_version, e.topic,
                             seal(e.topic, e.originator_id, e.originator_version, e.state))
                 for e in events[start:start + BATCH]])
+            step("replay", min(start + BATCH, len(events)), len(events))
         return _rebuild(root, opened, config)
     finally:
         opened.close()
@@ -116,8 +118,10 @@ def rebuild_root(root: str | Path, config: MemoryConfig | None = None, *,
 
 def _rebuild(root: Path, opened: OpenedJournal, config: MemoryConfig | None) -> RebuildReport:
     block = embeddings_block(effective(opened, config))  # None: the root's own config
+    head = opened.recorder.max_notification_id() or 0
     if block is None:
-        return rebuild(root, iter_events(opened, index_only=True))
+        return rebuild(root, tracked("rebuild", iter_events(opened, index_only=True), head,
+                                     position))
     embedder = make_embedder(block)
     assert embedder is not None
     backlog: list[int] = []
@@ -132,5 +136,6 @@ def _rebuild(root: Path, opened: OpenedJournal, config: MemoryConfig | None) -> 
         finally:
             cache.close()
 
-    report = rebuild(root, iter_events(opened, index_only=True), before_activate=fill)
+    report = rebuild(root, tracked("rebuild", iter_events(opened, index_only=True), head,
+                                   position), before_activate=fill)
     return msgspec.structs.replace(report, vectors_pending=backlog[0] if backlog else None)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from memory_es.cli.common import Command, check_args
 from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
 from memory_es.cli.parser import build_parser
+from memory_es.cli.progress import shown
 from memory_es.cli.standalone import cmd_demo
 
 __all__ = ["build_parser", "main"]
@@ -50,7 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command: Command = args.cmd
         if command.run is None:  # demo drives memory-es itself: it is handed main
             return cmd_demo(args, main)
-        return command.run(args)
+        with shown(args):  # progress on stderr, on a terminal only
+            return command.run(args)
     except BrokenPipeError:
         _quiet_stdout()
         return OK

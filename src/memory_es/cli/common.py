@@ -34,6 +34,7 @@ Options = Callable[[argparse.ArgumentParser], None]
 ROOT_HELP = "memory root directory (default: the config's memory.path, else ./.memory)"
 CONFIG_HELP = "JSON config file holding the memory block (default: the root's own)"
 JSON_HELP = "print one JSON object on stdout, errors too ({\"error\": {\"code\", \"message\"}})"
+QUIET_HELP = "no progress on stderr (shown only when stderr is a terminal)"
 LOCK_HELP = "seconds to wait for the writer lock, 0 to 86400 (default: 0, refuse at once)"
 
 # Arguments that name files, whatever the command: any bytes the filesystem allows (a
@@ -88,6 +89,8 @@ def common_options(*, json: bool) -> argparse.ArgumentParser:
     if json:
         common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                             help=JSON_HELP)
+    common.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help=QUIET_HELP)
     return common
 
 

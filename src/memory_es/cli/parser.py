@@ -13,7 +13,7 @@ import sys
 from typing import NoReturn
 
 from memory_es.cli.commands import commands
-from memory_es.cli.common import CONFIG_HELP, JSON_HELP, ROOT_HELP
+from memory_es.cli.common import CONFIG_HELP, JSON_HELP, QUIET_HELP, ROOT_HELP
 from memory_es.cli.contract import EXIT_CODES_HELP, UsageError
 
 
@@ -47,6 +47,7 @@ def build_parser() -> Parser:
     parser.add_argument("--root", help=ROOT_HELP)
     parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="one of the commands below; COMMAND --help for its options")
     for command in commands():

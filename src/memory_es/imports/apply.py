@@ -52,6 +52,7 @@ from memory_es.intake import (
 )
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT
 from memory_es.keystore import KeyStore
+from memory_es.progress import step
 
 Clock = Callable[[], datetime]
 PART = 1000  # items per transaction: each part commits with its own receipt
@@ -208,6 +209,7 @@ def _write_turns(store: Any, read: SourceRead, decision: Decision, clock: Clock
         results = store.admit_imported([(p, i.at) for i, p in part],
                                        functools.partial(receipts.of, part))
         crash_point("import.after_part")
+        step("import", min(start + PART, len(decision.turns)), len(decision.turns))
         for (item, _), result in zip(part, results, strict=True):
             if result.status == "duplicate":
                 already += 1

@@ -46,6 +46,7 @@ from memory_es.journal.recorder import JournalRecorder, ensure_schema
 from memory_es.journal.records import RecordKeys
 from memory_es.journal.sealing import Sealer
 from memory_es.keystore import RECORDS_FILE, KeyStore
+from memory_es.progress import step
 
 BATCH = 2000
 # Suffix of the files a migration to PostgreSQL once renamed and kept: each still opens
@@ -172,6 +173,7 @@ def _copy(source: Recorder, sink: Recorder, to: str, location: str,
                              f"(position {head} differs); refusing to copy into it",
                              code="migrate_target_diverged")
     copied, rows = 0, []
+    total = source.max_notification_id() or 0
     for row in source.rows():
         if row[0] <= head:
             continue
@@ -179,6 +181,7 @@ def _copy(source: Recorder, sink: Recorder, to: str, location: str,
         if len(rows) >= batch:
             sink.append_rows(rows)
             copied, rows = copied + len(rows), []
+            step("migrate-journal", row[0], total)
             crash_point("migrate.after_batch")
     if rows:
         sink.append_rows(rows)

@@ -32,6 +32,7 @@ from memory_es.intake import (
     intake_record,
 )
 from memory_es.journal import OpenedJournal
+from memory_es.progress import step
 from memory_es.step import Processor, StepContext, StepFailure
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
@@ -130,6 +131,7 @@ class Attempts:
                         if cancel.is_set():
                             break
                         attempts += self._leased_attempt(batch, cancel)
+                        step("drain", attempts, len(due))
                     break
                 except _Raced:  # the view took in the other host's work: decide again
                     continue
