@@ -10,7 +10,8 @@ The agent's writes: ``admit`` (the only command that starts a root), ``remember`
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memory_es.bounds import check_seconds
 from memory_es.cli.common import (
@@ -34,6 +35,19 @@ if TYPE_CHECKING:
     from memory_es.store.forgetting import ForgetReceipt
 
 ID_HELP = "a memory id, or a unique prefix of at least 8 hex characters"
+
+
+def through_writer(root: Path, op: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer of the writer holding ``root`` (a host, ``serve-mcp``) through its control
+    socket; None when no writer answers there, and this process opens the root itself."""
+    from memory_es import control
+
+    if not control.live(root):
+        return None
+    try:
+        return control.call(root, op, args)
+    except ConnectionError:  # a socket left by a writer that died
+        return None
 
 
 # -- admit -------------------------------------------------------------------------------------
@@ -61,18 +75,20 @@ def cmd_admit(args: argparse.Namespace) -> int:
     answer = read_text("-", "--answer") if args.answer == "-" else args.answer
     capture_text = (read_text(args.capture_text_file, "--capture-text-file")
                     if args.capture_text_file is not None else None)
-    turn = CompletedTurn(
-        run_id=args.run_id, outcome=args.outcome, answer=answer, capture_text=capture_text,
-        session=args.session, speaker_kind=args.speaker_kind, trigger=args.trigger,
-    )
-    with open_store(root_path(args, loaded), loaded, background=False) as store:
-        result = store.persist_completed_turn(turn)
-        store.project()  # leave the index at the journal head: a later refused command
-        # (which opens the root too) then changes no byte under it
-    print_json(result.to_json())
-    if result.ok:
+    fields = {"run_id": args.run_id, "outcome": args.outcome, "answer": answer,
+              "capture_text": capture_text, "session": args.session,
+              "speaker_kind": args.speaker_kind, "trigger": args.trigger}
+    root = root_path(args, loaded)
+    shown = through_writer(root, "admit", fields)
+    if shown is None:
+        with open_store(root, loaded, background=False) as store:
+            shown = store.persist_completed_turn(CompletedTurn(**fields)).to_json()
+            store.project()  # leave the index at the journal head: a later refused command
+            # (which opens the root too) then changes no byte under it
+    print_json(shown)
+    if shown["status"] != "rejected":
         return OK
-    return COULD_NOT_RUN if result.code in COULD_NOT_ADMIT else REFUSED
+    return COULD_NOT_RUN if shown["code"] in COULD_NOT_ADMIT else REFUSED
 
 
 ADMIT = Command("admit", "durably admit one completed turn (exit 1 when rejected)", cmd_admit,
@@ -111,12 +127,15 @@ def cmd_remember(args: argparse.Namespace) -> int:
                           valid_to=args.valid_to, due_at=args.due)
     # Only admit starts a root (C*): a mistyped --root is "no memory root here" (exit 2),
     # never a new empty root holding the one fact.
-    with open_store(root_path(args, loaded), loaded, background=False, create=False) as store:
-        result = store.remember(text, session=args.session, about=args.about,
-                                supersedes=args.supersedes, replaceable=args.replaceable,
-                                valid_from=args.valid_from, valid_to=args.valid_to,
-                                due_at=args.due)
-    print_json(result.to_json())
+    terms = {"text": text, "session": args.session, "about": args.about,
+             "supersedes": args.supersedes, "replaceable": args.replaceable,
+             "valid_from": args.valid_from, "valid_to": args.valid_to, "due_at": args.due}
+    root = root_path(args, loaded)
+    shown = through_writer(root, "remember", terms)
+    if shown is None:
+        with open_store(root, loaded, background=False, create=False) as store:
+            shown = store.remember(**terms).to_json()
+    print_json(shown)
     return OK
 
 
@@ -137,10 +156,14 @@ def cmd_set_status(args: argparse.Namespace) -> int:
     loaded = config(args)
     check_memory_id(args.id)  # usage errors before the root is opened
     check_status_change(args.status, args.reason)
-    with open_store(root_path(args, loaded), loaded, background=False,
-                    create=False) as store:  # a line can only be in an existing root
-        result = store.set_status(args.id, args.status, reason=args.reason)
-    print_json(result.to_json())
+    root = root_path(args, loaded)
+    change = {"memory_id": args.id, "status": args.status, "reason": args.reason}
+    shown = through_writer(root, "set_status", change)
+    if shown is None:
+        with open_store(root, loaded, background=False,
+                        create=False) as store:  # a line can only be in an existing root
+            shown = store.set_status(args.id, args.status, reason=args.reason).to_json()
+    print_json(shown)
     return OK
 
 
@@ -163,10 +186,12 @@ def cmd_mark(args: argparse.Namespace) -> int:
 
     loaded = config(args)
     check_memory_id(args.id)
-    with open_store(root_path(args, loaded), loaded, background=False,
-                    create=False) as store:
-        result = store.mark(args.id, insight=args.insight)
-    print_json(result.to_json())
+    root = root_path(args, loaded)
+    shown = through_writer(root, "mark", {"memory_id": args.id, "insight": args.insight})
+    if shown is None:
+        with open_store(root, loaded, background=False, create=False) as store:
+            shown = store.mark(args.id, insight=args.insight).to_json()
+    print_json(shown)
     return OK
 
 

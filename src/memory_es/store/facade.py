@@ -42,6 +42,7 @@ from memory_es.store.access import AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.background import Background
+from memory_es.store.control import ControlServer
 from memory_es.store.forgetting import ForgetReceipt, Forgetter, complete_forgets
 from memory_es.store.lifecycle import MarkResult, StatusResult, set_insight, set_status
 from memory_es.store.projecting import LiveProjections
@@ -72,6 +73,7 @@ class MemoryStore:
         background: bool, processor: Processor | None, shutdown_timeout: float,
         embedder: Embedder | None = None, chat_model: ChatModel | None = None,
         classifier: ChatModel | None = None, time_zone: tzinfo | None = None,
+        control: bool = False,
     ) -> None:
         self.config = config
         self.time_zone = time_zone
@@ -101,6 +103,7 @@ class MemoryStore:
                                      self.projections, self.vectors, clock)
         if background:
             self.background.start()
+        self._control = ControlServer(self, self.root) if control else None
 
     @classmethod
     def open(
@@ -110,7 +113,7 @@ class MemoryStore:
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT, embedder: Embedder | None = None,
         chat_model: ChatModel | None = None, classifier: ChatModel | None = None,
         create: bool = True, key_store: str | Path | KeyStore | None = None,
-        time_zone: str | tzinfo | None = None,
+        time_zone: str | tzinfo | None = None, control: bool | None = None,
     ) -> MemoryStore:
         """Open (``create``: or create) the root, take its writer lock, verify its journal.
 
@@ -118,7 +121,9 @@ class MemoryStore:
         would strand retained capture plans (B26). ``background`` runs the worker (B6), else
         work runs on :meth:`drain`; ``shutdown_timeout`` bounds :meth:`close` (B22); the
         model arguments override the configured providers (D2, E31); ``key_store`` keeps the
-        chain key; ``time_zone`` is the zone validity ends are read in (G15)."""
+        chain key; ``time_zone`` is the zone validity ends are read in (G15); ``control``
+        (default: with ``background``) serves the control socket, so the CLI's writes reach
+        this store while it holds the root (:mod:`memory_es.control`)."""
         check_seconds("lock_timeout", lock_timeout)
         zone = host_time_zone(time_zone)
         check_seconds("shutdown_timeout", shutdown_timeout)
@@ -132,7 +137,8 @@ class MemoryStore:
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
                        shutdown_timeout=shutdown_timeout, embedder=embedder,
-                       chat_model=chat_model, classifier=classifier, time_zone=zone)
+                       chat_model=chat_model, classifier=classifier, time_zone=zone,
+                       control=background if control is None else control)
         except BaseException:
             opened.close()
             raise
@@ -146,6 +152,9 @@ class MemoryStore:
     def close(self, timeout: float | None = None) -> None:
         """Drain due work for up to ``timeout`` (default 10 s), cancel the active attempt,
         then release the journal and the writer lock (B22). Unfinished work stays pending."""
+        if self._control is not None:
+            self._control.close()
+            self._control = None
         self.background.stop(self._shutdown_timeout if timeout is None else timeout)
         if not self.journal_writer.close():
             return

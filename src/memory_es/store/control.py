@@ -1,0 +1,147 @@
+"""The control socket's server: a thread of a long-lived writer store (protocol and client:
+:mod:`memory_es.control`).
+
+It answers one connection at a time, so the writes it acknowledges are in the order it
+acknowledged them, each durable (an admission fsynced, a Remember projected) before its
+answer is sent. A peer of another uid is refused before a byte is read; a request without
+the root's current secret is refused without being looked at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+import struct
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_es.control import (
+    MAX_LINE,
+    RUNTIME_DIR,
+    read_line,
+    same_secret,
+    secret_path,
+    socket_path,
+)
+from memory_es.errors import MemoryEsError
+from memory_es.fsutil import atomic_write, make_private_dir
+
+if TYPE_CHECKING:
+    from memory_es.store.facade import MemoryStore
+
+log = logging.getLogger("memory_es")
+_CRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
+
+
+def _admit(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
+    from memory_es.intake import CompletedTurn
+
+    return store.persist_completed_turn(CompletedTurn(**args)).to_json()
+
+
+def _remember(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
+    return store.remember(**args).to_json()
+
+
+def _set_status(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
+    return store.set_status(args["memory_id"], args["status"],
+                            reason=args.get("reason")).to_json()
+
+
+def _mark(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
+    return store.mark(args["memory_id"], insight=bool(args["insight"])).to_json()
+
+
+HANDLERS = {"admit": _admit, "remember": _remember, "set_status": _set_status, "mark": _mark}
+
+
+class ControlServer:
+    """Serve ``.runtime/control.sock`` for ``store`` until :meth:`close`."""
+
+    def __init__(self, store: MemoryStore, root: Path) -> None:
+        self._store = store
+        self._root = root
+        make_private_dir(root / RUNTIME_DIR)
+        self._secret = secrets.token_bytes(32)
+        atomic_write(secret_path(root), self._secret, durable=False)
+        path = socket_path(root)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # one a writer that died left: we hold the writer lock now
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            self._sock.bind(str(path))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        self._sock.listen(16)
+        self._sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="memory-es-control",
+                                        daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with conn:
+                try:
+                    self._answer(conn)
+                except Exception:  # a broken client must never stop the writer
+                    log.exception("memory_es control request failed")
+
+    def _answer(self, conn: socket.socket) -> None:
+        conn.settimeout(60.0)
+        _pid, uid, _gid = _CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                       _CRED.size))
+        if uid != os.getuid():
+            self._send(conn, error=("control_refused", "another user's process"))
+            return
+        try:
+            request = json.loads(read_line(conn))
+        except (ValueError, MemoryEsError):
+            self._send(conn, error=("control_failed", f"not one JSON line of at most "
+                                                      f"{MAX_LINE} bytes"))
+            return
+        if not isinstance(request, dict) or not same_secret(request.get("secret"),
+                                                            self._secret):
+            self._send(conn, error=("control_refused", "not this root's control secret"))
+            return
+        handler = HANDLERS.get(str(request.get("op")))
+        args = request.get("args")
+        if handler is None or not isinstance(args, dict):
+            self._send(conn, error=("control_failed", f"unknown op {request.get('op')!r}"))
+            return
+        try:
+            self._send(conn, result=handler(self._store, args))
+        except MemoryEsError as e:
+            self._send(conn, error=(e.code, str(e)))
+        except TypeError as e:  # an argument the store does not take
+            self._send(conn, error=("invalid_argument", str(e)))
+
+    @staticmethod
+    def _send(conn: socket.socket, *, result: dict[str, Any] | None = None,
+              error: tuple[str, str] | None = None) -> None:
+        answer = ({"ok": True, "result": result} if error is None else
+                  {"ok": False, "error": {"code": error[0], "message": error[1]}})
+        with contextlib.suppress(OSError):  # the client went away: its write still stands
+            conn.sendall(json.dumps(answer).encode() + b"\n")
+
+    def close(self) -> None:
+        """Stop answering, then remove the socket and the secret (no later write can come)."""
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+        self._sock.close()
+        for path in (socket_path(self._root), secret_path(self._root)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
