@@ -167,3 +167,19 @@ def test_a_socket_left_by_a_writer_that_died_is_passed_over(tmp_path: Path) -> N
     done = cli(root, "remember", "Written by the CLI itself")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "remembered"
+
+
+def test_forget_goes_through_the_running_writer_and_prints_its_receipt(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config(JOURNAL)) as store:
+        line = store.remember("The alarm code is on the fridge note").memory_id
+        dry = cli(root, "forget", line, "--reason", "user-request", "--dry-run")
+        done = cli(root, "forget", line, "--reason", "user-request")
+        as_json = cli(root, "--json", "forget", line, "--reason", "user-request")
+    assert dry.returncode == 0 and dry.stdout.startswith("would forget 1 memory")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("forgot 1 memory and 0 turns (user-request)")
+    assert "byte scan of" in done.stdout and "clean" in done.stdout
+    assert json.loads(as_json.stdout)["status"] == "already_forgotten"
+    texts = [e for _, e in MemoryRoot.open(root).events() if isinstance(e, Memory.Forgotten)]
+    assert len(texts) == 1

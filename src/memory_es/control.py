@@ -3,8 +3,8 @@
 While a long-lived writer holds a root (a host's ``MemoryStore`` running its worker,
 ``memory-es serve-mcp``), other processes cannot open it for writing (B23). That writer serves
 ``.runtime/control.sock``, a Unix domain socket, and the CLI's write commands (``admit``,
-``remember``, ``set-status``, ``mark``) hand their request to it and print what they print
-today. Maintenance that needs a stopped agent keeps refusing (C16).
+``remember``, ``set-status``, ``mark``, ``forget``) hand their request to it and print what they
+print today. Maintenance that needs a stopped agent keeps refusing (C16).
 
 Who may write through it: the socket is owner-only (0600 in the 0700 runtime folder) and the
 server checks its peer's uid (``SO_PEERCRED``); each request carries the root's control
@@ -32,7 +32,7 @@ from memory_es.errors import MemoryEsError, UnsafePathError
 RUNTIME_DIR: Final = ".runtime"
 SOCKET_FILE: Final = "control.sock"
 SECRET_FILE: Final = "control.key"
-OPS: Final = ("admit", "remember", "set_status", "mark")
+OPS: Final = ("admit", "remember", "set_status", "mark", "forget")
 MAX_LINE: Final = 2 * 1024 * 1024  # a request or an answer: a turn's record is at most 640 KiB
 TIMEOUT_S: Final = 300.0  # a write waits for the writer's journal like any admission
 

@@ -322,22 +322,38 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise UsageError("forget: give exactly one of ID, --run-id RUN or --query Q")
     if args.query is not None and not (args.dry_run or args.yes):
         raise UsageError("forget --query: list first with --dry-run, then erase with --yes")
-    with operator_store(args) as store:
-        if args.run_id is not None:
-            receipt = store.forget_turn(args.run_id, reason=args.reason, dry_run=args.dry_run,
-                                        show_text=args.show_text)
-        elif args.query is not None:
-            receipt = store.forget_matching(args.query, reason=args.reason,
-                                            dry_run=args.dry_run, limit=QUERY_LIMIT)
-        else:
-            receipt = store.forget(args.id, reason=args.reason, dry_run=args.dry_run,
-                                   show_text=args.show_text)
+    receipt = _forget_through_writer(args)
+    if receipt is None:
+        with operator_store(args) as store:
+            if args.run_id is not None:
+                receipt = store.forget_turn(args.run_id, reason=args.reason,
+                                            dry_run=args.dry_run, show_text=args.show_text)
+            elif args.query is not None:
+                receipt = store.forget_matching(args.query, reason=args.reason,
+                                                dry_run=args.dry_run, limit=QUERY_LIMIT)
+            else:
+                receipt = store.forget(args.id, reason=args.reason, dry_run=args.dry_run,
+                                       show_text=args.show_text)
     if args.json:
         print_json(receipt.to_json())
     else:
         _print_receipt(receipt)
     clean = receipt.byte_scan is None or receipt.byte_scan.clean
     return OK if clean else REFUSED
+
+
+def _forget_through_writer(args: argparse.Namespace) -> ForgetReceipt | None:
+    """The forget done by the writer holding the root (its control socket), or None."""
+    import msgspec
+
+    from memory_es.store.forgetting import ForgetReceipt
+
+    target, value = next((t, v) for t, v in (("run_id", args.run_id), ("query", args.query),
+                                             ("memory_id", args.id)) if v is not None)
+    shown = through_writer(root_path(args), "forget", {
+        "target": target, "value": value, "reason": args.reason, "dry_run": args.dry_run,
+        "show_text": args.show_text, "limit": QUERY_LIMIT})
+    return None if shown is None else msgspec.convert(shown, ForgetReceipt)
 
 
 def _print_receipt(receipt: ForgetReceipt) -> None:

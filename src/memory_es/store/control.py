@@ -57,7 +57,20 @@ def _mark(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
     return store.mark(args["memory_id"], insight=bool(args["insight"])).to_json()
 
 
-HANDLERS = {"admit": _admit, "remember": _remember, "set_status": _set_status, "mark": _mark}
+def _forget(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
+    target, value = args["target"], args["value"]
+    options = {"reason": args["reason"], "dry_run": bool(args.get("dry_run"))}
+    if target == "query":
+        receipt = store.forget_matching(value, **options, limit=int(args["limit"]))
+    elif target == "run_id":
+        receipt = store.forget_turn(value, **options, show_text=bool(args.get("show_text")))
+    else:
+        receipt = store.forget(value, **options, show_text=bool(args.get("show_text")))
+    return receipt.to_json()
+
+
+HANDLERS = {"admit": _admit, "remember": _remember, "set_status": _set_status, "mark": _mark,
+            "forget": _forget}
 
 
 class ControlServer:
