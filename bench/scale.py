@@ -49,6 +49,7 @@ import math
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,8 +59,10 @@ import numpy as np
 
 import rebuild
 from admission import ANSWER, floor_latencies
+from memory_es.cli.progress import TerminalProgress
 from memory_es.embeddings import USE_MODEL
 from memory_es.keystore import KEY_STORE_ENV, throwaway_key_store
+from memory_es.progress import set_sink, step
 from rebuild import SEED, mark, peak_rss_mb, run_phase
 from recall_latency import IDENTITY, NOW, floor_once, make_queries, recall_once
 
@@ -93,6 +96,7 @@ def phase_vectors(root: Path) -> dict[str, Any]:
         block /= np.linalg.norm(block, axis=1, keepdims=True)
         cache.put_many(IDENTITY.key, [(sha256_hex(t), row.tobytes())
                                       for t, row in zip(chunk, block, strict=True)])
+        step("vectors", start + len(chunk), len(texts))
     cache.close()
     return {"seconds": time.perf_counter() - t0, "texts": len(texts)}
 
@@ -193,6 +197,7 @@ def phase_admit(root: Path, scratch: Path, turns: int) -> dict[str, Any]:
                 result = store.persist_completed_turn(turn)
                 ours.append(time.perf_counter() - t)
                 assert result.status == "admitted", result
+            step("admit", start + ADMIT_CHUNK, turns)
     rss = peak_rss_mb()
     shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(keys, ignore_errors=True)
@@ -364,6 +369,8 @@ def plot(results: list[dict[str, Any]], path: Path) -> bool:
 
 
 def main() -> None:
+    if sys.stderr.isatty():  # each phase runs in a child with this stderr: bars on a terminal
+        set_sink(TerminalProgress(sys.stderr))
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default=",".join(str(s) for s in SIZES),
