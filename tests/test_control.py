@@ -183,3 +183,53 @@ def test_forget_goes_through_the_running_writer_and_prints_its_receipt(tmp_path:
     assert json.loads(as_json.stdout)["status"] == "already_forgotten"
     texts = [e for _, e in MemoryRoot.open(root).events() if isinstance(e, Memory.Forgotten)]
     assert len(texts) == 1
+
+
+def test_a_root_path_too_long_for_a_unix_socket_still_gets_one(tmp_path: Path) -> None:
+    """AF_UNIX paths hold about 100 bytes: a deep root's socket lives in the user's own
+    private folder under the temp directory, named from the root."""
+    root = tmp_path / ("deep-" * 20) / "root"
+    root.parent.mkdir()
+    assert len(str(root / ".runtime" / "control.sock")) > 108
+    with MemoryStore.open(root, parse_config(JOURNAL)):
+        path = control.socket_path(root)
+        assert path.parent.name == f"memory-es-{os.getuid()}"
+        assert path.parent.stat().st_mode & 0o777 == 0o700
+        done = cli(root, "remember", "Written through a socket outside the root")
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "remembered"
+    assert not path.exists()
+
+
+def test_a_writer_that_takes_the_request_but_never_answers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a request is sent the outcome is unknown: a one-line error (exit 3 in the CLI),
+    never a second try by opening the root."""
+    root = tmp_path / "root"
+    runtime = root / ".runtime"
+    runtime.mkdir(parents=True, mode=0o700)
+    (runtime / "control.key").write_bytes(b"k" * 32)
+    os.chmod(runtime / "control.key", 0o600)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(runtime / "control.sock"))
+    os.chmod(runtime / "control.sock", 0o600)
+    listener.listen(1)
+    monkeypatch.setattr(control, "ANSWER_S", 0.5)
+    try:
+        with pytest.raises(control.MemoryEsError) as unanswered:
+            control.call(root, "remember", {"text": "x"})
+        accepted, _ = listener.accept()
+        assert b'"op": "remember"' in accepted.recv(65536)  # the request did arrive
+        accepted.close()
+    finally:
+        listener.close()
+    assert unanswered.value.code == "control_unanswered"
+    assert "may or may not be applied" in str(unanswered.value)
+
+
+def test_only_long_work_draws_progress() -> None:
+    """A bar for the long commands only: never for serve-mcp (its worker drains for hours)
+    or a quick write."""
+    from memory_es.cli.commands import commands
+
+    assert {c.name for c in commands() if c.progress} == {
+        "drain", "rebuild", "health", "replay", "export", "import", "migrate-journal"}

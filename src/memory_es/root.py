@@ -378,14 +378,17 @@ class MemoryRoot:
         """The due-state report (C13) for ``day`` (an ISO date; default today) in the host's
         zone: due today, overdue, scheduled, migrated, and validity ending within ``soon``
         days or ended. A past day is read from the journal as it stood at its end."""
-        zone = self.time_zone or datetime.now().astimezone().tzinfo or UTC
+        zone, now = self.time_zone, datetime.now(UTC)  # None: the process's zone, per instant
         chosen, soon = check_day(day), check_soon(soon)
-        today = datetime.now(zone).date()
-        if chosen is None or chosen >= today:
+        today = now.astimezone(zone).date()
+        chosen = chosen or today
+        moment = now if chosen == today else end_of(chosen, zone)
+        if chosen >= today:
             with self.index() as conn:
-                return reflect(conn, chosen or today, zone, zone_name(zone), soon=soon)
-        state = self._fold(end_of(chosen, zone).astimezone(UTC))
-        return reflect(state.index.conn, chosen, zone, zone_name(zone), soon=soon, as_of=True)
+                return reflect(conn, chosen, zone, zone_name(zone), moment, soon=soon)
+        state = self._fold(moment)
+        return reflect(state.index.conn, chosen, zone, zone_name(zone), moment, soon=soon,
+                       as_of=True)
 
     def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
         """The writer's access telemetry of these ids (G30), read-only; nothing when the

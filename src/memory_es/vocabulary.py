@@ -55,3 +55,7 @@ def sql_list(values: Iterable[str]) -> str:
 # here so the CLI's parser lists them without importing the readers.
 IMPORT_FORMATS: Final = ("mem0", "notes", "chatgpt", "memory-es", "mcp-memory",
                                 "reference")
+
+# ``reflect``: how many days ahead "validity ends soon" looks by default, and at most.
+REFLECT_SOON_DAYS: Final = 7
+REFLECT_SOON_MAX: Final = 366

@@ -16,7 +16,7 @@ a line recorded later is not there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any, Final
 
 import apsw
@@ -25,15 +25,17 @@ from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError
 from memory_es.indexread import optional_rows
 from memory_es.validity import parse_validity
+from memory_es.vocabulary import REFLECT_SOON_DAYS, REFLECT_SOON_MAX
 
-SOON_DAYS: Final = 7
-SOON_MAX: Final = 366
+SOON_DAYS: Final = REFLECT_SOON_DAYS
+SOON_MAX: Final = REFLECT_SOON_MAX
 SECTIONS: Final = ("due_today", "overdue", "scheduled", "migrated", "ending_soon", "ended")
 TITLES: Final = {"due_today": "due today", "overdue": "overdue", "scheduled": "scheduled",
                  "migrated": "migrated", "ending_soon": "validity ends within {soon} days",
                  "ended": "validity ended"}
 _OPEN: Final = ("open", "scheduled")  # what can be due
 _LIVE: Final = ("open", "scheduled", "done", "migrated")
+_DUE: Final = ("due_today", "overdue", "scheduled", "migrated")  # shown with "due", else "until"
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,10 @@ class Reflection:
         return "\n".join(out)
 
 
-_DUE: Final = ("due_today", "overdue", "scheduled", "migrated")
 
-
-def civil_day(value: str, zone: tzinfo) -> date:
-    """The civil day a stored due or validity value names in ``zone`` (a date is itself)."""
+def civil_day(value: str, zone: tzinfo | None) -> date:
+    """The civil day a stored due or validity value names in ``zone`` (None: the process's
+    own zone, read at that instant, summer time included); a date is itself."""
     parsed = parse_validity(value)
     if isinstance(parsed, datetime):
         return parsed.astimezone(zone).date()
@@ -93,13 +94,15 @@ def civil_day(value: str, zone: tzinfo) -> date:
     return parsed
 
 
-def reflect(conn: apsw.Connection | None, day: date, zone: tzinfo, zone_name: str, *,
-            soon: int = SOON_DAYS, as_of: bool = False) -> Reflection:
-    """The report for ``day`` from an index (None: nothing was ever projected)."""
+def reflect(conn: apsw.Connection | None, day: date, zone: tzinfo | None, zone_label: str,
+            moment: datetime, *, soon: int = SOON_DAYS, as_of: bool = False) -> Reflection:
+    """The report for ``day`` from an index (None: nothing was ever projected); ``moment``
+    is the instant the report stands at (now, or the end of a day asked about), which an
+    instant-valued validity end is compared with (G15: it ends when it passes)."""
     rows = [] if conn is None else optional_rows(conn, (
         "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, t.due_at, t.valid_to "
         "FROM memories m JOIN memory_terms t ON t.rowid = m.rowid "
-        "WHERE m.status IN ('open', 'scheduled', 'done', 'migrated')"), ())
+        f"WHERE m.status IN {_LIVE}"), ())
     rows += [] if conn is None else optional_rows(conn, (
         "SELECT m.id, m.text, m.kind, m.status, m.recorded_at, NULL, NULL FROM memories m "
         "WHERE m.status IN ('scheduled', 'migrated') AND NOT EXISTS "
@@ -113,16 +116,18 @@ def reflect(conn: apsw.Connection | None, day: date, zone: tzinfo, zone_name: st
             found["due_today" if due_day == day else "overdue"].append((due_day, line))
         if status in ("scheduled", "migrated"):
             found[status].append((due_day or date.max, line))
-        end = civil_day(valid_to, zone) if valid_to and status in _LIVE else None
-        if end is not None and end < day:
-            found["ended"].append((end, DueLine(memory_id, text, kind, status, recorded,
-                                                valid_to)))
-        elif end is not None and end <= horizon:
-            found["ending_soon"].append((end, DueLine(memory_id, text, kind, status,
-                                                      recorded, valid_to)))
+        if valid_to:
+            ends = DueLine(memory_id, text, kind, status, recorded, valid_to)
+            parsed = parse_validity(valid_to)
+            end_day = civil_day(valid_to, zone)
+            ended = parsed <= moment if isinstance(parsed, datetime) else end_day < day
+            if ended:
+                found["ended"].append((end_day, ends))
+            elif end_day <= horizon:
+                found["ending_soon"].append((end_day, ends))
     sections = {name: tuple(line for _, line in sorted(
         entries, key=lambda e: (e[0], e[1].recorded, e[1].id))) for name, entries in found.items()}
-    return Reflection(day, zone_name, soon, as_of, sections)
+    return Reflection(day, zone_label, soon, as_of, sections)
 
 
 def check_day(value: object) -> date | None:
@@ -146,11 +151,17 @@ def check_soon(value: object) -> int:
     return value
 
 
-def zone_name(zone: tzinfo) -> str:
-    """The IANA key of ``zone`` when it has one, else its name now (the process's zone)."""
+def zone_name(zone: tzinfo | None) -> str:
+    """The IANA key of ``zone`` when it has one; the process's own zone as ``local (CET)``."""
+    if zone is None:
+        return f"local ({datetime.now().astimezone().tzname()})"
     return str(getattr(zone, "key", None) or datetime.now(zone).tzname())
 
 
-def end_of(day: date, zone: tzinfo) -> datetime:
-    """The last instant of the civil ``day`` in ``zone`` (an as-of reflect's cut)."""
-    return datetime.combine(day + timedelta(days=1), time(), zone) - timedelta(microseconds=1)
+def end_of(day: date, zone: tzinfo | None) -> datetime:
+    """The last instant (UTC) of the civil ``day`` in ``zone`` (None: the process's own):
+    the next day's first instant less a microsecond, so a day that ends in a summer-time
+    change ends when it does."""
+    midnight = datetime.combine(day + timedelta(days=1), time())
+    start = midnight.astimezone() if zone is None else midnight.replace(tzinfo=zone)
+    return start.astimezone(UTC) - timedelta(microseconds=1)

@@ -51,8 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         command: Command = args.cmd
         if command.run is None:  # demo drives memory-es itself: it is handed main
             return cmd_demo(args, main)
-        with shown(args):  # progress on stderr, on a terminal only
-            return command.run(args)
+        with shown(args) if command.progress else contextlib.nullcontext():
+            return command.run(args)  # (progress on stderr, on a terminal, for long work)
     except BrokenPipeError:
         _quiet_stdout()
         return OK

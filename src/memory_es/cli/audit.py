@@ -97,7 +97,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 EXPORT = Command("export", "read-only canonical export (safe while a writer runs, C5)",
-                 cmd_export, _export_options, _export_check)
+                 cmd_export, _export_options, _export_check, progress=True)
 
 
 # -- health, anchor ----------------------------------------------------------------------------
@@ -161,7 +161,8 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 HEALTH = Command("health", "replay into scratch and report any drift (exit 1 on findings)",
-                 cmd_health, _health_options, paths=frozenset({"expect_anchor"}))
+                 cmd_health, _health_options, paths=frozenset({"expect_anchor"}),
+                 progress=True)
 
 
 def cmd_anchor(args: argparse.Namespace) -> int:

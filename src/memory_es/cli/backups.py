@@ -226,6 +226,6 @@ ADOPT_REPLAY = Command(
 
 IMPORT = Command("import", "restore a backup into a new root, or bring another tool's "
                  "memories in (C6, C16)", cmd_import, _import_options, _import_check,
-                 paths=frozenset({"source"}))
+                 paths=frozenset({"source"}), progress=True)
 
 COMMANDS = (BACKUP, IMPORT, ADOPT_REPLAY)

@@ -58,6 +58,7 @@ class Command:
     ``run`` None: ``main`` runs it (``demo``, which drives ``memory-es`` itself).
     ``paths``: the dests that name files (exempt from the UTF-8 check).
     ``json``: whether it takes ``--json``.
+    ``progress``: long work, shown as it goes on a terminal.
     """
 
     name: str
@@ -68,6 +69,7 @@ class Command:
     description: str | None = None
     paths: frozenset[str] = frozenset()
     json: bool = True
+    progress: bool = False  # long work: a progress bar on a terminal (memory_es.cli.progress)
 
     def add_to(self, sub: argparse._SubParsersAction[Any]) -> None:
         """Add this command's parser, with the global options, to ``sub``."""

@@ -82,7 +82,8 @@ USAGE_CODES: Final = frozenset({
     "backup_secret_weak", "import_malformed", "import_wrong_format", "import_format_unknown",
 })
 # Admission results that say the engine could not write, not that the turn was refused.
-COULD_NOT_ADMIT: Final = frozenset({"journal_write_failed", "store_closed", "internal_error"})
+COULD_NOT_ADMIT: Final = frozenset({"journal_write_failed", "store_closed", "internal_error",
+                                    "io_error"})
 
 
 class UsageError(MemoryEsError):

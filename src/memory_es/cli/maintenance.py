@@ -43,7 +43,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 REBUILD = Command("rebuild", "replay the journal into a new index generation + Markdown",
-                  cmd_rebuild, add_lock_timeout, check_lock_timeout)
+                  cmd_rebuild, add_lock_timeout, check_lock_timeout, progress=True)
 
 
 def _replay_options(p: argparse.ArgumentParser) -> None:
@@ -66,7 +66,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 REPLAY = Command("replay", "build a new root (--root) from an exported journal", cmd_replay,
-                 _replay_options, paths=frozenset({"journal"}))
+                 _replay_options, paths=frozenset({"journal"}), progress=True)
 
 
 # -- migrate-journal ---------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def dsn_has_password(dsn: str) -> bool:
 
 MIGRATE_JOURNAL = Command(
     "migrate-journal", "copy the root's journal to PostgreSQL or back to SQLite",
-    cmd_migrate_journal, _migrate_options, paths=frozenset({"dsn_file"}),
+    cmd_migrate_journal, _migrate_options, paths=frozenset({"dsn_file"}), progress=True,
     description="Copy this root's journal, row for row with its chain, payloads "
                 "and record keys, to a PostgreSQL database (--to postgres) or from "
                 "the server back into the root's own journal.db (--to sqlite); "

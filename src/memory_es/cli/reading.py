@@ -15,7 +15,12 @@ from memory_es.cli.common import Command, config, named, print_json, reader, roo
 from memory_es.cli.contract import OK, UsageError
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.text import counted
-from memory_es.vocabulary import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, LIST_STATUSES
+from memory_es.vocabulary import (
+    LIST_DEFAULT_LIMIT,
+    LIST_MAX_LIMIT,
+    LIST_STATUSES,
+    REFLECT_SOON_DAYS,
+)
 
 # -- search ------------------------------------------------------------------------------------
 
@@ -318,7 +323,7 @@ def _reflect_options(p: argparse.ArgumentParser) -> None:
                         "it stood at the end of that day")
     p.add_argument("--tz", metavar="ZONE",
                    help="the host's IANA zone the days are read in (default the process's)")
-    p.add_argument("--soon", type=int, default=7, metavar="DAYS",
+    p.add_argument("--soon", type=int, default=REFLECT_SOON_DAYS, metavar="DAYS",
                    help="validity ending within this many days: 0 to 366 (default 7)")
 
 

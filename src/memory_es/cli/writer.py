@@ -1,10 +1,13 @@
-"""The commands that open the writer store (:class:`~memory_es.store.MemoryStore`), each with
-its options beside its body.
+"""The commands that write through the store (:class:`~memory_es.store.MemoryStore`), each
+with its options beside its body.
 
 The agent's writes: ``admit`` (the only command that starts a root), ``remember``,
-``set-status`` and ``mark`` (K14). The operator's: ``drain``, and under ``--lock-timeout``
-(refused at once while an agent holds the root, the liveness fence C16) ``retry`` (C3),
-``resolve`` (C4), ``forget`` and ``consolidate`` (L6-L9). None starts the background worker.
+``set-status``, ``mark`` and ``forget``: while a long-lived writer (a host, ``serve-mcp``)
+holds the root they go through its control socket (:mod:`memory_es.control`) and print its
+answer; otherwise they open the root themselves. The operator's: ``drain``, and under
+``--lock-timeout`` (refused at once while an agent holds the root, the liveness fence C16)
+``retry`` (C3), ``resolve`` (C4) and ``consolidate`` (L6-L9). None starts the background
+worker.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def through_writer(root: Path, op: str, args: dict[str, Any]) -> dict[str, Any] 
         return None
     try:
         return control.call(root, op, args)
-    except ConnectionError:  # a socket left by a writer that died
+    except control.WriterGone:  # a socket left by a writer that died: nothing was sent
         return None
 
 
@@ -233,7 +236,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 
 DRAIN = Command("drain", "run every due intake now, in the foreground", cmd_drain,
-                _drain_options, _drain_check)
+                _drain_options, _drain_check, progress=True)
 
 
 def _check_intake_and_lock(args: argparse.Namespace) -> None:

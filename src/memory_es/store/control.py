@@ -18,7 +18,7 @@ import socket
 import struct
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memory_es.control import (
     MAX_LINE,
@@ -29,10 +29,10 @@ from memory_es.control import (
     socket_path,
 )
 from memory_es.errors import MemoryEsError
-from memory_es.fsutil import atomic_write, make_private_dir
+from memory_es.fsutil import atomic_write, check_private, make_private_dir
 
-if TYPE_CHECKING:
-    from memory_es.store.facade import MemoryStore
+# The MemoryStore that runs the server: typed loosely, as store.facade imports this module.
+MemoryStore = Any
 
 log = logging.getLogger("memory_es")
 _CRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
@@ -41,20 +41,20 @@ _CRED = struct.Struct("3i")  # SO_PEERCRED: pid, uid, gid
 def _admit(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
     from memory_es.intake import CompletedTurn
 
-    return store.persist_completed_turn(CompletedTurn(**args)).to_json()
+    return dict(store.persist_completed_turn(CompletedTurn(**args)).to_json())
 
 
 def _remember(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
-    return store.remember(**args).to_json()
+    return dict(store.remember(**args).to_json())
 
 
 def _set_status(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
-    return store.set_status(args["memory_id"], args["status"],
-                            reason=args.get("reason")).to_json()
+    return dict(store.set_status(args["memory_id"], args["status"],
+                                 reason=args.get("reason")).to_json())
 
 
 def _mark(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
-    return store.mark(args["memory_id"], insight=bool(args["insight"])).to_json()
+    return dict(store.mark(args["memory_id"], insight=bool(args["insight"])).to_json())
 
 
 def _forget(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +66,7 @@ def _forget(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
         receipt = store.forget_turn(value, **options, show_text=bool(args.get("show_text")))
     else:
         receipt = store.forget(value, **options, show_text=bool(args.get("show_text")))
-    return receipt.to_json()
+    return dict(receipt.to_json())
 
 
 HANDLERS = {"admit": _admit, "remember": _remember, "set_status": _set_status, "mark": _mark,
@@ -76,22 +76,25 @@ HANDLERS = {"admit": _admit, "remember": _remember, "set_status": _set_status, "
 class ControlServer:
     """Serve ``.runtime/control.sock`` for ``store`` until :meth:`close`."""
 
-    def __init__(self, store: MemoryStore, root: Path) -> None:
+    def __init__(self, store: MemoryStore, root: Path, shutdown_timeout: float) -> None:
         self._store = store
         self._root = root
+        self._shutdown_timeout = shutdown_timeout
         make_private_dir(root / RUNTIME_DIR)
-        self._secret = secrets.token_bytes(32)
-        atomic_write(secret_path(root), self._secret, durable=False)
         path = socket_path(root)
+        make_private_dir(path.parent)  # the runtime folder, or the user's own under /tmp
+        check_private(path.parent, is_dir=True)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()  # one a writer that died left: we hold the writer lock now
+        self._secret = secrets.token_bytes(32)
+        atomic_write(secret_path(root), self._secret, durable=False)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
         try:
-            self._sock.bind(str(path))
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o600)
+            self._sock.bind(str(path))  # in a 0700 folder: no one else can reach it meanwhile
+            os.chmod(path, 0o600)
+        except OSError:
+            self._sock.close()
+            raise
         self._sock.listen(16)
         self._sock.settimeout(0.2)
         self._stop = threading.Event()
@@ -115,14 +118,19 @@ class ControlServer:
 
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(60.0)
-        _pid, uid, _gid = _CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                       _CRED.size))
-        if uid != os.getuid():
-            self._send(conn, error=("control_refused", "another user's process"))
+        peercred = getattr(socket, "SO_PEERCRED", None)  # Linux; elsewhere the 0600 file and
+        if peercred is not None:  # the secret decide alone
+            _pid, uid, _gid = _CRED.unpack(conn.getsockopt(socket.SOL_SOCKET, peercred,
+                                                           _CRED.size))
+            if uid != os.getuid():
+                self._send(conn, error=("control_refused", "another user's process"))
+                return
+        if self._stop.is_set():
+            self._send(conn, error=("store_closed", "the writer is closing"))
             return
         try:
             request = json.loads(read_line(conn))
-        except (ValueError, MemoryEsError):
+        except ValueError:
             self._send(conn, error=("control_failed", f"not one JSON line of at most "
                                                       f"{MAX_LINE} bytes"))
             return
@@ -139,8 +147,11 @@ class ControlServer:
             self._send(conn, result=handler(self._store, args))
         except MemoryEsError as e:
             self._send(conn, error=(e.code, str(e)))
-        except TypeError as e:  # an argument the store does not take
-            self._send(conn, error=("invalid_argument", str(e)))
+        except (TypeError, KeyError, ValueError) as e:  # an argument the store does not take
+            self._send(conn, error=("invalid_argument", f"{type(e).__name__}: {e}"))
+        except Exception as e:
+            log.exception("memory_es control request failed")
+            self._send(conn, error=("control_failed", type(e).__name__))
 
     @staticmethod
     def _send(conn: socket.socket, *, result: dict[str, Any] | None = None,
@@ -151,9 +162,10 @@ class ControlServer:
             conn.sendall(json.dumps(answer).encode() + b"\n")
 
     def close(self) -> None:
-        """Stop answering, then remove the socket and the secret (no later write can come)."""
+        """Stop answering (a request in flight finishes, within the store's shutdown
+        timeout), then remove the socket and the secret (no later write can come)."""
         self._stop.set()
-        self._thread.join(timeout=5.0)
+        self._thread.join(timeout=self._shutdown_timeout)
         self._sock.close()
         for path in (socket_path(self._root), secret_path(self._root)):
             with contextlib.suppress(FileNotFoundError):

@@ -101,9 +101,9 @@ class MemoryStore:
                                     self.vectors.rows_removed)
         self.background = Background(self.root, self.journal_writer, self.attempts,
                                      self.projections, self.vectors, clock)
+        self._control = self._serve_control() if control else None
         if background:
             self.background.start()
-        self._control = ControlServer(self, self.root) if control else None
 
     @classmethod
     def open(
@@ -164,6 +164,16 @@ class MemoryStore:
             self.vectors.close()
         finally:
             self._opened.close()
+
+    def _serve_control(self) -> ControlServer | None:
+        """The control socket, or None (logged) when the system will not give one: the store
+        works without it, the CLI then waits for the writer lock as before."""
+        try:
+            return ControlServer(self, self.root, self._shutdown_timeout)
+        except (OSError, MemoryEsError) as e:  # a runtime folder that is not ours, say
+            log.warning("memory_es: no control socket for %s (%s): the CLI cannot write "
+                        "beside this store", self.root, e)
+            return None
 
     # -- admission ----------------------------------------------------------------------------
 
