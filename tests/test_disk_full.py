@@ -1,8 +1,9 @@
 """A full disk (issue 13 item 6): a real ENOSPC from a small tmpfs, mounted in a private mount
 namespace so nothing outlives the test. Admissions are refused with the one code ``io_error``
 ("disk full"), the background worker backs off instead of spinning, ``close()`` never raises or
-leaks descriptors, ``memory-es admit`` (through the running writer) is refused as not written (exit 3), and once space is back the store
-admits again with every earlier acknowledged turn kept."""
+leaks descriptors, ``memory-es admit`` (through the running writer) is refused as not written
+(exit 3), and once space is back the store admits again with every earlier acknowledged turn
+kept."""
 
 from __future__ import annotations
 
