@@ -331,3 +331,14 @@ def test_links_and_fifos_in_a_folder_are_refused_not_followed(tmp_path: Path) ->
     os.mkfifo(folder / "daily" / "2025-06-03.md")  # would block a reader forever
     with pytest.raises(ImportSourceError, match="not a regular file"):
         plan_import(tmp_path / "root", folder, "reference")
+
+
+def test_nothing_serves_an_adopted_folder_before_its_import(tmp_path: Path) -> None:
+    """F14: between adoption and the import, memory-es refuses to start a journal in the
+    folder (its projections are there, its journal is not)."""
+    folder = legacy_folder(ADOPTABLE[0], tmp_path)
+    os.chmod(folder, 0o700)
+    assert cli("adopt-replay", str(folder)).returncode == 0
+    started = cli("--root", str(folder), "admit", "--run-id", "r", "--answer", "too early")
+    assert started.returncode == 3 and "refusing to start a new journal" in started.stderr
+    assert not (folder / "journal.db").exists()

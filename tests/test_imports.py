@@ -404,3 +404,18 @@ def test_json_nested_too_deep_is_refused_in_one_line(tmp_path: Path) -> None:
     run = cli("--root", str(tmp_path / "root"), "import", "apply", str(src), "--from", "mem0")
     assert run.returncode == 2 and "nested too deep" in run.stderr
     assert run.stderr.count("\n") == 1
+
+
+RECALLED = {"mem0": ("is she vegetarian", "vegetarian"),
+            "notes": ("when does the flight to Lisbon leave", "TP1357"),
+            "chatgpt": ("what did the starter smell like", "nail polish"),
+            "memory-es": ("which oven did we buy", "Bosch"),
+            "mcp-memory": ("what languages does John speak", "Spanish")}
+
+
+@pytest.mark.parametrize("fmt", SOURCES)
+def test_each_format_is_recallable_after_its_import(fmt: str, tmp_path: Path) -> None:
+    root, _ = imported(fmt, tmp_path)
+    query, expected_text = RECALLED[fmt]
+    hits = MemoryRoot.open(root).search(query, 5).recall.hits
+    assert any(expected_text in h.text for h in hits), [h.text for h in hits]
