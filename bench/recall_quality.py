@@ -113,6 +113,24 @@ def split_of(q: dict[str, Any]) -> str:
     return "dev" if digest % 10 < DEV_SHARE else "test"
 
 
+SMALL_EACH = 8  # --small: questions kept per (split, answerable or not) of each part
+
+
+def few(questions: list[dict[str, Any]], small: bool) -> list[dict[str, Any]]:
+    """All of them; with ``small`` (the smoke run) the first few of each split, answerable
+    and not, so every step of the fit still has what it needs, in a fraction of the time."""
+    if not small:
+        return questions
+    seen: dict[tuple[str, bool], int] = {}
+    kept = []
+    for q in questions:
+        key = (split_of(q), bool(q["gold"]))
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] <= SMALL_EACH:
+            kept.append(q)
+    return kept
+
+
 def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSet:
     """A labelled set, read once: conversations (one root each) or curated memories."""
     data = json.loads(path.read_text("utf-8"))
@@ -127,7 +145,8 @@ def build_curated(name: str, data: dict[str, Any], embedder: Embedder, workdir: 
     now = datetime.fromisoformat(data["now"].replace("Z", "+00:00"))
     memories = data["memories"][:60] if small else data["memories"]
     keep = {m["id"] for m in memories}
-    questions = [q for q in data["questions"] if all(g in keep for g in q["gold"])]
+    questions = few([q for q in data["questions"] if all(g in keep for g in q["gold"])],
+                    small)
     ats = [datetime.fromisoformat(m["at"].replace("Z", "+00:00")) if "at" in m
            else now - timedelta(days=60) + n * timedelta(minutes=10)
            for n, m in enumerate(memories)]
@@ -153,9 +172,9 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
                 memories.append({"id": turn["id"], "text": f"{turn['speaker']}: {turn['text']}",
                                  "session": session["id"]})
                 ats.append(start + n * timedelta(minutes=1))
-        questions = [{"id": q["id"], "kind": q["kind"], "question": q["question"],
-                      "gold": q["evidence"], "split": conv["split"]}
-                     for q in conv["questions"]]
+        questions = few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
+                          "gold": q["evidence"], "split": conv["split"]}
+                         for q in conv["questions"]], small)
         parts.append(build_root(name, workdir / conv["id"], memories, ats, questions,
                                 embedder, max(ats) + timedelta(days=1)))
     return BuiltSet(name, [q for p in parts for q in p.questions],
@@ -341,7 +360,8 @@ def main() -> None:
                         help="the offline local model to measure (default: use, the local "
                              "provider's default)")
     parser.add_argument("--small", action="store_true",
-                        help="smoke test: the first 60 memories of each set")
+                        help="smoke test: the first 60 memories of each curated set, one "
+                             "conversation of each split, a few questions of each kind")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     paths = args.data or [DATA / name for name in SETS if (DATA / name).exists()]
