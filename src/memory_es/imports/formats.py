@@ -90,12 +90,10 @@ def read_mem0(path: Path) -> SourceRead:
         if not isinstance(text, str):
             read.refuse(original, "invalid: memory is not a string")
             continue
-        try:
-            at = parse_time(row.get("updated_at") or row.get("created_at"), "created_at")
-        except ValueError as e:
-            read.refuse(original, f"invalid: {e}")
-            continue
-        read.add(ImportItem(original, at, text), NOTE_MAX_BYTES)
+        at = read.time_of(original, row.get("updated_at") or row.get("created_at"),
+                          "created_at")
+        if at is not None:
+            read.add(ImportItem(original, at, text), NOTE_MAX_BYTES)
     return read
 
 
@@ -247,11 +245,9 @@ def _exchange(read: SourceRead, conv_id: str, asked: dict[str, Any], reply: dict
               conversation: dict[str, Any]) -> None:
     original = f"{conv_id}/{reply.get('id')}"
     user, answer = _message_text(asked), _message_text(reply)
-    try:
-        at = parse_time(reply.get("create_time") or conversation.get("create_time"),
-                        "create_time")
-    except ValueError as e:
-        read.refuse(original, f"invalid: {e}")
+    at = read.time_of(original, reply.get("create_time") or conversation.get("create_time"),
+                      "create_time")
+    if at is None:
         return
     exchange = f"User: {user}\nAssistant: {answer}" if user else f"Assistant: {answer}"
     read.add(ImportItem(original, at, exchange, capture_text=exchange,

@@ -82,6 +82,14 @@ class SourceRead:
     def refuse(self, original_id: str, reason: str) -> None:
         self.refused.append(Refusal(original_id, reason))
 
+    def time_of(self, original_id: str, value: object, what: str) -> datetime | None:
+        """:func:`parse_time` of an item's time, or None with the item refused."""
+        try:
+            return parse_time(value, what)
+        except ValueError as e:
+            self.refuse(original_id, f"invalid: {e}")
+            return None
+
     def _problem(self, item: ImportItem, max_bytes: int, texts: tuple[str, ...]) -> str | None:
         if item.original_id in self._seen:
             return "duplicate_id: the source holds this id more than once"

@@ -32,7 +32,6 @@ from memory_es.imports.items import (
     ImportItem,
     ImportSourceError,
     SourceRead,
-    parse_time,
     regular_bytes,
 )
 from memory_es.transfer import read_export
@@ -83,10 +82,8 @@ def _turn(read: SourceRead, state: dict[str, Any]) -> None:
             or not state["content_sha256"]:
         read.refuse(run_hash, "forgotten: the source erased this turn")
         return
-    try:
-        at = parse_time(state.get("timestamp"), "timestamp")
-    except ValueError as e:
-        read.refuse(run_hash, f"invalid: {e}")
+    at = read.time_of(run_hash, state.get("timestamp"), "timestamp")
+    if at is None:
         return
     read.add(ImportItem(run_hash, at, summary,
                         capture_text=summary, session=state.get("session"),
@@ -101,12 +98,9 @@ def _remembered(read: SourceRead, state: dict[str, Any]) -> None:
     if not isinstance(text, str) or not text:
         read.refuse(original, "forgotten: the source erased this line")
         return
-    try:
-        at = parse_time(state.get("timestamp"), "timestamp")
-    except ValueError as e:
-        read.refuse(original, f"invalid: {e}")
-        return
-    read.add(ImportItem(original, at, text, session=state.get("session")), NOTE_MAX_BYTES)
+    at = read.time_of(original, state.get("timestamp"), "timestamp")
+    if at is not None:
+        read.add(ImportItem(original, at, text, session=state.get("session")), NOTE_MAX_BYTES)
 
 
 # -- the MCP memory server's knowledge graph -------------------------------------------------
