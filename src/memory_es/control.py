@@ -35,7 +35,7 @@ from memory_es.fsutil import check_private
 RUNTIME_DIR: Final = ".runtime"
 SOCKET_FILE: Final = "control.sock"
 SECRET_FILE: Final = "control.key"
-OPS: Final = ("admit", "remember", "set_status", "mark", "forget")
+OPS: Final = ("admit", "remember", "set_status", "mark", "forget", "curate")
 MAX_LINE: Final = 4 * 1024 * 1024  # a request or an answer: a turn's record is at most 640 KiB
 CONNECT_S: Final = 5.0
 ANSWER_S: Final = 120.0  # a write waits for the writer's journal like any admission

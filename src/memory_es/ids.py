@@ -39,6 +39,7 @@ def memory_uuid(memory_id: str) -> UUID:
 
 
 ROOT_UUID = uuid5(NAMESPACE, "root")  # the root's own aggregate: its recorded configuration
+REVIEW_UUID = uuid5(NAMESPACE, "review")  # the curate audit's reviewed decisions, in order
 
 
 def import_uuid(import_id: str) -> UUID:
@@ -63,6 +64,12 @@ def remember_id(head: int, at: str) -> str:
     an id must never hash its text (a forget would leave a digest that confirms a guess); a
     repeat finds the stored line by its text instead (J11)."""
     return sha256_hex(f"remember:{head}:{at}")
+
+
+def retype_id(memory_id: str, kind: str) -> str:
+    """The id of a line retyped by a reviewed decision: from the line it replaces and its new
+    kind (never its text), so a repeated decision names the same line."""
+    return sha256_hex(f"retype:{memory_id}:{kind}")
 
 
 def text_key(text: str) -> str:

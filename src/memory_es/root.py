@@ -21,6 +21,7 @@ from typing import IO, Any
 import apsw
 import msgspec
 
+from memory_es.browse.curation import CurateAudit, check_bujo, curate_audit, read_decisions
 from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, show_memory
 from memory_es.browse.journal import MemoryJournal
 from memory_es.browse.journal_key import RootCursorKey
@@ -389,6 +390,19 @@ class MemoryRoot:
         state = self._fold(moment)
         return reflect(state.index.conn, chosen, zone, zone_name(zone), moment, soon=soon,
                        as_of=True)
+
+    def curate_audit(self, *, everything: bool = False,
+                     now: datetime | None = None) -> CurateAudit:
+        """The curate audit (C14): every live line ``memory.recall.intentExpiry`` would read
+        differently, with why and its content (the operator's own view), judged at ``now``
+        (default: now) in the host's zone; lines already decided only with ``everything``.
+        BuJo only."""
+        check_bujo(self.config.mode)
+        with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
+            return curate_audit(conn, read_decisions(opened), now=now or utc_now(),
+                                tz=self.time_zone,
+                                everything=everything,
+                                intent_expiry=self.config.recall.intent_expiry)
 
     def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
         """The writer's access telemetry of these ids (G30), read-only; nothing when the

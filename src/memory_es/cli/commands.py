@@ -14,20 +14,30 @@ options beside their bodies (:class:`~memory_es.cli.common.Command`):
   (``rebuild``, ``replay``, ``migrate-journal``, ``rewrite-journal``);
 - :mod:`~memory_es.cli.backups`: memory in and out (``backup``, ``import``,
   ``adopt-replay``);
+- :mod:`~memory_es.cli.curate`: the reviewed step before ``intentExpiry`` (``curate``);
 - :mod:`~memory_es.cli.serve`: the MCP server (``serve-mcp``).
 """
 
 from __future__ import annotations
 
-from memory_es.cli import audit, backups, maintenance, reading, serve, standalone, writer
+from memory_es.cli import (
+    audit,
+    backups,
+    curate,
+    maintenance,
+    reading,
+    serve,
+    standalone,
+    writer,
+)
 from memory_es.cli.common import Command
 
-GROUPS = (standalone, writer, reading, audit, maintenance, backups, serve)
+GROUPS = (standalone, writer, reading, audit, maintenance, backups, curate, serve)
 HELP_ORDER = (
     "validate", "remember", "set-status", "mark", "admit", "inspect", "export", "drain",
     "serve-mcp", "retry", "resolve", "forget", "rebuild", "consolidate", "replay", "health",
     "anchor", "backup", "import", "adopt-replay", "migrate-journal", "rewrite-journal",
-    "search", "calibrate", "journal", "list", "show", "profile", "reflect", "demo",
+    "search", "calibrate", "journal", "list", "show", "profile", "reflect", "curate", "demo",
 )
 
 

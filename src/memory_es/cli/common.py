@@ -140,6 +140,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
     names = option_names(parser, args.command)
     paths = PATH_DESTS | command.paths
     for dest, value in vars(args).items():
+        if isinstance(value, str) and "\x00" in value:  # no file name or text holds one
+            raise UsageError(f"argument {names.get(dest, dest)}: contains a NUL byte")
         if isinstance(value, str) and dest not in paths:
             problem = _utf8_problem(value)
             if problem is not None:

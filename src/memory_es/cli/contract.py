@@ -44,7 +44,8 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
      names no person or more than one, a backup onto an existing file, a restore into a
      used root or a key store that already holds that root's keys, an import of a legacy
      folder whose replay state needs adopt-replay first, an adoption that is not needed,
-     has nothing to adopt or finds capture work beside a migration)
+     has nothing to adopt or finds capture work beside a migration, a curate audit or
+     decision on a root that is not BuJo, a decision for a line the audit does not list)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root, a file given to --expect-anchor that is no anchor, a backup file that
      is no backup or whose passphrase or key file is missing, wrong or not owner-only, an
@@ -63,7 +64,7 @@ REFUSED_CODES: Final = frozenset({
     "turn_not_found", "turn_unresolved", "recall_about_unknown", "recall_original_unavailable",
     "backup_exists", "restore_keys_exist", "restore_target_used",
     "replay_adoption_required", "adopt_not_legacy", "adopt_not_needed", "adopt_nothing",
-    "adopt_refused",
+    "adopt_refused", "curate_refused", "curate_bujo_only",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({

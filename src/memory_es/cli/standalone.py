@@ -12,15 +12,16 @@ from memory_es.cli.contract import OK, REFUSED
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from memory_es.config import validate_file
+    from memory_es.config import config_notices, load_config, validate_file
 
     errors = validate_file(args.config) if args.config is not None else []
+    notices = [] if errors or args.config is None else config_notices(load_config(args.config))
     if args.json:
-        print_json({"valid": not errors, "errors": errors})
+        print_json({"valid": not errors, "errors": errors, "notices": notices})
     elif args.config is None:
         print("OK (no config file: all defaults)")
     else:
-        print("\n".join(errors) if errors else "OK")
+        print("\n".join(errors) if errors else "\n".join(["OK", *(f"note: {n}" for n in notices)]))
     return REFUSED if errors else OK
 
 

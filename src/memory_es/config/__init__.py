@@ -15,7 +15,7 @@ fix a file in one pass. No environment variable is ever consulted (O1): a provid
 
 from __future__ import annotations
 
-from memory_es.config.load import load_config, parse_config, validate_file
+from memory_es.config.load import config_notices, load_config, parse_config, validate_file
 from memory_es.config.model import (
     DEFAULT_EMBEDDINGS_DIM,
     DEFAULT_EMBEDDINGS_MODELS,
@@ -71,6 +71,7 @@ __all__ = [
     "RecallConfig",
     "ToolToggle",
     "WriteMode",
+    "config_notices",
     "is_runtime_model_ref",
     "load_config",
     "parse_config",

@@ -237,3 +237,14 @@ def validate_file(path: str | os.PathLike[str] | None) -> list[str]:
     except ConfigError as exc:
         return list(exc.errors)
     return []
+
+
+def config_notices(config: MemoryConfig) -> list[str]:
+    """What a valid config should be checked against before it runs: ``intentExpiry``
+    changes how stored dated and done lines read, which nothing stored can settle (M26), so
+    it points to the reviewed step (C14)."""
+    if config.mode == "bujo" and config.recall.intent_expiry:
+        return ["memory.recall.intentExpiry: before enabling it, drain pending capture and "
+                "review the dated and done lines it reads differently with `memory-es curate "
+                "audit` (C14, M26)"]
+    return []

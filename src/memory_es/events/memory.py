@@ -147,15 +147,16 @@ class Memory(Aggregate):
         """A captured intention's inclusive end (M17-M19, M22; intent lifecycle only): the
         line's ``due_at`` (``due=`` in Markdown, ``dueAt`` in recall), never a validity end;
         a civil date or its last millisecond with an offset, as written. It follows the
-        line's ``Captured`` in the same commit."""
+        line's ``Captured`` in the same commit. None: a reviewed decision removed the date
+        (``curate decide ... undate``, C14)."""
 
         TOPIC = "memory_es/Memory.DueStated"
         memory_id: str
-        due_at: str
+        due_at: str | None
 
     @classmethod
     def due_stated(cls, *, version: int, at: datetime, memory_id: str,
-                   due_at: str) -> Memory.DueStated:
+                   due_at: str | None) -> Memory.DueStated:
         """The DueStated event following ``version``."""
         return after(cls.DueStated, memory_uuid(memory_id), version, at, memory_id=memory_id,
                      due_at=due_at)

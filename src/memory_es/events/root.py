@@ -12,7 +12,7 @@ from typing import Any
 from eventsourcing.domain import Aggregate
 
 from memory_es.events.building import after, created
-from memory_es.ids import ROOT_UUID, import_uuid
+from memory_es.ids import REVIEW_UUID, ROOT_UUID, import_uuid
 
 
 class Root(Aggregate):
@@ -55,6 +55,26 @@ class Root(Aggregate):
         admitted: list[list[str]]
         already: int
         refused: list[dict[str, str]]
+
+    class Reviewed(Event):
+        """One reviewed decision of ``curate audit`` (C14, M26), on the review log's own
+        aggregate (``REVIEW_UUID``), in the commit of the lifecycle events it causes:
+        content-free: the line, the decision (keep, drop, undate, retype), a retype's new
+        kind and the line that replaced it. ``keep`` changes no line: nothing reads this
+        record but the audit itself, so it is no intention marker (M26)."""
+
+        TOPIC = "memory_es/Root.Reviewed"
+        memory_id: str
+        decision: str
+        kind: str | None
+        replaced_by: str | None
+
+    @classmethod
+    def reviewed(cls, *, version: int, at: datetime, memory_id: str, decision: str,
+                 kind: str | None, replaced_by: str | None) -> Root.Reviewed:
+        """A reviewed decision following ``version`` of the review log (0: its first)."""
+        return after(cls.Reviewed, REVIEW_UUID, version, at, memory_id=memory_id,
+                     decision=decision, kind=kind, replaced_by=replaced_by)
 
     @classmethod
     def configured(cls, *, at: datetime, tier: str, write_mode: str,

@@ -69,8 +69,12 @@ def _forget(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
     return dict(receipt.to_json())
 
 
+def _curate(store: MemoryStore, args: dict[str, Any]) -> dict[str, Any]:
+    return dict(store.curate(args["memory_id"], args["decision"], kind=args.get("kind")).to_json())
+
+
 HANDLERS = {"admit": _admit, "remember": _remember, "set_status": _set_status, "mark": _mark,
-            "forget": _forget}
+            "forget": _forget, "curate": _curate}
 
 
 class ControlServer:

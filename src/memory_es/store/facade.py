@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from memory_es.bounds import check_intake_id, check_seconds
+from memory_es.browse.curation import check_bujo
 from memory_es.browse.inventory import MemoryDetail, MemoryList
 from memory_es.browse.journal_page import JournalPage
 from memory_es.capture.models import ChatModel
@@ -43,6 +44,7 @@ from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.background import Background
 from memory_es.store.control import ControlServer
+from memory_es.store.curation import Decision, check_decision, decide
 from memory_es.store.forgetting import ForgetReceipt, Forgetter, complete_forgets
 from memory_es.store.lifecycle import MarkResult, StatusResult, set_insight, set_status
 from memory_es.store.projecting import LiveProjections
@@ -258,6 +260,17 @@ class MemoryStore:
         """Move a live line through the lifecycle, projected before this returns (K14)."""
         result = set_status(self._opened, self.journal_writer, self.projections, memory_id,
                             status, reason=reason, now=self._clock())
+        self.background.kick()
+        return result
+
+    def curate(self, memory_id: str, decision: str, *, kind: str | None = None) -> Decision:
+        """One reviewed decision of the curate audit (C14): ``keep``, ``drop``, ``undate`` or
+        ``retype`` (``kind`` note, task or event), written through the lifecycle events with
+        its content-free record, projected before this returns. BuJo only."""
+        check_decision(decision, kind)
+        check_bujo(self.config.mode)
+        result = decide(self._opened, self.journal_writer, self.projections, memory_id,
+                        decision, kind=kind, now=self._clock(), tz=self.time_zone)
         self.background.kick()
         return result
 
