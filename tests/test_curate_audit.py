@@ -144,7 +144,7 @@ def healthy(root: Path) -> None:
 # The audit (C14): what it lists and why, pinned
 
 
-def test_the_audit_is_pinned_as_text_and_json(pinned: tuple[Path, dict[str, str]],
+def test_c14_the_audit_is_pinned_as_text_and_json(pinned: tuple[Path, dict[str, str]],
                                               capsys: pytest.CaptureFixture[str]) -> None:
     root, ids = pinned
     code, out, _ = cli(capsys, root, "curate", "audit")
@@ -185,7 +185,7 @@ def test_the_audit_reads_beside_a_running_writer(tmp_path: Path) -> None:
 # Decisions (M26): each through an existing lifecycle transition, with its record
 
 
-def test_keep_writes_only_its_record(fresh: tuple[Path, dict[str, str]],
+def test_c14_m26_keep_writes_only_its_record(fresh: tuple[Path, dict[str, str]],
                                      capsys: pytest.CaptureFixture[str]) -> None:
     root, ids = fresh
     before = journal_length(root)
@@ -235,7 +235,7 @@ def test_undate_removes_the_date_everywhere(fresh: tuple[Path, dict[str, str]]) 
     healthy(root)
 
 
-def test_retype_supersedes_the_line_with_a_task_whose_date_stays_a_deadline(
+def test_m25_retype_supersedes_the_line_with_a_task_whose_date_stays_a_deadline(
         tmp_path: Path) -> None:
     root = tmp_path / "root"
     ids = build(root, **EXPIRY)

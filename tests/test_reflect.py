@@ -76,7 +76,7 @@ def expected(ids: dict[str, str]) -> str:
     return EXPECTED.format(**{k: v[:12] for k, v in ids.items()})
 
 
-def test_the_report_for_a_past_day_is_pinned(root: tuple[Path, dict[str, str]]) -> None:
+def test_c13_the_report_for_a_past_day_is_pinned(root: tuple[Path, dict[str, str]]) -> None:
     path, ids = root
     report = MemoryRoot.open(path, time_zone=ZONE).reflect("2026-03-10")
     assert report.render() == expected(ids)
