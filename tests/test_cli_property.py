@@ -73,6 +73,7 @@ COMMANDS: dict[str, list[tuple[str | None, bool]]] = {
     "list": [("--status", True), ("--since", True), ("--limit", True), ("--cursor", True)],
     "show": [(None, True)],
     "reflect": [("--as-of", True), ("--tz", True), ("--soon", True)],
+    "migrate": [("--yes", False), ("--lock-timeout", True)],
     "curate": [(None, True), (None, True), (None, True), ("--as", True), ("--all", False),
                ("--tz", True)],
     "forget": [(None, True), ("--run-id", True), ("--query", True), ("--reason", True),
@@ -131,6 +132,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
         store.drain()
         store.persist_completed_turn(CompletedTurn(run_id="run-9", outcome="success",
                                                    answer="Still pending."))
+        store.project()  # at rest: a refused command's open has nothing left to catch up
     files = base / "files"
     files.mkdir()
     assert main(["--root", str(root), "export", "--journal", str(files / "export.jsonl")]) == 0

@@ -232,4 +232,5 @@ def test_only_long_work_draws_progress() -> None:
     from memory_es.cli.commands import commands
 
     assert {c.name for c in commands() if c.progress} == {
-        "drain", "rebuild", "health", "replay", "export", "import", "migrate-journal"}
+        "drain", "rebuild", "health", "replay", "export", "import", "migrate-journal",
+        "migrate"}

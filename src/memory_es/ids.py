@@ -40,6 +40,7 @@ def memory_uuid(memory_id: str) -> UUID:
 
 ROOT_UUID = uuid5(NAMESPACE, "root")  # the root's own aggregate: its recorded configuration
 REVIEW_UUID = uuid5(NAMESPACE, "review")  # the curate audit's reviewed decisions, in order
+MIGRATION_UUID = uuid5(NAMESPACE, "migration")  # migrate's marker: started, then finished
 
 
 def import_uuid(import_id: str) -> UUID:
@@ -70,6 +71,12 @@ def retype_id(memory_id: str, kind: str) -> str:
     """The id of a line retyped by a reviewed decision: from the line it replaces and its new
     kind (never its text), so a repeated decision names the same line."""
     return sha256_hex(f"retype:{memory_id}:{kind}")
+
+
+def migrated_id(memory_id: str, index: int) -> str:
+    """The id of the ``index``-th BuJo note ``migrate`` made of a legacy line: from the line's
+    id (never its text), so a resumed migration names the same notes."""
+    return sha256_hex(f"migrate:{memory_id}:{index}")
 
 
 def text_key(text: str) -> str:

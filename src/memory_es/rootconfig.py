@@ -21,7 +21,7 @@ import msgspec
 from memory_es.config import MemoryConfig, parse_config
 from memory_es.errors import MemoryEsError
 from memory_es.events import Root
-from memory_es.ids import ROOT_UUID
+from memory_es.ids import MIGRATION_UUID, ROOT_UUID
 from memory_es.journal import OpenedJournal
 from memory_es.journal.backend import PostgresJournal, journal_target
 
@@ -74,6 +74,12 @@ def recorded(opened: OpenedJournal) -> tuple[int, RootConfig] | None:
     return event.originator_version, RootConfig(
         tier=event.tier, write_mode=event.write_mode, embeddings=event.embeddings,
         llm=event.llm)
+
+
+def migration_pending(opened: OpenedJournal) -> bool:
+    """Whether a ``migrate`` began and was never finished (its marker stands, F4, F13)."""
+    rows = opened.recorder.aggregate_rows(MIGRATION_UUID)
+    return bool(rows) and rows[-1][2] == Root.MigrationStarted.TOPIC
 
 
 def effective(opened: OpenedJournal, config: MemoryConfig | None) -> MemoryConfig:

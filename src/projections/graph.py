@@ -19,7 +19,7 @@ import apsw
 
 from memory_es.errors import MemoryEsError
 from memory_es.vocabulary import SIDECAR_MAX_BYTES, SIDECAR_MAX_ENTRIES
-from projections.index_schema import authority_digest
+from projections.index_schema import authority_digest, migration_digest
 
 GRAPH_FILE = "graph.jsonl"
 SIDECAR_FILE = ".replay-projection-v1.json"
@@ -68,7 +68,8 @@ def sidecar_entries(conn: apsw.Connection, after: int = 0) -> list[dict[str, Any
             "WHERE rowid > ?", (after,)):
         # F3: the authority's kind, read back from its digest (a Remember's ``supersedes``
         # digests its new line, a capture its intake), so no extra column is stored
-        kind = "remember" if digest == authority_digest(None, by) else "capture"
+        kind = "remember" if digest == authority_digest(None, by) else \
+            "migration" if digest == migration_digest(memory_id) else "capture"
         entries.append((rowid, {"kind": "lifecycle", "memory": memory_id, "status": status,
                                 "by": by, "at": at, "authority": kind, "digest": digest}))
     for rowid, src, dst, weight, at, digest in conn.execute(

@@ -133,6 +133,12 @@ def authority_digest(run_hash: str | None, by: str = "") -> str:
     return sha256_hex(f"capture:{run_hash}" if run_hash is not None else f"remember:{by}")
 
 
+def migration_digest(memory_id: str) -> str:
+    """The authority of a migration forget's terminal timestamp (C12, F1): the migration of
+    that line."""
+    return sha256_hex(f"migration:{memory_id}")
+
+
 def stored_session(session: str | None) -> str | None:
     """K6/K7: the conversation id as stored; over 512 UTF-8 bytes it is 'unknown'."""
     if session is None:

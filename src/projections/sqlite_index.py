@@ -33,6 +33,7 @@ from projections.index_schema import (
     SCHEMA,
     VECTORS_DDL,
     authority_digest,
+    migration_digest,
     stored_session,
 )
 
@@ -216,6 +217,23 @@ class IndexProjection:
         self.touched.add(("daily", day))
         self.touched.add(("sidecar", ""))
 
+    def _migration_forgotten(self, position: int, e: Memory.MigrationForgotten) -> None:
+        """A legacy line migrate replaced: terminal (out of recall and the vector matrix),
+        its terminal timestamp a replay-owned lifecycle row (C12, F1)."""
+        found = self._row_of(e.memory_id)
+        if found is None:
+            return
+        rowid, memory_id, day = found
+        self.conn.execute("UPDATE memories SET status = 'invalidated' WHERE rowid = ?",
+                          (rowid,))
+        self.rewritten.append(rowid)
+        self.conn.execute("DELETE FROM vector_pending WHERE rowid = ?", (rowid,))
+        self.conn.execute("INSERT OR IGNORE INTO lifecycle VALUES (?, ?, ?, ?, ?, ?)",
+                          (position, memory_id, "invalidated", e.into[0] if e.into else "",
+                           iso_ms(e.timestamp), migration_digest(memory_id)))
+        self.touched.add(("daily", day))
+        self.touched.add(("sidecar", ""))
+
     def _threaded(self, position: int, e: Memory.Threaded) -> None:
         found = self._row_of(e.memory_id)
         if found is None:
@@ -386,6 +404,7 @@ _RULES: tuple[tuple[type, Any], ...] = (
     (Memory.StatusChanged, IndexProjection._status_changed),
     (Memory.Marked, IndexProjection._marked),
     (Memory.DueStated, IndexProjection._due_stated),
+    (Memory.MigrationForgotten, IndexProjection._migration_forgotten),
     (Entity.Named, IndexProjection._named),
     (Entity.Related, IndexProjection._related),
 )

@@ -11,7 +11,7 @@ options beside their bodies (:class:`~memory_es.cli.common.Command`):
 - :mod:`~memory_es.cli.audit`: the read-only root, the operator's views (``inspect``,
   ``export``, ``health``, ``anchor``, ``calibrate``);
 - :mod:`~memory_es.cli.maintenance`: a library function that locks or builds the root itself
-  (``rebuild``, ``replay``, ``migrate-journal``, ``rewrite-journal``);
+  (``rebuild``, ``replay``, ``migrate``, ``migrate-journal``, ``rewrite-journal``);
 - :mod:`~memory_es.cli.backups`: memory in and out (``backup``, ``import``,
   ``adopt-replay``);
 - :mod:`~memory_es.cli.curate`: the reviewed step before ``intentExpiry`` (``curate``);
@@ -36,7 +36,8 @@ GROUPS = (standalone, writer, reading, audit, maintenance, backups, curate, serv
 HELP_ORDER = (
     "validate", "remember", "set-status", "mark", "admit", "inspect", "export", "drain",
     "serve-mcp", "retry", "resolve", "forget", "rebuild", "consolidate", "replay", "health",
-    "anchor", "backup", "import", "adopt-replay", "migrate-journal", "rewrite-journal",
+    "anchor", "backup", "import", "adopt-replay", "migrate", "migrate-journal",
+    "rewrite-journal",
     "search", "calibrate", "journal", "list", "show", "profile", "reflect", "curate", "demo",
 )
 

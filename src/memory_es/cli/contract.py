@@ -45,12 +45,14 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
      used root or a key store that already holds that root's keys, an import of a legacy
      folder whose replay state needs adopt-replay first, an adoption that is not needed,
      has nothing to adopt or finds capture work beside a migration, a curate audit or
-     decision on a root that is not BuJo, a decision for a line the audit does not list)
+     decision on a root that is not BuJo, a decision for a line the audit does not list, a
+     migrate with unresolved intakes or nothing to migrate, a write to a root whose migrate
+     was cut short)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root, a file given to --expect-anchor that is no anchor, a backup file that
      is no backup or whose passphrase or key file is missing, wrong or not owner-only, an
-     import source that is missing, not JSON or not the format named; nothing was read or
-     written
+     import source that is missing, not JSON or not the format named, a migrate config that
+     is not BuJo with an Ollama chat model; nothing was read or written
   3  could not run: I/O error, the writer lock held by another process, a corrupt or unsafe
      root or backup, a missing chain key or an unsafe key store, a model provider down
   130 interrupted (Ctrl-C); a closed stdout (memory-es inspect | head -1) is quiet, exit 0"""
@@ -64,11 +66,13 @@ REFUSED_CODES: Final = frozenset({
     "turn_not_found", "turn_unresolved", "recall_about_unknown", "recall_original_unavailable",
     "backup_exists", "restore_keys_exist", "restore_target_used",
     "replay_adoption_required", "adopt_not_legacy", "adopt_not_needed", "adopt_nothing",
-    "adopt_refused", "curate_refused", "curate_bujo_only",
+    "adopt_refused", "curate_refused", "curate_bujo_only", "migration_pending",
+    "migrate_pending_work", "migrate_nothing",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({
-    "usage", "invalid_argument", "not_found", "invalid_slug", "export_malformed",
+    "usage", "invalid_argument", "migrate_needs_bujo", "migrate_ollama_only", "not_found",
+    "invalid_slug", "export_malformed",
     "anchor_invalid", "remember_invalid_text", "invalid_validity", "invalid_status",
     "invalid_time_zone",
     "recall_invalid_limit", "recall_invalid_query", "recall_invalid_kind",

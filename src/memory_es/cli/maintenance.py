@@ -220,4 +220,45 @@ REWRITE_JOURNAL = Command(
                 "root id (so its anchors) changes; texts, statuses and positions "
                 "do not. Nothing to do: says so.")
 
-COMMANDS = (REBUILD, REPLAY, MIGRATE_JOURNAL, REWRITE_JOURNAL)
+# -- migrate -----------------------------------------------------------------------------------
+
+
+def _migrate_lines_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--yes", action="store_true",
+                   help="migrate (without it, print what would be migrated; no model call)")
+    add_lock_timeout(p)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """A thin shell over :func:`memory_es.migrate.migrate_root`."""
+    from memory_es.migrate import check_migration_config, migrate_root
+
+    loaded = config(args)
+    check_migration_config(loaded)  # before the root is opened
+    report = migrate_root(root_path(args, loaded), loaded, yes=args.yes,
+                          lock_timeout=args.lock_timeout)
+    if args.json:
+        print_json(report.to_json())
+        return OK
+    already = f"; {report.already} migrated by the run it resumes" if report.resumed else ""
+    if not report.applied:
+        print(f"would migrate {counted(report.lines, 'line')} into BuJo notes with "
+              f"{report.model}{already}; run again with --yes")
+    else:
+        print(f"migrated {counted(report.migrated, 'line')} into "
+              f"{counted(report.notes, 'note')} with {report.model}{already}; the root is BuJo")
+    return OK
+
+
+MIGRATE = Command(
+    "migrate", "turn a Lite or Journal root's lines into BuJo notes with the Ollama chat "
+    "model (C12); a dry run without --yes", cmd_migrate, _migrate_lines_options,
+    check_lock_timeout, progress=True,
+    description="Reopen a stopped Lite or Journal root as BuJo (the --config given, whose "
+                "memory.llm must be ollama) and ask the chat model for each live line's "
+                "notes: one commit per line holds its notes and the line's migration "
+                "forget (terminal, kept in the journal). Resumable: a run cut short is "
+                "finished by running it again, and nothing else opens the root until then. "
+                "Without --yes: what would be migrated, with no model call.")
+
+COMMANDS = (REBUILD, REPLAY, MIGRATE_JOURNAL, REWRITE_JOURNAL, MIGRATE)

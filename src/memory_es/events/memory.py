@@ -234,6 +234,23 @@ class Memory(Aggregate):
             text=text, day=day, status=status, source=source, session=session,
             run_hash=run_hash, tier=tier)
 
+    class MigrationForgotten(Event):
+        """Terminal (C12, F1): ``migrate`` replaced this Lite or Journal line with the BuJo
+        notes ``into``, in the same commit. The line leaves recall as ``invalidated``; the
+        event's instant is its terminal timestamp, replay-owned state the sidecar holds
+        (authority ``migration``). Its text stays in the journal: nothing said is lost."""
+
+        TOPIC = "memory_es/Memory.MigrationForgotten"
+        memory_id: str
+        into: list[str]
+
+    @classmethod
+    def migration_forgotten(cls, *, version: int, at: datetime, memory_id: str,
+                            into: list[str]) -> Memory.MigrationForgotten:
+        """The MigrationForgotten event following ``version``."""
+        return after(cls.MigrationForgotten, memory_uuid(memory_id), version, at,
+                     memory_id=memory_id, into=into)
+
     class Forgotten(Event):
         """Terminal: the memory's text was erased. ``key_ids`` are the record
         keys destroyed after this commits (its own events, the relations it states, entities

@@ -12,7 +12,7 @@ from typing import Any
 from eventsourcing.domain import Aggregate
 
 from memory_es.events.building import after, created
-from memory_es.ids import REVIEW_UUID, ROOT_UUID, import_uuid
+from memory_es.ids import MIGRATION_UUID, REVIEW_UUID, ROOT_UUID, import_uuid
 
 
 class Root(Aggregate):
@@ -68,6 +68,38 @@ class Root(Aggregate):
         decision: str
         kind: str | None
         replaced_by: str | None
+
+    class MigrationStarted(Event):
+        """``migrate`` (C12, F4, F13) began turning a Lite or Journal root's ``lines`` into
+        BuJo notes with ``model`` (``{"provider", "model"}``): the durable marker, on the
+        migration's own aggregate (``MIGRATION_UUID``), until ``MigrationFinished`` retires
+        it. While it stands, nothing else writes to the root (F13)."""
+
+        TOPIC = "memory_es/Root.MigrationStarted"
+        lines: int
+        model: dict[str, str]
+
+    class MigrationFinished(Event):
+        """The marker retired (F4): every line ``migrated`` and the projection proved to
+        match the journal first."""
+
+        TOPIC = "memory_es/Root.MigrationFinished"
+        migrated: int
+        notes: int
+
+    @classmethod
+    def migration_started(cls, *, version: int, at: datetime, lines: int,
+                          model: dict[str, str]) -> Root.MigrationStarted:
+        """The migration marker, following ``version`` of the migration's aggregate."""
+        return after(cls.MigrationStarted, MIGRATION_UUID, version, at, lines=lines,
+                     model=model)
+
+    @classmethod
+    def migration_finished(cls, *, version: int, at: datetime, migrated: int,
+                           notes: int) -> Root.MigrationFinished:
+        """The marker's retirement, following ``version``."""
+        return after(cls.MigrationFinished, MIGRATION_UUID, version, at, migrated=migrated,
+                     notes=notes)
 
     @classmethod
     def reviewed(cls, *, version: int, at: datetime, memory_id: str, decision: str,

@@ -37,7 +37,7 @@ from memory_es.keystore import KeyStore
 from memory_es.observe import ObserveProcessor
 from memory_es.recall import AutoContext, RecallResult
 from memory_es.recall.sections.profile import Profile
-from memory_es.rootconfig import effective, journal_of, resolve_root
+from memory_es.rootconfig import effective, journal_of, migration_pending, resolve_root
 from memory_es.step import Processor
 from memory_es.store.access import AccessStat
 from memory_es.store.admission import GroupCommit
@@ -116,6 +116,7 @@ class MemoryStore:
         chat_model: ChatModel | None = None, classifier: ChatModel | None = None,
         create: bool = True, key_store: str | Path | KeyStore | None = None,
         time_zone: str | tzinfo | None = None, control: bool | None = None,
+        migrating: bool = False,
     ) -> MemoryStore:
         """Open (``create``: or create) the root, take its writer lock, verify its journal.
 
@@ -125,7 +126,9 @@ class MemoryStore:
         model arguments override the configured providers (D2, E31); ``key_store`` keeps the
         chain key; ``time_zone`` is the zone validity ends are read in (G15); ``control``
         (default: with ``background``) serves the control socket, so the CLI's writes reach
-        this store while it holds the root (:mod:`memory_es.control`)."""
+        this store while it holds the root (:mod:`memory_es.control`). A root whose
+        ``migrate`` was cut short opens only for ``migrate`` itself (``migrating``, F13):
+        ``migration_pending`` otherwise."""
         check_seconds("lock_timeout", lock_timeout)
         zone = host_time_zone(time_zone)
         check_seconds("shutdown_timeout", shutdown_timeout)
@@ -136,6 +139,10 @@ class MemoryStore:
                                   create=create, derived=DERIVED_ENTRIES, key_store=key_store,
                                   seal=SEALED_FIELDS, journal=journal)
         try:
+            if not migrating and migration_pending(opened):
+                raise MemoryEsError("migration_pending: a migrate of this root was cut short; "
+                                    "run memory-es migrate --yes to finish it (F13)",
+                                    code="migration_pending")
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,
                        shutdown_timeout=shutdown_timeout, embedder=embedder,

@@ -3,7 +3,7 @@
 Each stage accepts one exact, bounded JSON object and nothing else; its parser is
 provider-neutral and authoritative (E10) and raises ``model_invalid_output`` (E8) for any
 violation. :mod:`.common` holds the checks every contract shares; :mod:`.extraction`,
-:mod:`.review` and :mod:`.reconcile` one contract each.
+:mod:`.review` and :mod:`.reconcile` one contract each; :mod:`.migration` is ``migrate``'s (C12).
 """
 
 from __future__ import annotations
@@ -31,6 +31,13 @@ from memory_es.capture.contracts.extraction import (
     parse_extraction,
     retained_plan,
 )
+from memory_es.capture.contracts.migration import (
+    MAX_NOTES,
+    MigratedNote,
+    MigrationPlan,
+    migration_messages,
+    parse_migration,
+)
 from memory_es.capture.contracts.reconcile import (
     ReconcileAdd,
     ReconcileDecision,
@@ -49,6 +56,7 @@ __all__ = [
     "MAX_COMPLETION_UTF16",
     "MAX_ENTITIES",
     "MAX_MEMORIES",
+    "MAX_NOTES",
     "MAX_RELATIONS",
     "MEMORY_KINDS",
     "SOURCES",
@@ -58,6 +66,8 @@ __all__ = [
     "ExtractionPlan",
     "IntentExtractionPlan",
     "IntentMemory",
+    "MigratedNote",
+    "MigrationPlan",
     "ReconcileAdd",
     "ReconcileDecision",
     "ReconcileNoop",
@@ -68,7 +78,9 @@ __all__ = [
     "ReviewDecision",
     "ReviewPlan",
     "check_safe_text",
+    "migration_messages",
     "parse_extraction",
+    "parse_migration",
     "parse_reconcile",
     "parse_review",
     "retained_plan",
