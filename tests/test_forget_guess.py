@@ -67,13 +67,17 @@ def needles(text: str, *, prepared: PreparedIntake | None = None,
 
 
 def _files(base: Path) -> Iterator[Path]:
-    if base.exists():
+    if base.is_file() and not base.is_symlink():
+        yield base
+    elif base.exists():
         yield from (p for p in base.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def places(root: Path, request: pytest.FixtureRequest) -> list[Path]:
-    """The root, the key store, the model cache and, on PostgreSQL, the server's data
-    directory (after a CHECKPOINT, so what the server keeps is on disk)."""
+    """The root, the key store, the model cache and, on PostgreSQL, what the server's data
+    directory holds of this test (after a CHECKPOINT, so what the server keeps is on disk):
+    every file but another database's tables and the WAL segments nothing wrote to since the
+    test began (the shared server holds every earlier test's too)."""
     out = [root, Path(os.environ["MEMORY_ES_KEY_STORE"])]
     if os.environ.get("MEMORY_ES_MODEL_CACHE"):
         out.append(Path(os.environ["MEMORY_ES_MODEL_CACHE"]))
@@ -83,7 +87,15 @@ def places(root: Path, request: pytest.FixtureRequest) -> list[Path]:
 
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CHECKPOINT")
-        out.append(request.getfixturevalue("pg_cluster").data)
+            row = conn.execute("SELECT oid FROM pg_database "
+                               "WHERE datname = current_database()").fetchone()
+        assert row is not None
+        data: Path = request.getfixturevalue("pg_cluster").data
+        since = root.parent.stat().st_ctime - 1.0  # the test's own tmp_path: its start
+        out += [p for p in data.iterdir() if p.name not in ("base", "pg_wal")]
+        out.append(data / "base" / str(row[0]))
+        out += [p for p in (data / "pg_wal").rglob("*")
+                if p.is_file() and p.stat().st_mtime >= since]
     return out
 
 
