@@ -203,6 +203,11 @@ def test_c14_m26_keep_writes_only_its_record(fresh: tuple[Path, dict[str, str]],
                    for _, e in events[before:])
     assert ids["lisbon"] not in audit(root)  # decided: left out, unless asked for
     assert audit(root, everything=True)[ids["lisbon"]]["reviewed"]["decision"] == "keep"
+    code, out, _ = cli(capsys, root, "curate", "audit")
+    assert out.splitlines()[0] == ("curate audit: 4 line(s) to review (1 more already decided: "
+                                   "--all shows them)")
+    code, out, _ = cli(capsys, root, "curate", "audit", "--all")
+    assert out.splitlines()[0] == "curate audit: 5 line(s), 1 of them already decided"
     healthy(root)
 
 
@@ -259,6 +264,25 @@ def test_m25_retype_supersedes_the_line_with_a_task_whose_date_stays_a_deadline(
     healthy(root)
 
 
+def test_a_retyped_line_and_its_copy_are_forgotten_together(
+        fresh: tuple[Path, dict[str, str]], capsys: pytest.CaptureFixture[str]) -> None:
+    """The copy holds the very words of the line it replaced: forgetting either erases both,
+    and the forget's byte scan finds them nowhere."""
+    root, ids = fresh
+    with MemoryStore.open(root, None, background=False) as store:
+        copy = str(store.curate(ids["passport"], "retype", kind="task").replaced_by)
+        original = store.show(ids["passport"])
+        assert store.show(copy).memory.created_at == original.memory.created_at
+    code, out, _ = cli(capsys, root, "--json", "forget", copy[:12], "--reason", "user-request")
+    assert code == 0 and json.loads(out)["status"] == "forgotten"
+    for day in (root / "daily").glob("*.md"):
+        assert "Renew the passport" not in day.read_text()
+    with MemoryRoot.open(root) as handle:
+        left = {m.id for m in handle.list_memories(limit=50).memories}
+    assert not left & {copy, ids["passport"]} and ids["lisbon"] in left
+    healthy(root)
+
+
 def test_a_replayed_root_equals_the_decided_one_byte_for_byte(
         fresh: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     root, ids = fresh
@@ -294,7 +318,8 @@ def test_a_replayed_root_equals_the_decided_one_byte_for_byte(
     (["decide", "{passport}"], 2, "curate decide needs an id and a decision"),
     (["decide", "nothex!", "keep"], 2, "is not 8 to 64 lowercase hex"),
     (["audit", "{passport}"], 2, "curate audit takes no id"),
-    (["decide", "{passport}", "keep", "--all"], 2, "curate decide takes no --all"),
+    (["decide", "{passport}", "keep", "--all"], 2, "curate decide takes no --all or --tz"),
+    (["decide", "{passport}", "keep", "--tz", "UTC"], 2, "curate decide takes no --all"),
 ])
 def test_a_refused_decision_writes_nothing(pinned: tuple[Path, dict[str, str]],
                                            capsys: pytest.CaptureFixture[str],

@@ -138,6 +138,11 @@ def test_c12_each_line_becomes_its_notes_and_a_terminal_forget(
         capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "root"
     ids = legacy_root(root, paths[tier])
+    common = ["--root", str(root), "--config", str(paths[tier])]
+    assert main([*common, "set-status", ids[TURNS["t2"]], "done"]) == 0  # kept by its notes
+    assert main([*common, "mark", ids[TURNS["t3"]], "--insight"]) == 0
+    with MemoryRoot.open(root) as handle:
+        recorded = {m.id: m.created_at for m in handle.list_memories().memories}
     capsys.readouterr()
     before = len(MemoryRoot.open(root).events())
     assert main(["--root", str(root), "--config", str(paths["bujo"]), "migrate"]) == 0
@@ -156,13 +161,15 @@ def test_c12_each_line_becomes_its_notes_and_a_terminal_forget(
         standup = handle.show(ids[TURNS["t1"]])
         hits = [h.text for h in handle.recall("Who runs the standup?").recall.hits]
     assert standup.memory.status == "invalidated"  # out of recall, its text still kept
-    assert {t: (m.type, m.status) for t, m in lines.items() if m.status == "open"} == {
-        "We moved the standup to 10am.": ("note", "open"),
-        "Ana runs it now.": ("note", "open"),
-        "Remember to renew the passport.": ("note", "open"),  # a task becomes a note (A19)
-        "The boiler was serviced in March.": ("note", "open"),
-        "Ana likes green tea.": ("note", "open")}
+    assert {t: (m.type, m.status, m.insight) for t, m in lines.items()
+            if m.status != "invalidated"} == {
+        "We moved the standup to 10am.": ("note", "open", False),
+        "Ana runs it now.": ("note", "open", False),
+        "Remember to renew the passport.": ("note", "done", False),  # a task: a note (A19)
+        "The boiler was serviced in March.": ("note", "open", True),
+        "Ana likes green tea.": ("note", "open", False)}
     assert lines["Ana runs it now."].source == standup.memory.source  # same session and turn
+    assert lines["Ana runs it now."].created_at == recorded[ids[TURNS["t1"]]]  # and instant
     assert "Ana runs it now." in hits
     sidecar = json.loads((root / ".replay-projection-v1.json").read_text())
     migrations = [e for e in sidecar["entries"] if e["authority"] == "migration"]
@@ -202,6 +209,8 @@ def test_f4_f5_a_kill_then_resume_migrates_every_line_once(
     assert killed.returncode == -9, killed.stderr
     refused = cli(root, "admit", "--run-id", "t9", "--answer", "x")  # F13: nothing else writes
     assert refused.returncode == 1 and "migration_pending" in refused.stderr
+    assert "--config BUJO.json --yes" in refused.stderr and "--abort" in refused.stderr
+    assert "migration_pending" in {f.code for f in MemoryRoot.open(root).health().findings}
     done = cli(root, "--json", *migrate)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -250,6 +259,8 @@ def test_c16_f13_a_running_agent_unresolved_intakes_and_nothing_to_migrate_are_r
     with MemoryStore.open(root, parse_config({"mode": "lite"}), background=False):
         assert main(migrate) == 3  # the liveness fence (C16)
         assert json.loads(capsys.readouterr().out)["error"]["code"] == "lock_held"
+        assert main(migrate[:-1]) == 0  # the dry run only reads
+        assert json.loads(capsys.readouterr().out)["lines"] == 4
     assert main(["--root", str(root), "admit", "--run-id", "late", "--answer", "Later."]) == 0
     capsys.readouterr()
     assert main(migrate) == 1  # F13: the turn waits for its projection first
@@ -259,6 +270,49 @@ def test_c16_f13_a_running_agent_unresolved_intakes_and_nothing_to_migrate_are_r
     capsys.readouterr()
     assert main(migrate) == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "migrate_nothing"
+    # a migrated root is BuJo for good: a Lite config is refused, not half-read
+    assert main(["--root", str(root), "--config", str(paths["lite"]), "--json", "remember",
+                 "x"]) == 1
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "reconfigure_refused"
+
+
+def test_a_line_no_note_can_hold_is_refused_before_anything_is_written(
+        tmp_path: Path, server: Any, paths: dict[str, Path],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "root"
+    legacy_root(root, paths["lite"])
+    common = ["--root", str(root), "--config", str(paths["lite"])]
+    assert main([*common, "admit", "--run-id", "leak", "--answer",
+                 "The office wifi password is hunter2-Zq9!xT7#pLm4"]) == 0
+    assert main([*common, "drain"]) == 0
+    capsys.readouterr()
+    before = len(MemoryRoot.open(root).events())
+    migrate = ["--root", str(root), "--config", str(paths["bujo"]), "--json", "migrate"]
+    for argv in (migrate, [*migrate, "--yes"]):
+        assert main(argv) == 1
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "migrate_unmigratable" and "forget them first" in error["message"]
+    assert chats(server) == [] and len(MemoryRoot.open(root).events()) == before
+    assert main([*common, "forget", "--run-id", "leak", "--reason", "leak"]) == 0
+    assert main([*migrate, "--yes"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["migrated"] == 4
+
+
+def test_forgetting_a_migrated_note_forgets_its_line_and_the_other_notes(
+        tmp_path: Path, paths: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "root"
+    ids = legacy_root(root, paths["lite"])
+    assert main(["--root", str(root), "--config", str(paths["bujo"]), "migrate", "--yes"]) == 0
+    with MemoryRoot.open(root) as handle:
+        (note,) = [m.id for m in handle.list_memories().memories if m.text == "Ana runs it now."]
+    capsys.readouterr()
+    assert main(["--root", str(root), "--json", "forget", note, "--reason", "user-request"]) == 0
+    with MemoryRoot.open(root) as handle:
+        left = {m.text for m in handle.list_memories(limit=50).memories}
+    assert not left & {TURNS["t1"], "We moved the standup to 10am.", "Ana runs it now."}
+    assert ids[TURNS["t3"]] and "The boiler was serviced in March." in left
+    assert not any("standup" in p.read_text() for p in (root / "daily").glob("*.md"))
+    assert MemoryRoot.open(root).health().status == "clean"
 
 
 @pytest.mark.parametrize("fault", ["down", "garbage"])
@@ -283,8 +337,17 @@ def test_a_model_down_or_answering_garbage_stops_and_a_rerun_finishes(
     code = "model_unavailable" if fault == "down" else "model_invalid_output"
     error = failed.stderr.splitlines()[-1]  # after the reconfiguration's log line
     assert failed.returncode == 3 and error.startswith("memory-es: error: migrate: line 2 of 4")
-    assert f": {code}: " in error and error.endswith("run memory-es migrate again to resume")
+    assert f": {code}: " in error and "run memory-es migrate --yes again to resume" in error
     assert sum(forgets(root).values()) == 1  # the first line, whole
+    if fault == "garbage":  # stop here instead: the lines not reached stay as they were
+        stopped = cli(root, "--json", "migrate", "--abort")
+        assert json.loads(stopped.stdout) == {"aborted": True, "migrated": 1, "left": 3}
+        assert cli(root, "admit", "--run-id", "t9", "--answer", "Writable again.").returncode == 0
+        again = cli(root, "--json", "migrate", "--abort")
+        assert again.returncode == 1 and "migrate_not_pending" in again.stdout
+        assert sum(forgets(root).values()) == 1
+        assert MemoryRoot.open(root).health().status == "clean"
+        return
     server.default = good
     done = cli(root, "--json", *migrate)
     assert done.returncode == 0, done.stderr

@@ -74,7 +74,7 @@ from memory_es.recall import Recall, Recaller, RecallResult
 from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
 from memory_es.recall.asking import check_ask, check_limit, check_query, unavailable
 from memory_es.recall.sections.profile import Profile
-from memory_es.rootconfig import effective, journal_of
+from memory_es.rootconfig import effective, journal_of, migration_pending
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vectors.ann import ann_paths, saved_state
@@ -260,6 +260,10 @@ class MemoryRoot:
                 yield from _leftover_findings(root, self._keys, opened)
                 for code, path, detail in sealed_findings(opened, deep=deep):
                     yield Finding(code, path, detail)
+                if migration_pending(opened):  # every writer open is refused until then
+                    yield Finding("migration_pending", "journal", "a migrate was cut short: "
+                                  "finish it with memory-es migrate --config BUJO.json --yes, "
+                                  "or retire it with memory-es migrate --abort")
                 if not opened.chain.keyed:
                     yield Finding("chain_unkeyed", MARKER_FILE, "schema 1: plain SHA-256 "
                                   "chain, edits with a recomputed chain go undetected; a "

@@ -124,6 +124,11 @@ def settle(opened: OpenedJournal, config: MemoryConfig, *, at: datetime,
         return None
     leaves_capture = (current.tier, current.write_mode) == ("bujo", "capture") and \
         (wanted.tier, wanted.write_mode) != ("bujo", "capture")
+    if current.tier == "bujo" and wanted.tier != "bujo" and \
+            opened.recorder.aggregate_rows(MIGRATION_UUID):
+        raise MemoryEsError(
+            f"{REFUSED}: this root was migrated to BuJo (memory-es migrate); it cannot be "
+            f"reopened as {wanted.describe()}: give a BuJo config", code=REFUSED)
     if leaves_capture and retained_plans:
         raise MemoryEsError(
             f"{REFUSED}: this root is BuJo capture with retained capture plans; it cannot be "

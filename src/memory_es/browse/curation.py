@@ -100,8 +100,10 @@ class CurateAudit:
 
     def render(self) -> str:
         """The text report: one block per line, its findings explained, then a summary."""
-        out = [f"curate audit: {len(self.lines)} line(s) to review"
-               + (f", {self.decided} already decided" if self.decided else "")
+        out = [f"curate audit: {len(self.lines)} line(s)"
+               + (f", {self.decided} of them already decided" if self.everything
+                  else " to review" + (f" ({self.decided} more already decided: --all shows "
+                                       "them)" if self.decided else ""))
                + (" (intentExpiry is on)" if self.intent_expiry else "")]
         for line in self.lines:
             dates = "".join(f"  {name}={value}" for name, value in

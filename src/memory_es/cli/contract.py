@@ -46,8 +46,9 @@ exit codes (every command; under --json an error is {"error": {"code", "message"
      folder whose replay state needs adopt-replay first, an adoption that is not needed,
      has nothing to adopt or finds capture work beside a migration, a curate audit or
      decision on a root that is not BuJo, a decision for a line the audit does not list, a
-     migrate with unresolved intakes or nothing to migrate, a write to a root whose migrate
-     was cut short)
+     migrate with unresolved intakes, a line no note can hold or nothing to migrate, a
+     migrate --abort with no migration standing, a write to a root whose migrate was cut
+     short)
   2  usage error: a bad argument or option, a config file that does not validate, no memory
      root at --root, a file given to --expect-anchor that is no anchor, a backup file that
      is no backup or whose passphrase or key file is missing, wrong or not owner-only, an
@@ -67,7 +68,7 @@ REFUSED_CODES: Final = frozenset({
     "backup_exists", "restore_keys_exist", "restore_target_used",
     "replay_adoption_required", "adopt_not_legacy", "adopt_not_needed", "adopt_nothing",
     "adopt_refused", "curate_refused", "curate_bujo_only", "migration_pending",
-    "migrate_pending_work", "migrate_nothing",
+    "migrate_pending_work", "migrate_nothing", "migrate_unmigratable", "migrate_not_pending",
 })
 # MemoryEsError codes that mean the caller's arguments are wrong (exit 2).
 USAGE_CODES: Final = frozenset({

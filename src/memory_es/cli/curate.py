@@ -27,7 +27,8 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", dest="everything", action="store_true",
                    help="audit: list the lines already decided too")
     p.add_argument("--tz", metavar="ZONE",
-                   help="the host's IANA zone a date is judged in (default the process's)")
+                   help="audit: the host's IANA zone a date is judged in (default the "
+                        "process's)")
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -43,8 +44,8 @@ def _check(args: argparse.Namespace) -> None:
     if args.id is None or args.decision is None:
         raise UsageError("curate decide needs an id and a decision (keep, drop, undate or "
                          "retype --as KIND)")
-    if args.everything:
-        raise UsageError("curate decide takes no --all")
+    if args.everything or args.tz is not None:
+        raise UsageError("curate decide takes no --all or --tz")
     named("id", lambda: check_memory_id(args.id))
     named("decision", lambda: check_decision(args.decision, args.kind))
 
@@ -65,8 +66,7 @@ def cmd_curate(args: argparse.Namespace) -> int:
     request = {"memory_id": args.id, "decision": args.decision, "kind": args.kind}
     shown = through_writer(root, "curate", request)
     if shown is None:
-        with open_store(root, loaded, background=False, create=False,
-                        time_zone=args.tz) as store:
+        with open_store(root, loaded, background=False, create=False) as store:
             shown = store.curate(args.id, args.decision, kind=args.kind).to_json()
     print_json(shown)
     return OK

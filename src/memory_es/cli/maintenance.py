@@ -224,19 +224,38 @@ REWRITE_JOURNAL = Command(
 
 
 def _migrate_lines_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--yes", action="store_true",
-                   help="migrate (without it, print what would be migrated; no model call)")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--yes", action="store_true",
+                      help="migrate (without it, print what would be migrated: read-only, no "
+                           "model call)")
+    what.add_argument("--abort", action="store_true",
+                      help="retire a migration a kill or a model cut short, leaving the lines "
+                           "it did not reach as they were")
     add_lock_timeout(p)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    """A thin shell over :func:`memory_es.migrate.migrate_root`."""
-    from memory_es.migrate import check_migration_config, migrate_root
+    """A thin shell over :mod:`memory_es.migrate`."""
+    from memory_es.migrate import (
+        abort_migration,
+        check_migration_config,
+        migrate_root,
+        plan_migration,
+    )
 
     loaded = config(args)
+    root = root_path(args, loaded)
+    if args.abort:
+        migrated, left = abort_migration(root, loaded, lock_timeout=args.lock_timeout)
+        if args.json:
+            print_json({"aborted": True, "migrated": migrated, "left": left})
+        else:
+            print(f"stopped the migration: {counted(migrated, 'line')} migrated, "
+                  f"{counted(left, 'line')} left as they were")
+        return OK
     check_migration_config(loaded)  # before the root is opened
-    report = migrate_root(root_path(args, loaded), loaded, yes=args.yes,
-                          lock_timeout=args.lock_timeout)
+    report = migrate_root(root, loaded, lock_timeout=args.lock_timeout) if args.yes \
+        else plan_migration(root, loaded)
     if args.json:
         print_json(report.to_json())
         return OK
@@ -252,13 +271,15 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 MIGRATE = Command(
     "migrate", "turn a Lite or Journal root's lines into BuJo notes with the Ollama chat "
-    "model (C12); a dry run without --yes", cmd_migrate, _migrate_lines_options,
+    "model (C12); a dry run without --yes, --abort to stop one cut short", cmd_migrate,
+    _migrate_lines_options,
     check_lock_timeout, progress=True,
     description="Reopen a stopped Lite or Journal root as BuJo (the --config given, whose "
                 "memory.llm must be ollama) and ask the chat model for each live line's "
                 "notes: one commit per line holds its notes and the line's migration "
                 "forget (terminal, kept in the journal). Resumable: a run cut short is "
-                "finished by running it again, and nothing else opens the root until then. "
-                "Without --yes: what would be migrated, with no model call.")
+                "finished by running it again (or retired with --abort, the lines it did not reach "
+                "left as they were), and nothing else opens the root until then. Without "
+                "--yes: what would be migrated, read-only, with no model call.")
 
 COMMANDS = (REBUILD, REPLAY, MIGRATE_JOURNAL, REWRITE_JOURNAL, MIGRATE)

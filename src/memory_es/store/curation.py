@@ -115,13 +115,15 @@ def _line(conn: apsw.Connection, memory_id: str) -> dict[str, Any]:
     """The stored line as a decision needs it (index columns by name)."""
     row: Any = conn.execute(
         "SELECT m.kind, m.text, m.day, m.status, m.source, m.source_session, m.run_hash, "
+        "m.recorded_at, "
         "m.tier, t.due_at, t.valid_to, COALESCE(t.insight, 0), t.about, "
         "COALESCE(t.replaceable, 0), t.valid_from, mm.labels, mm.scope, "
         "mm.salience, COALESCE(mm.from_task, 0), mm.fact_subject, mm.fact_key, mm.fact_value "
         "FROM memories m LEFT JOIN memory_terms t ON t.rowid = m.rowid "
         "LEFT JOIN memory_meta mm ON mm.rowid = m.rowid WHERE m.id = ?",
         (memory_id,)).fetchone()
-    names = ("kind", "text", "day", "status", "source", "session", "run_hash", "tier",
+    names = ("kind", "text", "day", "status", "source", "session", "run_hash", "recorded",
+             "tier",
              "due_at", "valid_to", "insight", "about", "replaceable", "valid_from", "labels",
              "scope", "salience", "from_task",
              "fact_subject", "fact_key", "fact_value")
@@ -150,8 +152,9 @@ def _retyped(conn: apsw.Connection, opened: OpenedJournal, memory_id: str,
         (memory_id,))]
     fact = None if line["fact_subject"] is None else {
         "subject": line["fact_subject"], "key": line["fact_key"], "value": line["fact_value"]}
-    events: list[Any] = [Memory.captured(
-        at=now, memory_id=new_id, kind=kind, text=line["text"], day=line["day"],
+    events: list[Any] = [Memory.captured(  # recorded when the line was: the same words
+        at=datetime.fromisoformat(line["recorded"]), memory_id=new_id, kind=kind,
+        text=line["text"], day=line["day"],
         status=line["status"], labels=[x for x in (line["labels"] or "").split(",") if x],
         entity_ids=entity_ids, scope=line["scope"] or "agent", source=line["source"],
         salience=float(line["salience"] or 0.0), from_task=line["from_task"],

@@ -141,7 +141,8 @@ class MemoryStore:
         try:
             if not migrating and migration_pending(opened):
                 raise MemoryEsError("migration_pending: a migrate of this root was cut short; "
-                                    "run memory-es migrate --yes to finish it (F13)",
+                                    "finish it with memory-es migrate --config BUJO.json --yes "
+                                    "or retire it with memory-es migrate --abort (F13)",
                                     code="migration_pending")
             config = effective(opened, config)
             return cls(opened, config, clock, background=background, processor=processor,

@@ -21,6 +21,7 @@ from eventsourcing.persistence import StoredEvent
 
 from memory_es.events import Entity, Intake, Memory
 from memory_es.ids import entity_uuid, intake_uuid, memory_uuid
+from memory_es.indexread import optional_rows
 from memory_es.journal import OpenedJournal
 from memory_es.journal.sealing import state_key_ids
 
@@ -209,6 +210,38 @@ class Planner:
                     names.append(self.decode(row).name)
             pruned[entity_id] = (keys, names)
         return pruned
+
+    def restated(self, memory_ids: set[str]) -> set[str]:
+        """The other lines that hold what ``memory_ids`` say: a legacy line and the notes
+        ``migrate`` made of it (``MigrationForgotten.into``, either way), and a line and the
+        copy of its very text that superseded it (a curate retype, either way), followed to
+        the end. A forget of one erases them all: its words would survive in the others."""
+        found, todo = set(memory_ids), sorted(memory_ids)
+        while todo:
+            memory_id = todo.pop()
+            linked: set[str] = set()
+            for row in self._recorder.rows_of([Memory.MigrationForgotten.TOPIC],
+                                              needle=memory_id):
+                event = self.decode(row)
+                if memory_id == event.memory_id or memory_id in event.into:
+                    linked |= {event.memory_id, *event.into}
+            text = self._text_of(memory_id)
+            if text is not None:
+                for older, newer in optional_rows(
+                        self._index, "SELECT memory_id, by FROM lifecycle "
+                                     "WHERE memory_id = ? OR by = ?", (memory_id, memory_id)):
+                    other = newer if older == memory_id else older
+                    if other and self._text_of(other) == text:
+                        linked.add(other)
+            for other in sorted(linked - found):
+                found.add(other)
+                todo.append(other)
+        return found - set(memory_ids)
+
+    def _text_of(self, memory_id: str) -> str | None:
+        row: Any = self._index.execute("SELECT text FROM memories WHERE id = ?",
+                                       (memory_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def derived(self, run_hash: str) -> set[str]:
         """Memories a turn made or confirmed: its own lines (the index's run hash), a

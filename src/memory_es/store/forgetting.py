@@ -151,6 +151,7 @@ class Forgetter:
         # already forgotten (no row left), which the journal answers
         full_ids = {ref if len(ref) == 64 else resolve_id(conn, ref)
                     for ref in map(check_memory_id, memory_ids)}
+        full_ids |= planner.restated(full_ids)  # the same words in lines of their own
         for memory_id in sorted(full_ids):
             target = planner.memory(memory_id)
             if target is None:
