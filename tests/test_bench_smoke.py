@@ -18,7 +18,8 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 SMALL = {
-    "admission": ["--n", "50", "--rounds", "1", "--total", "320"],
+    "admission": ["--n", "50", "--rounds", "1", "--total", "320", "--busy-backlog", "60",
+                  "--burst", "20", "--gap-ms", "1"],
     "rebuild": ["--observations", "300", "--rounds", "1"],
     "worker": ["--admissions", "300", "--rounds", "1"],
     "recall_latency": ["--small"],

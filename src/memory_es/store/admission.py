@@ -90,6 +90,10 @@ class GroupCommit:
         self._root = root
         self.view = view
         self.cv = threading.Condition()
+        # The live projections' own lock (LiveProjections): taken before the journal by every
+        # exclusive hold, and alone by the worker's projection and vector writes, so those
+        # never hold the journal and an admission never waits for them.
+        self.projection_lock = threading.RLock()
         self.queue: list[_Request] = []
         self._committing = False
         self._last_batch = 0
@@ -170,17 +174,21 @@ class GroupCommit:
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold the journal like an admission leader (attempts, operator transitions)."""
-        with self.cv:
-            if self.closed:
-                raise MemoryEsError(f"{self._root}: the store is closed", code="store_closed")
-            while self._committing:
-                self.cv.wait()
-            self._committing = True
-        try:
-            yield
-        finally:
-            self._release()
+        """Hold the journal like an admission leader (attempts, operator transitions), and the
+        projections with it (taken first: the worker holds them alone while it projects, and
+        admissions queue behind the journal only while it is actually held)."""
+        with self.projection_lock:
+            with self.cv:
+                if self.closed:
+                    raise MemoryEsError(f"{self._root}: the store is closed",
+                                        code="store_closed")
+                while self._committing:
+                    self.cv.wait()
+                self._committing = True
+            try:
+                yield
+            finally:
+                self._release()
 
     def close(self) -> bool:
         """Refuse new work and wait for the commit in flight; False if already closed."""
@@ -193,21 +201,28 @@ class GroupCommit:
             return True
 
     def commit_events(self, events: Sequence[Any]) -> None:
-        """Append domain events in one transaction and fold them into the view."""
+        """Append domain events in one transaction and fold them into the view. They are
+        encoded (and sealed) before the journal is held, as an admission's are."""
         if not events:
             return
+        stored = [self._opened.app.mapper.to_stored_event(e) for e in events]
         with self.exclusive():
-            self.commit_held(events)
+            self._insert(events, stored)
 
     def commit_held(self, events: Sequence[Any]) -> None:
         """:meth:`commit_events` for a caller that already holds :meth:`exclusive` (a write
         that must project before anyone else commits, Remember J1)."""
-        app = self._opened.app
-        events = [*self.preface, *events]
+        self._insert(events, [self._opened.app.mapper.to_stored_event(e) for e in events])
+
+    def _insert(self, events: Sequence[Any], stored: list[StoredEvent]) -> None:
+        """Write ``events`` (``stored``: their encoded form) after the preface, if any, in one
+        transaction; the caller holds the journal."""
+        mapper = self._opened.app.mapper
+        preface = self.preface
         positions = self._opened.recorder.insert_events(
-            [app.mapper.to_stored_event(e) for e in events])
+            [*(mapper.to_stored_event(e) for e in preface), *stored])
         self.preface = []
-        self.apply(positions, events)
+        self.apply(positions, [*preface, *events])
 
     def apply(self, positions: Sequence[int] | None, events: Sequence[Any]) -> None:
         """Fold committed events into the view (after what other processes appended before

@@ -232,7 +232,7 @@ class Attempts:
     def ready_for_index(self) -> None:
         """Projections caught up (a capture reconciles against every earlier one)."""
         try:
-            with self._journal.exclusive():
+            with self._projections.hold():
                 self._projections.catch_up()
         except MemoryEsError as e:
             log.warning("memory_degraded: capture waits for projections (code=%s)", e.code)
@@ -250,7 +250,7 @@ class Attempts:
         return found
 
     def _index_run(self, fn: Callable[[Any], Any]) -> Any:
-        with self._journal.exclusive():
+        with self._projections.hold():
             return fn(self._projections.get().index.conn)
 
     def _aggregate_version(self, originator_id: Any) -> int:

@@ -7,6 +7,7 @@ background is logged, never raised; operator paths (drain, rebuild) see it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +32,11 @@ class LiveProjections:
         self._tier = tier
         self._journal = journal
         self._projector: Projector | None = None
+
+    def hold(self) -> threading.RLock:
+        """The projections' lock without the journal's (the worker's catch-up and vector
+        writes): a writer's exclusive hold takes it too, so the two never overlap."""
+        return self._journal.projection_lock
 
     def get(self) -> Projector:
         """The open projections, opened on first use (a broken index raises here)."""
@@ -62,7 +68,7 @@ class LiveProjections:
         health reports the lag until a later pass or a rebuild succeeds.
         """
         try:
-            with self._journal.exclusive():
+            with self.hold():
                 if self._projector is None or \
                         self._projector.position < (self._opened.recorder.max_notification_id()
                                                     or 0):

@@ -78,7 +78,7 @@ class Vectors:
         if embedder is None or self.paused:
             return 0
         identity = embedder.identity.key
-        with self._journal.exclusive():
+        with self._projections.hold():
             pending = pending_texts(self._projections.get().index.conn, identity)
         if not pending.rowids:
             return 0
@@ -89,7 +89,7 @@ class Vectors:
             log.warning("memory_degraded: embedding unavailable (code=%s); lexical recall "
                         "until the provider answers", e.code)
             return 0
-        with self._journal.exclusive():
+        with self._projections.hold():
             conn = self._projections.get().index.conn
             store_vectors(conn, identity, pending.rowids, blobs)
             self.matrix(embedder, conn)
