@@ -192,6 +192,8 @@ class Worker:
         try:
             return call()
         except Exception as e:
+            if getattr(e, "code", None) == "store_closed":  # closing under a late pass
+                return fallback
             self._failures += 1
             if self._failures & (self._failures - 1) == 0:
                 problem = io_problem(e)

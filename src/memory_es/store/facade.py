@@ -168,10 +168,11 @@ class MemoryStore:
         self.background.stop(self._shutdown_timeout if timeout is None else timeout)
         if not self.journal_writer.close():
             return
-        try:
-            self.reads.close()
-            self.projections.close()
-            self.vectors.close()
+        try:  # after a projection pass or vector write in flight (the worker's own hold)
+            with self.journal_writer.projection_lock:
+                self.reads.close()
+                self.projections.close()
+                self.vectors.close()
         finally:
             self._opened.close()
 

@@ -6,9 +6,9 @@ background is logged, never raised; operator paths (drain, rebuild) see it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memory_es.errors import MemoryEsError
@@ -23,8 +23,10 @@ log = logging.getLogger("memory_es")
 
 
 class LiveProjections:
-    """The open :class:`Projector` of a writable root. Callers hold the journal
-    (``GroupCommit.exclusive``) around every use."""
+    """The open :class:`Projector` of a writable root. Callers hold the projections around
+    every use: with the journal (``GroupCommit.exclusive``, which takes them first) when they
+    write events, else alone (:meth:`hold`: catching up, storing vectors), so admissions never
+    wait for a projection pass."""
 
     def __init__(self, opened: OpenedJournal, root: Path, tier: str, journal: GroupCommit) -> None:
         self._opened = opened
@@ -33,10 +35,16 @@ class LiveProjections:
         self._journal = journal
         self._projector: Projector | None = None
 
-    def hold(self) -> threading.RLock:
-        """The projections' lock without the journal's (the worker's catch-up and vector
-        writes): a writer's exclusive hold takes it too, so the two never overlap."""
-        return self._journal.projection_lock
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Hold the projections without the journal (the worker's catch-up, capture's index
+        reads, vector writes): a writer's exclusive hold takes them too, so the two never
+        overlap. ``store_closed`` once the store is closing: a worker thread that outlived
+        :meth:`MemoryStore.close` never reopens an index the next writer owns."""
+        with self._journal.projection_lock:
+            if self._journal.closed:
+                raise MemoryEsError(f"{self._root}: the store is closed", code="store_closed")
+            yield
 
     def get(self) -> Projector:
         """The open projections, opened on first use (a broken index raises here)."""
@@ -57,7 +65,8 @@ class LiveProjections:
                                                   "code": e.code})
 
     def catch_up(self) -> None:
-        """Fold every journal event after the index position (the caller holds the journal)."""
+        """Fold every journal event after the index position (the caller holds the
+        projections)."""
         projector = self.get()
         projector.catch_up(iter_events(self._opened, after=projector.position))
 
@@ -73,6 +82,9 @@ class LiveProjections:
                         self._projector.position < (self._opened.recorder.max_notification_id()
                                                     or 0):
                     self.catch_up()
+        except MemoryEsError as e:
+            if e.code != "store_closed":  # closing: the next open catches up
+                log.warning("memory_degraded: projection catch-up failed (%s)", e.code)
         except Exception as e:
             log.warning("memory_degraded: projection catch-up failed (%s)", type(e).__name__)
 
