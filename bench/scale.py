@@ -33,6 +33,9 @@ two sizes carried on; the power law when growth is above linear). Writes a log-l
 (``--plot``, default docs/scale.png; needs the ``bench`` extra; ``--no-plot`` skips it) and
 ends with one JSON line of the figures.
 
+``--backend postgres [--roots 1,4,16,64] [--per-root K]`` measures something else: many roots,
+one writer process each, on one PostgreSQL server (``bench/pg_roots.py``).
+
 Takes ~4 minutes at the default sizes on 2 cores (half of it admitting 100k turns; ``--cache
 DIR`` keeps the roots, their vectors and their keys, and a rerun takes ~2 minutes). A root
 takes ~12 KB of disk per memory (journal 2 KB, index 4.7 KB, vector cache 4.5 KB), so 1M needs
@@ -369,6 +372,14 @@ def plot(results: list[dict[str, Any]], path: Path) -> bool:
 
 
 def main() -> None:
+    if "--backend" in sys.argv:  # many roots on one PostgreSQL server: bench/pg_roots.py
+        backend = sys.argv[sys.argv.index("--backend") + 1:][:1]
+        if backend != ["postgres"]:
+            raise SystemExit("scale.py: --backend takes postgres (many roots on one server)")
+        import pg_roots
+
+        pg_roots.main([a for a in sys.argv[1:] if a not in ("--backend", "postgres")])
+        return
     if sys.stderr.isatty():  # each phase runs in a child with this stderr: bars on a terminal
         set_sink(TerminalProgress(sys.stderr))
     parser = argparse.ArgumentParser(description=__doc__,

@@ -31,6 +31,7 @@ SMALL = {
     "cli_start": ["--small"],
     "mcp": ["--small"],
     "question_axis": ["--check"],
+    "pg_roots": ["--roots", "1,2", "--per-root", "5", "--no-plot"],
 }
 
 

@@ -56,8 +56,10 @@ def free_port() -> int:
 class ThrowawayCluster:
     """One PostgreSQL server in a temporary directory; ``with`` starts and removes it."""
 
-    def __init__(self, *, run_as: str = "nobody", bin_dir: Path | None = None) -> None:
+    def __init__(self, *, run_as: str = "nobody", bin_dir: Path | None = None,
+                 max_connections: int = 200) -> None:
         self.bin_dir = bin_dir or find_bin_dir()
+        self.max_connections = max_connections  # a store holds a few (its pool)
         self.user = run_as if os.geteuid() == 0 else None
         self.password = secrets.token_urlsafe(18)
         self.port = free_port()
@@ -106,7 +108,7 @@ class ThrowawayCluster:
 
     def start(self) -> None:
         opts = (f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 "
-                "-c max_connections=200 -c shared_buffers=64MB -c fsync=on "
+                f"-c max_connections={self.max_connections} -c shared_buffers=64MB -c fsync=on "
                 "-c synchronous_commit=on")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w",
                   "-t", "60", "start")
