@@ -101,3 +101,34 @@ def test_close_waits_for_the_projection_pass_in_flight(tmp_path: Path,
         thread.join(15)
     assert store.projections._projector is None
     assert MemoryRoot.open(root).health().status == "clean"  # the pass finished whole
+
+
+def test_a_forget_during_the_workers_embedding_leaves_no_cached_vector(tmp_path: Path) -> None:
+    """The worker embeds with no hold kept across the provider call; a forget that lands then
+    must not find the erased text's vector cached afterwards."""
+    import apsw
+
+    from memory_es.ids import sha256_hex
+
+    secret = "My locker combination is kept under the blue mug zqx."
+    embedding, forgotten = threading.Event(), threading.Event()
+
+    class Gate(WordBagEmbedder):
+        def embed(self, texts: Any) -> Any:
+            if secret in texts and threading.current_thread().name == "memory-es-worker":
+                embedding.set()
+                forgotten.wait(10)
+            return super().embed(texts)
+
+    root = tmp_path / "root"
+    with MemoryStore.open(root, parse_config(CONFIG), background=True,
+                          embedder=Gate(8)) as store:
+        line = store.remember(secret).memory_id
+        assert embedding.wait(10)
+        assert store.forget(line, reason="privacy").status == "forgotten"
+        forgotten.set()
+        store.drain()  # the worker's pass has stored (or dropped) what it embedded
+    cache = apsw.Connection(str(root / "embeddings" / "cache.db"))
+    rows = cache.execute("SELECT count(*) FROM vectors WHERE sha256 = ?",
+                         (sha256_hex(secret),)).fetchone()
+    assert rows == (0,)

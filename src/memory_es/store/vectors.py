@@ -91,9 +91,25 @@ class Vectors:
             return 0
         with self._projections.hold():
             conn = self._projections.get().index.conn
+            self._purge_forgotten(conn, pending.rowids, pending.texts)
             store_vectors(conn, identity, pending.rowids, blobs)
             self.matrix(embedder, conn)
         return len(pending.rowids)
+
+    def _purge_forgotten(self, conn: apsw.Connection, rowids: Sequence[int],
+                         texts: Sequence[str]) -> None:
+        """A forget that landed while these texts were embedding (no hold is kept across the
+        provider call) erased some of them: their vectors, just cached, go too."""
+        from memory_es.ids import sha256_hex
+        from memory_es.store.forgetting import purge_vector_cache
+
+        present = {r[0] for r in conn.execute(
+            f"SELECT rowid FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})",
+            list(rowids))} if rowids else set()
+        gone = [sha256_hex(text) for rowid, text in zip(rowids, texts, strict=True)
+                if rowid not in present]
+        if gone:
+            purge_vector_cache(self._root, gone)
 
     def fill(self, index: IndexProjection) -> None:
         """Vectors for a new generation before it is activated (D10, C8): from the cache
