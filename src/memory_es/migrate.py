@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import apsw
+from eventsourcing.persistence import StoredEvent
 
 from memory_es.capture.contracts import (
     MAX_NOTES,
@@ -304,18 +305,19 @@ def _prove(root: Path, conn: apsw.Connection, *, whole: bool) -> None:
 
 def _migrated_so_far(opened: Any) -> int:
     """The lines migrated since the standing marker (a resumed run's ``already``)."""
-    return sum(1 for _ in _since_marker(opened, Memory.MigrationForgotten.TOPIC))
+    return len(_forgotten_since_marker(opened))
 
 
 def _notes_so_far(opened: Any) -> int:
-    return sum(len(e.into) for e in _since_marker(opened, Memory.MigrationForgotten.TOPIC))
+    return sum(len(e.into) for e in _forgotten_since_marker(opened))
 
 
-def _since_marker(opened: Any, topic: str) -> list[Any]:
-    """The ``topic`` events after the last migration marker, decoded."""
-    from memory_es.history import iter_events
-
+def _forgotten_since_marker(opened: Any) -> list[Memory.MigrationForgotten]:
+    """The migration forgets after the last migration marker: only those rows are read and
+    decoded (content-free events, found by topic), never the journal between."""
     rows = opened.recorder.aggregate_rows(MIGRATION_UUID)
     start = rows[-1][0] if rows else 0
-    return [e for _, e in iter_events(opened, after=start)
-            if getattr(type(e), "TOPIC", None) == topic]
+    mapper = opened.app.mapper
+    return [mapper.to_domain_event(StoredEvent(oid, version, topic, state))
+            for position, oid, version, topic, state
+            in opened.recorder.rows_of([Memory.MigrationForgotten.TOPIC]) if position > start]
