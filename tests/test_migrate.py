@@ -342,6 +342,7 @@ def test_a_model_down_or_answering_garbage_stops_and_a_rerun_finishes(
     if fault == "garbage":  # stop here instead: the lines not reached stay as they were
         stopped = cli(root, "--json", "migrate", "--abort")
         assert json.loads(stopped.stdout) == {"aborted": True, "migrated": 1, "left": 3}
+        assert MemoryRoot.open(root).health().status == "clean"  # projected to its end
         assert cli(root, "admit", "--run-id", "t9", "--answer", "Writable again.").returncode == 0
         again = cli(root, "--json", "migrate", "--abort")
         assert again.returncode == 1 and "migrate_not_pending" in again.stdout

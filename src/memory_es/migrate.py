@@ -211,6 +211,7 @@ def _retire(store: Any, at: datetime, *, whole: bool) -> int:
     version = len(opened.recorder.aggregate_rows(MIGRATION_UUID))
     store.journal_writer.commit_events([Root.migration_finished(
         version=version, at=at, migrated=migrated, notes=_notes_so_far(opened))])
+    store.project()  # the index's position passes the retirement too
     return migrated
 
 
