@@ -7,7 +7,8 @@ so that both see the same machine:
 - ``memory-es search`` on a Journal root of ``--memories`` memories (default 10,000) embedded by
   the offline default model (USE multilingual v3), beside ``python -c pass`` and beside the
   same process stopped after its imports (``python -c "import ..."`` of :data:`SEARCH_IMPORTS`), so
-  the figure splits into interpreter, imports and the read itself (goal: at most 500 ms).
+  the figure splits into interpreter, imports and the read itself (goal: at most 500 ms over
+  ``python -c pass``).
 
 The root is built once through ``MemoryStore`` (admitted in batches below the active cap,
 drained and embedded) and the model's load cache is filled by one untimed run, as any second
@@ -125,14 +126,16 @@ def main() -> None:
     version_over = figures["memory-es --version"]["p50_ms"] - floor
     search = figures["memory-es search"]["p50_ms"]
     print(f"--version: {version_over:.1f} ms over the floor (goal <= 100 ms)")
-    print(f"search:    {search:.0f} ms (goal <= 500 ms): interpreter {floor:.0f} ms, imports "
+    print(f"search:    {search:.0f} ms, {search - floor:.0f} ms over the floor (goal <= 500 ms "
+          f"over it): interpreter {floor:.0f} ms, imports "
           f"{figures['imports only']['p50_ms'] - floor:.0f} ms, the read "
           f"{search - figures['imports only']['p50_ms']:.0f} ms")
     print(json.dumps({"bench": "cli_start", "memories": args.memories, "runs": args.runs,
                       "figures": {k: {m: round(v, 1) for m, v in f.items()}
                                   for k, f in figures.items()},
                       "version_over_floor_ms": round(version_over, 1),
-                      "search_p50_ms": round(search, 1)}, sort_keys=True))
+                      "search_p50_ms": round(search, 1),
+                      "search_over_floor_ms": round(search - floor, 1)}, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from memory_es.recall.asking import check_ask
 from memory_es.recall.rank.calibrations import LOCAL_MINILM, calibration_for, configured_calibration
 from memory_es.recall.rank.score import NOMIC_V15, Calibration
 from memory_es.recall.retrieve.candidates import candidate_pool
+from memory_es.recall.setup import ReadSetup
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.vectors.pending import embeddings_block
@@ -491,9 +492,10 @@ def test_recaller_binds_config_embedder_and_calibration(built: tuple[Path, dict[
     root, _ = built
     strict = parse_config({**JOURNAL, "embeddings": {"dim": DIM, "calibration": OVERRIDE}})
     fake = FakeEmbedder()
-    assert Recaller(strict, fake).calibration == Calibration(0.3, 0.99, 0.1, 0.62, 0.04)
-    assert Recaller(parse_config(JOURNAL), fake).calibration == NOMIC_V15
-    lite = Recaller(MemoryConfig(), None)
+    assert Recaller(ReadSetup.of(strict), fake).calibration == \
+        Calibration(0.3, 0.99, 0.1, 0.62, 0.04)
+    assert Recaller(ReadSetup.of(parse_config(JOURNAL)), fake).calibration == NOMIC_V15
+    lite = Recaller(ReadSetup.of(MemoryConfig()), None)
     assert lite.lexical and lite.calibration == NOMIC_V15 and lite.embed_query("x") is None
     assert embeddings_block(MemoryConfig()) is None
     assert embeddings_block(strict) is strict.embeddings
@@ -503,7 +505,7 @@ def test_recaller_binds_config_embedder_and_calibration(built: tuple[Path, dict[
         block = store.auto_recall(question)
         now = store._clock()
         conn = store.projections.get().index.conn
-        recaller = Recaller(strict, fake)
+        recaller = Recaller(ReadSetup.of(strict), fake)
         assert not recaller.lexical
         vector = recaller.embed_query(question)
         assert vector is not None

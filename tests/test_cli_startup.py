@@ -85,3 +85,32 @@ def test_a_read_command_does_not_import_the_writer(tmp_path: Path) -> None:
     writer = [m for m in modules if any(m == w or m.startswith(w + ".") for w in WRITER)]
     assert writer == [], writer
     assert "memory_es.root" in modules  # the probe did run the read path
+
+
+def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path) -> None:
+    """``memory-es search`` on a Journal root with the local model and no ``--config`` reads
+    the root's recorded configuration as it stands (recall.setup): pydantic is never
+    imported, the paraphrase is found through its vector, and the answer is exactly that of
+    the same search with the config file (which validates) and of the library."""
+    from memory_es import CompletedTurn, MemoryRoot, MemoryStore
+    from memory_es.config import parse_config
+
+    root, block = tmp_path / "root", {"mode": "journal", "embeddings": {"provider": "local"}}
+    texts = ["Dentist appointment with Dr. Hale on Tuesday at nine.",
+             "The office printer is on the third floor."]
+    with MemoryStore.open(root, parse_config(block), background=False) as store:
+        for n, text in enumerate(texts):
+            store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
+                                                       answer=text))
+        store.drain()
+    query = ("search", "when are my teeth getting checked", "--limit", "2", "--json")
+    code, modules, out = loaded("--root", str(root), *query)
+    assert code == 0 and not [m for m in modules if m.split(".")[0] == "pydantic"]
+    found = json.loads(out)
+    assert found["degraded"] is False and found["results"][0]["text"] == texts[0]
+    config = tmp_path / "memory.json"
+    config.write_text(json.dumps({"memory": block}), "utf-8")
+    code, modules, out = loaded("--root", str(root), "--config", str(config), *query)
+    assert code == 0 and "pydantic" in modules
+    assert json.loads(out)["results"] == found["results"]
+    assert MemoryRoot.open(root).search(query[1], 2).to_json()["results"] == found["results"]

@@ -33,6 +33,7 @@ from memory_es.recall.rank.score import (
     without_echo,
 )
 from memory_es.recall.retrieve.candidates import candidate_pool
+from memory_es.recall.setup import ReadSetup
 from memory_es.testing import WordBagEmbedder
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -156,7 +157,8 @@ def test_every_recall_path_carries_the_axis(tmp_path: Path) -> None:
         then = store.recall("where does Jonas live", limit=5, explain=True,
                             as_of=datetime.now(UTC)).to_json()
     root = MemoryRoot.open(tmp_path / "r", config)
-    root._bound = Recaller(config, embedder)  # the door's recaller, with the word-bag model
+    # the door's recaller, with the word-bag model
+    root._bound = Recaller(ReadSetup.of(config), embedder)
     door = root.recall("where does Jonas live", limit=5, explain=True).to_json()
     for name, result in (("store", live), ("as of", then), ("read-only door", door)):
         axes = [hit["explain"]["questionAxis"] for hit in result["results"]]

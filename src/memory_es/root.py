@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import apsw
 import msgspec
@@ -35,9 +35,14 @@ from memory_es.browse.reflect import (
     reflect,
     zone_name,
 )
-from memory_es.calibration.report import CalibrationReport, calibrate_root
-from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder, configured_identity, make_embedder
+from memory_es.config.defaults import DEFAULT_PATH
+from memory_es.embeddings import (
+    LOCAL_DIMS,
+    Embedder,
+    configured_identity,
+    local_embedder,
+    make_embedder,
+)
 from memory_es.errors import (
     IndexUnavailableError,
     MemoryEsError,
@@ -74,7 +79,8 @@ from memory_es.recall import Recall, Recaller, RecallResult
 from memory_es.recall.as_of import AsOfState, AsOfStates, check_as_of
 from memory_es.recall.asking import check_ask, check_limit, check_query, unavailable
 from memory_es.recall.sections.profile import Profile
-from memory_es.rootconfig import effective, journal_of, migration_pending
+from memory_es.recall.setup import ReadSetup
+from memory_es.rootconfig import RootConfig, journal_of, migration_pending, recorded
 from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vectors.ann import ann_paths, saved_state
@@ -89,6 +95,10 @@ from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
 from projections.sqlite_index import IndexProjection
 
+if TYPE_CHECKING:
+    from memory_es.calibration.report import CalibrationReport
+    from memory_es.config import MemoryConfig
+
 log = logging.getLogger("memory_es")
 
 
@@ -100,6 +110,8 @@ class MemoryRoot:
         self.root = root
         self.time_zone = time_zone
         self._config = config
+        self._record: RootConfig | None = None  # what the root recorded, once read
+        self._record_read = config is not None  # a given config is never replaced
         self._keys = KeyStore.resolve(key_store)
         self._journal = journal_of(config)
         self._chronology = MemoryJournal(RootCursorKey(root))
@@ -117,7 +129,8 @@ class MemoryRoot:
         now, else ``~/.local/state/memory-es/keys``). ``time_zone``: the host's zone that
         validity is read in (G15; default the process's)."""
         zone = host_time_zone(time_zone)
-        path = Path(root) if root is not None else Path((config or MemoryConfig()).path)
+        path = Path(root) if root is not None else Path(
+            config.path if config is not None else DEFAULT_PATH)
         return cls(path, config, KeyStore.resolve(key_store), zone)
 
     @property
@@ -125,9 +138,42 @@ class MemoryRoot:
         """The config given to :meth:`open`, else the root's own recorded one (read on first
         use), else the defaults."""
         if self._config is None:
-            with self.reader() as opened:
-                self._config = effective(opened, None)
+            from memory_es.config import MemoryConfig  # pydantic: only when asked for
+
+            found = self._recorded()
+            self._config = found.config() if found is not None else MemoryConfig()
         return self._config
+
+    def _note_record(self, opened: OpenedJournal) -> None:
+        """Keep what the root recorded, from a journal a read has just verified (one pass)."""
+        if not self._record_read:
+            found = recorded(opened)
+            self._record = found[1] if found is not None else None
+            self._record_read = True
+
+    def _recorded(self) -> RootConfig | None:
+        """The root's recorded configuration (None: none recorded, or a config was given)."""
+        if not self._record_read:
+            with self.reader() as opened:
+                self._note_record(opened)
+        return self._record
+
+    def _as_recorded(self) -> tuple[ReadSetup, str | None] | None:
+        """Recall's settings and local model straight from the record, when no config was
+        given and the record names no embeddings or the local provider's (which need no
+        endpoint or key): a reading command then never builds the pydantic model. None:
+        read them from :attr:`config`."""
+        if self._config is not None:
+            return None
+        found = self._recorded()
+        if found is None:
+            return ReadSetup.recorded("lite"), None  # the defaults' tier (never embeds)
+        kept = found.embeddings
+        if kept is None or found.tier == "lite":
+            return ReadSetup.recorded(found.tier), None
+        if kept.get("provider") != "local" or kept.get("model") not in LOCAL_DIMS:
+            return None
+        return ReadSetup.recorded(found.tier), str(kept["model"])
 
     def __enter__(self) -> MemoryRoot:
         return self
@@ -252,8 +298,7 @@ class MemoryRoot:
 
         def checks(opened: OpenedJournal) -> Iterator[Finding]:
             with journal_guard(root):
-                if self._config is None:  # from the journal this audit verified: one pass
-                    self._config = effective(opened, None)
+                self._note_record(opened)  # from the journal this audit verified: one pass
                 yield from _payload_findings(opened)
                 for code, path, detail in forget_findings(opened, root):
                     yield Finding(code, path, detail)
@@ -308,8 +353,7 @@ class MemoryRoot:
         """The active index generation, read-only, after the journal is verified; None when
         no generation was ever activated."""
         with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
-            if self._config is None:  # read from the journal this read verified: one pass
-                self._config = effective(opened, None)
+            self._note_record(opened)  # from the journal this read verified: one pass
             yield conn
 
     def search(self, query: str, limit: int = 5, *, explain: bool = False,
@@ -373,10 +417,14 @@ class MemoryRoot:
         """Recall bound to this handle's config and embedder, made on first use and kept:
         a local model loads once per handle, not once per query."""
         if self._bound is None:
-            block = embeddings_block(self.config)
-            self._bound = Recaller(self.config,
-                                   make_embedder(block) if block is not None else None,
-                                   self.time_zone)
+            light = self._as_recorded()
+            if light is not None:
+                setup, model = light
+                embedder = local_embedder(model) if model is not None else None
+            else:
+                setup, block = ReadSetup.of(self.config), embeddings_block(self.config)
+                embedder = make_embedder(block) if block is not None else None
+            self._bound = Recaller(setup, embedder, self.time_zone)
         return self._bound
 
     def reflect(self, day: str | date | None = None, *, soon: int = SOON_DAYS) -> Reflection:
@@ -422,7 +470,11 @@ class MemoryRoot:
     def _recaller_for_profile(self) -> Recaller:
         """The profile needs no vectors: a bound recaller if one exists, else one without an
         embedder (no model is loaded for a profile, M7)."""
-        return self._bound or Recaller(self.config, None, self.time_zone)
+        if self._bound is not None:
+            return self._bound
+        light = self._as_recorded()
+        return Recaller(light[0] if light is not None else ReadSetup.of(self.config), None,
+                        self.time_zone)
 
     def list_memories(self, *, status: str | None = None,
                       since: str | date | datetime | None = None,
@@ -468,6 +520,8 @@ class MemoryRoot:
     def calibrate(self, labelled: str | Path, *,
                   embedder: Embedder | None = None) -> CalibrationReport:
         """Fit a recall calibration on a user's own labelled questions (see ``calibrate``)."""
+        from memory_es.calibration.report import calibrate_root  # the fitting code: on use
+
         return calibrate_root(self.root, labelled, self.config, embedder=embedder,
                               key_store=self._keys)
 

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from memory_es.config import MemoryConfig, parse_config
+from memory_es.config.defaults import DEFAULT_PATH
 from memory_es.errors import MemoryEsError
 from memory_es.events import Root
 from memory_es.ids import MIGRATION_UUID, ROOT_UUID
 from memory_es.journal import OpenedJournal
 from memory_es.journal.backend import PostgresJournal, journal_target
+
+if TYPE_CHECKING:
+    from memory_es.config import MemoryConfig
 
 REFUSED = "reconfigure_refused"
 
@@ -50,6 +53,8 @@ class RootConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     def config(self) -> MemoryConfig:
         """A config with exactly what the root recorded (defaults for the rest)."""
+        from memory_es.config import parse_config  # pydantic: only when a config is wanted
+
         block: dict[str, Any] = {"mode": self.tier, "writeMode": self.write_mode}
         if self.embeddings is not None:
             block["embeddings"] = dict(self.embeddings)
@@ -91,6 +96,8 @@ def effective(opened: OpenedJournal, config: MemoryConfig | None) -> MemoryConfi
     """
     found = recorded(opened)
     if config is None:
+        from memory_es.config import MemoryConfig
+
         return found[1].config() if found is not None else MemoryConfig()
     return config if found is None else keep_recorded_model(config, found[1])
 
@@ -154,4 +161,4 @@ def resolve_root(root: str | Path | None, config: MemoryConfig | None) -> Path:
     """--root wins, then ``memory.path`` from config (default ``./.memory``)."""
     if root is not None:
         return Path(root)
-    return Path((config if config is not None else MemoryConfig()).path)
+    return Path(config.path if config is not None else DEFAULT_PATH)

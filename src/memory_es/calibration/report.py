@@ -46,6 +46,7 @@ from memory_es.keystore import KeyStore
 from memory_es.recall.engine import Recaller
 from memory_es.recall.rank.score import NOMIC_V15, Calibration
 from memory_es.recall.retrieve.candidates import candidate_pool
+from memory_es.recall.setup import ReadSetup
 from memory_es.text import counted
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import embeddings_block
@@ -235,7 +236,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         if embedder is None:
             embedder = make_embedder(block)
         assert embedder is not None  # an embeddings block always names a provider
-        recaller = Recaller(config, embedder)
+        recaller = Recaller(ReadSetup.of(config), embedder)
         identity = embedder.identity
         matrix = VectorMatrix(identity.dim, identity.key)  # the key names its question axis
         with contextlib.suppress(apsw.SQLError):  # an index built by Lite: no vectors

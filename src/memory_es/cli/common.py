@@ -181,9 +181,11 @@ def check_intake_arg(args: argparse.Namespace) -> None:
 def config(args: argparse.Namespace) -> MemoryConfig | None:
     """The ``--config`` file, or None: the root's own recorded configuration (defaults for a
     new root)."""
-    from memory_es.config import load_config
+    if args.config is None:
+        return None
+    from memory_es.config import load_config  # pydantic: only for a config file
 
-    return load_config(args.config) if args.config is not None else None
+    return load_config(args.config)
 
 
 def root_path(args: argparse.Namespace, loaded: MemoryConfig | None = None) -> Path:

@@ -7,41 +7,79 @@ fix a file in one pass. No environment variable is ever consulted (O1): a provid
 ``apiKeyEnv`` is only the name of one, read when that provider is built (``make_embedder``,
 ``make_chat_model``), never by validation or a projection.
 
+- :mod:`~memory_es.config.defaults`: the vocabulary and the defaults, plain values;
 - :mod:`~memory_es.config.model`: the pydantic blocks (:class:`MemoryConfig` and its parts);
 - :mod:`~memory_es.config.rules`: cross-field rules and the wording of every problem;
 - :mod:`~memory_es.config.load`: decoded JSON or a strict JSON file in, a config or a
   :class:`ConfigError` out.
+
+The names below are imported on first use (PEP 562): pydantic costs a cold process about
+0.1 s, and a command that reads a root with its recorded configuration never needs it.
 """
 
 from __future__ import annotations
 
-from memory_es.config.load import config_notices, load_config, parse_config, validate_file
-from memory_es.config.model import (
-    DEFAULT_EMBEDDINGS_DIM,
-    DEFAULT_EMBEDDINGS_MODELS,
-    DEFAULT_EMBEDDINGS_PROVIDER,
-    DEFAULT_EMBEDDINGS_TIMEOUT_MS,
-    DEFAULT_LLM_ENDPOINT,
-    DEFAULT_LLM_TIMEOUT_MS,
-    DEFAULT_OPENAI_ENDPOINT,
-    FOCUS_MAX_BYTES,
-    KEYED_PROVIDERS,
-    CalibrationConfig,
-    CaptureConfig,
-    CaptureKind,
-    EmbeddingsConfig,
-    EmbeddingsProvider,
-    LlmConfig,
-    LlmProvider,
-    MemoryConfig,
-    OptInToggle,
-    ProfileConfig,
-    RecallConfig,
-    ToolToggle,
-    is_runtime_model_ref,
-)
-from memory_es.config.rules import DEFAULT_MODE, DEFAULT_PATH, DEFAULT_WRITE_MODE, Mode, WriteMode
-from memory_es.errors import ConfigError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_es.config.defaults import (
+        DEFAULT_EMBEDDINGS_DIM,
+        DEFAULT_EMBEDDINGS_MODELS,
+        DEFAULT_EMBEDDINGS_PROVIDER,
+        DEFAULT_EMBEDDINGS_TIMEOUT_MS,
+        DEFAULT_LLM_ENDPOINT,
+        DEFAULT_LLM_TIMEOUT_MS,
+        DEFAULT_MODE,
+        DEFAULT_OPENAI_ENDPOINT,
+        DEFAULT_PATH,
+        DEFAULT_WRITE_MODE,
+        FOCUS_MAX_BYTES,
+        KEYED_PROVIDERS,
+        CaptureKind,
+        EmbeddingsProvider,
+        LlmProvider,
+        Mode,
+        WriteMode,
+    )
+    from memory_es.config.load import config_notices, load_config, parse_config, validate_file
+    from memory_es.config.model import (
+        CalibrationConfig,
+        CaptureConfig,
+        EmbeddingsConfig,
+        LlmConfig,
+        MemoryConfig,
+        OptInToggle,
+        ProfileConfig,
+        RecallConfig,
+        ToolToggle,
+        is_runtime_model_ref,
+    )
+    from memory_es.errors import ConfigError
+
+_HOMES = {
+    "memory_es.config.defaults": (
+        "DEFAULT_EMBEDDINGS_DIM", "DEFAULT_EMBEDDINGS_MODELS", "DEFAULT_EMBEDDINGS_PROVIDER",
+        "DEFAULT_EMBEDDINGS_TIMEOUT_MS", "DEFAULT_LLM_ENDPOINT", "DEFAULT_LLM_TIMEOUT_MS",
+        "DEFAULT_MODE", "DEFAULT_OPENAI_ENDPOINT", "DEFAULT_PATH", "DEFAULT_WRITE_MODE",
+        "FOCUS_MAX_BYTES", "KEYED_PROVIDERS", "CaptureKind", "EmbeddingsProvider",
+        "LlmProvider", "Mode", "WriteMode"),
+    "memory_es.config.load": ("config_notices", "load_config", "parse_config", "validate_file"),
+    "memory_es.config.model": (
+        "CalibrationConfig", "CaptureConfig", "EmbeddingsConfig", "LlmConfig", "MemoryConfig",
+        "OptInToggle", "ProfileConfig", "RecallConfig", "ToolToggle", "is_runtime_model_ref"),
+    "memory_es.errors": ("ConfigError",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "DEFAULT_EMBEDDINGS_DIM",

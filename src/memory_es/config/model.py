@@ -25,18 +25,32 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from memory_es.config.rules import (
+from memory_es.config.defaults import (
+    DEFAULT_EMBEDDINGS_DIM,
+    DEFAULT_EMBEDDINGS_MODELS,
+    DEFAULT_EMBEDDINGS_PROVIDER,
+    DEFAULT_EMBEDDINGS_TIMEOUT_MS,
+    DEFAULT_LLM_ENDPOINT,
+    DEFAULT_LLM_TIMEOUT_MS,
     DEFAULT_MODE,
+    DEFAULT_OPENAI_ENDPOINT,
     DEFAULT_PATH,
+    DEFAULT_SCORING,
     DEFAULT_WRITE_MODE,
-    NULL,
-    RULES_ERROR,
+    FOCUS_MAX_BYTES,
+    KEYED_PROVIDERS,
+    LOCAL_EMBEDDINGS_DIM,
+    LOCAL_MODELS,
+    MAX_EMBEDDINGS_DIM,
+    MAX_TIMEOUT_MS,
+    CaptureKind,
+    EmbeddingsProvider,
+    LlmProvider,
     Mode,
+    Scoring,
     WriteMode,
-    quote,
-    rule,
-    rule_errors,
 )
+from memory_es.config.rules import NULL, RULES_ERROR, quote, rule, rule_errors
 
 __all__ = [
     "DEFAULT_EMBEDDINGS_DIM",
@@ -68,40 +82,6 @@ __all__ = [
     "ToolToggle",
     "is_runtime_model_ref",
 ]
-
-LlmProvider = Literal["ollama", "agent-host", "openai"]
-EmbeddingsProvider = Literal["ollama", "lmstudio", "openai", "local"]
-CaptureKind = Literal["fact", "preference", "lesson"]
-
-# Defaults the reference states (SPEC O table).
-DEFAULT_LLM_ENDPOINT: Final = "http://localhost:11434"
-DEFAULT_LLM_TIMEOUT_MS: Final = 60000
-# Not in the reference: the OpenAI-compatible chat provider's server, and how long one
-# embedding request may take, retries included (E36's deadline, for embeddings).
-DEFAULT_OPENAI_ENDPOINT: Final = "https://api.openai.com"
-DEFAULT_EMBEDDINGS_TIMEOUT_MS: Final = 30000
-# The providers that send an API key (as a bearer token): the OpenAI-compatible ones.
-KEYED_PROVIDERS: Final = frozenset({"openai", "lmstudio"})
-DEFAULT_EMBEDDINGS_PROVIDER: Final[EmbeddingsProvider] = "ollama"
-DEFAULT_EMBEDDINGS_DIM: Final = 768
-DEFAULT_EMBEDDINGS_MODELS: Final[Mapping[str, str | None]] = {
-    "ollama": "nomic-embed-text:v1.5",
-    "lmstudio": "text-embedding-nomic-embed-text-v1.5",
-    "openai": None,  # the reference states no default for openai
-    # The offline provider (memory-es[local]): USE multilingual v3, chosen by measurement
-    # (README "Offline embedding models"); all-MiniLM-L6-v2-onnx-int8 and
-    # multilingual-e5-small-q4 by name.
-    "local": "use-multilingual-v3",
-}
-LOCAL_EMBEDDINGS_DIM: Final = 512
-# The offline models the local provider ships, with their dimensions (bench/models.py compares
-# them; the README table says why each is there).
-LOCAL_MODELS: Final[Mapping[str, int]] = {"use-multilingual-v3": 512,
-                                          "all-MiniLM-L6-v2-onnx-int8": 384,
-                                          "multilingual-e5-small-q4": 384}
-FOCUS_MAX_BYTES: Final = 2048  # A15: UTF-8 bytes, not characters
-MAX_TIMEOUT_MS: Final = 3_600_000  # an hour per model call; anything longer is a typo
-MAX_EMBEDDINGS_DIM: Final = 65_536  # far above any embedding model's width
 
 LOADING: Final = "memory_es.config.loading"  # validation-context flag set by parse_config
 
@@ -388,7 +368,7 @@ class RecallConfig(_Block):
     default off (O6). `scoring`: "hybrid" (default: lexical evidence fused with the cosine)
     or "reference" (the reference's embedding-first formula, exactly)."""
 
-    scoring: Literal["hybrid", "reference"] = "hybrid"
+    scoring: Scoring = DEFAULT_SCORING
     intent_expiry: bool = False
     recency: bool = False
 

@@ -11,10 +11,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
+
+from memory_es.config.defaults import (
+    DEFAULT_MODE,
+    DEFAULT_PATH,
+    DEFAULT_WRITE_MODE,
+    Mode,
+    WriteMode,
+)
 
 __all__ = [
     "DEFAULT_MODE",
@@ -34,13 +42,6 @@ __all__ = [
     "rule_errors",
 ]
 
-Mode = Literal["lite", "journal", "bujo"]
-WriteMode = Literal["disabled", "append-host-summary", "capture"]
-
-# DESIGN 9.13: the reference states no default for these three.
-DEFAULT_MODE: Final[Mode] = "lite"
-DEFAULT_WRITE_MODE: Final[WriteMode] = "append-host-summary"
-DEFAULT_PATH: Final = "./.memory"
 
 _MODES: Final = ("lite", "journal", "bujo")
 _WRITE_MODES: Final = ("disabled", "append-host-summary", "capture")

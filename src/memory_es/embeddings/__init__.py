@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from memory_es.config.model import DEFAULT_EMBEDDINGS_MODELS, LOCAL_MODELS
+from memory_es.config.defaults import DEFAULT_EMBEDDINGS_MODELS, LOCAL_MODELS
 from memory_es.embeddings.base import (
     BATCH_SIZE,
     CONFIG_INVALID,
@@ -72,6 +72,7 @@ __all__ = [
     "batched",
     "configured_identity",
     "embed_queries",
+    "local_embedder",
     "make_embedder",
 ]
 
@@ -87,6 +88,13 @@ def configured_identity(config: EmbeddingsConfig) -> EmbeddingIdentity | None:
     if config.model is None:
         return None
     return EmbeddingIdentity(str(config.provider), config.model, int(config.dim))
+
+
+def local_embedder(model: str) -> Embedder:
+    """The ``local`` provider's embedder for one of :data:`LOCAL_DIMS`' models."""
+    if model == USE_MODEL:
+        return UseEmbedder()
+    return E5Embedder() if model == E5_MODEL else LocalEmbedder()
 
 
 def make_embedder(
@@ -127,9 +135,7 @@ def make_embedder(
                                  code=CONFIG_INVALID)
         if "dim" in explicit and dim != LOCAL_DIMS[model]:
             raise dimension_mismatch(LOCAL_DIMS[model], dim, f"local model {model}")
-        if model == USE_MODEL:
-            return UseEmbedder()
-        return E5Embedder() if model == E5_MODEL else LocalEmbedder()
+        return local_embedder(model)
     if model is None:
         raise EmbeddingError(f"memory.embeddings.model is required for provider "
                              f"{one_line(provider)}", code=CONFIG_INVALID)

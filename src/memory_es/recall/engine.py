@@ -1,4 +1,4 @@
-"""Answering a question, bound to one configuration: :class:`Recaller` holds the config, the
+"""Answering a question, bound to one configuration: :class:`Recaller` holds its settings, the
 embedder and the calibration they imply, decided once (DESIGN 9.4, G20), and is the one
 orchestration of a recall both doors use (the writer's ``store.reading`` and the read-only
 ``MemoryRoot``), now or as of an instant.
@@ -23,19 +23,18 @@ from typing import Protocol
 import apsw
 import numpy as np
 
-from memory_es.config import MemoryConfig
 from memory_es.embeddings import Embedder, EmbeddingError, embed_queries
 from memory_es.errors import IndexUnavailableError
 from memory_es.recall.as_of import AsOfState
 from memory_es.recall.asking import Ask, has_content
 from memory_es.recall.automatic import auto_block
 from memory_es.recall.explicit import Lookup, deliberate, direct_lookup, recall
-from memory_es.recall.rank.calibrations import calibration_for, configured_calibration
-from memory_es.recall.rank.policy import ReadPolicy
+from memory_es.recall.rank.calibrations import calibration_for
 from memory_es.recall.rank.render import Recall
 from memory_es.recall.sections.guidance import GuidanceKind
 from memory_es.recall.sections.profile import Profile, owner_profile
 from memory_es.recall.sections.result import AutoContext, RecallResult
+from memory_es.recall.setup import ReadSetup
 from memory_es.text import iso_ms
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import vector_backlog
@@ -68,15 +67,15 @@ class Recaller:
     afresh).
     """
 
-    def __init__(self, config: MemoryConfig, embedder: Embedder | None,
+    def __init__(self, setup: ReadSetup, embedder: Embedder | None,
                  tz: tzinfo | None = None) -> None:
-        self.config = config
+        self.setup = setup
         self.embedder = embedder
         self.tz = tz  # the host's zone (G15); None: the process's zone
         self.calibration = calibration_for(embedder.identity if embedder is not None else None,
-                                           configured_calibration(config))
-        self.expand = config.mode == "bujo"
-        self.policy = ReadPolicy.of(config)  # intentExpiry, recency: BuJo only (M24-M33)
+                                           setup.calibration)
+        self.expand = setup.mode == "bujo"
+        self.policy = setup.policy  # intentExpiry, recency: BuJo only (M24-M33)
 
     @property
     def lexical(self) -> bool:
@@ -112,7 +111,7 @@ class Recaller:
         ``kind`` / ``about``: the guidance and fact-sheet options (G26-G28)."""
         result = recall(conn, query, now=now, query_vector=query_vector, matrix=matrix,
                         limit=limit, expand=self.expand, calibration=self.calibration,
-                        scoring=self.config.recall.scoring, explain=explain, tz=self.tz,
+                        scoring=self.setup.scoring, explain=explain, tz=self.tz,
                         kind=kind, about=about, policy=self.policy)
         return self._flagged(conn, result, query_vector, matrix)
 
@@ -121,7 +120,7 @@ class Recaller:
         """One direct lookup of ``query`` a turn can reuse (G34, G35); ``session`` excludes
         the current conversation, as the automatic block does (H21)."""
         return direct_lookup(conn, query, query_vector=query_vector, matrix=matrix,
-                             calibration=self.calibration, scoring=self.config.recall.scoring,
+                             calibration=self.calibration, scoring=self.setup.scoring,
                              exclude_session=session)
 
     def reuse(self, conn: apsw.Connection, lookup: Lookup, *, now: datetime,
@@ -131,7 +130,7 @@ class Recaller:
         """MemoryRecall over an earlier lookup, never retrieving or embedding again: uncut in
         original-query mode (``original``, G19, G34), else exactly :meth:`recall`."""
         result = deliberate(conn, lookup, now=now, matrix=matrix, calibration=self.calibration,
-                            scoring=self.config.recall.scoring, limit=limit,
+                            scoring=self.setup.scoring, limit=limit,
                             expand=self.expand, explain=explain, tz=self.tz,
                             original=original, kind=kind, about=about,
                             policy=self.policy)
@@ -154,8 +153,8 @@ class Recaller:
         """The owner profile (M3-M7) under this config's ``memory.maxBytes``; computed whether
         or not ``memory.profile.enabled`` is set (the read-only views preview it, C11), which
         the result's ``enabled`` says."""
-        return owner_profile(conn, now=now, tz=self.tz, max_bytes=self.config.max_bytes,
-                             enabled=self.config.profile.enabled)
+        return owner_profile(conn, now=now, tz=self.tz, max_bytes=self.setup.max_bytes,
+                             enabled=self.setup.profile)
 
     def auto_block(self, conn: apsw.Connection, text: str, *, now: datetime,
                    query_vector: np.ndarray | None, matrix: VectorMatrix | None,
@@ -166,7 +165,7 @@ class Recaller:
         ``memory.profile.enabled`` the owner profile comes first, and stays when the block
         cannot be made (M8): it needs no vector. A line the profile shows is not repeated
         below it. ``lookup``: the turn's direct lookup of ``text``, already made (G34)."""
-        profile = self.profile(conn, now=now) if self.config.profile.enabled else None
+        profile = self.profile(conn, now=now) if self.setup.profile else None
         shown = profile.text if profile is not None else ""
         if self.embedder is None:
             return AutoContext(shown, degraded=True, reason="lexical_only", profile=shown)
@@ -176,7 +175,7 @@ class Recaller:
                                vectors_pending=pending, profile=shown)
         block = auto_block(conn, text, now=now, query_vector=query_vector, matrix=matrix,
                            session=session, lines=lines, calibration=self.calibration,
-                           scoring=self.config.recall.scoring, tz=self.tz,
+                           scoring=self.setup.scoring, tz=self.tz,
                            reserved_bytes=len(shown.encode("utf-8")) + 2 if shown else 0,
                            scored=None if lookup is None else lookup.scored,
                            shown=[] if profile is None else [e.id for e in profile.entries],

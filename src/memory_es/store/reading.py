@@ -31,6 +31,7 @@ from memory_es.recall.asking import check_ask, check_limit, check_query, check_t
 from memory_es.recall.explicit import Lookup
 from memory_es.recall.rank.select import owner_text_gate
 from memory_es.recall.sections.profile import Profile
+from memory_es.recall.setup import ReadSetup
 from memory_es.store.access import AccessLog, AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.projecting import LiveProjections
@@ -61,7 +62,8 @@ class StoreReads:
     def recaller(self) -> Recaller:
         """Recall bound to this store's config and embedder (calibration decided once)."""
         if self._bound is None:
-            self._bound = Recaller(self._config, self._vectors.embedder(), self._tz)
+            self._bound = Recaller(ReadSetup.of(self._config), self._vectors.embedder(),
+                                   self._tz)
         return self._bound
 
     def recall(self, query: str | None, limit: int, explain: bool = False, *,

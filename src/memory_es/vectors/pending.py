@@ -11,17 +11,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import numpy as np
 
-from memory_es.config import EmbeddingsConfig, MemoryConfig
 from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError
 from memory_es.ids import sha256_hex
 from memory_es.indexread import optional_rows
 from memory_es.vectors.cache import VectorCache, read_only_cache
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+
+if TYPE_CHECKING:
+    from memory_es.config import EmbeddingsConfig, MemoryConfig
 
 log = logging.getLogger("memory_es")
 

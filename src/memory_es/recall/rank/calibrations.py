@@ -6,9 +6,13 @@ Pure data and lookup, so ranking, the engine and ``memory-es calibrate`` share o
 
 from __future__ import annotations
 
-from memory_es.config import CalibrationConfig, MemoryConfig
+from typing import TYPE_CHECKING
+
 from memory_es.embeddings import EmbeddingIdentity
 from memory_es.recall.rank.score import NOMIC_V15, Calibration
+
+if TYPE_CHECKING:
+    from memory_es.config import CalibrationConfig, MemoryConfig
 
 # Fitted for the local provider's default model, USE multilingual v3 (512-d), by
 # bench/recall_quality.py on the DEV splits of its three sets (659 questions: two curated sets

@@ -27,15 +27,17 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import apsw
 
-from memory_es.config import MemoryConfig
 from memory_es.indexread import optional_rows
 from memory_es.recall.rank.render import Hit
 from memory_es.recall.rank.score import EPSILON, Calibration, Candidate
 from memory_es.recall.rank.select import SelectMode
+
+if TYPE_CHECKING:
+    from memory_es.config import MemoryConfig
 
 CLOSED_STATUSES: Final = frozenset({"done", "dropped"})  # M24: closed, out of automatic reads
 RECENCY_MAX: Final = 0.02  # M28: the term never exceeds this
