@@ -49,7 +49,7 @@ def journal_guard(root: str | Path) -> contextlib.AbstractContextManager[None]:
 @contextlib.contextmanager
 def open_reader(root: str | Path, key_store: KeyStore | None = None,
                 journal: PostgresJournal | None = None, *,
-                applied: int | None = 0) -> Iterator[OpenedJournal]:
+                applied: int | None = 0, checkpoint: bool = False) -> Iterator[OpenedJournal]:
     """The verified, read-only journal of ``root`` for the span of one read (its chain key
     from ``key_store``, default: :meth:`KeyStore.resolve`; ``journal``: its PostgreSQL
     server when the config names one). A storage failure of the journal, opening it or
@@ -57,9 +57,11 @@ def open_reader(root: str | Path, key_store: KeyStore | None = None,
 
     ``applied``: the position up to which forgets are known to be finished (0: look at every
     ``Forgotten`` event; None: the caller does it, knowing where the index stands), see
-    :func:`unfinished_forgets`."""
+    :func:`unfinished_forgets`. ``checkpoint``: verify the chain from the writer's attested
+    checkpoint on (:mod:`memory_es.journal.checkpoint`), for a read of the index."""
     with journal_guard(root):
-        opened = open_journal(Path(root), writable=False, key_store=key_store, journal=journal)
+        opened = open_journal(Path(root), writable=False, key_store=key_store, journal=journal,
+                              checkpoint=checkpoint)
     try:
         with journal_guard(root):
             if applied is not None:
@@ -108,10 +110,11 @@ def verified_index(root: Path,
 @contextlib.contextmanager
 def verified_journal_and_index(
         root: Path, key_store: KeyStore | None = None, journal: PostgresJournal | None = None,
+        *, checkpoint: bool = False,
 ) -> Iterator[tuple[OpenedJournal, apsw.Connection | None]]:
     """:func:`verified_index` with the verified read-only journal it checked, for a read that
     needs both (``memory-es show``: the index row and the journal events behind it)."""
-    with open_reader(root, key_store, journal, applied=None) as opened:
+    with open_reader(root, key_store, journal, applied=None, checkpoint=checkpoint) as opened:
         with storage_guard(Path(root) / INDEX_DIR, what="index",
                            corrupt_code="index_unreadable"):
             conn = open_active_index(root)

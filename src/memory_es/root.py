@@ -3,9 +3,12 @@
 
 Every call opens the journal read-only and verifies its chain first (a tampered root is never
 served), then reads one consistent snapshot: the journal in one SQLite read transaction, the
-active index generation opened read-only. MemoryJournal snapshots (I*) live as long as the
-handle; its cursors work on any handle of the same root (signed with the root's cursor key,
-the one file a reader may create: ``.runtime/journal-cursor.key``).
+active index generation opened read-only. A read of the index (search, list, the journal,
+the profile) recomputes only the links after the writer's verified checkpoint
+(:mod:`memory_es.journal.checkpoint`); health, export and the event reads verify them all.
+MemoryJournal snapshots (I*) live as long as the handle; its cursors work on any handle of the
+same root (signed with the root's cursor key, the one file a reader may create:
+``.runtime/journal-cursor.key``).
 """
 
 from __future__ import annotations
@@ -154,7 +157,7 @@ class MemoryRoot:
     def _recorded(self) -> RootConfig | None:
         """The root's recorded configuration (None: none recorded, or a config was given)."""
         if not self._record_read:
-            with self.reader() as opened:
+            with open_reader(self.root, self._keys, self._journal, checkpoint=True) as opened:
                 self._note_record(opened)
         return self._record
 
@@ -212,14 +215,15 @@ class MemoryRoot:
         "absent", "current", "stale" or "invalid"; None when this config never embeds."""
         return self._vectors(ann=True)[1]
 
-    def _vectors(self, *, ann: bool = False) -> tuple[int | None, str | None]:
+    def _vectors(self, *, ann: bool = False,
+                 whole_chain: bool = False) -> tuple[int | None, str | None]:
         """(vector backlog, the saved ANN index's state when ``ann``) from one verified read:
-        health wants both, and each read verifies the whole chain."""
+        health wants both (``whole_chain``: every link verified, as health does)."""
         block = embeddings_block(self.config)
         identity = configured_identity(block) if block is not None else None
         if identity is None:
             return None, None
-        with self.index() as conn:
+        with self._index(whole_chain=whole_chain) as conn:
             if conn is None:
                 return 0, "absent" if ann else None
             backlog = vector_backlog(conn, identity.key)
@@ -326,7 +330,7 @@ class MemoryRoot:
                 extra += list(self._sample_findings())
         report = with_findings(report, extra)
         try:
-            backlog, ann = self._vectors(ann=True)
+            backlog, ann = self._vectors(ann=True, whole_chain=True)
         except (MemoryEsError, apsw.Error):  # the findings already say what is broken
             backlog = ann = None
         return msgspec.structs.replace(report, vectors_pending=backlog, ann_index=ann,
@@ -339,7 +343,7 @@ class MemoryRoot:
         embedder = self._recaller().embedder
         if embedder is None:
             return
-        with self.index() as conn:
+        with self._index(whole_chain=True) as conn:
             if conn is None:
                 return
             rel = os.path.relpath(conn.filename, self.root)
@@ -348,11 +352,15 @@ class MemoryRoot:
 
     # -- the index --------------------------------------------------------------------------------
 
+    def index(self) -> contextlib.AbstractContextManager[apsw.Connection | None]:
+        """The active index generation, read-only, after the journal is verified (from the
+        writer's checkpoint on); None when no generation was ever activated."""
+        return self._index()
+
     @contextlib.contextmanager
-    def index(self) -> Iterator[apsw.Connection | None]:
-        """The active index generation, read-only, after the journal is verified; None when
-        no generation was ever activated."""
-        with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
+    def _index(self, *, whole_chain: bool = False) -> Iterator[apsw.Connection | None]:
+        with verified_journal_and_index(self.root, self._keys, self._journal,
+                                        checkpoint=not whole_chain) as (opened, conn):
             self._note_record(opened)  # from the journal this read verified: one pass
             yield conn
 

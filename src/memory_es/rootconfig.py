@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from eventsourcing.persistence import MapperDeserialisationError
 
 from memory_es.config.defaults import DEFAULT_PATH
 from memory_es.errors import MemoryEsError
@@ -72,7 +73,12 @@ def recorded(opened: OpenedJournal) -> tuple[int, RootConfig] | None:
     stored = opened.recorder.select_events(ROOT_UUID, desc=True, limit=1)
     if not stored:
         return None
-    event = opened.app.mapper.to_domain_event(stored[0])
+    try:
+        event = opened.app.mapper.to_domain_event(stored[0])
+    except MapperDeserialisationError:  # an edit a read from the checkpoint does not see
+        raise MemoryEsError("journal_invalid: the root's recorded configuration does not "
+                            "decode (the journal was edited); memory-es health names the row",
+                            code="journal_invalid") from None
     if not isinstance(event, Root.Configured | Root.Reconfigured):
         raise MemoryEsError(f"unexpected root event {type(event).__name__}",
                             code="journal_invalid")

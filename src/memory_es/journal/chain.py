@@ -113,14 +113,16 @@ def _hmac_pads(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
 
 
 def verify_chain(
-    path: Path | str, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain
+    path: Path | str, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain,
+    start: tuple[int, bytes] | None = None,
 ) -> tuple[int, bytes]:
-    """Recompute the chain over ``rows`` (position order, from GENESIS).
+    """Recompute the chain over ``rows`` (position order, from GENESIS, or from ``start``: a
+    verified ``(position, chain)`` that ``rows`` follow).
 
     Returns the verified tail ``(position, chain)``, or fails closed naming the first row whose
     position skips or whose stored chain does not match.
     """
-    expected_position, value = 0, GENESIS
+    expected_position, value = start or (0, GENESIS)
     link = chain.link
     for position, oid, version, topic, state, stored_chain in rows:
         expected_position += 1

@@ -24,6 +24,7 @@ from memory_es.fsutil import check_private, make_private_dir, remove_stale_temps
 from memory_es.journal.backend import PostgresJournal
 from memory_es.journal.catalog import Catalog
 from memory_es.journal.chain import Chain
+from memory_es.journal.checkpoint import read_checkpoint, write_checkpoint
 from memory_es.journal.codec import MsgspecMapper
 from memory_es.journal.layout import (
     CATALOG_FILE,
@@ -98,6 +99,11 @@ class OpenedJournal:
 
     def close(self) -> None:
         try:
+            recorder = self.app.journal_recorder
+            if self.lock is not None and isinstance(recorder, JournalRecorder) \
+                    and recorder.writing:
+                # every link since open is this writer's own: readers may start from here
+                write_checkpoint(self.root, recorder.chain, *recorder.tail())
             self.app.close()
         finally:
             if self.lock is not None:
@@ -108,7 +114,7 @@ def open_journal(
     root: Path, *, writable: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     create: bool = True, derived: Sequence[str] = (),
     key_store: str | Path | KeyStore | None = None, seal: SealPolicy | None = None,
-    journal: PostgresJournal | None = None,
+    journal: PostgresJournal | None = None, checkpoint: bool = False,
 ) -> OpenedJournal:
     """Open ``root``'s journal, failing closed on any integrity or hygiene problem.
 
@@ -125,6 +131,9 @@ def open_journal(
     every opener can open sealed fields whose keys exist.
     ``journal`` puts a new root's journal on PostgreSQL; a root whose marker says
     its journal is there finds the server from it, or from ``$MEMORY_ES_PG_DSN``.
+    ``checkpoint``: a reader starts from the chain position the writer attested
+    (:mod:`~memory_es.journal.checkpoint`) instead of recomputing every link; writers always
+    verify it all, and attest it at open and close.
     """
     root = Path(root)
     try:
@@ -153,7 +162,7 @@ def open_journal(
         if writable:
             remove_stale_temps(root)  # e.g. a schema marker write a kill interrupted
         return _open_locked(root, writable=writable, lock=lock, derived=derived, keys=keys,
-                            seal=seal, journal=journal)
+                            seal=seal, journal=journal, checkpoint=checkpoint and not writable)
     except BaseException:
         if lock is not None:
             lock.release()
@@ -163,7 +172,8 @@ def open_journal(
 def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
                  keys: KeyStore, derived: Sequence[str] = (),
                  seal: SealPolicy | None = None,
-                 journal: PostgresJournal | None = None) -> OpenedJournal:
+                 journal: PostgresJournal | None = None,
+                 checkpoint: bool = False) -> OpenedJournal:
     check_managed(root)
     journal_path, catalog_path, marker_path = (
         root / JOURNAL_FILE,
@@ -222,7 +232,8 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
         cat_position, cat_chain = catalog.read()
         if not writable:
             catalog.close()
-        position, tail = _verify_against_catalog(recorder, cat_position, cat_chain)
+        start = _attested(root, recorder) if checkpoint else None
+        position, tail = _verify_against_catalog(recorder, cat_position, cat_chain, start)
         recovered_from = cat_position if position > cat_position else None
         if recovered_from is not None and writable:
             # DESIGN 3 / B14: the suffix chain verified; fsync the journal again, then advance.
@@ -233,6 +244,8 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
             # A schema-1 root: key it from the next position on. The
             # verified plain prefix stays as it is; the first keyed link covers its tail.
             recorder.chain = write_keyed_marker(root, keys, position + 1)
+        if writable:
+            write_checkpoint(root, recorder.chain, position, tail)
         if recorder.chain.root_id is not None:
             records = RecordKeys(keys, recorder.chain.root_id, writable=writable)
             recorder.sealer = Sealer(records, seal if writable else None)
@@ -252,14 +265,25 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
     return OpenedJournal(Journal(recorder), lock, recovered_from, root, keys)
 
 
+def _attested(root: Path, recorder: JournalRecorder) -> tuple[int, bytes] | None:
+    """The writer's verified checkpoint when the journal still holds it; None (verify it
+    all) when there is none or the stored chain there differs (replaced, truncated)."""
+    found = read_checkpoint(root, recorder.chain)
+    if found is None or recorder.chain_at(found[0]) != found[1]:
+        return None
+    return found
+
+
 def _verify_against_catalog(
-    recorder: JournalRecorder, cat_position: int, cat_chain: bytes
+    recorder: JournalRecorder, cat_position: int, cat_chain: bytes,
+    start: tuple[int, bytes] | None = None,
 ) -> tuple[int, bytes]:
-    """Verify the whole chain, then check the catalog is not ahead of it nor off it.
+    """Verify the chain (all of it, or the links after ``start``), then check the catalog is
+    not ahead of it nor off it.
 
     Returns the verified tail ``(position, chain)``; the caller recovers a lagging catalog.
     """
-    position, chain = recorder.verify()
+    position, chain = recorder.verify(start)
     if cat_position > position:
         raise IntegrityError(
             f"{recorder.path}: journal ends at position {position} but the integrity catalog "

@@ -205,6 +205,16 @@ class JournalRecorder(ApplicationRecorder):
             return [(r[0], r[1], bytes(r[2])) for r in
                     self._reader.execute("SELECT intake_id, sha256, bytes FROM payloads")]
 
+    @property
+    def writing(self) -> bool:
+        """True while this recorder holds its write connection (a writer, not yet closed)."""
+        return self._writer is not None
+
+    def tail(self) -> tuple[int, bytes]:
+        """The last ``(position, chain)`` this recorder reads (0 and GENESIS when empty)."""
+        with self._read_lock:
+            return self._tail(self._reader)
+
     @staticmethod
     def _tail(conn: apsw.Connection) -> tuple[int, bytes]:
         row = conn.execute(
@@ -373,27 +383,30 @@ class JournalRecorder(ApplicationRecorder):
             ).fetchone()
         return None if row is None else bytes(row[0])
 
-    def rows(self) -> Generator[tuple[int, str, int, str, bytes, bytes], None, None]:
-        """Every event row in position order, from one consistent read snapshot."""
+    def rows(self, after: int = 0
+             ) -> Generator[tuple[int, str, int, str, bytes, bytes], None, None]:
+        """Every event row past ``after`` in position order, from one consistent read
+        snapshot."""
         with self._read_lock:
             self._reader.execute("BEGIN")
             try:
                 yield from self._reader.execute(
                     "SELECT position, originator_id, originator_version, topic, state, chain "
-                    "FROM events ORDER BY position"
+                    "FROM events WHERE position > ? ORDER BY position", (after,)
                 )
             finally:
                 self._reader.execute("COMMIT")
 
     # -- integrity ----------------------------------------------------------------------------
 
-    def verify(self) -> tuple[int, bytes]:
-        """Recompute the whole chain; return the verified tail or fail closed naming the row.
+    def verify(self, start: tuple[int, bytes] | None = None) -> tuple[int, bytes]:
+        """Recompute the chain (from ``start``, a verified ``(position, chain)``: the links
+        after it; else all of it); return the verified tail or fail closed naming the row.
 
         The read snapshot ends here, on failure too, not whenever the traceback is released.
         """
-        with contextlib.closing(self.rows()) as rows:
-            return verify_chain(self.path, rows, self.chain)
+        with contextlib.closing(self.rows(start[0] if start else 0)) as rows:
+            return verify_chain(self.path, rows, self.chain, start)
 
     def fsync_files(self) -> None:
         """fsync the journal database and its WAL again (recovery of a journal-ahead crash)."""

@@ -1,0 +1,179 @@
+"""The writer's verified chain checkpoint and the reads that start from it (B13, C9, DESIGN 3).
+
+A writer attests at open and close how far it knows the keyed chain is good
+(``.runtime/verified-chain``, MAC'd under the chain key); the index-reading doors of
+``MemoryRoot`` (search, list, show, the journal) recompute only the links after it. These
+tests count the links a read recomputes, forge, move and outdate the checkpoint, and edit the
+journal on both sides of it: a forged or foreign checkpoint is worth nothing (every link is
+recomputed), an edit after it or a truncation or replacement still fails the read closed, and
+an edit before it, which such a read gives up seeing, is reported by health and refused by
+export and by every writer.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from memory_es.errors import MemoryEsError
+from memory_es.intake import CompletedTurn
+from memory_es.journal import open_journal
+from memory_es.journal.chain import Chain
+from memory_es.journal.checkpoint import CHECKPOINT_FILE
+from memory_es.root import MemoryRoot
+from memory_es.store import MemoryStore
+from tamper import SqliteTamper
+
+
+def admit(root: Path, runs: list[str]) -> None:
+    with MemoryStore.open(root, background=False) as store:
+        for run in runs:
+            assert store.persist_completed_turn(CompletedTurn(
+                run_id=run, outcome="success", answer=f"answer for {run}.")).status == "admitted"
+        store.drain()
+
+
+@pytest.fixture
+def links(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The positions whose link a verification recomputes, in order."""
+    seen: list[int] = []
+    real = Chain.link
+
+    def counted(self: Chain, prev: bytes, position: int, *rest: object) -> bytes:
+        seen.append(position)
+        return real(self, prev, position, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Chain, "link", counted)
+    return seen
+
+
+def read_links(root: Path, links: list[int]) -> list[int]:
+    """The links a reader that trusts the checkpoint recomputes."""
+    links.clear()
+    open_journal(root, writable=False, checkpoint=True).close()
+    return list(links)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A root whose checkpoint is older than its head: three turns, the checkpoint the
+    writer left then, two more turns, and that older checkpoint put back."""
+    r = tmp_path / "root"
+    admit(r, ["a", "b", "c"])
+    early = (r / CHECKPOINT_FILE).read_bytes()
+    admit(r, ["d", "e"])
+    (r / CHECKPOINT_FILE).write_bytes(early)
+    return r
+
+
+def head(root: Path) -> int:
+    return SqliteTamper(root).rows()[-1][0]
+
+
+def test_a_reader_recomputes_only_the_links_after_the_writers_checkpoint(
+        root: Path, links: list[int]) -> None:
+    """The older checkpoint covers the first three turns' events; a read recomputes the rest
+    only, while a reader that does not trust it (inspect, export) recomputes every link."""
+    rows = SqliteTamper(root).rows()
+    after = read_links(root, links)
+    assert after and after[0] > 1 and after == list(range(after[0], rows[-1][0] + 1))
+    links.clear()
+    open_journal(root, writable=False).close()
+    assert links == list(range(1, rows[-1][0] + 1))
+    # A writer verifies everything, then attests its head: the next read links nothing.
+    links.clear()
+    with MemoryStore.open(root, background=False):
+        assert links[: rows[-1][0]] == list(range(1, rows[-1][0] + 1))
+    assert read_links(root, links) == []
+
+
+@pytest.mark.parametrize("forge", ["position", "mac", "short", "another root"])
+def test_a_forged_or_foreign_checkpoint_is_worth_nothing(
+        root: Path, links: list[int], tmp_path: Path, forge: str) -> None:
+    """Without the chain key nobody writes a checkpoint a reader accepts: a moved position,
+    a flipped MAC byte, a cut file or another root's checkpoint make the read recompute every
+    link (and still succeed); nothing is an error."""
+    path = root / CHECKPOINT_FILE
+    data = bytearray(path.read_bytes())
+    if forge == "position":
+        data[4:12] = head(root).to_bytes(8, "big")
+    elif forge == "mac":
+        data[-1] ^= 1
+    elif forge == "short":
+        data = data[:-1]
+    else:
+        other = tmp_path / "other"
+        admit(other, ["x", "y", "z", "w", "v", "u"])
+        data = bytearray((other / CHECKPOINT_FILE).read_bytes())
+    path.write_bytes(bytes(data))
+    assert read_links(root, links) == list(range(1, head(root) + 1))
+    assert MemoryRoot.open(root).search("answer for e", 2).recall.hits
+
+
+def test_an_edit_after_the_checkpoint_fails_the_read_closed(root: Path) -> None:
+    """The last row's state edited: every read refuses it (chain_broken, naming the row)."""
+    t = SqliteTamper(root)
+    last = t.rows()[-1]
+    t.update(last[0], state=last[4].replace(b'"', b"'", 1))
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(root).search("answer", 2)
+    assert err.value.code == "chain_broken" and f"position {last[0]}" in str(err.value)
+
+
+def test_a_truncated_or_replaced_journal_is_verified_in_full(root: Path) -> None:
+    """Rows deleted back past the checkpoint (and the catalog moved with them): the stored
+    chain no longer holds the attested value, so the read verifies everything, and the
+    catalog check still names the truncation; a journal whose rows differ there is refused
+    too."""
+    t = SqliteTamper(root)
+    snap = t.snapshot()
+    t.delete("position > ?", 2)
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(root).search("answer", 2)
+    assert err.value.code == "journal_truncated"
+    t.restore(snap)
+    rows = t.rows()
+    t.replace_rows([(p, o, v, topic, s, bytes(32)) for p, o, v, topic, s, _ in rows])
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(root).search("answer", 2)
+    assert err.value.code == "chain_broken"
+
+
+def test_an_edit_before_the_checkpoint_is_reported_by_health_export_and_writers(
+        root: Path) -> None:
+    """What a read that starts at the checkpoint gives up: an old row edited in place (its
+    chain value kept). The search still answers from the index; health reports the broken
+    chain, export refuses, and the next writer open fails closed."""
+    t = SqliteTamper(root)
+    second = t.rows()[1]
+    t.update(second[0], state=second[4].replace(b'"', b"'", 1))
+    handle = MemoryRoot.open(root)
+    assert handle.search("answer for a", 2).recall.hits
+    assert "chain_broken" in {f.code for f in handle.health().findings}
+    with pytest.raises(MemoryEsError) as err:
+        handle.export(io.BytesIO())
+    assert err.value.code == "chain_broken"
+    with pytest.raises(MemoryEsError) as err:
+        MemoryStore.open(root, background=False)
+    assert err.value.code == "chain_broken"
+
+
+def test_an_edited_configuration_row_before_the_checkpoint_fails_with_one_line(
+        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The one journal row a checkpointed read decodes is the recorded configuration: an
+    edit that leaves it undecodable is ``journal_invalid``, one line through the CLI, never a
+    traceback; health names the broken chain."""
+    from memory_es.cli import main
+
+    t = SqliteTamper(root)
+    t.update(1, state=b"{}")
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(root).search("answer", 2)
+    assert err.value.code == "journal_invalid"
+    code = main(["--root", str(root), "search", "answer"])
+    out, errors = capsys.readouterr()
+    assert code != 0 and out == ""
+    assert errors.count("\n") == 1 and "journal_invalid" in errors and "Traceback" not in errors
+    assert "chain_broken" in {f.code for f in MemoryRoot.open(root).health().findings}
