@@ -18,10 +18,13 @@ from pathlib import Path
 import pytest
 
 from memory_es.errors import MemoryEsError
+from memory_es.history import unfinished_forgets
 from memory_es.intake import CompletedTurn
 from memory_es.journal import open_journal
 from memory_es.journal.chain import Chain
-from memory_es.journal.checkpoint import CHECKPOINT_FILE
+from memory_es.journal.checkpoint import CHECKPOINT_FILE, read_checkpoint
+from memory_es.journal.layout import MARKER_FILE, read_marker
+from memory_es.keystore import KeyStore
 from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from tamper import SqliteTamper
@@ -160,20 +163,85 @@ def test_an_edit_before_the_checkpoint_is_reported_by_health_export_and_writers(
     assert err.value.code == "chain_broken"
 
 
-def test_an_edited_configuration_row_before_the_checkpoint_fails_with_one_line(
-        root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The one journal row a checkpointed read decodes is the recorded configuration: an
-    edit that leaves it undecodable is ``journal_invalid``, one line through the CLI, never a
-    traceback; health names the broken chain."""
+def test_the_recorded_configuration_is_pinned_by_the_checkpoint(
+        root: Path, capsys: pytest.CaptureFixture[str], links: list[int]) -> None:
+    """The one earlier row a checkpointed read decodes is the root's recorded configuration:
+    the checkpoint pins it, so an edit of it (even one that still decodes, naming another
+    embedding provider) makes the read verify every link and fail closed, one line through
+    the CLI, never a traceback, never obeyed."""
     from memory_es.cli import main
 
     t = SqliteTamper(root)
-    t.update(1, state=b"{}")
+    first = t.rows()[0]
+    assert first[3].endswith("Root.Configured")
+    t.update(1, state=first[4].replace(b'"tier":"lite"', b'"tier":"journal"'))
+    assert t.rows()[0][4] != first[4]
+    with pytest.raises(MemoryEsError):
+        read_links(root, links)
+    assert links == [1]  # the pinned row no longer matches: it verified from the start
     with pytest.raises(MemoryEsError) as err:
         MemoryRoot.open(root).search("answer", 2)
-    assert err.value.code == "journal_invalid"
+    assert err.value.code == "chain_broken" and "position 1" in str(err.value)
     code = main(["--root", str(root), "search", "answer"])
     out, errors = capsys.readouterr()
-    assert code != 0 and out == ""
-    assert errors.count("\n") == 1 and "journal_invalid" in errors and "Traceback" not in errors
+    assert code == 3 and out == ""
+    assert errors.count("\n") == 1 and "hash chain does not verify at position 1" in errors
+    assert "Traceback" not in errors
     assert "chain_broken" in {f.code for f in MemoryRoot.open(root).health().findings}
+
+
+def test_a_writer_never_vouches_for_rows_it_did_not_write(tmp_path: Path) -> None:
+    """A long-lived writer while another process puts a forged row in behind its back (any
+    chain value: it has no key): neither the writer's later commit nor its close moves the
+    checkpoint over that row, so every read still fails closed on it."""
+    r = tmp_path / "root"
+    admit(r, ["a"])
+    store = MemoryStore.open(r, background=False)
+    try:
+        assert store.persist_completed_turn(CompletedTurn(
+            run_id="b", outcome="success", answer="answer for b.")).status == "admitted"
+        t = SqliteTamper(r)
+        last = t.rows()[-1]
+        forged = last[0] + 1
+        t.insert((forged, last[1], last[2] + 1, last[3], last[4], bytes(32)))
+        store.persist_completed_turn(CompletedTurn(run_id="c", outcome="success",
+                                                   answer="answer for c."))
+    finally:
+        store.close()
+    with pytest.raises(MemoryEsError):
+        open_journal(r, writable=False)  # a full read refuses the forged row
+    chain = read_marker(r / MARKER_FILE).chain(KeyStore.resolve(None))
+    point = read_checkpoint(r, chain)
+    assert point is not None and point.position < forged
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(r).search("answer", 2)
+    assert err.value.code == "chain_broken" and f"position {forged}" in str(err.value)
+
+
+def test_health_reports_an_edited_configuration_row_instead_of_failing(root: Path) -> None:
+    """The recorded configuration's row rewritten (its chain value kept) into JSON the codec
+    cannot make an event of: health still reports the broken chain (exit 1), never an
+    internal error."""
+    SqliteTamper(root).update(1, state=b'["$sealed"]')
+    report = MemoryRoot.open(root).health()
+    assert "chain_broken" in {f.code for f in report.findings}
+
+
+def test_a_checkpointed_read_verifies_every_link_before_decoding_a_forget(
+        root: Path, links: list[int]) -> None:
+    """An unfinished forget's rows may lie before the checkpoint: a reader that started from
+    it verifies the whole chain before it decodes them, so an edited row there fails
+    closed."""
+    with MemoryStore.open(root, background=False) as store:
+        store.forget_turn("a", reason="user-request")
+    t = SqliteTamper(root)
+    second = t.rows()[1]
+    t.update(second[0], state=second[4].replace(b'"', b"'", 1))
+    opened = open_journal(root, writable=False, checkpoint=True)
+    try:
+        assert opened.from_checkpoint
+        with pytest.raises(MemoryEsError) as err:
+            unfinished_forgets(opened, 0)
+        assert err.value.code == "chain_broken"
+    finally:
+        opened.close()

@@ -82,3 +82,14 @@ def test_a_record_naming_a_remote_provider_goes_through_the_validated_config(
     assert result.degraded and result.recall.hits[0].text == DENTIST
     assert isinstance(handle.config, MemoryConfig) and handle.config.embeddings is not None
     assert handle.config.embeddings.provider == "ollama"
+
+
+def test_the_config_package_still_offers_its_submodules() -> None:
+    """Names resolve on first use, and the submodules stay attributes of the package."""
+    import memory_es.config as config
+
+    assert config.model.MemoryConfig is MemoryConfig
+    assert config.defaults.LOCAL_MODELS is LOCAL_MODELS
+    assert callable(config.load.parse_config) and config.rules.ROOT == "memory"
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        config.nope  # noqa: B018

@@ -21,6 +21,7 @@ from helpers_index import index_rows
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.errors import IntegrityError
 from memory_es.ids import run_memory_id
+from memory_es.journal import open_journal
 from memory_es.rewrite import rewrite_journal, rewrite_lines, verify
 from memory_es.text import fold, journal_text
 from memory_es.transfer import replay_export
@@ -72,6 +73,11 @@ def test_a_legacy_root_is_rewritten_verified_and_keeps_every_line(tmp_path: Path
     assert not any(p.name.startswith(root.name + ".rewrite") for p in tmp_path.iterdir())
     health = MemoryRoot.open(root).health()
     assert health.status == "clean", health.to_json()
+    # the old journal's writer, closed after the swap, left no checkpoint of the old chain:
+    # the rewritten root's own one holds, so a read recomputes no link
+    opened = open_journal(root, writable=False, checkpoint=True)
+    assert opened.from_checkpoint
+    opened.close()
     again = rewrite_journal(root)
     assert again.already  # nothing left to rewrite
 

@@ -78,6 +78,8 @@ def unfinished_forgets(opened: OpenedJournal, after: int) -> int:
     even while those keys still exist (the next writer open destroys them)."""
     found = opened.recorder.select_notifications(after, 1 << 62, topics=FORGOTTEN_TOPICS,
                                                  inclusive_of_start=False)
+    if found:
+        opened.verify_whole()  # these rows may lie before a reader's checkpoint
     keys: set[int] = set()
     for n in found:
         event = msgspec.json.decode(n.state)

@@ -147,6 +147,12 @@ class MemoryRoot:
             self._config = found.config() if found is not None else MemoryConfig()
         return self._config
 
+    def root_id(self) -> str | None:
+        """The root's id in the key store (None: a schema-1 root with no keyed chain), from a
+        verified read of its journal."""
+        with open_reader(self.root, self._keys, self._journal, checkpoint=True) as opened:
+            return opened.chain.root_id
+
     def _note_record(self, opened: OpenedJournal) -> None:
         """Keep what the root recorded, from a journal a read has just verified (one pass)."""
         if not self._record_read:
@@ -155,9 +161,10 @@ class MemoryRoot:
             self._record_read = True
 
     def _recorded(self) -> RootConfig | None:
-        """The root's recorded configuration (None: none recorded, or a config was given)."""
+        """The root's recorded configuration (None: none recorded, or a config was given),
+        from a read that verifies every link unless an index read already took it in."""
         if not self._record_read:
-            with open_reader(self.root, self._keys, self._journal, checkpoint=True) as opened:
+            with self.reader() as opened:
                 self._note_record(opened)
         return self._record
 

@@ -73,7 +73,12 @@ _HOMES = {
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 
+_SUBMODULES = frozenset({"defaults", "load", "model", "rules"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:  # ``memory_es.config.model``, as an attribute of the package
+        return importlib.import_module(f"{__name__}.{name}")
     module = _HOME_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

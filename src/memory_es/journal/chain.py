@@ -112,12 +112,19 @@ def _hmac_pads(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
             hashlib.sha256(bytes(b ^ 0x5C for b in block)))
 
 
+def row_digest(position: int, topic: str, state: bytes) -> bytes:
+    """What pins one verified row: SHA-256 of its position, topic and state."""
+    return hashlib.sha256(_fields(position, "", 0, topic, state)).digest()
+
+
 def verify_chain(
     path: Path | str, rows: Iterable[tuple[int, str, int, str, bytes, bytes]], chain: Chain,
-    start: tuple[int, bytes] | None = None,
+    start: tuple[int, bytes] | None = None, watch: list[tuple[int, bytes]] | None = None,
+    watched: str = "",
 ) -> tuple[int, bytes]:
     """Recompute the chain over ``rows`` (position order, from GENESIS, or from ``start``: a
-    verified ``(position, chain)`` that ``rows`` follow).
+    verified ``(position, chain)`` that ``rows`` follow). ``watch`` receives the position and
+    :func:`row_digest` of each verified row of the originator ``watched``.
 
     Returns the verified tail ``(position, chain)``, or fails closed naming the first row whose
     position skips or whose stored chain does not match.
@@ -125,6 +132,8 @@ def verify_chain(
     expected_position, value = start or (0, GENESIS)
     link = chain.link
     for position, oid, version, topic, state, stored_chain in rows:
+        if watch is not None and oid == watched:
+            watch.append((position, row_digest(position, topic, state)))
         expected_position += 1
         if position != expected_position:
             raise IntegrityError(

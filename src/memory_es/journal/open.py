@@ -23,8 +23,8 @@ from memory_es.errors import IntegrityError, InvalidArgumentError, NotARootError
 from memory_es.fsutil import check_private, make_private_dir, remove_stale_temps
 from memory_es.journal.backend import PostgresJournal
 from memory_es.journal.catalog import Catalog
-from memory_es.journal.chain import Chain
-from memory_es.journal.checkpoint import read_checkpoint, write_checkpoint
+from memory_es.journal.chain import Chain, row_digest
+from memory_es.journal.checkpoint import PINNED, read_checkpoint, write_checkpoint
 from memory_es.journal.codec import MsgspecMapper
 from memory_es.journal.layout import (
     CATALOG_FILE,
@@ -87,6 +87,14 @@ class OpenedJournal:
     recovered_from: int | None  # catalog position when the journal was ahead of it, else None
     root: Path
     keys: KeyStore | None = None  # where the root's keys are (and its ledger of backups)
+    from_checkpoint: bool = False  # a reader that verified only the links after it
+
+    def verify_whole(self) -> None:
+        """Verify every link before decoding rows a checkpoint does not cover (a reader that
+        started from it); a no-op once done, or for a reader that verified them all."""
+        if self.from_checkpoint:
+            self.recorder.verify()
+            self.from_checkpoint = False
 
     @property
     def recorder(self) -> Recorder:
@@ -101,9 +109,10 @@ class OpenedJournal:
         try:
             recorder = self.app.journal_recorder
             if self.lock is not None and isinstance(recorder, JournalRecorder) \
-                    and recorder.writing:
-                # every link since open is this writer's own: readers may start from here
-                write_checkpoint(self.root, recorder.chain, *recorder.tail())
+                    and recorder.writing and recorder.attested is not None \
+                    and recorder.still_at_path():
+                # what it verified at open and its own commits after: readers start there
+                write_checkpoint(self.root, recorder.chain, recorder.attested)
             self.app.close()
         finally:
             if self.lock is not None:
@@ -233,7 +242,8 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
         if not writable:
             catalog.close()
         start = _attested(root, recorder) if checkpoint else None
-        position, tail = _verify_against_catalog(recorder, cat_position, cat_chain, start)
+        position, tail = _verify_against_catalog(recorder, cat_position, cat_chain, start,
+                                                 attest=writable)
         recovered_from = cat_position if position > cat_position else None
         if recovered_from is not None and writable:
             # DESIGN 3 / B14: the suffix chain verified; fsync the journal again, then advance.
@@ -244,8 +254,8 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
             # A schema-1 root: key it from the next position on. The
             # verified plain prefix stays as it is; the first keyed link covers its tail.
             recorder.chain = write_keyed_marker(root, keys, position + 1)
-        if writable:
-            write_checkpoint(root, recorder.chain, position, tail)
+        if writable and recorder.attested is not None:
+            write_checkpoint(root, recorder.chain, recorder.attested)
         if recorder.chain.root_id is not None:
             records = RecordKeys(keys, recorder.chain.root_id, writable=writable)
             recorder.sealer = Sealer(records, seal if writable else None)
@@ -262,28 +272,36 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
     for name in (JOURNAL_FILE + "-wal", JOURNAL_FILE + "-shm"):
         if exists(root / name):
             check_private(root / name, is_dir=False)
-    return OpenedJournal(Journal(recorder), lock, recovered_from, root, keys)
+    return OpenedJournal(Journal(recorder), lock, recovered_from, root, keys,
+                         from_checkpoint=start is not None)
 
 
 def _attested(root: Path, recorder: JournalRecorder) -> tuple[int, bytes] | None:
     """The writer's verified checkpoint when the journal still holds it; None (verify it
-    all) when there is none or the stored chain there differs (replaced, truncated)."""
+    all) when there is none, the stored chain there differs (replaced, truncated) or the
+    recorded configuration at or before it is not the row the checkpoint pins."""
     found = read_checkpoint(root, recorder.chain)
-    if found is None or recorder.chain_at(found[0]) != found[1]:
+    if found is None or recorder.chain_at(found.position) != found.value:
         return None
-    return found
+    row = recorder.last_row_of(PINNED)
+    if row is not None and row[0] <= found.position \
+            and found.pinned != (row[0], row_digest(*row)):
+        return None
+    if row is None and found.pinned is not None:
+        return None
+    return found.position, found.value
 
 
 def _verify_against_catalog(
     recorder: JournalRecorder, cat_position: int, cat_chain: bytes,
-    start: tuple[int, bytes] | None = None,
+    start: tuple[int, bytes] | None = None, *, attest: bool = False,
 ) -> tuple[int, bytes]:
     """Verify the chain (all of it, or the links after ``start``), then check the catalog is
-    not ahead of it nor off it.
+    not ahead of it nor off it. ``attest``: a writer vouches for what it verified.
 
     Returns the verified tail ``(position, chain)``; the caller recovers a lagging catalog.
     """
-    position, chain = recorder.verify(start)
+    position, chain = recorder.verify(start, attest=attest)
     if cat_position > position:
         raise IntegrityError(
             f"{recorder.path}: journal ends at position {position} but the integrity catalog "

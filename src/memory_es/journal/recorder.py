@@ -30,7 +30,8 @@ from eventsourcing.persistence import IntegrityError as RecordConflict
 from memory_es.errors import IntegrityError
 from memory_es.fsutil import crash_point
 from memory_es.journal.catalog import Catalog
-from memory_es.journal.chain import GENESIS, Chain, verify_chain
+from memory_es.journal.chain import GENESIS, Chain, row_digest, verify_chain
+from memory_es.journal.checkpoint import PINNED, Checkpoint
 from memory_es.journal.codec import admitted_content_sha256
 from memory_es.journal.sealing import SEALED_KEY_ID, SEALED_MARK, Sealer, payload_key_id
 
@@ -105,11 +106,15 @@ class JournalRecorder(ApplicationRecorder):
         self._write_lock = threading.Lock()
         self._read_lock = threading.RLock()
         self._writer: apsw.Connection | None = None
+        # what this writer vouches for (journal.checkpoint): set by a whole verification at
+        # open, moved on only by its own commits that follow it
+        self.attested: Checkpoint | None = None
         if not readonly:
             self._writer = _connect(path, readonly=False)
             for ddl in _SCHEMA:
                 self._writer.execute(ddl)
         self._reader = _connect(path, readonly=True)
+        self._opened_file = _identity(path)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -125,6 +130,7 @@ class JournalRecorder(ApplicationRecorder):
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                start = self._tail(conn)
                 positions, tail = self._insert_events(conn, stored_events, payloads)
                 crash_point("journal.before_commit")
                 conn.execute("COMMIT")
@@ -137,6 +143,10 @@ class JournalRecorder(ApplicationRecorder):
             crash_point("journal.after_commit")
             if self.catalog is not None and positions:
                 self.catalog.write(*tail)
+            if positions:
+                self._attest(start, tail, [(p, str(e.originator_id), e.topic, e.state)
+                                           for p, e in zip(positions, stored_events,
+                                                           strict=True)])
             return positions
 
     def _insert_events(self, conn: apsw.Connection, stored_events: Sequence[StoredEvent],
@@ -183,7 +193,8 @@ class JournalRecorder(ApplicationRecorder):
         follow the tail; the chain is verified by the caller."""
         conn = self._writable()
         with self._write_lock, conn:
-            position, _ = self._tail(conn)
+            start = self._tail(conn)
+            position = start[0]
             if rows and rows[0][0] != position + 1:
                 raise IntegrityError(f"{self.path}: rows from position {rows[0][0]} do not follow "
                                      f"the tail at {position}", code="chain_broken")
@@ -191,6 +202,35 @@ class JournalRecorder(ApplicationRecorder):
             conn.executemany("INSERT OR IGNORE INTO payloads VALUES (?, ?, ?)", payloads)
         if self.catalog is not None and rows:
             self.catalog.write(rows[-1][0], rows[-1][5])
+        if rows:
+            self._attest(start, (rows[-1][0], rows[-1][5]),
+                         [(r[0], r[1], r[3], r[4]) for r in rows])
+
+    def _attest(self, start: tuple[int, bytes], tail: tuple[int, bytes],
+                rows: Sequence[tuple[int, str, str, bytes]]) -> None:
+        """Move what this writer vouches for on to ``tail``, only when its commit followed
+        what it vouched for (nothing another process put in between)."""
+        known = self.attested
+        if known is None or (known.position, known.value) != (start[0], bytes(start[1])):
+            return
+        pinned = known.pinned
+        for position, originator, topic, state in rows:
+            if originator == PINNED:
+                pinned = (position, row_digest(position, topic, state))
+        self.attested = Checkpoint(tail[0], bytes(tail[1]), pinned)
+
+    def still_at_path(self) -> bool:
+        """Whether the root's journal file is still the one this recorder opened (a
+        ``rewrite-journal`` swaps another in)."""
+        return _identity(self.path) == self._opened_file
+
+    def last_row_of(self, originator_id: str) -> tuple[int, str, bytes] | None:
+        """``(position, topic, state)`` of the originator's last row, or None."""
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT position, topic, state FROM events WHERE originator_id = ? "
+                "ORDER BY position DESC LIMIT 1", (originator_id,)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), bytes(row[2]))
 
     def lease(self, intake_ids: Sequence[str]) -> list[str]:
         """The intakes this process may attempt now: all of them (one writer per root)."""
@@ -209,11 +249,6 @@ class JournalRecorder(ApplicationRecorder):
     def writing(self) -> bool:
         """True while this recorder holds its write connection (a writer, not yet closed)."""
         return self._writer is not None
-
-    def tail(self) -> tuple[int, bytes]:
-        """The last ``(position, chain)`` this recorder reads (0 and GENESIS when empty)."""
-        with self._read_lock:
-            return self._tail(self._reader)
 
     @staticmethod
     def _tail(conn: apsw.Connection) -> tuple[int, bytes]:
@@ -399,14 +434,21 @@ class JournalRecorder(ApplicationRecorder):
 
     # -- integrity ----------------------------------------------------------------------------
 
-    def verify(self, start: tuple[int, bytes] | None = None) -> tuple[int, bytes]:
+    def verify(self, start: tuple[int, bytes] | None = None, *,
+               attest: bool = False) -> tuple[int, bytes]:
         """Recompute the chain (from ``start``, a verified ``(position, chain)``: the links
         after it; else all of it); return the verified tail or fail closed naming the row.
+        ``attest``: a writer's whole verification, which it then vouches for (``attested``).
 
         The read snapshot ends here, on failure too, not whenever the traceback is released.
         """
+        watch: list[tuple[int, bytes]] = []
         with contextlib.closing(self.rows(start[0] if start else 0)) as rows:
-            return verify_chain(self.path, rows, self.chain, start)
+            tail = verify_chain(self.path, rows, self.chain, start,
+                                watch if attest else None, PINNED)
+        if attest and start is None:
+            self.attested = Checkpoint(tail[0], bytes(tail[1]), watch[-1] if watch else None)
+        return tail
 
     def fsync_files(self) -> None:
         """fsync the journal database and its WAL again (recovery of a journal-ahead crash)."""
@@ -450,3 +492,12 @@ class PollingSubscription(Subscription[ApplicationRecorder]):
                 return found[0]
             time.sleep(self.POLL_INTERVAL)
         raise StopIteration
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file ``path`` names (device, inode), None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
