@@ -229,6 +229,24 @@ def _postgres_search_parses() -> None:
     assert build_parser().parse_args(argv).command == "search"
 
 
+def _web_start_is_what_serve_web_says() -> None:
+    """The inspector runs until stopped (tests/test_web.py drives a real one): the command
+    parses, and the line shown is the one it prints, but for the code and the paths."""
+    import inspect
+    import shlex
+
+    from memory_es.cli.parser import build_parser
+    from memory_es.web import app
+
+    (block,) = [b for b in BLOCKS if "serve-web" in b.body and b.body.startswith("$ ")]
+    command, said = block.body.strip().splitlines()
+    program, *argv = shlex.split(command.removeprefix("$ "))
+    assert program == "memory-es" and build_parser().parse_args(argv).command == "serve-web"
+    source = inspect.getsource(app.serve_web)
+    for words in ("memory-es: web inspector on http://", "once to sign in; bearer token in "):
+        assert words in said and words in source.replace('f"', "").replace('"\n', "")
+
+
 def _install_from_a_checkout() -> None:
     """The install block installs this checkout (not a PyPI name that does not exist yet),
     with extras pyproject.toml defines, and its wheel name is the one setuptools builds."""
@@ -254,6 +272,7 @@ NOT_RUN: dict[str, Callable[[], None]] = {
     "make builds a venv with pip (network)": _make_targets_run_the_tested_commands,
     "an MCP client's config (see test_mcp_server.py)": _mcp_client_config_starts_the_server,
     "needs a PostgreSQL server (see test_pg_store.py)": _postgres_search_parses,
+    "a server that runs until stopped (see test_web.py)": _web_start_is_what_serve_web_says,
 }
 
 

@@ -15,7 +15,8 @@ options beside their bodies (:class:`~memory_es.cli.common.Command`):
 - :mod:`~memory_es.cli.backups`: memory in and out (``backup``, ``import``,
   ``adopt-replay``);
 - :mod:`~memory_es.cli.curate`: the reviewed step before ``intentExpiry`` (``curate``);
-- :mod:`~memory_es.cli.serve`: the MCP server (``serve-mcp``).
+- :mod:`~memory_es.cli.serve`: the MCP server (``serve-mcp``) and the web inspector
+  (``serve-web``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from memory_es.cli.common import Command
 GROUPS = (standalone, writer, reading, audit, maintenance, backups, curate, serve)
 HELP_ORDER = (
     "validate", "remember", "set-status", "mark", "admit", "inspect", "export", "drain",
-    "serve-mcp", "retry", "resolve", "forget", "rebuild", "consolidate", "replay", "health",
+    "serve-mcp", "serve-web", "retry", "resolve", "forget", "rebuild", "consolidate", "replay",
+    "health",
     "anchor", "backup", "import", "adopt-replay", "migrate", "migrate-journal",
     "rewrite-journal",
     "search", "calibrate", "journal", "list", "show", "profile", "reflect", "curate", "demo",

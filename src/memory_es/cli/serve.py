@@ -1,6 +1,7 @@
 """``memory-es serve-mcp``: the memory tools over MCP, holding the writer store open, a thin
-shell over :func:`memory_es.serve.serve`, with its options beside its body. Bad options are
-usage errors (exit 2) before the root opens."""
+shell over :func:`memory_es.serve.serve`; ``memory-es serve-web``: the read-only web inspector
+(:func:`memory_es.web.app.serve_web`). Options sit beside each body; bad options are usage
+errors (exit 2) before the root opens."""
 
 from __future__ import annotations
 
@@ -69,4 +70,31 @@ SERVE_MCP = Command("serve-mcp", "serve the memory tools (recall, journal, remem
                     "when enabled) to MCP clients over stdio or HTTP, holding the store open",
                     cmd_serve_mcp, _serve_options, paths=frozenset({"token_file"}), json=False)
 
-COMMANDS = (SERVE_MCP,)
+def _web_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to bind (default 127.0.0.1; another address serves "
+                        "plain HTTP beyond this machine, and a warning says so)")
+    p.add_argument("--port", type=int, default=8766, help="the port (default 8766)")
+    p.add_argument("--token-file", metavar="FILE",
+                   help="read the bearer token from FILE, which must be owner-only (mode "
+                        "0600; default: generated on first start into an owner-only file "
+                        "beside the root's keys)")
+
+
+def cmd_serve_web(args: argparse.Namespace) -> int:
+    from memory_es.web.app import serve_web
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port {args.port} is not a TCP port (1-65535)")
+    loaded = config(args)
+    serve_web(root_path(args, loaded), loaded, host=args.host, port=args.port,
+              token_path=Path(args.token_file) if args.token_file is not None else None)
+    return OK
+
+
+SERVE_WEB = Command("serve-web", "serve the read-only web inspector (timeline, a memory's "
+                    "history, search with its score parts, people, health, profile) on "
+                    "127.0.0.1, behind a token and a one-time login link",
+                    cmd_serve_web, _web_options, paths=frozenset({"token_file"}), json=False)
+
+COMMANDS = (SERVE_MCP, SERVE_WEB)

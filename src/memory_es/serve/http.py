@@ -41,10 +41,10 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def token_file(store: KeyStore, root_id: str) -> Path:
-    """The root's MCP token file in the key store (0600, no symlinks), created with a fresh
-    256-bit token when absent."""
-    path = private_key_file(store, root_id, TOKEN_FILE, create=True)
+def token_file(store: KeyStore, root_id: str, name: str = TOKEN_FILE) -> Path:
+    """The root's token file ``name`` in the key store (0600, no symlinks; the MCP server's
+    by default), created with a fresh 256-bit token when absent."""
+    path = private_key_file(store, root_id, name, create=True)
     assert path is not None
     if path.stat().st_size == 0:
         fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -56,33 +56,35 @@ def token_file(store: KeyStore, root_id: str) -> Path:
     return path
 
 
-def read_token(path: Path) -> str:
+def read_token(path: Path, kind: str = "mcp") -> str:
     """The token in ``path``: its first line, at least 16 characters. The file must be
     owner-only (no group or other access, owned by this user: the key store's rule), since
-    whoever reads it can call every tool."""
+    whoever reads it can call every tool (or, ``kind`` "web", read every memory). Errors are
+    ``<kind>_token_unreadable``, ``_unsafe`` and ``_invalid``."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise InvalidArgumentError(f"mcp_token_unreadable: {path}: {type(e).__name__}",
-                                   code="mcp_token_unreadable") from e
+        raise InvalidArgumentError(f"{kind}_token_unreadable: {path}: {type(e).__name__}",
+                                   code=f"{kind}_token_unreadable") from e
     try:
         st = os.fstat(fd)
         problems = ([f"mode {st.st_mode & 0o7777:04o}"] if st.st_mode & 0o077 else []) + \
             ([f"owned by uid {st.st_uid}"] if st.st_uid != os.geteuid() else [])
         if problems:
             raise InvalidArgumentError(
-                f"mcp_token_unsafe: {path} must be owner-only (mode 0600, owned by you; this "
-                f"one is {' and '.join(problems)}): chmod 600 it", code="mcp_token_unsafe")
+                f"{kind}_token_unsafe: {path} must be owner-only (mode 0600, owned by you; "
+                f"this one is {' and '.join(problems)}): chmod 600 it",
+                code=f"{kind}_token_unsafe")
         with os.fdopen(os.dup(fd), "rb") as f:
             token = f.read(64 * 1024).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError) as e:
-        raise InvalidArgumentError(f"mcp_token_unreadable: {path}: {type(e).__name__}",
-                                   code="mcp_token_unreadable") from e
+        raise InvalidArgumentError(f"{kind}_token_unreadable: {path}: {type(e).__name__}",
+                                   code=f"{kind}_token_unreadable") from e
     finally:
         os.close(fd)
     if len(token) < 16 or any(c.isspace() for c in token):
-        raise InvalidArgumentError(f"mcp_token_invalid: {path} must hold one token of at "
-                                   "least 16 characters", code="mcp_token_invalid")
+        raise InvalidArgumentError(f"{kind}_token_invalid: {path} must hold one token of at "
+                                   "least 16 characters", code=f"{kind}_token_invalid")
     return token
 
 

@@ -1,0 +1,176 @@
+"""Who may look, from where, and with which verbs: the web inspector's gate (ASGI middleware).
+
+- **Read only.** Every route answers GET and HEAD; any other method is 405 before a handler
+  runs, so no request can write (forget, Remember and status changes stay in the CLI and API).
+- **The token.** A request carries ``Authorization: Bearer <token>`` (the token file's rules
+  are ``serve-mcp``'s, :func:`memory_es.serve.http.read_token`) or the cookie of a browser
+  session. A browser gets one by opening the one-time login link printed at start
+  (``/login/<code>``: good once, for :data:`LOGIN_SECONDS`); the code is not the token, and
+  neither is ever logged. Sessions are bounded: at most :data:`MAX_SESSIONS` (the least recently
+  used goes first), each ended after :data:`SESSION_IDLE_SECONDS` without a request.
+- **Host and Origin.** The ``Host`` must name the bound address (a loopback bind: every
+  loopback name; 421 otherwise) and a browser's ``Origin``, when sent, the same (403): a page
+  elsewhere cannot reach the inspector through DNS rebinding.
+- **Headers.** A Content-Security-Policy without inline script or style (``'self'`` only),
+  no framing, no referrer, no caching, no MIME sniffing, on every answer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from http.cookies import SimpleCookie
+from typing import Final
+
+from memory_es.serve.http import App, Receive, Scope, Send
+
+LOGIN_PREFIX: Final = "/login/"
+LOGIN_SECONDS: Final = 3600.0
+COOKIE: Final = "memory_es_session"
+MAX_SESSIONS: Final = 16
+SESSION_IDLE_SECONDS: Final = 8 * 3600.0
+METHODS: Final = ("GET", "HEAD")
+POLICY: Final = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
+                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+SECURITY_HEADERS: Final = (
+    (b"content-security-policy", POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+)
+
+Clock = Callable[[], float]
+
+
+class Sessions:
+    """Browser sessions: random ids, least recently used first out, idle ones expire."""
+
+    def __init__(self, *, limit: int = MAX_SESSIONS, idle: float = SESSION_IDLE_SECONDS,
+                 clock: Clock = time.monotonic) -> None:
+        self._seen: OrderedDict[str, float] = OrderedDict()
+        self._limit, self._idle, self._clock = limit, idle, clock
+
+    def start(self) -> str:
+        sid = secrets.token_urlsafe(32)
+        self._seen[sid] = self._clock()
+        while len(self._seen) > self._limit:
+            self._seen.popitem(last=False)
+        return sid
+
+    def valid(self, sid: str) -> bool:
+        now = self._clock()
+        last = self._seen.get(sid)
+        if last is None or now - last > self._idle:
+            self._seen.pop(sid, None)
+            return False
+        self._seen[sid] = now
+        self._seen.move_to_end(sid)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+class LoginCode:
+    """The one-time code of the login link: redeemed once, within :data:`LOGIN_SECONDS`."""
+
+    def __init__(self, *, seconds: float = LOGIN_SECONDS, clock: Clock = time.monotonic) -> None:
+        self.code = secrets.token_urlsafe(24)
+        self._until = clock() + seconds
+        self._clock = clock
+        self._used = False
+
+    def redeem(self, given: str) -> bool:
+        ok = not self._used and self._clock() <= self._until \
+            and hmac.compare_digest(given.encode(), self.code.encode())
+        if ok:
+            self._used = True
+        return ok
+
+
+def guard(app: App, *, token: str, hosts: Sequence[str], sessions: Sessions,
+          login: LoginCode) -> App:
+    """``app`` behind the gate the module docstring describes. ``hosts``: the names the
+    ``Host`` header (with any port) and an ``Origin`` may use."""
+    expected = f"Bearer {token}".encode()
+    allowed = {h.lower() for h in hosts}
+
+    async def gate(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or ())
+        if _host_name(headers.get(b"host", b"").decode("latin-1")) not in allowed:
+            await _answer(send, 421, "this inspector answers only to its own address")
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and _origin_name(origin.decode("latin-1")) not in allowed:
+            await _answer(send, 403, "requests from other sites are refused")
+            return
+        if scope["method"] not in METHODS:
+            await _answer(send, 405, "the inspector is read-only",
+                          extra=((b"allow", b"GET, HEAD"),))
+            return
+        path: str = scope["path"]
+        if path.startswith(LOGIN_PREFIX):
+            if not login.redeem(path[len(LOGIN_PREFIX):]):
+                await _answer(send, 401, "this login link was used already or has expired; "
+                              "restart memory-es serve-web for a new one")
+                return
+            cookie = (f"{COOKIE}={sessions.start()}; HttpOnly; SameSite=Strict; Path=/")
+            await _answer(send, 303, "signed in", extra=((b"location", b"/"),
+                                                          (b"set-cookie", cookie.encode())))
+            return
+        sid = _cookie(headers.get(b"cookie", b"").decode("latin-1"))
+        if not (hmac.compare_digest(headers.get(b"authorization", b""), expected)
+                or (sid is not None and sessions.valid(sid))):
+            await _answer(send, 401, "open the login link memory-es serve-web printed, or "
+                          "send the bearer token", extra=((b"www-authenticate", b"Bearer"),))
+            return
+
+        async def secured(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.start":
+                listed = list(message.get("headers") or ())  # type: ignore[call-overload]
+                message = {**message, "headers": [*listed, *SECURITY_HEADERS]}
+            await send(message)
+
+        await app(scope, receive, secured)  # type: ignore[arg-type]
+
+    return gate
+
+
+def _host_name(host: str) -> str:
+    """The name of a ``Host`` header, without its port (``[::1]:8766`` is ``::1``)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _origin_name(origin: str) -> str:
+    scheme, _, rest = origin.strip().lower().partition("://")
+    return _host_name(rest) if scheme in ("http", "https") else ""
+
+
+def _cookie(header: str) -> str | None:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except Exception:  # a malformed cookie header is no session
+        return None
+    morsel = jar.get(COOKIE)
+    return morsel.value if morsel is not None else None
+
+
+async def _answer(send: Send, status: int, message: str,
+                  extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = f"{status}: {message}\n".encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()),
+                            *SECURITY_HEADERS, *extra]})
+    await send({"type": "http.response.body", "body": body})

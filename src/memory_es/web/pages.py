@@ -1,0 +1,185 @@
+"""The inspector's pages: each a read of :class:`~memory_es.root.MemoryRoot` (no lock, nothing
+written, safe beside a running agent) rendered through an autoescaping template, so every
+memory text reaches the page as text, never as markup.
+
+Handlers are plain functions: Starlette runs them on its thread pool, and one lock keeps the
+handle's caches (the bound recall, the journal's snapshots) to one request at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from memory_es.errors import MemoryEsError
+from memory_es.failures import REFUSED, USAGE, classify
+from memory_es.root import MemoryRoot
+from memory_es.web.graph import read_graph
+
+TIMELINE_DAYS: Final = 7  # the range the timeline opens on, ending today
+PAGE_LIMIT: Final = 25  # MemoryJournal's largest page
+SEARCH_LIMIT: Final = 10
+INDEX_FILE: Final = "index.md"
+
+
+class Pages:
+    """The handlers, bound to one read-only handle and the templates."""
+
+    def __init__(self, root: MemoryRoot) -> None:
+        self.root = root
+        self.lock = threading.Lock()
+        self.env = Environment(loader=PackageLoader("memory_es.web", "templates"),
+                               autoescape=select_autoescape(default=True,
+                                                            default_for_string=True),
+                               undefined=StrictUndefined, trim_blocks=True,
+                               lstrip_blocks=True)
+        self.last_audit: tuple[str, dict[str, Any]] | None = None
+
+    def page(self, name: str, http_status: int = 200, **values: Any) -> HTMLResponse:
+        html = self.env.get_template(f"{name}.html").render(page=name, **values)
+        return HTMLResponse(html, status_code=http_status)
+
+    def failed(self, error: MemoryEsError) -> HTMLResponse:
+        """The CLI's contract as an HTTP status: a usage error is the asker's (400), a refusal
+        404 for an id that names nothing and 409 otherwise, anything else the root's (503)."""
+        failure = classify(error)
+        status = {USAGE: 400, REFUSED: 404 if failure.code.endswith("not_found") else 409
+                  }.get(failure.exit_code, 503)
+        return self.page("error", status, code=failure.code, message=failure.message)
+
+    # -- pages ----------------------------------------------------------------------------------
+
+    def timeline(self, request: Request) -> HTMLResponse:
+        """Days with their memories (MemoryJournal's frozen snapshot, paged by its cursor),
+        filtered on the page by status and kind."""
+        q = request.query_params
+        status, kind, zone = q.get("status", ""), q.get("kind", ""), q.get("tz") or host_zone()
+        today = date.today()
+        through = q.get("through") or today.isoformat()
+        since = q.get("from") or (_day(through, today) - timedelta(days=TIMELINE_DAYS - 1)
+                                  ).isoformat()
+        ask: dict[str, Any] = {"cursor": q["cursor"]} if q.get("cursor") else \
+            {"fromDate": since, "throughDate": through, "timeZone": zone, "limit": PAGE_LIMIT}
+        try:
+            with self.lock:
+                journal = self.root.journal(ask).to_json()
+        except MemoryEsError as e:
+            return self.failed(e)
+        shown = [e for e in journal["entries"]
+                 if (not status or e["status"] == status) and (not kind or e["type"] == kind)]
+        days: dict[str, list[dict[str, Any]]] = {}
+        for entry in shown:
+            days.setdefault(entry["day"], []).append(entry)
+        return self.page("timeline", journal=journal, days=days, since=since, through=through,
+                         status=status, kind=kind, zone=zone,
+                         hidden=len(journal["entries"]) - len(shown))
+
+    def memory(self, request: Request) -> HTMLResponse:
+        """One memory: text, status, provenance, validity, supersession both ways, events."""
+        try:
+            with self.lock:
+                detail = self.root.show(request.path_params["memory_id"]).to_json()
+        except MemoryEsError as e:
+            return self.failed(e)
+        return self.page("memory", detail=detail, m=detail)
+
+    def search(self, request: Request) -> HTMLResponse:
+        """Recall with ``explain``: each hit's score parts as bars, the cut it passed, the
+        degraded reason; ``as_of`` answers from the journal at a past instant."""
+        q = request.query_params
+        query, as_of = q.get("q", "").strip(), q.get("as_of", "").strip() or None
+        if not query:
+            return self.page("search", query="", as_of=as_of or "", result=None)
+        try:
+            with self.lock:
+                result = self.root.search(query, SEARCH_LIMIT, explain=True,
+                                          as_of=as_of).to_json()
+        except MemoryEsError as e:
+            return self.failed(e)
+        return self.page("search", query=query, as_of=as_of or "", result=result,
+                         bars=[_bars(hit.get("explain") or {}) for hit in result["results"]])
+
+    def people(self, request: Request) -> HTMLResponse:
+        """The entity graph as a picture, and each entity's card (its lines)."""
+        graph = read_graph(self.root.root)
+        chosen = request.query_params.get("entity", "")
+        card = next((e for e in graph.entities if e.id == chosen), None)
+        return self.page("people", graph=graph, card=card)
+
+    def health(self, request: Request) -> HTMLResponse:
+        """The intake queue, the worker and the vector backlog now; the strict audit's findings
+        (content-free) when asked for (``?audit=1``: it reads the whole journal)."""
+        try:
+            with self.lock:
+                counts = self.root.inspect().to_json()["counts"]
+                backlog = self.root.vector_backlog()
+                if request.query_params.get("audit"):
+                    taken = datetime.now().astimezone().isoformat(timespec="seconds")
+                    self.last_audit = (taken, self.root.health().to_json())
+        except MemoryEsError as e:
+            return self.failed(e)
+        return self.page("health", counts=counts, backlog=backlog, audit=self.last_audit)
+
+    def profile(self, request: Request) -> HTMLResponse:
+        """The owner profile and the consolidation summary (``index.md``), as text."""
+        try:
+            with self.lock:
+                profile = self.root.profile().to_json()
+        except MemoryEsError as e:
+            return self.failed(e)
+        return self.page("profile", profile=profile, summary=_read(self.root.root / INDEX_FILE))
+
+
+def host_zone() -> str:
+    """This machine's IANA zone (``$TZ``, ``/etc/timezone``, the ``/etc/localtime`` link),
+    else UTC: the journal reads days in a named zone, never a bare offset."""
+    import os
+    from zoneinfo import ZoneInfo
+
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    with contextlib.suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text("utf-8").strip())
+    with contextlib.suppress(OSError):
+        target = os.readlink("/etc/localtime")
+        candidates.append(target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "")
+    for name in candidates:
+        if name:
+            with contextlib.suppress(Exception):  # not a zone this machine knows
+                ZoneInfo(name)
+                return name
+    return "UTC"
+
+
+def _day(text: str, fallback: date) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:  # the journal names the bad date in its own error
+        return fallback
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+
+
+BAR_PARTS: Final = ("semantic", "lexicalEvidence", "anchorBonus", "neighbourSupport", "rrfHint",
+                    "salience")
+
+
+def _bars(parts: dict[str, Any]) -> list[tuple[str, float, int]]:
+    """(name, value, width in SVG units of 200) of each score part a hit's explanation has."""
+    out = []
+    for name in BAR_PARTS:
+        value = parts.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out.append((name, float(value), max(0, min(200, round(200 * float(value))))))
+    return out

@@ -1,0 +1,182 @@
+"""``memory-es serve-web``, the read-only web inspector, as a real process on 127.0.0.1:
+the gate (token, login link, sessions, Host, Origin, no writing verb), every page against what
+the Python API answers for the same question, escaping, and bad input (one page, its status,
+no traceback). The browser-driven checks are in tests/test_web_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from helpers_web import FIXTURE_DAY, MARKUP, Served, make_root, serve
+from memory_es import MemoryRoot
+from memory_es.web.guard import POLICY
+
+PAGES = ["/", "/search?q=Atlas+launch", "/people", "/health", "/profile",
+         "/memory/809f989c12b0", "/static/style.css", "/static/keys.js"]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = make_root(tmp_path_factory.mktemp("web") / "root")
+    running = serve(root)
+    try:
+        yield running
+    finally:
+        err = running.stop()
+        assert "Traceback" not in err, err  # nothing a test sent broke a handler
+
+
+def texts(body: str, css_class: str) -> list[str]:
+    """The text of every link with ``css_class`` in a page, unescaped."""
+    return [unescape(t) for t in re.findall(rf'class="{css_class}">([^<]*)</a>', body)]
+
+
+def test_every_page_needs_the_token_or_a_signed_in_session(served: Served) -> None:
+    """No token: 401 on every page (static files too); the bearer token opens each; the login
+    link starts a session once (303 to the timeline with an HttpOnly, SameSite=Strict
+    cookie) and is refused the second time; the session's cookie opens the pages; a made-up
+    cookie does not."""
+    for page in PAGES:
+        assert served.get(page, auth=False)[0] == 401, page
+        assert served.get(page)[0] == 200, page
+    status, headers, _ = served.get(served.login, auth=False)
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    session = cookie.split(";")[0]
+    assert served.get(served.login, auth=False)[0] == 401  # one time only
+    assert served.get("/", auth=False, headers={"Cookie": session})[0] == 200
+    assert served.get("/", auth=False,
+                      headers={"Cookie": "memory_es_session=made-up"})[0] == 401
+    assert served.get("/", auth=False,
+                      headers={"Authorization": f"Bearer {served.token}x"})[0] == 401
+
+
+def test_a_foreign_host_or_origin_is_refused(served: Served) -> None:
+    """DNS rebinding: a Host that is not the bound address is 421, an Origin from another
+    site 403, even with the token; the loopback names and the inspector's own origin pass."""
+    assert served.get("/", headers={"Host": f"evil.example:{served.port}"})[0] == 421
+    assert served.get("/", headers={"Origin": "http://evil.example"})[0] == 403
+    assert served.get("/", headers={"Origin": "null"})[0] == 403
+    for name in ("localhost", "127.0.0.1"):
+        assert served.get("/", headers={"Host": f"{name}:{served.port}",
+                                        "Origin": f"http://{name}:{served.port}"})[0] == 200
+
+
+def test_no_route_accepts_a_write_and_nothing_is_written(served: Served) -> None:
+    """POST, PUT, DELETE and PATCH are 405 on every route (with or without the token) and the
+    journal does not move."""
+    before = MemoryRoot.open(served.root).health().journal_position
+    for page in [*PAGES, served.login, "/login/anything"]:
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            status, headers, _ = served.get(page, method=method)
+            assert status == 405 and headers["allow"] == "GET, HEAD", (page, method)
+    assert MemoryRoot.open(served.root).health().journal_position == before
+
+
+def test_every_answer_carries_the_security_headers(served: Served) -> None:
+    """A policy without inline script or style, no framing, no referrer, no cache, on pages
+    and refusals alike."""
+    assert "unsafe-inline" not in POLICY and "script-src 'self'" in POLICY
+    for page in ("/", "/nope", "/memory/zz"):
+        for auth in (True, False):
+            headers = served.get(page, auth=auth)[1]
+            assert headers["content-security-policy"] == POLICY
+            assert headers["x-frame-options"] == "DENY" and headers["cache-control"] == "no-store"
+    assert "<script>" not in served.get("/")[2].replace('<script src="/static/keys.js" defer>', "")
+
+
+def test_the_pages_show_what_the_api_answers(served: Served) -> None:
+    """Timeline, search with explain, a memory, people, health and profile against the same
+    reads through MemoryRoot."""
+    root = MemoryRoot.open(served.root)
+    body = served.get(f"/?from={FIXTURE_DAY}&through={FIXTURE_DAY}&tz=UTC")[2]
+    journal = root.journal({"fromDate": FIXTURE_DAY, "throughDate": FIXTURE_DAY,
+                            "timeZone": "UTC", "limit": 25}).to_json()
+    assert texts(body, "text") == [e["text"] for e in journal["entries"]]
+    assert journal["entries"] and f"<h2>{FIXTURE_DAY}</h2>" in body
+
+    body = served.get("/search?q=Atlas+launch")[2]
+    recalled = root.search("Atlas launch", 10, explain=True).to_json()
+    assert texts(body, "text") == [h["text"] for h in recalled["results"]]
+    scores = re.findall(r'class="score">([0-9.]+)<', body)
+    assert scores == [f"{h['score']:.3f}" for h in recalled["results"]]
+    assert body.count('class="bar bar-lexicalEvidence"') == len(recalled["results"])
+    assert recalled["results"][1]["currentness"] == "superseded" and "superseded</span>" in body
+
+    detail = root.show("809f989c12b0").to_json()
+    body = served.get("/memory/809f989c12b0")[2]
+    assert unescape(detail["text"]) in unescape(body)
+    positions = re.findall(r"<tr><td>(\d+)</td>", body)
+    assert positions == [str(e["position"]) for e in detail["events"]]
+    assert all(link["id"] in body for link in detail["supersededBy"])
+
+    graph = [json.loads(line) for line in (served.root / "graph.jsonl").read_text().splitlines()]
+    names = [row["name"] for row in sorted(
+        (row for row in graph if row["kind"] == "entity"),
+        key=lambda row: (row["name"].casefold(), row["id"]))]  # the layout's stable order
+    body = served.get("/people")[2]
+    assert [unescape(n) for n in re.findall(r'class="node-label">([^<]*)<', body)] == names
+    assert body.count('class="edge"') == sum(row["kind"] == "relation" for row in graph)
+
+    counts = root.inspect().to_json()["counts"]
+    body = served.get("/health?audit=1")[2]
+    for key, value in counts.items():
+        assert f"<th>{key}</th><td>{value}</td>" in body
+    assert "<strong class=\"status-clean\">clean</strong>" in body
+
+    body = served.get("/profile")[2]
+    assert unescape((served.root / "index.md").read_text("utf-8").strip()) in unescape(body)
+
+
+def test_a_memory_written_as_markup_renders_as_text(served: Served) -> None:
+    """``<script>alert(1)</script>`` reaches every page it is on as escaped text."""
+    found = MemoryRoot.open(served.root).search("bold plan", 1).recall.hits[0]
+    assert found.text == MARKUP
+    for page in (f"/memory/{found.id}", "/search?q=bold+plan", "/"):
+        body = served.get(page)[2]
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body, page
+        assert "<script>alert" not in body and "<b>bold" not in body
+
+
+@pytest.mark.parametrize("page,status,code", [
+    ("/memory/zz", 400, "invalid"), ("/memory/ffffffffffff", 404, "memory_not_found"),
+    ("/search?q=x&as_of=yesterday", 400, "recall_invalid_as_of"),
+    ("/?from=2026-13-01", 400, "journal_"), ("/?from=2026-01-01&through=2026-06-30", 400,
+                                               "journal_"),
+    ("/?cursor=forged", 400, "journal_cursor"), ("/nope", 404, None)])
+def test_bad_input_is_one_page_with_its_status(served: Served, page: str, status: int,
+                                               code: str | None) -> None:
+    got, _, body = served.get(page)
+    assert got == status, body
+    if code is not None:
+        assert code in body
+
+
+def test_bad_options_and_token_files_are_one_line(tmp_path: Path) -> None:
+    """A port that is not one, a token file others can read, a root that is not there: one
+    line, exit 2 (usage, bad token) or 1 (no root), before anything is served."""
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "memory_es.cli", "serve-web", *argv],
+                              capture_output=True, text=True, timeout=60)
+
+    done = run("--root", str(tmp_path), "--port", "0")
+    assert done.returncode == 2 and "--port 0" in done.stderr
+    token = tmp_path / "token"
+    token.write_text("a" * 40)
+    token.chmod(0o644)
+    done = run("--root", str(tmp_path / "none"), "--token-file", str(token))
+    assert done.returncode == 2 and "web_token_unsafe" in done.stderr
+    token.chmod(0o600)
+    done = run("--root", str(tmp_path / "none"), "--token-file", str(token))
+    assert done.returncode != 0 and "no memory root" in done.stderr
+    for d in (done,):
+        assert d.stderr.count("\n") == 1 and "Traceback" not in d.stderr
