@@ -5,6 +5,7 @@ no traceback). The browser-driven checks are in tests/test_web_browser.py."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers_index import active_index_path
 from helpers_web import FIXTURE_DAY, MARKUP, Served, make_root, serve
 from memory_es import MemoryRoot
 from memory_es.web.guard import POLICY
@@ -180,3 +182,65 @@ def test_bad_options_and_token_files_are_one_line(tmp_path: Path) -> None:
     assert done.returncode != 0 and "no memory root" in done.stderr
     for d in (done,):
         assert d.stderr.count("\n") == 1 and "Traceback" not in d.stderr
+
+
+def test_a_search_that_finds_nothing_says_so(served: Served) -> None:
+    """No hit, or a moment before the first memory: the page says nothing was found (and
+    when the answer is as of an instant, which one), never an error."""
+    status, _, body = served.get("/search?q=zebra+quantum+xylophone")
+    assert status == 200 and "Nothing found." in body
+    status, _, body = served.get("/search?q=Atlas&as_of=2026-05-04T11:00%2B02:00")
+    assert status == 200 and "Nothing found." in body and "as of 2026-05-04T09:00:00.000Z" in body
+
+
+def test_the_gate_is_strict_about_hosts_cookies_and_the_login_link(
+        tmp_path: Path) -> None:
+    """The port is part of the address (another one is 421), two Host headers are 421, a
+    session cookie among other apps' odd cookies still counts, and a HEAD of the login link
+    (a link preview) does not use it up."""
+    running = serve(make_root(tmp_path / "root"))
+    try:
+        assert running.get("/", headers={"Host": f"127.0.0.1:{running.port + 1}"})[0] == 421
+        assert running.get("/", headers={"Origin": "http://127.0.0.1:1"})[0] == 403
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+        conn.putrequest("GET", "/", skip_host=True)
+        for host in ("evil.example", f"127.0.0.1:{running.port}"):
+            conn.putheader("Host", host)
+        conn.putheader("Authorization", f"Bearer {running.token}")
+        conn.endheaders()
+        assert conn.getresponse().status == 421
+        conn.close()
+        assert running.get(running.login, method="HEAD", auth=False)[0] == 405
+        status, headers, _ = running.get(running.login, auth=False)
+        assert status == 303
+        session = headers["set-cookie"].split(";")[0]
+        odd = f'prefs={{"a":1}}; name=John Doe; {session}; x=a\\b'
+        assert running.get("/", auth=False, headers={"Cookie": odd})[0] == 200
+    finally:
+        assert "Traceback" not in running.stop()
+
+
+def test_a_sick_root_still_gets_its_pages(served: Served) -> None:
+    """A projection file that is not UTF-8 is one page saying so (503); an index SQLite
+    cannot read leaves the health page up, with the audit naming it; an unknown route is
+    the inspector's own 404 page; a day far out of range is 400."""
+    graph = served.root / "graph.jsonl"
+    kept = graph.read_bytes()
+    graph.write_bytes(b"\xff\xfe not utf-8\n")
+    try:
+        status, _, body = served.get("/people")
+        assert status == 503 and "projection_unreadable" in body
+    finally:
+        graph.write_bytes(kept)
+    index = active_index_path(served.root)
+    original = index.read_bytes()
+    index.write_bytes(b"\x00" * len(original))
+    try:
+        status, _, body = served.get("/health?audit=1")
+        assert status == 200 and "index_unreadable" in body
+    finally:
+        index.write_bytes(original)
+    status, headers, body = served.get("/no/such/page")
+    assert status == 404 and headers["content-type"].startswith("text/html")
+    assert "no such page" in body
+    assert served.get("/?through=0001-01-01")[0] == 400

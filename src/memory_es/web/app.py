@@ -31,7 +31,7 @@ def require_web() -> None:
                             "checkout: pip install -e '.[web]')", code="web_unavailable") from e
 
 
-def build_app(root: MemoryRoot, *, token: str, hosts: tuple[str, ...],
+def build_app(root: MemoryRoot, *, token: str, hosts: tuple[str, ...], port: int,
               login: LoginCode | None = None) -> tuple[App, LoginCode]:
     """The guarded app over ``root`` and its login code (made here unless given)."""
     from starlette.applications import Starlette
@@ -43,7 +43,7 @@ def build_app(root: MemoryRoot, *, token: str, hosts: tuple[str, ...],
 
     pages = Pages(root)
     get = ["GET", "HEAD"]
-    app = Starlette(routes=[
+    app = Starlette(exception_handlers=pages.handlers(), routes=[
         Route("/", pages.timeline, methods=get),
         Route("/memory/{memory_id}", pages.memory, methods=get),
         Route("/search", pages.search, methods=get),
@@ -53,7 +53,8 @@ def build_app(root: MemoryRoot, *, token: str, hosts: tuple[str, ...],
         Mount("/static", StaticFiles(packages=[("memory_es.web", "static")]), name="static"),
     ])
     code = login if login is not None else LoginCode()
-    return guard(app, token=token, hosts=hosts, sessions=Sessions(), login=code), code
+    return guard(app, token=token, hosts=hosts, port=port, sessions=Sessions(),
+                 login=code), code
 
 
 def allowed_hosts(host: str) -> tuple[str, ...]:
@@ -83,8 +84,9 @@ def serve_web(root_path: Path, config: MemoryConfig | None, *, host: str = "127.
                                 "--token-file", code="web_token_required")
         token_path = token_file(KeyStore.resolve(None), root_id, TOKEN_FILE)
         token = read_token(token_path, "web")
-    app, login = build_app(root, token=token, hosts=allowed_hosts(host))
-    shown = f"[{host}]" if ":" in host else host
+    app, login = build_app(root, token=token, hosts=allowed_hosts(host), port=port)
+    where = "127.0.0.1" if is_wildcard(host) else host  # a link a browser here can open
+    shown = f"[{where}]" if ":" in where else where
     print(f"memory-es: web inspector on http://{shown}:{port}/ (open "
           f"http://{shown}:{port}/login/{login.code} once to sign in; bearer token in "
           f"{token_path})", file=sys.stderr, flush=True)

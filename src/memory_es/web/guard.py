@@ -8,9 +8,9 @@
   (``/login/<code>``: good once, for :data:`LOGIN_SECONDS`); the code is not the token, and
   neither is ever logged. Sessions are bounded: at most :data:`MAX_SESSIONS` (the least recently
   used goes first), each ended after :data:`SESSION_IDLE_SECONDS` without a request.
-- **Host and Origin.** The ``Host`` must name the bound address (a loopback bind: every
-  loopback name; 421 otherwise) and a browser's ``Origin``, when sent, the same (403): a page
-  elsewhere cannot reach the inspector through DNS rebinding.
+- **Host and Origin.** The ``Host`` must name the bound address and port (a loopback bind:
+  every loopback name; one ``Host`` header; 421 otherwise) and a browser's ``Origin``, when
+  sent, the same (403): a page elsewhere cannot reach the inspector through DNS rebinding.
 - **Headers.** A Content-Security-Policy without inline script or style (``'self'`` only),
   no framing, no referrer, no caching, no MIME sniffing, on every answer.
 """
@@ -22,8 +22,9 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from http.cookies import SimpleCookie
 from typing import Final
+
+from starlette.requests import cookie_parser
 
 from memory_es.serve.http import App, Receive, Scope, Send
 
@@ -92,23 +93,25 @@ class LoginCode:
         return ok
 
 
-def guard(app: App, *, token: str, hosts: Sequence[str], sessions: Sessions,
+def guard(app: App, *, token: str, hosts: Sequence[str], port: int, sessions: Sessions,
           login: LoginCode) -> App:
     """``app`` behind the gate the module docstring describes. ``hosts``: the names the
-    ``Host`` header (with any port) and an ``Origin`` may use."""
+    ``Host`` header and an ``Origin`` may use, with ``port`` (or none, as HTTP's default)."""
     expected = f"Bearer {token}".encode()
-    allowed = {h.lower() for h in hosts}
+    allowed = {(h.lower(), p) for h in hosts for p in (str(port), "")}
 
     async def gate(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or ())
-        if _host_name(headers.get(b"host", b"").decode("latin-1")) not in allowed:
+        listed = list(scope.get("headers") or ())
+        headers = dict(listed)
+        hosts_sent = [v for k, v in listed if k == b"host"]
+        if len(hosts_sent) != 1 or _host(hosts_sent[0].decode("latin-1")) not in allowed:
             await _answer(send, 421, "this inspector answers only to its own address")
             return
         origin = headers.get(b"origin")
-        if origin is not None and _origin_name(origin.decode("latin-1")) not in allowed:
+        if origin is not None and _origin(origin.decode("latin-1")) not in allowed:
             await _answer(send, 403, "requests from other sites are refused")
             return
         if scope["method"] not in METHODS:
@@ -117,6 +120,10 @@ def guard(app: App, *, token: str, hosts: Sequence[str], sessions: Sessions,
             return
         path: str = scope["path"]
         if path.startswith(LOGIN_PREFIX):
+            if scope["method"] != "GET":  # a link preview's HEAD must not use up the code
+                await _answer(send, 405, "open the login link in a browser",
+                              extra=((b"allow", b"GET"),))
+                return
             if not login.redeem(path[len(LOGIN_PREFIX):]):
                 await _answer(send, 401, "this login link was used already or has expired; "
                               "restart memory-es serve-web for a new one")
@@ -143,27 +150,30 @@ def guard(app: App, *, token: str, hosts: Sequence[str], sessions: Sessions,
     return gate
 
 
-def _host_name(host: str) -> str:
-    """The name of a ``Host`` header, without its port (``[::1]:8766`` is ``::1``)."""
+def _host(host: str) -> tuple[str, str]:
+    """(name, port) of a ``Host`` header (``[::1]:8766`` is ``("::1", "8766")``; no port:
+    ``""``); something that is neither is ``("", "?")``, which no bind allows."""
     host = host.strip().lower()
     if host.startswith("["):
-        return host[1:host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return "", "?"
+        return name, rest[1:]
+    if host.count(":") > 1:  # a bare IPv6 address is no Host
+        return "", "?"
+    name, _, port = host.partition(":")
+    return name, port
 
 
-def _origin_name(origin: str) -> str:
+def _origin(origin: str) -> tuple[str, str]:
     scheme, _, rest = origin.strip().lower().partition("://")
-    return _host_name(rest) if scheme in ("http", "https") else ""
+    return _host(rest) if scheme in ("http", "https") and "/" not in rest else ("", "?")
 
 
 def _cookie(header: str) -> str | None:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header)
-    except Exception:  # a malformed cookie header is no session
-        return None
-    morsel = jar.get(COOKIE)
-    return morsel.value if morsel is not None else None
+    """This inspector's session id among the cookies every app on this host shares (each
+    parsed on its own: another app's odd cookie never hides ours)."""
+    return cookie_parser(header).get(COOKIE) or None
 
 
 async def _answer(send: Send, status: int, message: str,

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 
 from memory_es.errors import MemoryEsError
 from memory_es.failures import REFUSED, USAGE, classify
@@ -46,6 +47,19 @@ class Pages:
         html = self.env.get_template(f"{name}.html").render(page=name, **values)
         return HTMLResponse(html, status_code=http_status)
 
+    def handlers(self) -> dict[Any, Any]:
+        """Starlette's own answers (no such page, a bug) as the inspector's error page."""
+        async def known(request: Request, exc: Exception) -> Response:
+            status = exc.status_code if isinstance(exc, HTTPException) else 500
+            return self.page("error", status, code=f"http_{status}",
+                             message="no such page" if status == 404 else "cannot answer that")
+
+        async def bug(request: Request, exc: Exception) -> Response:
+            return self.page("error", 500, code="internal_error",
+                             message=f"internal error: {type(exc).__name__}")
+
+        return {HTTPException: known, Exception: bug}
+
     def failed(self, error: MemoryEsError) -> HTMLResponse:
         """The CLI's contract as an HTTP status: a usage error is the asker's (400), a refusal
         404 for an id that names nothing and 409 otherwise, anything else the root's (503)."""
@@ -63,8 +77,7 @@ class Pages:
         status, kind, zone = q.get("status", ""), q.get("kind", ""), q.get("tz") or host_zone()
         today = date.today()
         through = q.get("through") or today.isoformat()
-        since = q.get("from") or (_day(through, today) - timedelta(days=TIMELINE_DAYS - 1)
-                                  ).isoformat()
+        since = q.get("from") or _days_before(through, TIMELINE_DAYS - 1, today)
         ask: dict[str, Any] = {"cursor": q["cursor"]} if q.get("cursor") else \
             {"fromDate": since, "throughDate": through, "timeZone": zone, "limit": PAGE_LIMIT}
         try:
@@ -108,7 +121,10 @@ class Pages:
 
     def people(self, request: Request) -> HTMLResponse:
         """The entity graph as a picture, and each entity's card (its lines)."""
-        graph = read_graph(self.root.root)
+        try:
+            graph = read_graph(self.root.root)
+        except UnicodeDecodeError:
+            return self.failed(_unreadable("graph.jsonl"))
         chosen = request.query_params.get("entity", "")
         card = next((e for e in graph.entities if e.id == chosen), None)
         return self.page("people", graph=graph, card=card)
@@ -116,25 +132,35 @@ class Pages:
     def health(self, request: Request) -> HTMLResponse:
         """The intake queue, the worker and the vector backlog now; the strict audit's findings
         (content-free) when asked for (``?audit=1``: it reads the whole journal)."""
-        try:
-            with self.lock:
+        counts: dict[str, Any] | None = None
+        backlog: int | None = None
+        problem: str | None = None
+        with self.lock:
+            try:  # a sick root still gets its audit: the queue is read on its own
                 counts = self.root.inspect().to_json()["counts"]
                 backlog = self.root.vector_backlog()
-                if request.query_params.get("audit"):
+            except MemoryEsError as e:
+                problem = classify(e).message
+            if request.query_params.get("audit"):
+                try:
                     taken = datetime.now().astimezone().isoformat(timespec="seconds")
                     self.last_audit = (taken, self.root.health().to_json())
-        except MemoryEsError as e:
-            return self.failed(e)
-        return self.page("health", counts=counts, backlog=backlog, audit=self.last_audit)
+                except MemoryEsError as e:
+                    return self.failed(e)
+        return self.page("health", counts=counts, backlog=backlog, problem=problem,
+                         audit=self.last_audit)
 
     def profile(self, request: Request) -> HTMLResponse:
         """The owner profile and the consolidation summary (``index.md``), as text."""
         try:
             with self.lock:
                 profile = self.root.profile().to_json()
+            summary = _read(self.root.root / INDEX_FILE)
         except MemoryEsError as e:
             return self.failed(e)
-        return self.page("profile", profile=profile, summary=_read(self.root.root / INDEX_FILE))
+        except UnicodeDecodeError:
+            return self.failed(_unreadable(INDEX_FILE))
+        return self.page("profile", profile=profile, summary=summary)
 
 
 def host_zone() -> str:
@@ -157,11 +183,18 @@ def host_zone() -> str:
     return "UTC"
 
 
-def _day(text: str, fallback: date) -> date:
+def _days_before(day: str, days: int, fallback: date) -> str:
+    """``day`` less ``days`` (ISO); a day that is none, or too early, leaves the journal to
+    name the problem (the range then starts at ``fallback``'s)."""
     try:
-        return date.fromisoformat(text)
-    except ValueError:  # the journal names the bad date in its own error
-        return fallback
+        return (date.fromisoformat(day) - timedelta(days=days)).isoformat()
+    except (ValueError, OverflowError):
+        return (fallback - timedelta(days=days)).isoformat()
+
+
+def _unreadable(name: str) -> MemoryEsError:
+    return MemoryEsError(f"projection_unreadable: {name} is not UTF-8 text; memory-es rebuild "
+                         "writes it again", code="projection_unreadable")
 
 
 def _read(path: Path) -> str | None:

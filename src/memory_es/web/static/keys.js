@@ -15,6 +15,7 @@
   document.addEventListener("keydown", function (event) {
     const typing = event.target instanceof HTMLInputElement ||
       event.target instanceof HTMLSelectElement || event.target instanceof HTMLTextAreaElement;
+    if (typing && event.key === "Escape") { event.target.blur(); return; }
     if (typing || event.ctrlKey || event.metaKey || event.altKey) { return; }
     if (event.key === "/") {
       event.preventDefault();
