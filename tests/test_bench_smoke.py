@@ -32,6 +32,7 @@ SMALL = {
     "mcp": ["--small"],
     "question_axis": ["--check"],
     "pg_roots": ["--roots", "1,2", "--per-root", "5", "--no-plot"],
+    "web": ["--small"],
 }
 
 
