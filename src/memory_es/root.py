@@ -38,7 +38,7 @@ from memory_es.browse.reflect import (
     reflect,
     zone_name,
 )
-from memory_es.config.defaults import DEFAULT_PATH
+from memory_es.config.defaults import DEFAULT_MODE, DEFAULT_PATH
 from memory_es.embeddings import (
     LOCAL_DIMS,
     Embedder,
@@ -177,7 +177,7 @@ class MemoryRoot:
             return None
         found = self._recorded()
         if found is None:
-            return ReadSetup.recorded("lite"), None  # the defaults' tier (never embeds)
+            return ReadSetup.recorded(DEFAULT_MODE), None  # the defaults (Lite never embeds)
         kept = found.embeddings
         if kept is None or found.tier == "lite":
             return ReadSetup.recorded(found.tier), None

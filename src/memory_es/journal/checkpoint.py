@@ -57,7 +57,7 @@ class Checkpoint:
     pinned: tuple[int, bytes] | None
 
 
-def _body(chain: Chain, point: Checkpoint) -> bytes:
+def _body(point: Checkpoint) -> bytes:
     pin_position, pin_digest = point.pinned or (0, _NONE)
     return _BODY.pack(_MAGIC, point.position, point.value, pin_position, pin_digest)
 
@@ -91,7 +91,7 @@ def write_checkpoint(root: Path, chain: Chain, point: Checkpoint) -> None:
     failure only costs the next reader a full check."""
     if not chain.keyed or point.position <= 0:
         return
-    body = _body(chain, point)
+    body = _body(point)
     with contextlib.suppress(OSError, MemoryEsError):
         make_private_dir(root / os.path.dirname(CHECKPOINT_FILE))
         atomic_write(root / CHECKPOINT_FILE, body + _mac(chain, body), durable=False)

@@ -119,14 +119,19 @@ def bind_warning(host: str) -> str | None:
             "127.0.0.1")
 
 
-def security_settings(host: str, allow_hosts: tuple[str, ...] = ()) -> Any:
-    """Host and Origin checks for the bound address (loopback: every loopback name; a
-    wildcard: :func:`host_names`), plus the names in ``allow_hosts``."""
-    from mcp.server.transport_security import TransportSecuritySettings
-
+def bound_names(host: str, allow_hosts: tuple[str, ...] = ()) -> list[str]:
+    """The names a client may put in ``Host`` (and ``Origin``) for a bind on ``host``
+    (loopback: every loopback name; a wildcard: :func:`host_names`), plus ``allow_hosts``."""
     names = (list(LOOPBACK) if host in LOOPBACK else host_names() if is_wildcard(host)
              else [host]) + [n for n in allow_hosts if n]
-    names = list(dict.fromkeys(names))
+    return list(dict.fromkeys(names))
+
+
+def security_settings(host: str, allow_hosts: tuple[str, ...] = ()) -> Any:
+    """The SDK's Host and Origin checks for :func:`bound_names`."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = bound_names(host, allow_hosts)
     shown = [f"[{n}]" if ":" in n else n for n in names]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final
 
 from memory_es.errors import MemoryEsError
 from memory_es.keystore import KeyStore
-from memory_es.serve.http import App, bind_warning, host_names, is_wildcard, read_token
+from memory_es.serve.http import App, bind_warning, bound_names, is_wildcard, read_token
 
 if TYPE_CHECKING:
     from memory_es.config import MemoryConfig
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT: Final = 8766
 TOKEN_FILE: Final = "web.token"
-LOOPBACK: Final = ("127.0.0.1", "localhost", "::1")
 
 
 def require_web() -> None:
@@ -57,13 +56,6 @@ def build_app(root: MemoryRoot, *, token: str, hosts: tuple[str, ...], port: int
                  login=code), code
 
 
-def allowed_hosts(host: str) -> tuple[str, ...]:
-    """The names ``Host`` and ``Origin`` may use for a bind on ``host``."""
-    names = list(LOOPBACK) if host in LOOPBACK else host_names() if is_wildcard(host) \
-        else [host]
-    return tuple(dict.fromkeys(names))
-
-
 def serve_web(root_path: Path, config: MemoryConfig | None, *, host: str = "127.0.0.1",
               port: int = DEFAULT_PORT, token_path: Path | None = None) -> None:
     """Serve the inspector over ``root_path`` until the process is stopped. The token is read
@@ -84,7 +76,7 @@ def serve_web(root_path: Path, config: MemoryConfig | None, *, host: str = "127.
                                 "--token-file", code="web_token_required")
         token_path = token_file(KeyStore.resolve(None), root_id, TOKEN_FILE)
         token = read_token(token_path, "web")
-    app, login = build_app(root, token=token, hosts=allowed_hosts(host), port=port)
+    app, login = build_app(root, token=token, hosts=tuple(bound_names(host)), port=port)
     where = "127.0.0.1" if is_wildcard(host) else host  # a link a browser here can open
     shown = f"[{where}]" if ":" in where else where
     print(f"memory-es: web inspector on http://{shown}:{port}/ (open "

@@ -9,10 +9,12 @@ handle's caches (the bound recall, the journal's snapshots) to one request at a 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.exceptions import HTTPException
@@ -42,6 +44,7 @@ class Pages:
                                undefined=StrictUndefined, trim_blocks=True,
                                lstrip_blocks=True)
         self.last_audit: tuple[str, dict[str, Any]] | None = None
+        self.zone = host_zone()  # the timeline's default, read once
 
     def page(self, name: str, http_status: int = 200, **values: Any) -> HTMLResponse:
         html = self.env.get_template(f"{name}.html").render(page=name, **values)
@@ -74,7 +77,7 @@ class Pages:
         """Days with their memories (MemoryJournal's frozen snapshot, paged by its cursor),
         filtered on the page by status and kind."""
         q = request.query_params
-        status, kind, zone = q.get("status", ""), q.get("kind", ""), q.get("tz") or host_zone()
+        status, kind, zone = q.get("status", ""), q.get("kind", ""), q.get("tz") or self.zone
         today = date.today()
         through = q.get("through") or today.isoformat()
         since = q.get("from") or _days_before(through, TIMELINE_DAYS - 1, today)
@@ -166,9 +169,6 @@ class Pages:
 def host_zone() -> str:
     """This machine's IANA zone (``$TZ``, ``/etc/timezone``, the ``/etc/localtime`` link),
     else UTC: the journal reads days in a named zone, never a bare offset."""
-    import os
-    from zoneinfo import ZoneInfo
-
     candidates = [os.environ.get("TZ", "").lstrip(":")]
     with contextlib.suppress(OSError):
         candidates.append(Path("/etc/timezone").read_text("utf-8").strip())
