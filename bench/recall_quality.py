@@ -395,12 +395,14 @@ def main() -> None:
     print(f"fitted on {len(dev)} dev questions of {len(sets)} set(s) in "
           f"{time.perf_counter() - t0:.1f} s")
     for name, cal in cals.items():
-        print(f"  {name:<10}" + "  ".join(f"{k}={v:.3f}" for k, v in asdict(cal).items()))
+        print(f"  {name:<10}" + numbers(cal))
     print("  dev (R@5, MRR) by lexical weight: " + ", ".join(
         f"{w}: {r5:.3f}/{m:.3f}" for w, (r5, m) in fit["by_lexical_weight"].items()))
     print("  dev (R@5, MRR) by conversation turn (weight/boost/support): " + ", ".join(
         f"{w}/{b:g}/{s:g}: {r5:.3f}/{m:.3f}"
         for (w, b, s), (r5, m) in fit["by_dialogue"].items()))
+    print("  dev (R@5, MRR) by turn score: " + ", ".join(
+        f"{how}: {r5:.3f}/{m:.3f}" for how, (r5, m) in fit["by_turn_model"].items()))
     print("  dev (R@5, MRR) by echo removal: " + ", ".join(
         f"{share:g}: {r5:.3f}/{m:.3f}" for share, (r5, m) in fit["by_echo"].items()))
 
@@ -414,6 +416,16 @@ def main() -> None:
         offset += len(built.questions)
     print(f"(whole run {time.perf_counter() - wall0:.1f} s)")
     print(json.dumps(round4(figures), sort_keys=True))
+
+
+def numbers(cal: Calibration) -> str:
+    """A calibration on one line: each number to three places, a turn model's in brackets."""
+    return "  ".join(f"{k}=({numbers_of(v)})" if isinstance(v, dict) else
+                     f"{k}={v}" if v is None else f"{k}={v:.3f}" for k, v in asdict(cal).items())
+
+
+def numbers_of(values: dict[str, float]) -> str:
+    return " ".join(f"{k}={v:.3f}" for k, v in values.items())
 
 
 def round4(value: Any) -> Any:

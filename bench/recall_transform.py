@@ -169,7 +169,7 @@ def measure(sets: list[rq.BuiltSet], shipped: Calibration) -> dict[str, Any]:
     ref, _ = fit_calibration(golds, reference.full, dev)
     ref = Calibration(**{**asdict(ref), "recall_tail": fit_tail(golds, reference.run, ref, dev)})
     cals = {"hybrid": hybrid, "reference": ref, "shipped": shipped}
-    print("  hybrid " + "  ".join(f"{k}={v:.3f}" for k, v in asdict(hybrid).items()))
+    print("  hybrid " + rq.numbers(hybrid))
     out: dict[str, Any] = {"calibration": asdict(hybrid), "sets": {}}
     offset = 0
     for built in sets:

@@ -271,20 +271,21 @@ def test_report_json_and_snippet(report: CalibrationReport) -> None:
 
 def test_help_and_readme_say_what_calibrate_fits(report: CalibrationReport,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """The text matches the code: ten numbers, the automatic floor fitted, not kept."""
+    """The text matches the code: every number, the automatic floor fitted, not kept."""
     from memory_es.recall.rank.score import NOMIC_V15
 
     assert report.fitted.auto_floor != NOMIC_V15.auto_floor  # fitted here, not the reference's
     assert cli.main(["calibrate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "ten recall calibration numbers" in text and "stay at the reference" not in text
+    assert "the recall calibration numbers" in text and "stay at the reference" not in text
     for name in ("echoRemoval", "lexicalWeight", "dialogueWeight", "dialogueBoost",
-                 "dialogueSupport",
+                 "dialogueSupport", "turnModel",
                  "noEvidenceCosine", "recallFloor", "recallTail", "autoFloor", "autoWindow"):
         assert name in text, name
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
     row = next(line for line in readme.splitlines() if line.startswith("| `calibrate "))
-    assert "ten recall numbers" in row and "stay the reference's" not in row
+    assert "fits the recall numbers" in row and "stay the reference's" not in row
+    assert "turn model" in row
 
 
 # --- pure fitting ------------------------------------------------------------------------------

@@ -49,10 +49,13 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
 from memory_es.calibration.labelled import NO_ANSWER_KINDS
+from memory_es.calibration.turns import fit_turns
 from memory_es.recall.rank.score import (
     NOMIC_V15,
     Calibration,
+    Scored,
 )
+from memory_es.recall.rank.turns import TurnModel
 
 NEC_STEP: Final = 0.01  # no_evidence_cosine candidates: 0.00, 0.01, ... 0.70
 NEC_MAX: Final = 0.70
@@ -299,17 +302,36 @@ def fit_hybrid(golds: Sequence[frozenset[str]], plain_scorers: Callable[[float],
     turns, by_dialogue = fit_dialogue(scorers(chosen), cal.no_evidence_cosine, quality,
                                       default=(chosen, 1.0, 0.0), supports=DIALOGUE_SUPPORTS)
     final = scorers(chosen).with_dialogue(*turns)
-    if turns != (chosen, 1.0, 0.0):
+    model, by_turn_model = _turn_model(golds, final, cal.no_evidence_cosine, idx, quality,
+                                       turns[1])
+    if model is not None:  # it replaces the turn's weight and support, kept as the formula
+        final = final.with_turn_model(model)  # an override without a model falls back on
+    if turns != (chosen, 1.0, 0.0) or model is not None:
         cal, fit = fit_calibration(golds, final.full, idx, lexical_weight=chosen,
                                    groups=groups)
     cal = replace(cal, dialogue_weight=turns[0], dialogue_boost=turns[1],
-                  dialogue_support=turns[2], echo_removal=echo)
+                  dialogue_support=turns[2], echo_removal=echo, turn_model=model)
     cal = replace(cal, recall_tail=fit_tail(golds, final.run, cal, idx))
     cal = fit_auto(golds, final.auto, cal, idx, groups)
     fit["by_lexical_weight"] = by_weight
     fit["by_dialogue"] = by_dialogue
     fit["by_echo"] = by_echo
+    fit["by_turn_model"] = by_turn_model
     return cal, fit
+
+
+def _turn_model(golds: Sequence[frozenset[str]], scorer: PoolLike, nec: float,
+                idx: Sequence[int], quality: Quality, boost: float
+                ) -> tuple[TurnModel | None, dict[str, tuple[float, float]]]:
+    """The turn model fitted on the questions ``idx`` (:func:`~memory_es.calibration.turns.
+    fit_turns`) when its ranking is strictly better than the turn formula's (recall@5, then
+    MRR), else None; with both figures."""
+    formula = quality(rankings_of(scorer, nec))
+    model = fit_turns([scorer.scored(nec, i) for i in idx], [golds[i] for i in idx], boost)
+    if model is None:
+        return None, {"formula": formula}
+    modelled = quality(rankings_of(scorer.with_turn_model(model), nec))
+    return (model if modelled > formula else None), {"formula": formula, "model": modelled}
 
 
 Quality = Callable[[Callable[[int], Sequence[str]]], tuple[float, float]]
@@ -434,3 +456,7 @@ class PoolLike(Protocol):
         ...
 
     def with_echo(self, share: float) -> PoolLike: ...
+
+    def with_turn_model(self, model: TurnModel | None) -> PoolLike: ...
+
+    def scored(self, nec: float, i: int) -> list[Scored]: ...

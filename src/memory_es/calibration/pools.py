@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from memory_es.calibration.fit import RANK_DEPTH, RETURN_LIMIT, UNCUT, Run, Turns
 from memory_es.calibration.labelled import LabelledQuestion
@@ -21,14 +22,15 @@ from memory_es.recall.rank.score import (
     score_all,
 )
 from memory_es.recall.rank.select import auto_best, auto_select, select
+from memory_es.recall.rank.turns import TurnModel
 
-Shape = tuple[float, float, float, float, float, float]
+Shape = tuple[float, float, float, float, float, float, TurnModel | None]
 
 
 def _shape(cal: Calibration) -> Shape:
     """What a score depends on besides the pool: the no-evidence cosine and the weights."""
     return (cal.no_evidence_cosine, cal.lexical_weight, cal.dialogue_weight, cal.dialogue_boost,
-            cal.dialogue_support, cal.echo_removal)
+            cal.dialogue_support, cal.echo_removal, cal.turn_model)
 
 
 class PoolScorer:
@@ -41,7 +43,8 @@ class PoolScorer:
     def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
                  now: datetime, *, scoring: Scoring = "hybrid",
                  lexical_weight: float = NOMIC_V15.lexical_weight,
-                 dialogue: Turns | None = None, echo: float = 0.0) -> None:
+                 dialogue: Turns | None = None, echo: float = 0.0,
+                 turn_model: TurnModel | None = None) -> None:
         self.questions = questions
         self.pools = pools
         self.now = now
@@ -49,6 +52,7 @@ class PoolScorer:
         self.lexical_weight = lexical_weight
         self.dialogue = dialogue
         self.echo = echo
+        self.turn_model = turn_model
         self._full: dict[tuple[Shape, int],
                          tuple[list[str], float]] = {}
         self._runs: dict[tuple[Calibration, int], Run] = {}
@@ -57,22 +61,32 @@ class PoolScorer:
         self._auto_cache: dict[tuple[Shape, float, int],
                                tuple[float | None, list[str]]] = {}
 
+    def _with(self, **changes: Any) -> PoolScorer:
+        kept: dict[str, Any] = {"scoring": self.scoring, "lexical_weight": self.lexical_weight,
+                                "dialogue": self.dialogue, "echo": self.echo,
+                                "turn_model": self.turn_model}
+        return PoolScorer(self.questions, self.pools, self.now, **{**kept, **changes})
+
     def with_weight(self, lexical_weight: float) -> PoolScorer:
         """The same pools ranked with another lexical weight."""
-        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=lexical_weight, dialogue=self.dialogue, echo=self.echo)
+        return self._with(lexical_weight=lexical_weight)
 
     def with_dialogue(self, weight: float, boost: float, support: float = 0.0) -> PoolScorer:
         """The same pools with a conversation turn's evidence weighed ``weight``, boosted, and
         ``support`` of its best neighbour's score added."""
-        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=self.lexical_weight, dialogue=(weight, boost, support),
-                          echo=self.echo)
+        return self._with(dialogue=(weight, boost, support))
 
     def with_echo(self, share: float) -> PoolScorer:
         """The same pools with ``share`` of the model's question axis taken out."""
-        return PoolScorer(self.questions, self.pools, self.now, scoring=self.scoring,
-                          lexical_weight=self.lexical_weight, dialogue=self.dialogue, echo=share)
+        return self._with(echo=share)
+
+    def with_turn_model(self, model: TurnModel | None) -> PoolScorer:
+        """The same pools with a conversation turn scored by ``model`` (None: the formula)."""
+        return self._with(turn_model=model)
+
+    def scored(self, nec: float, i: int) -> list[Scored]:
+        """Question i's pool scored with this scorer's numbers (uncut)."""
+        return self._scored(self.calibration(nec), i)
 
     def calibration(self, nec: float, lexical_weight: float | None = None) -> Calibration:
         """An uncut calibration with this scorer's weights (``lexical_weight`` overrides)."""
@@ -80,7 +94,8 @@ class PoolScorer:
         dialogue_weight, boost, support = self.dialogue or (weight, 1.0, 0.0)
         return Calibration(nec, -UNCUT, UNCUT, lexical_weight=weight,
                            dialogue_weight=dialogue_weight, dialogue_boost=boost,
-                           dialogue_support=support, echo_removal=self.echo)
+                           dialogue_support=support, echo_removal=self.echo,
+                           turn_model=self.turn_model)
 
     def full(self, nec: float, i: int, lexical_weight: float | None = None
              ) -> tuple[list[str], float]:

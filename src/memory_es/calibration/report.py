@@ -99,10 +99,32 @@ class CalibrationReport:
         }
 
 
+_TURN_CAMEL: Final = {"evidence": "evidence", "neighbour_cosine": "neighbourCosine",
+                      "neighbour_evidence": "neighbourEvidence", "length": "length",
+                      "asking": "asking", "offset": "offset"}
+
+
 def config_snippet(cal: Calibration) -> dict[str, Any]:
-    """``{"memory": {"embeddings": {"calibration": {...}}}}`` for a config file."""
-    return {"memory": {"embeddings": {"calibration": {
-        _CAMEL[k]: v for k, v in asdict(cal).items()}}}}
+    """``{"memory": {"embeddings": {"calibration": {...}}}}`` for a config file; with a turn
+    model, the turn's weight and support it replaces are left out (the config refuses both)."""
+    block: dict[str, Any] = {_CAMEL[k]: v for k, v in asdict(cal).items() if k in _CAMEL}
+    if cal.turn_model is not None:
+        del block["dialogueWeight"], block["dialogueSupport"]
+        block["turnModel"] = {_TURN_CAMEL[k]: v for k, v in asdict(cal.turn_model).items()}
+    return {"memory": {"embeddings": {"calibration": block}}}
+
+
+def _turn_line(cal: Calibration) -> str:
+    t = cal.turn_model
+    if t is None:
+        return (f"  dialogueWeight   {cal.dialogue_weight:.3f}  dialogueBoost "
+                f"{cal.dialogue_boost:.3f}  dialogueSupport {cal.dialogue_support:.3f}  a "
+                "conversation turn's share of lexical evidence, its boost, and its best "
+                "neighbour's share")
+    return (f"  turnModel        evidence {t.evidence:.3f}  neighbourCosine "
+            f"{t.neighbour_cosine:.3f}  neighbourEvidence {t.neighbour_evidence:.3f}  length "
+            f"{t.length:.3f}  asking {t.asking:.3f}  offset {t.offset:.3f}  dialogueBoost "
+            f"{cal.dialogue_boost:.3f}  a conversation turn's score, in units of its cosine")
 
 
 def _pct(x: float) -> str:
@@ -130,9 +152,7 @@ def render_text(report: CalibrationReport) -> str:
         f"  recallTail       {f.recall_tail:.3f}  the narrowest whose cut keeps the ranking's "
         "recall@5",
         f"  lexicalWeight    {f.lexical_weight:.3f}  hybrid scoring's share of lexical evidence",
-        f"  dialogueWeight   {f.dialogue_weight:.3f}  dialogueBoost {f.dialogue_boost:.3f}  "
-        f"dialogueSupport {f.dialogue_support:.3f}  a conversation turn's share of lexical "
-        "evidence, its boost, and its best neighbour's share",
+        _turn_line(f),
         f"  echoRemoval      {f.echo_removal:.3f}  the share of the model's question axis taken "
         "out of a question and its lines",
         f"  autoFloor        {f.auto_floor:.3f}  autoWindow {f.auto_window:.3f}  the automatic "
@@ -257,7 +277,8 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
     scorer = PoolScorer(questions, pools, utc_now(), scoring=scoring,
                         lexical_weight=current.lexical_weight,
                         dialogue=(current.dialogue_weight, current.dialogue_boost,
-                                  current.dialogue_support), echo=current.echo_removal)
+                                  current.dialogue_support), echo=current.echo_removal,
+                        turn_model=current.turn_model)
     every = list(range(len(questions)))
     golds = [q.gold for q in questions]
 
@@ -268,6 +289,7 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
             figures.pop("by_lexical_weight", None)
             figures.pop("by_dialogue", None)
             figures.pop("by_echo", None)
+            figures.pop("by_turn_model", None)
             return cal, figures
         cal, figures = fit_calibration(golds, scorer.full, idx, current.lexical_weight)
         cal = replace(cal, recall_tail=fit_tail(golds, scorer.run, cal, idx))
@@ -282,7 +304,8 @@ def calibrate_root(root: str | Path, labelled_path: str | Path, config: MemoryCo
         metrics[HELD_OUT] = held
     nec = fitted.no_evidence_cosine
     fitted_scorer = scorer.with_dialogue(fitted.dialogue_weight, fitted.dialogue_boost,
-                                         fitted.dialogue_support).with_echo(fitted.echo_removal)
+                                         fitted.dialogue_support).with_echo(
+        fitted.echo_removal).with_turn_model(fitted.turn_model)
     return CalibrationReport(
         identity=identity.key, memories=int(memories), vectors=len(matrix.rowids),
         counts={"answerable": sum(1 for q in questions if q.answerable),

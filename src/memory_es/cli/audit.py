@@ -182,12 +182,15 @@ ANCHOR = Command(
 # -- calibrate ---------------------------------------------------------------------------------
 
 CALIBRATE_HELP = """\
-Fit the ten recall calibration numbers (echoRemoval, lexicalWeight, dialogueWeight,
-dialogueBoost, dialogueSupport, noEvidenceCosine, recallFloor, recallTail, autoFloor,
-autoWindow) on labelled questions about this root's memories, read-only, with the configured
-embedding provider (Journal or BuJo). echoRemoval, lexicalWeight, and dialogueWeight /
-dialogueBoost / dialogueSupport for the turns of a conversation, are fitted
-only under hybrid scoring (otherwise the current ones are kept); autoFloor / autoWindow, the
+Fit the recall calibration numbers (echoRemoval, lexicalWeight, dialogueWeight,
+dialogueBoost, dialogueSupport or a turnModel, noEvidenceCosine, recallFloor, recallTail,
+autoFloor, autoWindow) on labelled questions about this root's memories, read-only, with the
+configured embedding provider (Journal or BuJo). echoRemoval, lexicalWeight, and
+dialogueWeight / dialogueBoost / dialogueSupport for the turns of a conversation, are fitted
+only under hybrid scoring (otherwise the current ones are kept); when the questions' pools
+hold conversation turns, a turnModel (six weights scoring a turn, replacing dialogueWeight
+and dialogueSupport) is fitted on them too and kept if it ranks them better; autoFloor /
+autoWindow, the
 automatic
 block's, are fitted too: the pair whose block carries the most answers while staying quiet on
 the no-answer questions (Youden's J). Prints them, the recall / abstention trade-off of the

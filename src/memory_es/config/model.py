@@ -221,6 +221,31 @@ def _default_embeddings_dim(data: dict[str, Any]) -> int:
 
 
 MAX_DIALOGUE_BOOST = 8.0
+# a turn model's weight or offset: a number from -10 to 10 (recall.rank.turns.MAX_WEIGHT, which
+# the fit keeps to; tests hold the two equal)
+MAX_TURN_WEIGHT = 10.0
+
+
+class TurnModelConfig(_Block):
+    """`memory.embeddings.calibration.turnModel`: a conversation turn's score as a linear
+    model, in units of its cosine (`memory_es.recall.rank.turns`); every weight required."""
+
+    evidence: float
+    neighbour_cosine: float
+    neighbour_evidence: float
+    length: float
+    asking: float
+    offset: float
+
+    @field_validator("evidence", "neighbour_cosine", "neighbour_evidence", "length", "asking",
+                     "offset")
+    @classmethod
+    def _bounded(cls, value: float) -> float:
+        """A finite number from -10 to 10; NaN fails the check too."""
+        if not -MAX_TURN_WEIGHT <= value <= MAX_TURN_WEIGHT:
+            raise rule(f"must be a number from {-MAX_TURN_WEIGHT:g} to {MAX_TURN_WEIGHT:g} "
+                       f"(got {value!r})")
+        return value
 
 
 class CalibrationConfig(_Block):
@@ -241,6 +266,8 @@ class CalibrationConfig(_Block):
     dialogue_boost: float | None = None
     dialogue_support: float | None = None
     echo_removal: float | None = None  # share of the model's question axis taken out (hybrid)
+    # a conversation turn's score as a linear model (hybrid); None: the dialogue numbers
+    turn_model: TurnModelConfig | None = None
 
     @field_validator("no_evidence_cosine", "recall_floor", "recall_tail", "auto_floor",
                      "auto_window", "lexical_weight", "dialogue_weight", "dialogue_support",
@@ -259,6 +286,18 @@ class CalibrationConfig(_Block):
         if value is not None and not 1.0 <= value <= MAX_DIALOGUE_BOOST:
             raise rule(f"must be a number from 1 to {MAX_DIALOGUE_BOOST:g} (got {value!r})")
         return value
+
+    @model_validator(mode="after")
+    def _one_turn_score(self) -> CalibrationConfig:
+        """A turn model replaces a turn's lexical weight and neighbour support: naming both
+        would leave one of them unused."""
+        if self.turn_model is not None:
+            both = [name for name, value in (("dialogueWeight", self.dialogue_weight),
+                                             ("dialogueSupport", self.dialogue_support))
+                    if value is not None]
+            if both:
+                raise rule(f"turnModel replaces {' and '.join(both)}: give one or the other")
+        return self
 
 
 class EmbeddingsConfig(_Block):

@@ -209,10 +209,15 @@ BAR_PARTS: Final = ("semantic", "lexicalEvidence", "anchorBonus", "neighbourSupp
 
 
 def _bars(parts: dict[str, Any]) -> list[tuple[str, float, int]]:
-    """(name, value, width in SVG units of 200) of each score part a hit's explanation has."""
+    """(name, value, width in SVG units of 200) of each score part a hit's explanation has;
+    a conversation turn scored by a turn model adds its parts as ``turn-*`` (a negative part,
+    such as the lean toward asking, is drawn by its size and labelled with its sign)."""
+    named = [(name, parts.get(name)) for name in BAR_PARTS]
+    turn = parts.get("turnModel")
+    if isinstance(turn, dict):
+        named += [(f"turn-{name}", value) for name, value in turn.items() if name != "semantic"]
     out = []
-    for name in BAR_PARTS:
-        value = parts.get(name)
+    for name, value in named:
         if isinstance(value, int | float) and not isinstance(value, bool):
-            out.append((name, float(value), max(0, min(200, round(200 * float(value))))))
+            out.append((name, float(value), max(0, min(200, round(200 * abs(float(value)))))))
     return out

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from memory_es.embeddings import EmbeddingIdentity
 from memory_es.recall.rank.score import NOMIC_V15, Calibration
+from memory_es.recall.rank.turns import TurnModel
 
 if TYPE_CHECKING:
     from memory_es.config import CalibrationConfig, MemoryConfig
@@ -17,8 +18,11 @@ if TYPE_CHECKING:
 # Fitted for the local provider's default model, USE multilingual v3 (512-d), by
 # bench/recall_quality.py on the DEV splits of its three sets (659 questions: two curated sets
 # and the conversations, each set weighing alike) only (fit_hybrid: lexical weight and a
-# conversation turn's weight, boost and neighbour support, the share of the question axis
-# taken out of a turn's cosine, no-evidence cosine (the middle of
+# conversation turn's boost, the share of the question axis taken out of a turn's cosine, the
+# turn model that scores a conversation turn (calibration.turns, listwise on the dev
+# conversations; it replaces the turn's weight and neighbour support, which stay the formula's
+# fitted ones for an override that names no turn model), no-evidence cosine (the
+# middle of
 # the values that cost no dev ranking, calibrate.plateau_middle), a balanced-accuracy floor
 # that flags at most 5 % of answerable dev questions in every set, the narrowest tail that
 # keeps the ranking's recall@5, and the automatic block's floor and window by fit_auto); the
@@ -26,7 +30,10 @@ if TYPE_CHECKING:
 LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.232, recall_tail=0.40,
                         auto_floor=0.56, auto_window=0.06, lexical_weight=0.25,
                         dialogue_weight=0.75, dialogue_boost=3.0, dialogue_support=0.25,
-                        echo_removal=1.0)
+                        echo_removal=1.0,
+                        turn_model=TurnModel(evidence=-0.059, neighbour_cosine=0.31,
+                                             neighbour_evidence=0.167, length=0.336,
+                                             asking=-0.839, offset=-0.153))
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
 LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
@@ -65,8 +72,19 @@ def calibration_for(identity: EmbeddingIdentity | None,
                            dialogue_boost=_or(override.dialogue_boost,
                                               shipped.dialogue_boost),
                            dialogue_support=_or(override.dialogue_support, 0.0),
-                           echo_removal=_or(override.echo_removal, 0.0))
+                           echo_removal=_or(override.echo_removal, 0.0),
+                           turn_model=_turn_model(override))
     return shipped
+
+
+def _turn_model(override: CalibrationConfig) -> TurnModel | None:
+    """The override's turn model; none when it names none (its floors were fitted without)."""
+    t = override.turn_model
+    if t is None:
+        return None
+    return TurnModel(evidence=t.evidence, neighbour_cosine=t.neighbour_cosine,
+                     neighbour_evidence=t.neighbour_evidence, length=t.length,
+                     asking=t.asking, offset=t.offset)
 
 
 def _or(value: float | None, shipped: float) -> float:

@@ -56,6 +56,7 @@ from memory_es.recall.rank.anchors import (
     extract_anchors,
     name_words,
 )
+from memory_es.recall.rank.turns import TurnModel, turn_features, turn_parts
 
 NUMBER_BUDGET = 0.15  # G5: numbers, dates and numeric ids share up to 0.15
 NAME_BUDGET = 0.08  # G5: names share up to 0.08
@@ -84,6 +85,9 @@ class Calibration:
     dialogue_boost: float = 1.0  # a conversation turn's evidence e counts 1 - (1 - e) ** boost
     dialogue_support: float = 0.0  # a turn gains this share of its best neighbour's fused score
     echo_removal: float = 0.0  # share of the question axis out of a turn's cosine (echo.py)
+    # a conversation turn's score as a linear model (turns.py); None: the formula above, with
+    # dialogue_weight and dialogue_support (which a turn model replaces)
+    turn_model: TurnModel | None = None
 
 
 NOMIC_V15 = Calibration()
@@ -163,6 +167,7 @@ class Scored:
     evidence: float = 0.0  # the lexical evidence fused in (hybrid scoring; 0 in reference)
     fused: float = 0.0  # the semantic part after fusion, before anchors and hints
     support: float = 0.0  # what the turn's neighbours add (hybrid scoring, dialogue_support)
+    turn: tuple[tuple[str, float], ...] = ()  # a turn model's parts (turns.turn_parts)
 
 
 def anchor_bonus(anchors: Anchors, candidate: Candidate) -> float:
@@ -269,9 +274,34 @@ def score_all(query: str, candidates: Sequence[Candidate],
         raise ValueError(f"candidate pool holds {len(candidates)} > {MAX_CANDIDATES} (G31)")
     anchors = extract_anchors(query, (n for c in candidates for n in c.entity_names))
     scored = [score(c, anchors, calibration, scoring) for c in candidates]
-    if scoring != "hybrid" or calibration.dialogue_support <= 0:
+    if scoring != "hybrid":
+        return scored
+    if calibration.turn_model is not None:
+        return with_turn_model(scored, calibration.turn_model, calibration.dialogue_boost)
+    if calibration.dialogue_support <= 0:
         return scored
     return with_support(scored, calibration.dialogue_support)
+
+
+def with_turn_model(scored: Sequence[Scored], model: TurnModel, boost: float) -> list[Scored]:
+    """Each conversation turn's fused score from the turn model (:mod:`turns`) over its own
+    semantic and evidence and its neighbours' in the pool; other lines keep theirs."""
+    own = {s.candidate.id: (min(1.0, max(0.0, s.semantic)), s.evidence) for s in scored}
+    out = []
+    for s in scored:
+        c = s.candidate
+        if not c.dialogue:
+            out.append(s)
+            continue
+        features = turn_features(
+            own[c.id][0], 1.0 - (1.0 - s.evidence) ** boost,
+            [own[n] for n in c.neighbours if n in own], c.text,
+            c.axis[1] if c.axis is not None else None)
+        parts = turn_parts(model, features)
+        fused = math.fsum(parts.values())
+        out.append(replace(s, score=s.score - s.fused + fused, fused=fused,
+                           turn=tuple(parts.items())))
+    return out
 
 
 def with_support(scored: Sequence[Scored], weight: float) -> list[Scored]:

@@ -143,6 +143,14 @@ class AutoContext:
                 "vectors_pending": self.vectors_pending, "profile": self.profile}
 
 
+TURN_MODEL_FORMULA = (
+    "; with a turnModel, a conversation turn's fused score is instead the sum of its "
+    "turnModel parts: semantic + evidence * boosted lexicalEvidence + neighbourCosine * its "
+    "neighbours' best semantic + neighbourEvidence * their best lexicalEvidence + (length * "
+    "log(1 + words) + asking * its questionAxis projection) * its relevance (the larger of "
+    "its semantic and boosted lexicalEvidence) + offset (no neighbourSupport)")
+
+
 def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEvidence,
               calibration: Calibration, scoring: Scoring, mode: SelectMode,
               degraded: bool) -> RecallResult:
@@ -179,6 +187,7 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
             "salience": s.salience, "lexicalRank": c.lexical_rank, "vectorRank": c.vector_rank,
             "graphHop": c.graph_hop, "dialogue": c.dialogue,
             "neighbourSupport": s.support, "questionAxis": c.axis if echo else None,
+            "turnModel": dict(s.turn) if s.turn else None,
             "cut": cut,
             "tieBreak": "equal scores rank by memory id"}))
     formula = ("1 - (1 - semantic) * (1 - lexicalWeight * lexicalEvidence) + anchorBonus + "
@@ -186,6 +195,7 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
                "dialogueWeight * (1 - (1 - lexicalEvidence) ** dialogueBoost) and gains "
                "neighbourSupport = dialogueSupport * its best neighbour's fused score; the "
                "cosine with echoRemoval of the model's questionAxis taken out"
+               + (TURN_MODEL_FORMULA if calibration.turn_model is not None else "")
                if scoring == "hybrid"
                else "semantic + anchorBonus + rrfHint + salience")
     terms = evidence.explain() if scoring == "hybrid" else {}
@@ -198,6 +208,16 @@ def explained(trimmed: Recall, scored: Sequence[Scored], evidence: LexicalEviden
 EXPLAIN_TEXT_WIDTH = 60  # characters of a hit's text above its score parts, '…' when cut
 
 
+def _shown(value: Any) -> Any:
+    """A part as the text form prints it: floats to four places, a turn model's parts as
+    ``(semantic=0.41, evidence=0.2, ...)``."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k}={_shown(v)}" for k, v in value.items()) + ")"
+    return value
+
+
 def explanation_lines(result: RecallResult) -> list[str]:
     """``explain=True`` as text (``memory-es search --explain``)."""
     query = result.explanation or {}
@@ -207,8 +227,9 @@ def explanation_lines(result: RecallResult) -> list[str]:
         lines.append("term weights: " + ", ".join(f"{t}={w}" for t, w in weights.items()))
     for hit in result.recall.hits:
         parts = hit.explanation or {}
-        shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in parts.items()
-                 if k not in ("cut", "tieBreak", "semanticFrom")}
+        shown = {k: _shown(v) for k, v in parts.items()
+                 if k not in ("cut", "tieBreak", "semanticFrom")
+                 and not (k == "turnModel" and v is None)}
         lines.append(f"{hit.score:.3f} {truncate(hit.text, EXPLAIN_TEXT_WIDTH)}")
         lines.append("    " + " ".join(f"{k}={v}" for k, v in shown.items()))
         lines.append(f"    semantic from {parts.get('semanticFrom')}; {parts.get('cut')}")
