@@ -88,6 +88,7 @@ from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vectors.ann import ann_paths, saved_state
 from memory_es.vectors.health import cache_findings, sample_findings, sampled_rows
+from memory_es.vectors.kept import KeptMatrix
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
@@ -120,6 +121,7 @@ class MemoryRoot:
         self._chronology = MemoryJournal(RootCursorKey(root))
         self._bound: Recaller | None = None
         self._as_of = AsOfStates()
+        self._vectors_kept = KeptMatrix()  # a long-lived handle reads each vector once
 
     @classmethod
     def open(cls, root: str | Path | None = None,
@@ -409,8 +411,10 @@ class MemoryRoot:
                 if conn is None:
                     return RecallResult(recall=Recall(hits=()), degraded=True,
                                         reason="no_index")
-                return self._recaller().answer(ask, lambda: contextlib.nullcontext(conn),
-                                               now=utc_now, limit=limit, explain=explain)
+                with self._vectors_kept.lock:
+                    return self._recaller().answer(ask, lambda: contextlib.nullcontext(conn),
+                                                   now=utc_now, limit=limit, explain=explain,
+                                                   matrix=self._vectors_kept)
         except (IndexUnavailableError, apsw.Error):  # truncated, corrupt, unsafe
             return RecallResult(recall=Recall(hits=()), degraded=True, reason="index_unreadable")
 

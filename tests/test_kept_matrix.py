@@ -1,0 +1,95 @@
+"""A read-only door keeps its vector matrix between reads (D4): reused while the generation,
+the folded journal position and the embedding identity stay, caught up when vectors arrive
+for rows it already knew, read afresh when the journal moved (a rewrite, a forget or a status
+change may have changed a stored vector) or the generation changed.
+
+Real Journal roots on disk with a word-bag embedder and the local model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_es import CompletedTurn, MemoryRoot, MemoryStore
+from memory_es.config import parse_config
+from memory_es.testing import WordBagEmbedder
+from memory_es.transfer import rebuild_root
+from memory_es.vectors.kept import KeptMatrix
+from projections.replay import open_active_index
+from test_recall_conversation import JOURNAL, journal
+
+TURNS = [("Maya: the climb took nine hours", "chat:1"), ("Jonas: we did Ben Nevis", "chat:1")]
+
+
+def admit(root: Path, run_id: str, text: str, *, embed: bool = True) -> None:
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False,
+                          embedder=WordBagEmbedder(4096)) as store:
+        if text:
+            store.persist_completed_turn(CompletedTurn(run_id=run_id, outcome="success",
+                                                       answer=text, session="chat:1"))
+        store.drain(embed=embed)
+        while embed and store.background.embed_pending():
+            pass
+
+
+def kept_rows(kept: KeptMatrix, root: Path) -> tuple[object, int]:
+    conn = open_active_index(root)
+    assert conn is not None
+    try:
+        matrix = kept(WordBagEmbedder(4096), conn)
+        return matrix, len(matrix.rowids)
+    finally:
+        conn.close()
+
+
+def test_the_matrix_is_kept_caught_up_and_read_again_when_the_journal_moves(
+        tmp_path: Path) -> None:
+    root = tmp_path / "chat"
+    with journal(root, TURNS):
+        pass
+    kept = KeptMatrix()
+    first, rows = kept_rows(kept, root)
+    assert rows == 2
+    assert kept_rows(kept, root) == (first, 2)  # nothing changed: the same matrix, reused
+    admit(root, "late", "Maya: the view from the top", embed=False)  # the journal moves
+    second, rows = kept_rows(kept, root)
+    assert second is not first and rows == 2  # read afresh; the new row waits for its vector
+    admit(root, "", "")  # its vector arrives; the journal does not move
+    assert kept_rows(kept, root) == (second, 3)  # caught up in place
+    rebuild_root(root)  # a new generation (its vectors come from the word-bag model, which
+    third, rows = kept_rows(kept, root)  # the rebuild cannot make: none yet)
+    assert third is not second and rows == 0
+
+
+@pytest.fixture(scope="module")
+def local_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("kept") / "root"
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    with MemoryStore.open(root, config, background=False) as store:
+        for n, text in enumerate(("The dentist appointment is on Tuesday.",
+                                  "We planted tomatoes in the garden.")):
+            store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
+                                                       answer=text))
+        store.drain()
+        while store.background.embed_pending():
+            pass
+    return root
+
+
+def test_a_long_lived_handle_answers_like_a_fresh_one(local_root: Path) -> None:
+    handle = MemoryRoot.open(local_root)
+    first = handle.search("when do I see the dentist", 5).to_json()
+    assert handle.search("when do I see the dentist", 5).to_json() == first
+    assert first == MemoryRoot.open(local_root).search("when do I see the dentist", 5).to_json()
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    with MemoryStore.open(local_root, config, background=False) as store:
+        store.persist_completed_turn(CompletedTurn(run_id="r9", outcome="success",
+                                                   answer="The dentist moved it to Friday."))
+        store.drain()
+        while store.background.embed_pending():
+            pass
+    again = handle.search("when do I see the dentist", 5).to_json()
+    assert again == MemoryRoot.open(local_root).search("when do I see the dentist",
+                                                        5).to_json()
+    assert "The dentist moved it to Friday." in [h["text"] for h in again["results"]]
