@@ -245,3 +245,34 @@ def test_a_checkpointed_read_verifies_every_link_before_decoding_a_forget(
         assert err.value.code == "chain_broken"
     finally:
         opened.close()
+
+
+def test_show_checks_the_links_of_the_rows_it_decodes(root: Path, links: list[int]) -> None:
+    """``show`` starts from the checkpoint too, and decodes a memory's events only after
+    recomputing each one's own link: the same answer as a whole verification, a handful of
+    links instead of every one, and an in-place edit of one of those rows fails it closed
+    (an edit of another old row it gives up seeing, like search)."""
+    handle = MemoryRoot.open(root)
+    first = next(m for m in handle.list_memories(limit=10).memories
+                 if m.text == "answer for a.")
+    links.clear()
+    detail = handle.show(first.id)
+    positions = [e.position for e in detail.events]
+    mark = read_checkpoint(root, read_marker(root / MARKER_FILE).chain(KeyStore.resolve(None)))
+    assert mark is not None and positions and max(positions) <= mark.position
+    after = list(range(mark.position + 1, head(root) + 1))
+    assert sorted(links) == sorted(after + positions)  # its own rows and the links after
+    whole = MemoryRoot.open(root)
+    assert whole.show(first.id).to_json() == detail.to_json()
+    t = SqliteTamper(root)
+    second = next(m for m in handle.list_memories(limit=10).memories
+                  if m.text == "answer for b.")
+    elsewhere = handle.show(second.id).events[0].position  # another memory's old row
+    other = next(r for r in t.rows() if r[0] == elsewhere)
+    t.update(other[0], state=other[4].replace(b'"', b"'", 1))
+    assert MemoryRoot.open(root).show(first.id).to_json() == detail.to_json()
+    own = next(r for r in t.rows() if r[0] == positions[0])
+    t.update(own[0], state=own[4].replace(b'"', b"'", 1))
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(root).show(first.id)
+    assert err.value.code == "chain_broken"

@@ -510,8 +510,10 @@ class MemoryRoot:
         """``memory-es show``: everything stored about one memory (a full 64-hex id or a
         unique prefix of at least 8): text, status, currentness, capture metadata,
         entities, provenance, the supersession links both ways and the journal events of
-        its aggregate. ``memory_not_found`` / ``memory_id_ambiguous`` otherwise."""
-        with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
+        its aggregate. ``memory_not_found`` / ``memory_id_ambiguous`` otherwise. Read from
+        the writer's verified checkpoint on, each decoded event's own link checked."""
+        with verified_journal_and_index(self.root, self._keys, self._journal,
+                                        checkpoint=True) as (opened, conn):
             return show_memory(conn, opened, memory_id, now=utc_now(), tz=self.time_zone)
 
     def journal(self, request: Mapping[str, Any]) -> JournalPage:

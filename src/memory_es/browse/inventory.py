@@ -342,7 +342,7 @@ def show_memory(conn: apsw.Connection | None, opened: OpenedJournal | None, memo
         aggregate = memory_uuid(full)
         mapper = opened.app.mapper
         decoded: list[EventRef] = []
-        for position, version, topic, state in opened.recorder.aggregate_rows(aggregate):
+        for position, version, topic, state in opened.aggregate_rows(aggregate):
             event: Any = mapper.to_domain_event(StoredEvent(aggregate, version, topic, state))
             decoded.append(EventRef(position, version, topic, iso_ms(event.timestamp)))
         events = tuple(decoded)

@@ -96,6 +96,16 @@ class OpenedJournal:
             self.recorder.verify()
             self.from_checkpoint = False
 
+    def aggregate_rows(self, originator_id: UUID) -> list[tuple[int, int, str, bytes]]:
+        """(position, version, topic, state) of one aggregate's events, safe to decode: a
+        reader that started from a checkpoint checks each row's own link (a few rows, not
+        the whole chain); one that verified every link reads them as they are."""
+        recorder = self.recorder
+        if self.from_checkpoint and isinstance(recorder, JournalRecorder):
+            return recorder.linked_aggregate_rows(originator_id)
+        self.verify_whole()
+        return recorder.aggregate_rows(originator_id)
+
     @property
     def recorder(self) -> Recorder:
         return self.app.journal_recorder

@@ -9,6 +9,7 @@ catalog records the new tail.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import os
 import threading
 import time
@@ -338,6 +339,28 @@ class JournalRecorder(ApplicationRecorder):
                 "WHERE originator_id = ? ORDER BY originator_version", (str(originator_id),)
             ).fetchall()
         return [(r[0], r[1], r[2], bytes(r[3])) for r in rows]
+
+    def linked_aggregate_rows(self, originator_id: UUID) -> list[tuple[int, int, str, bytes]]:
+        """:meth:`aggregate_rows`, each row's own link recomputed from the stored chain of
+        the row before it: a reader that verified only the links after a checkpoint decodes
+        these rows, and a row edited in place (its stored chain kept) fails closed here."""
+        with self._read_lock:
+            rows: list[Any] = self._reader.execute(
+                "SELECT e.position, e.originator_id, e.originator_version, e.topic, e.state, "
+                "e.chain, p.chain FROM events e LEFT JOIN events p "
+                "ON p.position = e.position - 1 WHERE e.originator_id = ? "
+                "ORDER BY e.originator_version", (str(originator_id),)).fetchall()
+        out = []
+        for position, oid, version, topic, state, stored, before in rows:
+            prev = GENESIS if position == 1 else before
+            if prev is None or not hmac.compare_digest(
+                    self.chain.link(bytes(prev), position, oid, version, topic, bytes(state)),
+                    bytes(stored)):
+                raise IntegrityError(
+                    f"{self.path}: hash chain does not verify at position {position}; the "
+                    "journal was edited or replaced", code="chain_broken")
+            out.append((position, version, topic, bytes(state)))
+        return out
 
     def has_events(self, originator_id: UUID) -> bool:
         """Does any event of this aggregate exist? (one index lookup)"""
