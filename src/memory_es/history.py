@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -26,6 +27,7 @@ from memory_es.journal import (
     open_journal,
 )
 from memory_es.journal.backend import PostgresJournal
+from memory_es.journal.recorder import JournalRecorder
 from memory_es.journal.sealing import Sealer, state_key_ids
 from memory_es.keystore import KeyStore
 from projections.asof import fold_in_memory
@@ -205,19 +207,62 @@ def checked_payload(opened: OpenedJournal,
     return payload.data, payload_problem(record, payload.data)
 
 
-def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True) -> IntakeView:
-    """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only).
-    The view keeps no content, so sealed fields are not opened (half the cost of a store
-    open on a large journal)."""
-    view = IntakeView(retain_resolved=retain_resolved)
+def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True,
+                 view: IntakeView | None = None) -> IntakeView:
+    """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only),
+    or those past ``view.position`` into ``view`` (a fold carried forward: the caller knows
+    the rows up to there are the ones it folded). The view keeps no content, so sealed fields
+    are not opened (half the cost of a store open on a large journal)."""
+    if view is None:
+        view = IntakeView(retain_resolved=retain_resolved)
+        rows = opened.recorder.rows()
+    else:
+        recorder = opened.recorder
+        assert isinstance(recorder, JournalRecorder)  # only SQLite reads on from a position
+        rows = recorder.rows(view.position)
     mapper = opened.app.mapper
     assert isinstance(mapper, MsgspecMapper)
-    for position, oid, version, topic, state, _chain in opened.recorder.rows():
+    for position, oid, version, topic, state, _chain in rows:
         view.position = position
         if topic.startswith(INTAKE_TOPIC_PREFIX):
             view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state),
                                                         content=False))
     return view
+
+
+class KeptIntakes:
+    """A long-lived read-only handle's intake fold, carried forward between its reads: the
+    first read verifies every link and folds every intake; a later one checks that the
+    journal still holds the chain value it folded up to, recomputes the links after it and
+    folds only those rows. A journal that no longer extends it (replaced, truncated, edited
+    there) is verified and folded afresh, which fails closed if it is broken. SQLite only (a
+    PostgreSQL journal is folded afresh each time). Hold :attr:`lock` around a read."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._view: IntakeView | None = None
+        self._mark: tuple[int, bytes] | None = None
+
+    def fold(self, opened: OpenedJournal) -> IntakeView:
+        recorder = opened.recorder
+        view, mark = self._view, self._mark
+        if view is not None and mark is not None and isinstance(recorder, JournalRecorder) \
+                and recorder.chain_at(mark[0]) == mark[1]:
+            try:
+                recorder.verify(mark)  # only the links after what was folded
+            except IntegrityError:
+                view = None
+            else:
+                view = fold_intakes(opened, view=view)
+        else:
+            view = None
+        if view is None:
+            opened.verify_whole()
+            view = fold_intakes(opened)
+        at = recorder.chain_at(view.position) if view.position else None
+        self._view = view if at is not None else None
+        self._mark = (view.position, at) if at is not None else None
+        return view
 
 
 def export_lines(opened: OpenedJournal) -> Iterator[bytes]:

@@ -54,6 +54,7 @@ from memory_es.errors import (
 )
 from memory_es.fsutil import fsync_dir, private_temp
 from memory_es.history import (
+    KeptIntakes,
     check_sealed,
     checked_payload,
     export_lines,
@@ -122,6 +123,7 @@ class MemoryRoot:
         self._bound: Recaller | None = None
         self._as_of = AsOfStates()
         self._vectors_kept = KeptMatrix()  # a long-lived handle reads each vector once
+        self._intakes = KeptIntakes()  # ... and folds each intake once
 
     @classmethod
     def open(cls, root: str | Path | None = None,
@@ -208,9 +210,12 @@ class MemoryRoot:
             yield opened
 
     def inspect(self, intake_id: str | None = None) -> IntakeReport:
-        """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2)."""
-        with self.reader() as opened:
-            report = fold_intakes(opened).report(utc_now(), intake_id)
+        """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2).
+        A handle folds every intake once and then only what the journal appended since
+        (:class:`~memory_es.history.KeptIntakes`)."""
+        with self._intakes.lock, open_reader(self.root, self._keys, self._journal,
+                                             checkpoint=True) as opened:
+            report = self._intakes.fold(opened).report(utc_now(), intake_id)
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog(),
                                        worker=worker_status(self.root))
 

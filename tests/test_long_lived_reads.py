@@ -1,7 +1,11 @@
-"""A read-only door keeps its vector matrix between reads (D4): reused while the generation,
-the folded journal position and the embedding identity stay, caught up when vectors arrive
-for rows it already knew, read afresh when the journal moved (a rewrite, a forget or a status
-change may have changed a stored vector) or the generation changed.
+"""A long-lived read-only handle keeps what it read between reads.
+
+Its vector matrix (D4): reused while the generation, the folded journal position and the
+embedding identity stay, caught up when vectors arrive for rows it already knew, read afresh
+when the journal moved (a rewrite, a forget or a status change may have changed a stored
+vector) or the generation changed. Its intake fold (C1, C2, B13): carried forward over the
+rows appended since, each of their links recomputed; a journal that no longer extends what
+it folded is verified and folded afresh, and fails closed when broken.
 
 Real Journal roots on disk with a word-bag embedder and the local model."""
 
@@ -13,10 +17,13 @@ import pytest
 
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
+from memory_es.errors import MemoryEsError
+from memory_es.journal.chain import Chain
 from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import rebuild_root
 from memory_es.vectors.kept import KeptMatrix
 from projections.replay import open_active_index
+from tamper import SqliteTamper
 from test_recall_conversation import JOURNAL, journal
 
 TURNS = [("Maya: the climb took nine hours", "chat:1"), ("Jonas: we did Ben Nevis", "chat:1")]
@@ -93,3 +100,56 @@ def test_a_long_lived_handle_answers_like_a_fresh_one(local_root: Path) -> None:
     assert again == MemoryRoot.open(local_root).search("when do I see the dentist",
                                                         5).to_json()
     assert "The dentist moved it to Friday." in [h["text"] for h in again["results"]]
+
+
+def plain_admit(root: Path, runs: list[str]) -> None:
+    with MemoryStore.open(root, background=False) as store:
+        for run in runs:
+            store.persist_completed_turn(CompletedTurn(run_id=run, outcome="success",
+                                                       answer=f"answer for {run}."))
+        store.drain()
+
+
+def test_inspect_folds_only_what_was_appended_since(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    plain_admit(root, ["a", "b", "c"])
+    handle = MemoryRoot.open(root)
+    first = handle.inspect()
+    assert first.counts == MemoryRoot.open(root).inspect().counts
+    head = SqliteTamper(root).rows()[-1][0]
+    plain_admit(root, ["d"])
+    links: list[int] = []
+    real = Chain.link
+
+    def counted(self: Chain, prev: bytes, position: int, *rest: object) -> bytes:
+        links.append(position)
+        return real(self, prev, position, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Chain, "link", counted)
+    again = handle.inspect()
+    monkeypatch.undo()
+    assert again.to_json() == MemoryRoot.open(root).inspect().to_json()
+    assert again.counts != first.counts
+    # the rows appended since were verified; nothing folded before was verified again
+    assert sorted(set(links)) == [r[0] for r in SqliteTamper(root).rows() if r[0] > head]
+
+
+def test_inspect_refolds_a_journal_that_no_longer_extends_its_fold(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    plain_admit(root, ["a", "b"])
+    tamper = SqliteTamper(root)
+    before = tamper.snapshot()
+    plain_admit(root, ["c"])
+    handle = MemoryRoot.open(root)
+    assert handle.inspect().counts.total == 3
+    tamper.restore(before)  # an older copy put back: shorter than what the handle folded
+    assert handle.inspect().to_json() == MemoryRoot.open(root).inspect().to_json()
+    assert handle.inspect().counts.total == 2
+    plain_admit(root, ["d"])
+    rows = tamper.rows()
+    last = rows[-1]
+    tamper.update(last[0], state=last[4].replace(b'"', b"'", 1))  # an edit past the fold
+    with pytest.raises(MemoryEsError) as err:
+        handle.inspect()
+    assert err.value.code == "chain_broken"
