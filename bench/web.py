@@ -111,7 +111,7 @@ def main() -> None:
                        lambda: handle.search(QUERY, 10, explain=True)),
             "memory": (f"/memory/{some}", lambda: handle.show(some)),
             "people": ("/people", lambda: read_graph(root)),
-            "health": ("/health", lambda: (handle.inspect(), handle.vector_backlog())),
+            "health": ("/health", lambda: (handle.intake_counts(), handle.vector_backlog())),
             "profile": ("/profile", lambda: handle.profile()),
         }
         proc, port, token = start(root, env)

@@ -153,3 +153,32 @@ def test_inspect_refolds_a_journal_that_no_longer_extends_its_fold(tmp_path: Pat
     with pytest.raises(MemoryEsError) as err:
         handle.inspect()
     assert err.value.code == "chain_broken"
+
+
+def test_intake_counts_are_inspects_without_its_records(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    plain_admit(root, ["a", "b"])
+    handle = MemoryRoot.open(root)
+    assert handle.intake_counts() == handle.inspect().counts
+    plain_admit(root, ["c"])
+    assert handle.intake_counts() == MemoryRoot.open(root).inspect().counts
+    assert handle.intake_counts().total == 3
+
+
+def test_a_kept_matrix_never_serves_a_forgotten_memory(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
+    with MemoryStore.open(root, config, background=False) as store:
+        for n, text in enumerate(("My locker code is written on the blue card.",
+                                  "We planted tomatoes in the garden.")):
+            store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
+                                                       answer=text))
+        store.drain()
+    handle = MemoryRoot.open(root)
+    hits = handle.search("where is my locker code", 5).recall.hits
+    assert hits and hits[0].text.startswith("My locker code")
+    with MemoryStore.open(root, config, background=False) as store:
+        store.forget(hits[0].id, reason="test")
+    after = handle.search("where is my locker code", 5).to_json()
+    assert "locker" not in str(after)
+    assert after == MemoryRoot.open(root).search("where is my locker code", 5).to_json()

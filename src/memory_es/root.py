@@ -66,7 +66,7 @@ from memory_es.history import (
     sealed_findings,
     verified_journal_and_index,
 )
-from memory_es.intake import IntakeReport, utc_now
+from memory_es.intake import IntakeCounts, IntakeReport, IntakeView, utc_now
 from memory_es.journal import (
     JOURNAL_FILE,
     MARKER_FILE,
@@ -213,11 +213,26 @@ class MemoryRoot:
         """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2).
         A handle folds every intake once and then only what the journal appended since
         (:class:`~memory_es.history.KeptIntakes`)."""
-        with self._intakes.lock, open_reader(self.root, self._keys, self._journal,
-                                             checkpoint=True) as opened:
-            report = self._intakes.fold(opened).report(utc_now(), intake_id)
+        with self._folded() as view:
+            report = view.report(utc_now(), intake_id)
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog(),
                                        worker=worker_status(self.root))
+
+    def intake_counts(self) -> IntakeCounts:
+        """:meth:`inspect`'s counts alone: no record listed (the web inspector's health page;
+        on a large root the records are most of an inspect's cost)."""
+        with self._folded() as view:
+            return view.counts(utc_now())
+
+    @contextlib.contextmanager
+    def _folded(self) -> Iterator[IntakeView]:
+        """The intake fold carried forward to the journal's head, for the span of one read
+        (the next read's fold moves it on)."""
+        # applied=None: the fold opens no sealed field, so no forgotten record's key needs
+        # withholding (the scan for unfinished forgets reads every event's topic)
+        with self._intakes.lock, open_reader(self.root, self._keys, self._journal,
+                                             checkpoint=True, applied=None) as opened:
+            yield self._intakes.fold(opened)
 
     def vector_backlog(self) -> int | None:
         """Live memories of the active index without a vector of the configured embedding

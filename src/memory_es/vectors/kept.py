@@ -37,6 +37,10 @@ class KeptMatrix:
 
     def __call__(self, embedder: Embedder, conn: apsw.Connection) -> VectorMatrix:
         identity = embedder.identity
+        if not conn.filename:  # an index folded in memory for this read (a forget's): no file
+            matrix = VectorMatrix(identity.dim, identity.key)  # to key it by, so never kept
+            matrix.refresh(conn, identity.key)
+            return matrix
         stat = os.stat(conn.filename)
         key = (conn.filename, stat.st_dev, stat.st_ino, index_position(conn), identity.key)
         if self._matrix is None or key != self._key:

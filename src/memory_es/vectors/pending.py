@@ -61,7 +61,9 @@ def pending_texts(conn: apsw.Connection, identity: str, limit: int = MAX_IN_FLIG
                          "LEFT JOIN vectors v ON v.rowid = m.rowid WHERE v.rowid IS NULL")
             conn.execute("INSERT OR REPLACE INTO meta VALUES ('vector_identity', ?)", (identity,))
     rows = conn.execute(
-        "SELECT m.rowid, m.text FROM vector_pending p JOIN memories m ON m.rowid = p.rowid "
+        # CROSS JOIN: the few waiting rows first, each one memory looked up (without
+        # statistics the planner would scan every memory instead: 34 ms at 100,000)
+        "SELECT m.rowid, m.text FROM vector_pending p CROSS JOIN memories m ON m.rowid = p.rowid "
         f"WHERE m.status NOT IN {_TERMINAL_SQL} ORDER BY p.rowid LIMIT ?", (limit,))
     pending = PendingTexts([], [])
     size = 0
@@ -103,7 +105,7 @@ def vector_backlog(conn: apsw.Connection, identity: str) -> int:
             f"SELECT count(*) FROM memories WHERE status NOT IN {_TERMINAL_SQL}").fetchone()
         return int(live[0])
     waiting = optional_rows(
-        conn, "SELECT count(*) FROM vector_pending p JOIN memories m ON m.rowid = p.rowid "
+        conn, "SELECT count(*) FROM vector_pending p CROSS JOIN memories m ON m.rowid = p.rowid "
               f"WHERE m.status NOT IN {_TERMINAL_SQL}", ())
     return int(waiting[0][0]) if waiting else 0
 

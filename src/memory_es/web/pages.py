@@ -140,7 +140,7 @@ class Pages:
         problem: str | None = None
         with self.lock:
             try:  # a sick root still gets its audit: the queue is read on its own
-                counts = self.root.inspect().to_json()["counts"]
+                counts = self.root.intake_counts().to_json()
                 backlog = self.root.vector_backlog()
             except MemoryEsError as e:
                 problem = classify(e).message
