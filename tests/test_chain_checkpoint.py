@@ -276,3 +276,37 @@ def test_show_checks_the_links_of_the_rows_it_decodes(root: Path, links: list[in
     with pytest.raises(MemoryEsError) as err:
         MemoryRoot.open(root).show(first.id)
     assert err.value.code == "chain_broken"
+
+
+def test_a_row_below_the_first_position_fails_every_read(root: Path) -> None:
+    """No link covers a position below 1, and one below the keyed start would be a plain
+    link anyone can compute: such a row fails open, show and health alike."""
+    t = SqliteTamper(root)
+    handle = MemoryRoot.open(root)
+    first = next(m for m in handle.list_memories(limit=10).memories
+                 if m.text == "answer for a.")
+    row = next(r for r in t.rows() if r[0] == handle.show(first.id).events[-1].position)
+    t.insert((0, row[1], row[2] + 1, row[3], row[4], bytes(32)))
+    for read in (lambda: MemoryRoot.open(root).show(first.id),
+                 lambda: open_journal(root, writable=False),
+                 lambda: MemoryStore.open(root, background=False)):
+        with pytest.raises(MemoryEsError) as err:
+            read()
+        assert err.value.code == "chain_broken"
+    assert "chain_broken" in {f.code for f in MemoryRoot.open(root).health().findings}
+
+
+def test_show_fails_on_a_deleted_event_of_its_memory(root: Path) -> None:
+    """A memory's events run in versions 1..n: a deleted one before the checkpoint, which a
+    read from the checkpoint does not recompute, still fails show closed."""
+    handle = MemoryRoot.open(root)
+    first = next(m for m in handle.list_memories(limit=10).memories
+                 if m.text == "answer for a.")
+    with MemoryStore.open(root, background=False) as store:  # a second event, checkpointed
+        store.mark(first.id, insight=True)
+    events = handle.show(first.id).events
+    assert [e.version for e in events] == [1, 2]
+    SqliteTamper(root).delete("position = ?", events[0].position)
+    with pytest.raises(MemoryEsError) as err:
+        MemoryRoot.open(root).show(first.id)
+    assert err.value.code == "chain_broken"

@@ -182,3 +182,32 @@ def test_a_kept_matrix_never_serves_a_forgotten_memory(tmp_path: Path) -> None:
     after = handle.search("where is my locker code", 5).to_json()
     assert "locker" not in str(after)
     assert after == MemoryRoot.open(root).search("where is my locker code", 5).to_json()
+
+
+def test_rows_read_again_are_read_in_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """Rows waiting below the high-water mark are read back in bounded IN lists (SQLite binds
+    at most 32,766 values; after a model switch every row waits)."""
+    import numpy as np
+
+    from memory_es.vectors import matrix as matrix_module
+
+    root = tmp_path / "chat"
+    with journal(root, [(f"Maya: line {n} about topic {n}", "chat:1") for n in range(7)]):
+        pass
+    conn = open_active_index(root)
+    assert conn is not None
+    try:
+        m = matrix_module.VectorMatrix(4096, WordBagEmbedder(4096).identity.key)
+        m.refresh(conn, WordBagEmbedder(4096).identity.key)
+        before = dict(zip(m.rowids.tolist(), m.matrix.copy(), strict=True))
+        m.forget(list(before))
+        monkeypatch.setattr(matrix_module, "_IN_CHUNK", 2)
+        m.refresh(conn, WordBagEmbedder(4096).identity.key)
+        live = [r for r in m.rowids.tolist() if r != -1]
+        assert sorted(live) == sorted(before)
+        for rowid, row in zip(m.rowids.tolist(), m.matrix, strict=True):
+            if rowid != -1:
+                assert np.array_equal(row, before[rowid])
+    finally:
+        conn.close()

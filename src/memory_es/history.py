@@ -208,11 +208,12 @@ def checked_payload(opened: OpenedJournal,
 
 
 def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True,
-                 view: IntakeView | None = None) -> IntakeView:
+                 view: IntakeView | None = None, upto: int | None = None) -> IntakeView:
     """Replay every Intake event of a journal into a fresh IntakeView (Intake topics only),
     or those past ``view.position`` into ``view`` (a fold carried forward: the caller knows
     the rows up to there are the ones it folded). The view keeps no content, so sealed fields
-    are not opened (half the cost of a store open on a large journal)."""
+    are not opened (half the cost of a store open on a large journal). ``upto``: stop
+    there (the last position a verification covered)."""
     if view is None:
         view = IntakeView(retain_resolved=retain_resolved)
         rows = opened.recorder.rows()
@@ -223,6 +224,8 @@ def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True,
     mapper = opened.app.mapper
     assert isinstance(mapper, MsgspecMapper)
     for position, oid, version, topic, state, _chain in rows:
+        if upto is not None and position > upto:
+            break
         view.position = position
         if topic.startswith(INTAKE_TOPIC_PREFIX):
             view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state),
@@ -244,25 +247,33 @@ class KeptIntakes:
         self._mark: tuple[int, bytes] | None = None
 
     def fold(self, opened: OpenedJournal) -> IntakeView:
+        try:
+            view, mark = self._carried(opened)
+            if view is None:
+                opened.verify_whole()
+                mark = opened.verified
+                view = fold_intakes(opened, upto=mark[0] if mark is not None else None)
+        except BaseException:  # a row that failed to fold is not skipped next time
+            self._view, self._mark = None, None
+            raise
+        kept = mark is not None and isinstance(opened.recorder, JournalRecorder)
+        self._view, self._mark = (view, mark) if kept else (None, None)
+        return view
+
+    def _carried(self, opened: OpenedJournal
+                 ) -> tuple[IntakeView | None, tuple[int, bytes] | None]:
+        """The kept fold moved on to the verified tail, or (None, None) when the journal no
+        longer extends it."""
         recorder = opened.recorder
         view, mark = self._view, self._mark
-        if view is not None and mark is not None and isinstance(recorder, JournalRecorder) \
-                and recorder.chain_at(mark[0]) == mark[1]:
-            try:
-                recorder.verify(mark)  # only the links after what was folded
-            except IntegrityError:
-                view = None
-            else:
-                view = fold_intakes(opened, view=view)
-        else:
-            view = None
-        if view is None:
-            opened.verify_whole()
-            view = fold_intakes(opened)
-        at = recorder.chain_at(view.position) if view.position else None
-        self._view = view if at is not None else None
-        self._mark = (view.position, at) if at is not None else None
-        return view
+        if view is None or mark is None or not isinstance(recorder, JournalRecorder) \
+                or recorder.chain_at(mark[0]) != mark[1]:
+            return None, None
+        try:
+            tail = recorder.verify(mark)  # only the links after what was folded
+        except IntegrityError:
+            return None, None
+        return fold_intakes(opened, view=view, upto=tail[0]), tail
 
 
 def export_lines(opened: OpenedJournal) -> Iterator[bytes]:

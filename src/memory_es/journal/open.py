@@ -88,12 +88,13 @@ class OpenedJournal:
     root: Path
     keys: KeyStore | None = None  # where the root's keys are (and its ledger of backups)
     from_checkpoint: bool = False  # a reader that verified only the links after it
+    verified: tuple[int, bytes] | None = None  # the (position, chain) verified up to (SQLite)
 
     def verify_whole(self) -> None:
         """Verify every link before decoding rows a checkpoint does not cover (a reader that
         started from it); a no-op once done, or for a reader that verified them all."""
         if self.from_checkpoint:
-            self.recorder.verify()
+            self.verified = self.recorder.verify()
             self.from_checkpoint = False
 
     def aggregate_rows(self, originator_id: UUID) -> list[tuple[int, int, str, bytes]]:
@@ -283,7 +284,7 @@ def _open_locked(root: Path, *, writable: bool, lock: WriterLock | None,
         if exists(root / name):
             check_private(root / name, is_dir=False)
     return OpenedJournal(Journal(recorder), lock, recovered_from, root, keys,
-                         from_checkpoint=start is not None)
+                         from_checkpoint=start is not None, verified=(position, tail))
 
 
 def _attested(root: Path, recorder: JournalRecorder) -> tuple[int, bytes] | None:

@@ -350,10 +350,13 @@ class JournalRecorder(ApplicationRecorder):
                 "e.chain, p.chain FROM events e LEFT JOIN events p "
                 "ON p.position = e.position - 1 WHERE e.originator_id = ? "
                 "ORDER BY e.originator_version", (str(originator_id),)).fetchall()
+        if any(r[0] < self.chain.keyed_from for r in rows):
+            self.verify()  # a plain link is no proof: anyone can recompute it
+            return [(r[0], r[2], r[3], bytes(r[4])) for r in rows]
         out = []
-        for position, oid, version, topic, state, stored, before in rows:
+        for n, (position, oid, version, topic, state, stored, before) in enumerate(rows, 1):
             prev = GENESIS if position == 1 else before
-            if prev is None or not hmac.compare_digest(
+            if version != n or position < 1 or prev is None or not hmac.compare_digest(
                     self.chain.link(bytes(prev), position, oid, version, topic, bytes(state)),
                     bytes(stored)):
                 raise IntegrityError(
@@ -466,6 +469,13 @@ class JournalRecorder(ApplicationRecorder):
         The read snapshot ends here, on failure too, not whenever the traceback is released.
         """
         watch: list[tuple[int, bytes]] = []
+        with self._read_lock:
+            below: Any = self._reader.execute(
+                "SELECT position FROM events WHERE position < 1 LIMIT 1").fetchone()
+        if below is not None:  # no link covers it: the chain starts at 1
+            raise IntegrityError(
+                f"{self.path}: journal position {below[0]} is below the first; events were "
+                "inserted", code="chain_broken")
         with contextlib.closing(self.rows(start[0] if start else 0)) as rows:
             tail = verify_chain(self.path, rows, self.chain, start,
                                 watch if attest else None, PINNED)

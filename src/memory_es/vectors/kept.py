@@ -13,8 +13,11 @@ theirs).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import apsw
 
@@ -22,7 +25,33 @@ from memory_es.embeddings import Embedder
 from memory_es.history import index_position
 from memory_es.vectors.matrix import VectorMatrix
 
-Key = tuple[str, int, int, int, str]  # file, device, inode, folded position, identity
+# file, device, inode, folded position, the index's vector identity, the embedder's identity
+Key = tuple[str, int, int, int, str, str]
+
+
+def _key(conn: apsw.Connection, identity: str) -> Key:
+    """What the kept matrix was loaded under. The index's own vector identity is part of it:
+    a writer switching models drops the other identity's vectors with no event of its own."""
+    if not conn.filename:
+        raise FileNotFoundError("an index in memory")
+    stat = os.stat(conn.filename)
+    row: Any = conn.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
+    return (conn.filename, stat.st_dev, stat.st_ino, index_position(conn),
+            "" if row is None else str(row[0]), identity)
+
+
+@contextlib.contextmanager
+def _snapshot(conn: apsw.Connection) -> Iterator[None]:
+    """One read transaction around the key and the refresh (unless the caller holds one): a
+    vector the worker stores meanwhile is then either read now or still waiting next time."""
+    if not conn.getautocommit():
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
 
 
 class KeptMatrix:
@@ -37,17 +66,20 @@ class KeptMatrix:
 
     def __call__(self, embedder: Embedder, conn: apsw.Connection) -> VectorMatrix:
         identity = embedder.identity
-        if not conn.filename:  # an index folded in memory for this read (a forget's): no file
-            matrix = VectorMatrix(identity.dim, identity.key)  # to key it by, so never kept
-            matrix.refresh(conn, identity.key)
-            return matrix
-        stat = os.stat(conn.filename)
-        key = (conn.filename, stat.st_dev, stat.st_ino, index_position(conn), identity.key)
-        if self._matrix is None or key != self._key:
-            self._matrix = VectorMatrix(identity.dim, identity.key)  # the key names the axis
-            self._key = key
-        self._matrix.refresh(conn, identity.key)
-        return self._matrix
+        with _snapshot(conn):  # the key and the rows it reads: one state of the index
+            try:
+                key = _key(conn, identity.key)
+            except OSError:  # an index folded in memory for this read (a forget's), or a
+                key = None  # generation a rebuild just removed: read it, keep nothing
+            if key is None:
+                matrix = VectorMatrix(identity.dim, identity.key)
+                matrix.refresh(conn, identity.key)
+                return matrix
+            if self._matrix is None or key != self._key:
+                self._matrix = VectorMatrix(identity.dim, identity.key)  # the key: the axis
+                self._key = key
+            self._matrix.refresh(conn, identity.key)
+            return self._matrix
 
     def clear(self) -> None:
         """Drop the matrix (its memory goes with it)."""

@@ -20,6 +20,7 @@ from memory_es.vectors.ann import AnnCache, ann_paths
 from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
 
 _LOAD_CHUNK = 8192  # vectors read per query when the matrix loads
+_IN_CHUNK = 30_000  # rowids bound per IN list
 # G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
 _TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 
@@ -101,9 +102,13 @@ class VectorMatrix:
         self._readd.update(r[0] for r in optional_rows(
             conn, "SELECT rowid FROM vector_pending WHERE rowid <= ?", (self._last,)))
         wanted = sorted(r for r in self._readd if r <= self._last)
-        if not wanted:
-            self._grown()
-            return
+        # in parts: SQLite binds at most 32,766 values (every row waits after a model switch)
+        for part in range(0, len(wanted), _IN_CHUNK):
+            self._read_again(conn, identity, wanted[part:part + _IN_CHUNK])
+        self._grown()
+
+    def _read_again(self, conn: apsw.Connection, identity: str, wanted: list[int]) -> None:
+        """The rows below the high-water mark that were waiting and now have a vector."""
         marks = ",".join("?" * len(wanted))
         back = list(conn.execute(
             "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
@@ -115,7 +120,6 @@ class VectorMatrix:
             f"SELECT rowid FROM memories WHERE rowid IN ({marks}) AND status IN {_TERMINAL_SQL}",
             wanted))
         self._append(back)
-        self._grown()
 
     def _reserve(self, capacity: int) -> None:
         """Room for ``capacity`` rows without another copy."""
