@@ -472,9 +472,10 @@ def test_calibration_for_prefers_override_then_identity_then_reference() -> None
     override = configured_calibration(config)
     local = EmbeddingIdentity("local", "all-MiniLM-L6-v2-onnx-int8", 384)
     # the numbers the override leaves out are the identity's shipped ones (lexical weight, a
-    # turn's weight and boost), or none (the support and echo removal: an override fitted
-    # before they existed has floors fitted without them)
+    # turn's weight and boost), or none (the support, echo removal and turn model: an override
+    # fitted before they existed has floors fitted without them)
     assert LOCAL_MINILM.dialogue_support > 0 and LOCAL_MINILM.echo_removal > 0
+    assert LOCAL_MINILM.turn_model is not None
     assert calibration_for(local, override) == Calibration(
         0.3, 0.99, 0.1, 0.62, 0.04, lexical_weight=LOCAL_MINILM.lexical_weight,
         dialogue_weight=LOCAL_MINILM.dialogue_weight, dialogue_boost=LOCAL_MINILM.dialogue_boost,

@@ -37,14 +37,20 @@ LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.232, recall_tail
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
 LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
-                           auto_floor=0.75, auto_window=0.06, lexical_weight=0.5,
+                           auto_floor=0.75, auto_window=0.05, lexical_weight=0.5,
                            dialogue_weight=0.75, dialogue_boost=2.0, dialogue_support=0.25,
-                           echo_removal=0.5)
+                           echo_removal=0.5,
+                           turn_model=TurnModel(evidence=0.275, neighbour_cosine=0.4,
+                                                neighbour_evidence=0.43, length=0.627,
+                                                asking=-0.469, offset=-0.637))
 # The same fit for multilingual-e5-small 4-bit (bench/recall_quality.py --model e5): its
 # cosines sit higher still, so the no-evidence cosine and floors do.
-LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.813, recall_tail=0.16,
-                       auto_floor=0.98, auto_window=0.02, lexical_weight=0.25,
-                       dialogue_weight=0.75, dialogue_boost=2.0, echo_removal=0.5)
+LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.813, recall_tail=0.19,
+                       auto_floor=1.0, auto_window=0.05, lexical_weight=0.25,
+                       dialogue_weight=0.75, dialogue_boost=2.0, echo_removal=0.5,
+                       turn_model=TurnModel(evidence=0.121, neighbour_cosine=-0.016,
+                                            neighbour_evidence=0.119, length=0.04,
+                                            asking=-0.379, offset=-0.057))
 CALIBRATIONS = {("local", "use-multilingual-v3"): LOCAL_USE,
                 ("local", "all-MiniLM-L6-v2-onnx-int8"): LOCAL_MINILM,
                 ("local", "multilingual-e5-small-q4"): LOCAL_E5}
