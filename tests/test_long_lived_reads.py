@@ -18,12 +18,12 @@ import pytest
 from memory_es import CompletedTurn, MemoryRoot, MemoryStore
 from memory_es.config import parse_config
 from memory_es.errors import MemoryEsError
-from memory_es.journal.chain import Chain
 from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import rebuild_root
 from memory_es.vectors.kept import KeptMatrix
 from projections.replay import open_active_index
 from tamper import SqliteTamper
+from test_chain_checkpoint import links  # noqa: F401  (the link-counting fixture)
 from test_recall_conversation import JOURNAL, journal
 
 TURNS = [("Maya: the climb took nine hours", "chat:1"), ("Jonas: we did Ben Nevis", "chat:1")]
@@ -72,16 +72,23 @@ def test_the_matrix_is_kept_caught_up_and_read_again_when_the_journal_moves(
 @pytest.fixture(scope="module")
 def local_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("kept") / "root"
-    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
-    with MemoryStore.open(root, config, background=False) as store:
-        for n, text in enumerate(("The dentist appointment is on Tuesday.",
-                                  "We planted tomatoes in the garden.")):
+    local_store(root, "The dentist appointment is on Tuesday.",
+                "We planted tomatoes in the garden.")
+    return root
+
+
+LOCAL = {"mode": "journal", "embeddings": {"provider": "local"}}
+
+
+def local_store(root: Path, *texts: str) -> None:
+    """Admit ``texts`` as turns of a local-model Journal root, drained and embedded."""
+    with MemoryStore.open(root, parse_config(LOCAL), background=False) as store:
+        for n, text in enumerate(texts):
             store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
                                                        answer=text))
         store.drain()
         while store.background.embed_pending():
             pass
-    return root
 
 
 def test_a_long_lived_handle_answers_like_a_fresh_one(local_root: Path) -> None:
@@ -111,7 +118,7 @@ def plain_admit(root: Path, runs: list[str]) -> None:
 
 
 def test_inspect_folds_only_what_was_appended_since(tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                    links: list[int]) -> None:  # noqa: F811
     root = tmp_path / "root"
     plain_admit(root, ["a", "b", "c"])
     handle = MemoryRoot.open(root)
@@ -119,20 +126,13 @@ def test_inspect_folds_only_what_was_appended_since(tmp_path: Path,
     assert first.counts == MemoryRoot.open(root).inspect().counts
     head = SqliteTamper(root).rows()[-1][0]
     plain_admit(root, ["d"])
-    links: list[int] = []
-    real = Chain.link
-
-    def counted(self: Chain, prev: bytes, position: int, *rest: object) -> bytes:
-        links.append(position)
-        return real(self, prev, position, *rest)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Chain, "link", counted)
+    links.clear()
     again = handle.inspect()
-    monkeypatch.undo()
+    counted = list(links)
     assert again.to_json() == MemoryRoot.open(root).inspect().to_json()
     assert again.counts != first.counts
     # the rows appended since were verified; nothing folded before was verified again
-    assert sorted(set(links)) == [r[0] for r in SqliteTamper(root).rows() if r[0] > head]
+    assert sorted(set(counted)) == [r[0] for r in SqliteTamper(root).rows() if r[0] > head]
 
 
 def test_inspect_refolds_a_journal_that_no_longer_extends_its_fold(tmp_path: Path) -> None:
@@ -167,13 +167,9 @@ def test_intake_counts_are_inspects_without_its_records(tmp_path: Path) -> None:
 
 def test_a_kept_matrix_never_serves_a_forgotten_memory(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    config = parse_config({"mode": "journal", "embeddings": {"provider": "local"}})
-    with MemoryStore.open(root, config, background=False) as store:
-        for n, text in enumerate(("My locker code is written on the blue card.",
-                                  "We planted tomatoes in the garden.")):
-            store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
-                                                       answer=text))
-        store.drain()
+    local_store(root, "My locker code is written on the blue card.",
+                "We planted tomatoes in the garden.")
+    config = parse_config(LOCAL)
     handle = MemoryRoot.open(root)
     hits = handle.search("where is my locker code", 5).recall.hits
     assert hits and hits[0].text.startswith("My locker code")

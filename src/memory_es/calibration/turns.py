@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_es.recall.rank.score import Scored
-from memory_es.recall.rank.turns import MAX_WEIGHT, TurnModel, turn_features
+from memory_es.recall.rank.score import Scored, turn_features_of
+from memory_es.recall.rank.turns import MAX_WEIGHT, TurnModel
 
 STEPS = 600
 STEP_SIZE = 0.05
@@ -26,17 +26,10 @@ PLACES = 3  # shipped weights are rounded to three places
 
 def _rows(scored: Sequence[Scored], boost: float) -> tuple[np.ndarray, list[str], np.ndarray]:
     """The pool's turns as rows of (semantic, features...), their ids and old fused scores."""
-    own = {s.candidate.id: (min(1.0, max(0.0, s.semantic)), s.evidence) for s in scored}
     rows, ids, fused = [], [], []
-    for s in scored:
-        c = s.candidate
-        if not c.dialogue:
-            continue
-        f = turn_features(own[c.id][0], 1.0 - (1.0 - s.evidence) ** boost,
-                          [own[n] for n in c.neighbours if n in own], c.text,
-                          c.axis[1] if c.axis is not None else None)
+    for s, f in turn_features_of(scored, boost):
         rows.append((f.semantic, *f.values()))
-        ids.append(c.id)
+        ids.append(s.candidate.id)
         fused.append(s.fused)
     return np.array(rows, dtype=np.float64).reshape(-1, 6), ids, np.array(fused)
 

@@ -56,7 +56,12 @@ from memory_es.recall.rank.anchors import (
     extract_anchors,
     name_words,
 )
-from memory_es.recall.rank.turns import TurnModel, turn_features, turn_parts
+from memory_es.recall.rank.turns import (
+    TurnFeatures,
+    TurnModel,
+    turn_features,
+    turn_parts,
+)
 
 NUMBER_BUDGET = 0.15  # G5: numbers, dates and numeric ids share up to 0.15
 NAME_BUDGET = 0.08  # G5: names share up to 0.08
@@ -283,25 +288,27 @@ def score_all(query: str, candidates: Sequence[Candidate],
     return with_support(scored, calibration.dialogue_support)
 
 
-def with_turn_model(scored: Sequence[Scored], model: TurnModel, boost: float) -> list[Scored]:
-    """Each conversation turn's fused score from the turn model (:mod:`turns`) over its own
-    semantic and evidence and its neighbours' in the pool; other lines keep theirs."""
+def turn_features_of(scored: Sequence[Scored], boost: float
+                     ) -> list[tuple[Scored, TurnFeatures]]:
+    """Each conversation turn of a scored pool with its turn-model features (its own
+    semantic and evidence, its neighbours' in the pool); what scoring and the fit share."""
     own = {s.candidate.id: (min(1.0, max(0.0, s.semantic)), s.evidence) for s in scored}
-    out = []
-    for s in scored:
-        c = s.candidate
-        if not c.dialogue:
-            out.append(s)
-            continue
-        features = turn_features(
-            own[c.id][0], 1.0 - (1.0 - s.evidence) ** boost,
-            [own[n] for n in c.neighbours if n in own], c.text,
-            c.axis[1] if c.axis is not None else None)
+    return [(s, turn_features(own[c.id][0], 1.0 - (1.0 - s.evidence) ** boost,
+                              [own[n] for n in c.neighbours if n in own], c.text,
+                              c.axis[1] if c.axis is not None else None))
+            for s in scored if (c := s.candidate).dialogue]
+
+
+def with_turn_model(scored: Sequence[Scored], model: TurnModel, boost: float) -> list[Scored]:
+    """Each conversation turn's fused score from the turn model (:mod:`turns`); other lines
+    keep theirs."""
+    turned = {}
+    for s, features in turn_features_of(scored, boost):
         parts = turn_parts(model, features)
         fused = math.fsum(parts.values())
-        out.append(replace(s, score=s.score - s.fused + fused, fused=fused,
-                           turn=tuple(parts.items())))
-    return out
+        turned[s.candidate.id] = replace(s, score=s.score - s.fused + fused, fused=fused,
+                                         turn=tuple(parts.items()))
+    return [turned.get(s.candidate.id, s) for s in scored]
 
 
 def with_support(scored: Sequence[Scored], weight: float) -> list[Scored]:
