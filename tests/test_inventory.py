@@ -136,6 +136,11 @@ def test_show_the_chain_both_ways_entities_provenance_and_events(root: Path) -> 
     assert [x["text"] for x in oldest["supersededBy"]] == [MADRID, LISBON]  # nearest first
     assert [x.text for x in reader.show(by_text[LISBON]).supersedes] == [MADRID, BERLIN]
     assert not any(MADRID in json.dumps(e) for e in obj["events"])  # content-free events
+    # its status history, read from the same events: open when captured, then superseded by
+    # Lisbon's line at the Superseded event's position
+    assert [(s["from"], s["to"], s["by"], s["position"]) for s in obj["statusHistory"]] == [
+        (None, "open", None, positions[0]), ("open", "superseded", by_text[LISBON], positions[1])]
+    assert obj["statusHistory"][1]["at"] == "2026-05-06T09:00:00.000Z"
     with MemoryStore.open(root, background=False) as store:  # the writer agrees
         assert store.show(by_text[MADRID]).to_json() == obj
         assert store.list_memories(limit=2).to_json() == reader.list_memories(

@@ -178,7 +178,9 @@ def test_list_and_show_json_shapes(root: Path, capsys: pytest.CaptureFixture[str
         {"position": "int", "timestamp": "str", "topic": "str", "version": "int"}],
         "labels": "null", "provenance": {"file": "str", "intakeId": "str", "origin": "str",
                                          "session": "null", "tier": "str"},
-        "salience": "null", "scope": "null", "supersededBy": [], "supersedes": []}
+        "salience": "null", "scope": "null", "statusHistory": [
+            {"at": "str", "by": "null", "from": "null", "position": "int", "reason": "null",
+             "to": "str"}], "supersededBy": [], "supersedes": []}
     assert {k: one[k] for k in ITEM} == first
     assert one["provenance"] == {"file": f"daily/{DAY}.md", "intakeId": rh("s1"),
                                  "origin": "host-summary", "session": None, "tier": "lite"}

@@ -120,6 +120,10 @@ def test_the_pages_show_what_the_api_answers(served: Served) -> None:
     positions = re.findall(r"<tr><td>(\d+)</td>", body)
     assert positions == [str(e["position"]) for e in detail["events"]]
     assert all(link["id"] in body for link in detail["supersededBy"])
+    steps = re.findall(r'<tr class="step"><td>(\d+)</td><td>[^<]*</td><td>([^<]*)</td><td>'
+                       r'<span class="badge status-([a-z]+)">', body)
+    assert steps == [(str(s["position"]), s["from"] or "–", s["to"])
+                     for s in detail["statusHistory"]] and len(steps) >= 2
 
     graph = [json.loads(line) for line in (served.root / "graph.jsonl").read_text().splitlines()]
     names = [row["name"] for row in sorted(
@@ -135,8 +139,14 @@ def test_the_pages_show_what_the_api_answers(served: Served) -> None:
         assert f"<th>{key}</th><td>{value}</td>" in body
     assert "<strong class=\"status-clean\">clean</strong>" in body
 
-    body = served.get("/profile")[2]
-    assert unescape((served.root / "index.md").read_text("utf-8").strip()) in unescape(body)
+    body = served.get("/profile")[2]  # index.md rendered: its headings and list items
+    summary = (served.root / "index.md").read_text("utf-8").splitlines()
+    headings = [line.lstrip("#").strip() for line in summary if line.startswith("#")]
+    items = [line[2:] for line in summary if line.startswith("- ")]
+    assert [unescape(h) for h in re.findall(r"<h[12]>([^<]*)</h[12]>",
+                                            body.split('class="markdown summary"')[1])] == \
+        headings
+    assert [unescape(i) for i in re.findall(r"<li>([^<]*)</li>", body)] == items and items
 
 
 def test_a_memory_written_as_markup_renders_as_text(served: Served) -> None:
@@ -218,6 +228,15 @@ def test_the_gate_is_strict_about_hosts_cookies_and_the_login_link(
         assert running.get("/", auth=False, headers={"Cookie": odd})[0] == 200
     finally:
         assert "Traceback" not in running.stop()
+    again = serve(running.root)  # a restart: the same token, so the session goes on
+    try:
+        assert again.get("/", auth=False, headers={"Cookie": session})[0] == 200
+        forged = session[:-1] + ("0" if session[-1] != "0" else "1")
+        assert again.get("/", auth=False, headers={"Cookie": forged})[0] == 401
+        assert again.get("/", auth=False,
+                         headers={"Cookie": "memory_es_session=é.1.ab"})[0] == 401
+    finally:
+        assert "Traceback" not in again.stop()
 
 
 def test_a_sick_root_still_gets_its_pages(served: Served) -> None:
@@ -244,3 +263,79 @@ def test_a_sick_root_still_gets_its_pages(served: Served) -> None:
     assert status == 404 and headers["content-type"].startswith("text/html")
     assert "no such page" in body
     assert served.get("/?through=0001-01-01")[0] == 400
+
+
+def test_markdown_keeps_memory_words_as_text() -> None:
+    """The profile's and index.md's Markdown: raw HTML shown as text, no image fetched, no
+    ``javascript:`` link, a line with a bidirectional override withheld whole."""
+    from memory_es.web.markdown import render
+
+    html = str(render("# Plans\n\n- <script>alert(1)</script> and <b>bold</b>\n"
+                      "- ![pixel](http://tracker.example/p.png)\n"
+                      "- [click](javascript:alert(1)) [ok](https://example.org/)\n"
+                      "- evil \u202eflipped\n"))
+    assert "<h1>Plans</h1>" in html and html.count("<li>") == 4
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
+    assert "<b>" not in html and "<img" not in html
+    assert 'href="javascript' not in html and '<a href="https://example.org/">ok</a>' in html
+    assert "\u202e" not in html and "[unsafe text withheld]" in html
+
+
+def test_a_large_graph_draws_the_most_connected_or_around_a_chosen_entity() -> None:
+    """Past 200 entities the picture keeps the most connected (a stable choice, in name
+    order on the circle); choosing an entity left out draws it with its neighbours."""
+    from memory_es.web.graph import MAX_DRAWN, Entity, Relation, layout
+
+    entities = tuple(Entity(f"e{i:03d}", f"name {i:03d}", "person", ("m",) * (i % 3))
+                     for i in range(MAX_DRAWN + 50))
+    hub, loner, friend = entities[-1], entities[-2], entities[-3]
+    relations = (*(Relation(hub.id, e.id, "knows", "m") for e in entities[:5]),
+                 Relation(loner.id, friend.id, "knows", "m"))
+    graph = layout(entities, relations)
+    drawn = [n.entity.id for n in graph.nodes]
+    assert len(drawn) == MAX_DRAWN and graph.partial and graph.focus is None
+    assert hub.id in drawn and loner.id in drawn and friend.id in drawn  # related ones first
+    assert drawn == sorted(drawn)  # name order on the circle, as names sort here
+    assert layout(entities, relations) == graph  # the same graph, the same picture
+    no_lines = [e.id for e in entities if not e.memories and e.id not in (
+        hub.id, loner.id, friend.id, *(e.id for e in entities[:5]))]
+    assert not set(no_lines[-5:]) & set(drawn)  # fewest lines, no relation: left out
+    around = layout(entities, relations, focus=entities[0].id)
+    assert [n.entity.id for n in around.nodes] == [entities[0].id, hub.id]
+    assert around.focus == entities[0].id and len(around.edges) == 1
+    alone = layout(entities, relations, focus=no_lines[-1])
+    assert [n.entity.id for n in alone.nodes] == [no_lines[-1]] and not alone.edges
+
+
+def test_an_entity_card_lists_its_lines(served: Served) -> None:
+    graph = [json.loads(line) for line in (served.root / "graph.jsonl").read_text().splitlines()]
+    entity = next(row for row in graph if row["kind"] == "entity" and row["name"] == "Morgan")
+    ids = [row["memory"] for row in graph
+           if row["kind"] == "association" and row["entity"] == entity["id"]]
+    expected = [m.text for m in MemoryRoot.open(served.root).memories(ids)]
+    status, _, body = served.get(f"/people?entity={entity['id']}")
+    assert status == 200 and expected
+    card = body.split('<section class="card">')[1].split("</section>")[0]
+    assert texts(card, "text") == expected
+    assert 'id="drawn">Drawn around Morgan' in body
+
+
+def test_sessions_are_bounded_and_signed_with_the_token() -> None:
+    """At most ``limit`` at once, idle ones end, none outlives its lifetime; a cookie issued
+    before a restart (another table, the same token) is taken, under another token not."""
+    from memory_es.web.guard import Sessions
+
+    now = [1_000_000.0]
+    table = Sessions("tok", limit=2, idle=60, lifetime=3600, clock=lambda: now[0])
+    first, second, third = table.start(), table.start(), table.start()
+    assert len(table) == 2 and table.valid(third) and table.valid(second)
+    restarted = Sessions("tok", limit=2, idle=60, lifetime=3600, clock=lambda: now[0])
+    assert restarted.valid(first)  # signed by the same token: it comes back after a restart
+    assert not Sessions("other", clock=lambda: now[0]).valid(first)
+    now[0] += 61
+    assert not table.valid(third) and not restarted.valid(first)  # idle too long
+    assert Sessions("tok", clock=lambda: now[0]).valid(first)  # a restart: idle time afresh
+    now[0] += 3600
+    assert not Sessions("tok", lifetime=3600, clock=lambda: now[0]).valid(first)  # too old
+    for bad in ("", "x", "a.b.c", first.replace(".", "!"), first + "0", "é" + first):
+        assert not Sessions("tok", clock=lambda: now[0]).valid(bad), bad

@@ -18,6 +18,7 @@ _FACE: dict[str, str] = {
     "CompletedTurn": "memory_es.intake",
     "ConfigError": "memory_es.errors",
     "IntegrityError": "memory_es.errors",
+    "JournalFilter": "memory_es.browse.journal_request",
     "LockTimeoutError": "memory_es.errors",
     "MemoryConfig": "memory_es.config",
     "MemoryEsError": "memory_es.errors",
@@ -35,6 +36,7 @@ __all__ = [
     "CompletedTurn",
     "ConfigError",
     "IntegrityError",
+    "JournalFilter",
     "LockTimeoutError",
     "MemoryConfig",
     "MemoryEsError",
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from memory_es.browse.journal_request import JournalFilter
     from memory_es.config import MemoryConfig, load_config
     from memory_es.errors import (
         ConfigError,

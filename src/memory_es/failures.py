@@ -50,7 +50,7 @@ USAGE_CODES: Final = frozenset({
     "recall_invalid_about", "recall_invalid_turn", "recall_query_conflict",
     "recall_invalid_argument", "calibrate_invalid_file",
     "calibrate_too_few", "calibrate_needs_embeddings", "journal_cursor_invalid",
-    "journal_invalid_date", "journal_invalid_limit",
+    "journal_invalid_date", "journal_invalid_limit", "journal_invalid_filter",
     "journal_invalid_range", "journal_invalid_request", "journal_invalid_zone",
     "journal_missing_range", "journal_range_too_long",
     "backup_malformed", "backup_inside_root", "backup_not_encrypted", "backup_secret_required",

@@ -227,9 +227,13 @@ def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True,
         if upto is not None and position > upto:
             break
         view.position = position
-        if topic.startswith(INTAKE_TOPIC_PREFIX):
-            view.apply(position, mapper.to_domain_event(StoredEvent(oid, version, topic, state),
-                                                        content=False))
+        if topic.startswith(INTAKE_TOPIC_PREFIX) or topic in FORGOTTEN_TOPICS:
+            event = mapper.to_domain_event(StoredEvent(oid, version, topic, state),
+                                           content=False)
+            if topic.startswith(INTAKE_TOPIC_PREFIX):
+                view.apply(position, event)
+            if topic in FORGOTTEN_TOPICS:
+                view.note_forget(position, event)
     return view
 
 

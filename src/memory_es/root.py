@@ -25,10 +25,18 @@ import apsw
 import msgspec
 
 from memory_es.browse.curation import CurateAudit, check_bujo, curate_audit, read_decisions
-from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, show_memory
+from memory_es.browse.inventory import (
+    MemoryDetail,
+    MemoryItem,
+    MemoryList,
+    list_memories,
+    memories_by_id,
+    show_memory,
+)
 from memory_es.browse.journal import MemoryJournal
 from memory_es.browse.journal_key import RootCursorKey
 from memory_es.browse.journal_page import JournalPage
+from memory_es.browse.journal_request import JournalFilter
 from memory_es.browse.reflect import (
     SOON_DAYS,
     Reflection,
@@ -67,6 +75,7 @@ from memory_es.history import (
     verified_journal_and_index,
 )
 from memory_es.intake import IntakeCounts, IntakeReport, IntakeView, utc_now
+from memory_es.intake.report import ForgetLog
 from memory_es.journal import (
     JOURNAL_FILE,
     MARKER_FILE,
@@ -93,7 +102,7 @@ from memory_es.vectors.kept import KeptMatrix
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
-from memory_es.worker import snapshot_state, worker_status
+from memory_es.worker import WorkerSnapshot, read_worker, snapshot_state, worker_status
 from projections.findings import Finding, HealthReport, with_findings
 from projections.health import audit
 from projections.replay import unreadable
@@ -217,6 +226,17 @@ class MemoryRoot:
             report = view.report(utc_now(), intake_id)
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog(),
                                        worker=worker_status(self.root))
+
+    def forgets(self) -> ForgetLog:
+        """Content-free forget receipts as the journal records them: how many, and the latest
+        50 (memory or turn id, instant, reason, keys destroyed), newest first."""
+        with self._folded() as view:
+            return view.forget_log()
+
+    def worker_snapshot(self) -> WorkerSnapshot:
+        """What the background worker last published (``.runtime/snapshot.json``, content-free)
+        beside whether one looks after this root now."""
+        return read_worker(self.root)
 
     def intake_counts(self) -> IntakeCounts:
         """:meth:`inspect`'s counts alone: no record listed (the web inspector's health page;
@@ -526,6 +546,12 @@ class MemoryRoot:
             return list_memories(conn, status=status, since=since, limit=limit,
                                  cursor=cursor, now=utc_now(), tz=self.time_zone)
 
+    def memories(self, ids: Sequence[str]) -> tuple[MemoryItem, ...]:
+        """The stored lines with these full ids, in that order (ids of no stored line are
+        left out): what a graph's entity card lists. Content-bearing, read-only."""
+        with self.index() as conn:
+            return memories_by_id(conn, ids, now=utc_now(), tz=self.time_zone)
+
     def show(self, memory_id: str) -> MemoryDetail:
         """``memory-es show``: everything stored about one memory (a full 64-hex id or a
         unique prefix of at least 8): text, status, currentness, capture metadata,
@@ -536,16 +562,19 @@ class MemoryRoot:
                                         checkpoint=True) as (opened, conn):
             return show_memory(conn, opened, memory_id, now=utc_now(), tz=self.time_zone)
 
-    def journal(self, request: Mapping[str, Any]) -> JournalPage:
+    def journal(self, request: Mapping[str, Any], *,
+                filters: JournalFilter | None = None) -> JournalPage:
         """MemoryJournal (I*), tool-shaped: ``fromDate``, ``throughDate``, ``timeZone`` and
         ``limit``, or exactly ``{"cursor": ...}`` from an earlier page of any handle on this root
-        (``journal_cursor_stale`` when the range's memories changed since its first page)."""
+        (``journal_cursor_stale`` when the range's memories changed since its first page).
+        ``filters`` narrows a first request (status, type, session, currentness) before the
+        snapshot is cut; its cursor carries them."""
         with self.index() as conn:
             if conn is None:
                 raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
                                     code="journal_unavailable")
             try:
-                return self._chronology.call(conn, request)
+                return self._chronology.call(conn, request, filters)
             except MemoryEsError as e:
                 # The tool's generic journal_unavailable hides SQLite's error (I14); here a
                 # generation SQLite cannot read is index_unreadable, as everywhere else

@@ -31,6 +31,11 @@ STATUS_TRANSITIONS: Final = {
 LIST_STATUSES: Final = ("open", "done", "scheduled", "migrated", "dropped", "superseded",
                         "invalidated")
 LIST_DEFAULT_LIMIT: Final = 50
+# What a journal filter may name (``memory-es journal --status/--currentness``): I14 keeps
+# dropped and invalidated rows out of the journal, so a filter never names them; the
+# currentness values are G14's.
+JOURNAL_STATUSES: Final = ("done", "migrated", "open", "scheduled", "superseded")
+JOURNAL_CURRENTNESS: Final = ("current", "ended", "superseded")
 LIST_MAX_LIMIT: Final = 1000
 
 # The ``source`` of a Remember line (J*): capture never supersedes one unless it was written

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -96,6 +97,41 @@ def worker_status(root: Path) -> WorkerStatus:
     if snapshot is None or snapshot.get("shutdown") != "running" or age > STALE_AFTER_SECONDS:
         return "stalled"
     return "running"
+
+
+QUEUE_FIELDS = ("due", "dead", "capture_retained", "embedding")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSnapshot:
+    """The worker's last published snapshot as an operator reads it (content-free): whether
+    a worker looks after the root now (:func:`worker_status`), what the file is
+    (:func:`snapshot_state`), its heartbeat and shutdown state, and the queues it counted."""
+
+    status: WorkerStatus
+    snapshot: SnapshotState
+    heartbeat: str | None = None
+    shutdown: str | None = None
+    queue: tuple[tuple[str, int | None], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "snapshot": self.snapshot, "heartbeat": self.heartbeat,
+                "shutdown": self.shutdown, "queue": dict(self.queue)}
+
+
+def read_worker(root: Path) -> WorkerSnapshot:
+    """:class:`WorkerSnapshot` of ``root``; a snapshot that is absent or invalid shows no
+    fields, never a guess."""
+    state, status = snapshot_state(root), worker_status(root)
+    data = read_snapshot(root) if state in ("current", "stale") else None
+    if data is None:
+        return WorkerSnapshot(status=status, snapshot=state)
+    queue = data.get("queue") if isinstance(data.get("queue"), dict) else {}
+    assert isinstance(queue, dict)
+    counted = tuple((name, value if isinstance(value, int) and not isinstance(value, bool)
+                     else None) for name in QUEUE_FIELDS for value in [queue.get(name)])
+    return WorkerSnapshot(status=status, snapshot=state, heartbeat=str(data["heartbeat"]),
+                          shutdown=str(data["shutdown"]), queue=counted)
 
 
 class WorkSource(Protocol):

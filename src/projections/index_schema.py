@@ -80,6 +80,9 @@ CAPTURE_DDL = (
     # A turn is read with the turn before it in its conversation, and a question's reply joins
     # the pool (recall.retrieve.candidates): neighbours by session in rowid order
     "CREATE INDEX IF NOT EXISTS memories_by_session ON memories (source_session, rowid)",
+    # MemoryJournal reads a civil range by instant (browse.journal): without this a range scans
+    # every memory
+    "CREATE INDEX IF NOT EXISTS memories_by_instant ON memories (recorded_at, id)",
     """CREATE TABLE IF NOT EXISTS entities (
         rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
         type TEXT NOT NULL)""",

@@ -122,6 +122,45 @@ class EventRef:
 
 
 @dataclass(frozen=True, slots=True)
+class StatusStep:
+    """One change of a memory's status, read from its journal events: the status it came into
+    being with (``before`` None), a lifecycle transition with its reason, a supersession with
+    the line that replaced it (``by``)."""
+
+    position: int
+    at: str
+    before: str | None
+    after: str
+    reason: str | None = None
+    by: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"position": self.position, "at": self.at, "from": self.before,
+                "to": self.after, "reason": self.reason, "by": self.by}
+
+
+def status_steps(events: Iterable[tuple[int, Any]]) -> tuple[StatusStep, ...]:
+    """The status history of one aggregate's decoded ``(position, event)`` pairs."""
+    steps: list[StatusStep] = []
+    current: str | None = None
+    for position, event in events:
+        name = type(event).__name__
+        after = getattr(event, "status", None)
+        if name in ("Recorded", "Captured", "Remembered"):
+            after = after or "open"  # an enhanced Remember starts open (K14)
+        elif name in ("Forgotten", "MigrationForgotten"):
+            after = "forgotten"
+        elif name not in ("StatusChanged", "Superseded"):
+            continue
+        if not isinstance(after, str) or after == current:
+            continue
+        steps.append(StatusStep(position, iso_ms(event.timestamp), current, after,
+                                getattr(event, "reason", None), getattr(event, "by", None)))
+        current = after
+    return tuple(steps)
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryDetail:
     """Everything stored about one memory (``memory-es show``)."""
 
@@ -136,6 +175,7 @@ class MemoryDetail:
     supersedes: tuple[Link, ...]  # older lines this one replaced, nearest first
     superseded_by: tuple[Link, ...]  # newer lines that replaced this one, nearest first
     events: tuple[EventRef, ...] = field(default=())
+    status_history: tuple[StatusStep, ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
         m = self.memory
@@ -150,6 +190,7 @@ class MemoryDetail:
             "supersedes": [link.to_json() for link in self.supersedes],
             "supersededBy": [link.to_json() for link in self.superseded_by],
             "events": [e.to_json() for e in self.events],
+            "statusHistory": [s.to_json() for s in self.status_history],
         }
 
 
@@ -238,6 +279,21 @@ def _items(conn: apsw.Connection, rows: Sequence[Any], now: datetime,
             source=Source(session=row[5], intake_id=row[6]), valid_from=candidate.valid_from,
             valid_to=candidate.valid_to, due_at=candidate.due_at, insight=candidate.insight))
     return tuple(items)
+
+
+def memories_by_id(conn: apsw.Connection | None, ids: Sequence[str], *, now: datetime,
+                   tz: tzinfo | None = None) -> tuple[MemoryItem, ...]:
+    """The stored lines among the full ids ``ids``, in that order (an id that names no
+    stored line is left out: a forgotten line, a graph row ahead of the index)."""
+    if conn is None or not ids:
+        return ()
+    found: dict[str, Any] = {}
+    for start in range(0, len(ids), 500):  # under SQLite's bound on parameters
+        chunk = list(ids[start:start + 500])
+        found.update((row[0], row) for row in conn.execute(
+            f"SELECT {_COLUMNS} FROM memories m WHERE m.id IN "
+            f"({','.join('?' * len(chunk))})", chunk))
+    return _items(conn, [found[i] for i in dict.fromkeys(ids) if i in found], now, tz)
 
 
 def list_memories(conn: apsw.Connection | None, *, status: str | None = None,
@@ -338,20 +394,23 @@ def show_memory(conn: apsw.Connection | None, opened: OpenedJournal | None, memo
             (memory,))]
 
     events: tuple[EventRef, ...] = ()
+    steps: tuple[StatusStep, ...] = ()
     if opened is not None:
         aggregate = memory_uuid(full)
         mapper = opened.app.mapper
-        decoded: list[EventRef] = []
+        decoded: list[tuple[int, Any]] = []
+        refs: list[EventRef] = []
         for position, version, topic, state in opened.aggregate_rows(aggregate):
             event: Any = mapper.to_domain_event(StoredEvent(aggregate, version, topic, state))
-            decoded.append(EventRef(position, version, topic, iso_ms(event.timestamp)))
-        events = tuple(decoded)
+            decoded.append((position, event))
+            refs.append(EventRef(position, version, topic, iso_ms(event.timestamp)))
+        events, steps = tuple(refs), status_steps(decoded)
     labels = tuple(x for x in str(meta[0][0]).split(",") if x) if meta else None
     return MemoryDetail(
         memory=item, day=row[7], tier=row[8], origin=row[9], labels=labels,
         scope=meta[0][1] if meta else None,
         salience=float(meta[0][2]) if meta else None, entities=entities,
         supersedes=_chain(conn, full, older), superseded_by=_chain(conn, full, newer),
-        events=events)
+        events=events, status_history=steps)
 
 

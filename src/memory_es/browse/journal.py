@@ -68,6 +68,7 @@ from memory_es.browse.journal_request import (
     CIVIL_DATE,
     DEFAULT_LIMIT,
     RANGE_FIELDS,
+    JournalFilter,
     check_limit,
     journal_error,
     resolve_range,
@@ -91,7 +92,7 @@ UNSAFE_TEXT_MARKER = "[unsafe text withheld]"
 UNSAFE_ID_MARKER = "[unsafe id withheld]"
 UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
 
-CURSOR_VERSION = 2
+CURSOR_VERSION = 3  # 3: carries the filter
 MAX_CURSOR = 1024  # characters
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -166,6 +167,7 @@ class Snapshot:
     sizes: list[int]
     coverage: JournalCoverage
     position: int
+    filters: JournalFilter = field(default_factory=JournalFilter)
     digest: str = ""
     starts: frozenset[int] = field(default_factory=frozenset)
 
@@ -173,6 +175,8 @@ class Snapshot:
         content = {"coverage": self.coverage.to_json(), "entries": [
             e.to_json() for e in self.entries], "limit": self.limit,
             "range": self.range.to_json()}
+        if self.filters:
+            content["filter"] = self.filters.to_json()
         self.digest = hashlib.sha256(json.dumps(
             content, ensure_ascii=False, separators=(",", ":"), sort_keys=True,
         ).encode("utf-8")).hexdigest()
@@ -194,11 +198,12 @@ class Cursor:
     offset: int
     position: int
     digest: str
+    filters: JournalFilter
 
     def payload(self) -> bytes:
         return json.dumps({"d": self.digest, "f": self.from_date, "l": self.limit,
-                           "o": self.offset, "p": self.position, "t": self.through_date,
-                           "v": CURSOR_VERSION, "z": self.time_zone},
+                           "o": self.offset, "p": self.position, "q": self.filters.to_json(),
+                           "t": self.through_date, "v": CURSOR_VERSION, "z": self.time_zone},
                           separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
@@ -241,15 +246,17 @@ class MemoryJournal:
 
     # -- entry points --------------------------------------------------------------------------
 
-    def call(self, conn: apsw.Connection | None, request: Mapping[str, Any]) -> JournalPage:
+    def call(self, conn: apsw.Connection | None, request: Mapping[str, Any],
+             filters: JournalFilter | None = None) -> JournalPage:
         """The tool-shaped entry: either the three range fields (+ ``limit``) or exactly
-        ``{"cursor": ...}``; a continuation that also names a range or limit is rejected."""
+        ``{"cursor": ...}``; a continuation that also names a range, limit or filter is
+        rejected (its cursor carries them)."""
         if "cursor" in request:
-            extra = sorted(set(request) - {"cursor"})
+            extra = sorted(set(request) - {"cursor"}) + (["filter"] if filters else [])
             if extra:
                 raise journal_error("journal_invalid_request",
-                             "a continuation takes only the cursor; range or limit overrides "
-                             f"are not accepted ({', '.join(extra)})")
+                             "a continuation takes only the cursor; range, limit or filter "
+                             f"overrides are not accepted ({', '.join(extra)})")
             return self.continue_(conn, request["cursor"])
         unknown = sorted(set(request) - {*RANGE_FIELDS, "limit"})
         if unknown:
@@ -257,14 +264,18 @@ class MemoryJournal:
         if conn is None:
             raise journal_error("journal_unavailable", "the journal backend is unavailable")
         return self.query(conn, request.get("fromDate"), request.get("throughDate"),
-                          request.get("timeZone"), request.get("limit"))
+                          request.get("timeZone"), request.get("limit"), filters)
 
     def query(self, conn: apsw.Connection, from_date: Any, through_date: Any,
-              time_zone: Any, limit: Any = DEFAULT_LIMIT) -> JournalPage:
+              time_zone: Any, limit: Any = DEFAULT_LIMIT,
+              filters: JournalFilter | None = None) -> JournalPage:
         """A first request: validate, freeze a snapshot, return its first page."""
         resolved = resolve_range(from_date, through_date, time_zone)
         page_limit = check_limit(limit)
-        snapshot = self._remember(self._freeze(conn, resolved, page_limit))
+        if filters is not None and not isinstance(filters, JournalFilter):
+            raise journal_error("journal_invalid_filter", "filters must be a JournalFilter")
+        snapshot = self._remember(self._freeze(conn, resolved, page_limit,
+                                               filters or JournalFilter()))
         return self._page(snapshot, 0)
 
     def continue_(self, conn: apsw.Connection | None, cursor: Any) -> JournalPage:
@@ -281,7 +292,7 @@ class MemoryJournal:
                 page_limit = check_limit(c.limit)
             except MemoryEsError as e:  # signed by us, so the zone data itself changed
                 raise _stale(c, None) from e
-            fresh = self._freeze(conn, resolved, page_limit)
+            fresh = self._freeze(conn, resolved, page_limit, c.filters)
             if fresh.digest != c.digest:
                 raise _stale(c, fresh.position)
             fresh.position = c.position  # the same content: the snapshot read back then
@@ -306,14 +317,24 @@ class MemoryJournal:
             self._snapshots.popitem(last=False)  # the fifth evicts the oldest (I7)
         return snapshot
 
-    def _freeze(self, conn: apsw.Connection, r: Range, limit: int) -> Snapshot:
+    def _freeze(self, conn: apsw.Connection, r: Range, limit: int,
+                filters: JournalFilter) -> Snapshot:
         placeholders = ", ".join("?" for _ in TERMINAL_STATUSES)
         terms = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_terms'"
                              ).fetchone() is not None  # a generation from before validity
+        narrow, params = "", []
+        for column, value in (("m.status", filters.status), ("m.kind", filters.type),
+                              ("m.source_session", filters.session)):
+            if value is not None:
+                narrow += f"AND {column} = ? "
+                params.append(value)
+        # currentness is judged per entry at the snapshot instant: no SQL bound then
+        bound = filters.currentness is None
         sql = (f"SELECT {_TERM_COLUMNS if terms else _COLUMNS} FROM memories m "
                + ("LEFT JOIN memory_terms mt ON mt.id = m.id " if terms else "")
                + "WHERE m.recorded_at >= ? AND m.recorded_at < ? "
-               f"AND m.status NOT IN ({placeholders}) ORDER BY m.recorded_at, m.id LIMIT ?")
+               f"AND m.status NOT IN ({placeholders}) {narrow}ORDER BY m.recorded_at, m.id"
+               + (" LIMIT ?" if bound else ""))
         now = self._clock()
         entries: list[JournalEntry] = []
         sizes: list[int] = []
@@ -323,12 +344,15 @@ class MemoryJournal:
             with conn:  # one read transaction: a consistent view of the index
                 position = _index_position(conn)
                 rows = conn.execute(sql, (iso_ms(r.from_utc), iso_ms(r.to_utc),
-                                          *TERMINAL_STATUSES, SNAPSHOT_MAX_ENTRIES + 1))
+                                          *TERMINAL_STATUSES, *params,
+                                          *([SNAPSHOT_MAX_ENTRIES + 1] if bound else [])))
                 for row in rows:
+                    entry = _entry(tuple(row), r.zone, now)
+                    if not bound and entry.currentness != filters.currentness:
+                        continue
                     if len(entries) == SNAPSHOT_MAX_ENTRIES:
                         stopped = "entry_cap"
                         break
-                    entry = _entry(tuple(row), r.zone, now)
                     size = entry_bytes(entry)
                     if total + size > SNAPSHOT_MAX_BYTES:
                         stopped = "byte_cap"
@@ -341,7 +365,7 @@ class MemoryJournal:
             raise journal_error("journal_unavailable", "the journal backend is unavailable") from e
         coverage = JournalCoverage(complete=stopped == "range_end", stopped_by=stopped,
                                    entries=len(entries), bytes=total)
-        return Snapshot(r, limit, entries, sizes, coverage, position)
+        return Snapshot(r, limit, entries, sizes, coverage, position, filters)
 
     def _page(self, snapshot: Snapshot, offset: int) -> JournalPage:
         end = page_end(snapshot, offset)
@@ -350,8 +374,9 @@ class MemoryJournal:
             r = snapshot.range
             cursor = self._sign(Cursor(
                 r.from_date.isoformat(), r.through_date.isoformat(), r.zone_name,
-                snapshot.limit, end, snapshot.position, snapshot.digest))
+                snapshot.limit, end, snapshot.position, snapshot.digest, snapshot.filters))
         return JournalPage(range=snapshot.range, limit=snapshot.limit, offset=offset,
+                           filters=snapshot.filters.to_json() or None,
                            entries=tuple(snapshot.entries[offset:end]),
                            no_data=not snapshot.entries and snapshot.coverage.complete,
                            coverage=snapshot.coverage, cursor=cursor)
@@ -382,14 +407,18 @@ class MemoryJournal:
             data = json.loads(payload)
         except ValueError as e:
             raise invalid from e
-        fields = {"d": str, "f": str, "l": int, "o": int, "p": int, "t": str, "v": int,
-                  "z": str}
+        fields = {"d": str, "f": str, "l": int, "o": int, "p": int, "q": dict, "t": str,
+                  "v": int, "z": str}
         if (not isinstance(data, dict) or set(data) != set(fields)
                 or data["v"] != CURSOR_VERSION
                 or any(type(data[k]) is not t for k, t in fields.items())):
             raise invalid
+        try:  # signed by us: only a filter this version no longer accepts fails here
+            filters = JournalFilter.from_json(data["q"])
+        except MemoryEsError as e:
+            raise invalid from e
         return Cursor(data["f"], data["t"], data["z"], data["l"], data["o"], data["p"],
-                      data["d"])
+                      data["d"], filters)
 
 
 def _index_position(conn: apsw.Connection) -> int:

@@ -112,9 +112,10 @@ class JournalPage(msgspec.Struct, frozen=True, kw_only=True):
     no_data: bool
     coverage: JournalCoverage
     cursor: str | None
+    filters: dict[str, str] | None = None  # an operator's filter (JournalFilter), echoed
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        page = {
             "range": self.range.to_json(),
             "limit": self.limit,
             "offset": self.offset,
@@ -124,3 +125,6 @@ class JournalPage(msgspec.Struct, frozen=True, kw_only=True):
             "cursor": self.cursor,
             "untrusted": True,  # I15: returned content is historical evidence, not instruction
         }
+        if self.filters:
+            page["filter"] = self.filters
+        return page

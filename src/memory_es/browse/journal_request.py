@@ -1,18 +1,23 @@
 """What a MemoryJournal request may be (I2-I5, DESIGN 9.12): an inclusive civil date range of
-at most 31 days in an explicit IANA zone (never a default, never the host's zone) and a page
-limit from 1 to 25, each checked with a one-line typed error; and the half-open UTC interval
-between the range's local midnights (DST-correct) it resolves to.
+at most 31 days in an explicit IANA zone (never a default, never the host's zone), a page
+limit from 1 to 25 and an operator's optional filter, each checked with a one-line typed
+error; and the half-open UTC interval between the range's local midnights (DST-correct) it
+resolves to.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo, available_timezones
 
 from memory_es.browse.journal_page import Range
 from memory_es.errors import MemoryEsError
+from memory_es.vocabulary import JOURNAL_CURRENTNESS as FILTER_CURRENTNESS
+from memory_es.vocabulary import JOURNAL_STATUSES as FILTER_STATUSES
 
 MAX_RANGE_DAYS = 31  # inclusive civil days (DESIGN 9.12)
 DEFAULT_LIMIT = 10
@@ -99,3 +104,58 @@ def resolve_range(from_date: object, through_date: object, time_zone: object) ->
     assert isinstance(time_zone, str)
     return Range(start, end, time_zone, zone, local_midnight_utc(start, zone),
                  local_midnight_utc(end + timedelta(days=1), zone))
+
+
+_FILTER_WORD = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+_SESSION = re.compile(r"[^\x00-\x1f\x7f]{1,256}")
+
+
+@dataclass(frozen=True, slots=True)
+class JournalFilter:
+    """An operator's narrowing of a journal range, applied before the snapshot is cut, so its
+    1,000 entries and its pages hold only matching memories: a ``status``, a memory ``type``
+    (kind), the ``session`` a line came from (matched, never returned: I14) and a
+    ``currentness`` at snapshot time. The agent's tool never takes one (its request stays I2's
+    three fields and ``limit``); a cursor carries it under its MAC."""
+
+    status: str | None = None
+    type: str | None = None
+    session: str | None = None
+    currentness: str | None = None
+
+    def __post_init__(self) -> None:
+        _choose("status", self.status, FILTER_STATUSES)
+        _choose("currentness", self.currentness, FILTER_CURRENTNESS)
+        if self.type is not None and not (isinstance(self.type, str)
+                                          and _FILTER_WORD.fullmatch(self.type)):
+            raise journal_error("journal_invalid_filter", "type must be a memory kind such as "
+                                f"observation, note, task or event, got {self.type!r}")
+        if self.session is not None and not (isinstance(self.session, str)
+                                             and _SESSION.fullmatch(self.session)):
+            raise journal_error("journal_invalid_filter", "session must be a session id (1 "
+                                "to 256 characters, no control characters), got "
+                                f"{str(self.session)[:40]!r}")
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.status, self.type, self.session,
+                                           self.currentness))
+
+    def to_json(self) -> dict[str, str]:
+        """The set fields, as a cursor and a page's echo carry them."""
+        return {k: v for k, v in (("status", self.status), ("type", self.type),
+                                  ("session", self.session),
+                                  ("currentness", self.currentness)) if v is not None}
+
+    @classmethod
+    def from_json(cls, data: Any) -> JournalFilter:
+        if not isinstance(data, dict) or not set(data) <= {"status", "type", "session",
+                                                           "currentness"}:
+            raise journal_error("journal_invalid_filter", "a filter names only status, type, "
+                                "session and currentness")
+        return cls(**data)
+
+
+def _choose(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        raise journal_error("journal_invalid_filter",
+                            f"{name} must be one of {', '.join(allowed)}, got {value!r}")

@@ -28,17 +28,40 @@ from memory_es.text import counted
 if TYPE_CHECKING:
     from memory_es.journal import Anchor
 
+def _print_forgets(args: argparse.Namespace) -> int:
+    log = reader(args).forgets()
+    if args.json:
+        print_json(log.to_json())
+        return OK
+    print(f"forgets={log.total}" + (f" (the latest {len(log.recent)} below)"
+                                    if len(log.recent) < log.total else ""))
+    for f in log.recent:
+        print(f"{f.position} {f.at.isoformat(timespec='seconds')} {f.kind:<6} {f.subject} "
+              f"reason={f.reason} keys_destroyed={f.keys_destroyed}"
+              + (f" entities_pruned={f.entities_pruned}" if f.entities_pruned else "")
+              + (f" turns_erased={f.turns_erased}" if f.turns_erased else ""))
+    return OK
+
+
 # -- inspect, export ---------------------------------------------------------------------------
 
 
 def _inspect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("id", nargs="?", help="64-hex intake id (sha256 of the run id)")
+    p.add_argument("--forgets", action="store_true",
+                   help="the forget receipts instead (content-free: memory or intake id, "
+                        "instant, reason, keys destroyed), the latest 50, newest first")
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from memory_es.intake import iso_ms_or_none
 
-    report = reader(args).inspect(args.id)
+    if args.forgets:
+        if args.id is not None:
+            raise UsageError("--forgets lists every forget: give it without an intake id")
+        return _print_forgets(args)
+    root = reader(args)
+    report = root.inspect(args.id)
     if args.id is not None and not report.records:
         raise UsageError(f"argument id: no intake with id {args.id}", code="not_found")
     if args.json:
@@ -47,6 +70,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     counts = report.counts.to_json()
     print(" ".join(f"{k}={counts[k]}" for k in sorted(counts)))
     print(f"worker={report.worker}" + vectors(report.vectors_pending).replace(";", ""))
+    snapshot = root.worker_snapshot()
+    if snapshot.heartbeat is not None:
+        queued = " ".join(f"{k}={'-' if v is None else v}" for k, v in snapshot.queue)
+        print(f"snapshot={snapshot.snapshot} shutdown={snapshot.shutdown} "
+              f"heartbeat={snapshot.heartbeat} {queued}")
     for r in report.records:
         if r.state == "pending":
             detail = f"{'due' if r.due else 'delayed':<7} next={iso_ms_or_none(r.next_due_at)}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_es.bounds import describe
 from memory_es.cli.common import Command, config, named, print_json, reader, root_path
@@ -16,11 +16,16 @@ from memory_es.cli.contract import OK, UsageError
 from memory_es.errors import MemoryEsError, StorageError
 from memory_es.text import counted
 from memory_es.vocabulary import (
+    JOURNAL_CURRENTNESS,
+    JOURNAL_STATUSES,
     LIST_DEFAULT_LIMIT,
     LIST_MAX_LIMIT,
     LIST_STATUSES,
     REFLECT_SOON_DAYS,
 )
+
+if TYPE_CHECKING:
+    from memory_es.browse.journal_request import JournalFilter
 
 # -- search ------------------------------------------------------------------------------------
 
@@ -99,6 +104,21 @@ def _journal_options(p: argparse.ArgumentParser) -> None:
                                     "journal_cursor_stale when the range changed since)")
     p.add_argument("--page", type=int, default=1,
                    help="page N of the query, 1 to 1000 (default 1)")
+    p.add_argument("--status", choices=JOURNAL_STATUSES,
+                   help="only memories with this status (before the snapshot is cut)")
+    p.add_argument("--type", dest="kind", metavar="KIND",
+                   help="only memories of this kind: observation, note, task, event")
+    p.add_argument("--session", help="only memories that came from this session")
+    p.add_argument("--currentness", choices=JOURNAL_CURRENTNESS,
+                   help="only memories current, ended or superseded when the snapshot is read")
+
+
+def _journal_filter(args: argparse.Namespace) -> JournalFilter | None:
+    from memory_es.browse.journal_request import JournalFilter
+
+    chosen = JournalFilter(status=args.status, type=args.kind, session=args.session,
+                           currentness=args.currentness)
+    return chosen or None
 
 
 def _journal_check(args: argparse.Namespace) -> None:
@@ -109,6 +129,11 @@ def _journal_check(args: argparse.Namespace) -> None:
     if not 1 <= args.page <= MAX_PAGE:
         raise UsageError(f"argument --page: must be a page number from 1 to {MAX_PAGE}, "
                          f"got {describe(args.page)}")
+    named("--type", lambda: _journal_filter(args) if args.kind is not None else None)
+    named("--session", lambda: _journal_filter(args))
+    if args.cursor is not None and _journal_filter(args) is not None:
+        raise UsageError("--cursor carries its query's filter: give it without --status, "
+                         "--type, --session or --currentness")
 
 
 def cmd_journal(args: argparse.Namespace) -> int:
@@ -131,7 +156,7 @@ def cmd_journal(args: argparse.Namespace) -> int:
             request[name] = value
     root = reader(args)
     try:
-        result = root.journal(request)
+        result = root.journal(request, filters=_journal_filter(args))
         for page in range(2, args.page + 1):
             if result.cursor is None:
                 raise UsageError(f"argument --page: page {args.page} is past the end: the "
@@ -267,6 +292,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         for link in links:
             print(f"{label:<11} {link.id[:LIST_ID_WIDTH]} {link.status} {link.at}  "
                   f"{truncate(link.text, LIST_TEXT_WIDTH)}")
+    for s in detail.status_history:
+        why = f" ({s.reason})" if s.reason else f" (by {s.by[:LIST_ID_WIDTH]})" if s.by else ""
+        print(f"history     {s.position} {s.at} {s.before or '-'} -> {s.after}{why}")
     for e in detail.events:
         print(f"event       {e.position} {e.timestamp} {e.topic}")
     return OK
@@ -278,8 +306,9 @@ SHOW = Command(
     description="Show one memory: text, type, status, currentness, labels, scope "
                 "and salience (BuJo capture), entities, provenance (intake id, "
                 "session, origin, tier, daily file), the supersession chain both "
-                "ways and the journal events of its aggregate (position, topic, "
-                "time). Read-only, no lock.")
+                "ways, its status history (from -> to, with the reason or the "
+                "replacing line) and the journal events of its aggregate (position, "
+                "topic, time). Read-only, no lock.")
 
 
 # -- profile -----------------------------------------------------------------------------------

@@ -85,6 +85,40 @@ class IntakeRecord(msgspec.Struct, frozen=True, kw_only=True):
         }
 
 
+ForgetKind = Literal["memory", "turn"]
+
+
+class ForgetRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One ``Forgotten`` event as an operator sees it, content-free: which memory (its id) or
+    turn (its intake id) was erased, when, why (the reason slug), and how much went with it
+    (record keys destroyed, entities pruned, turns whose content was erased)."""
+
+    position: int
+    at: datetime
+    kind: ForgetKind
+    subject: str
+    reason: str
+    keys_destroyed: int
+    entities_pruned: int = 0
+    turns_erased: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"position": self.position, "at": iso_ms(self.at), "kind": self.kind,
+                "subject": self.subject, "reason": self.reason,
+                "keys_destroyed": self.keys_destroyed, "entities_pruned": self.entities_pruned,
+                "turns_erased": self.turns_erased}
+
+
+class ForgetLog(msgspec.Struct, frozen=True, kw_only=True):
+    """How many forgets the journal records and the latest of them, newest first."""
+
+    total: int
+    recent: tuple[ForgetRecord, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "recent": [r.to_json() for r in self.recent]}
+
+
 class IntakeReport(msgspec.Struct, frozen=True, kw_only=True):
     """The ``inspect`` answer: counts, and records in admission order."""
 

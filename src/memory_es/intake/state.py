@@ -6,6 +6,7 @@ schedule (``failure_event``), and the report an operator inspects (C1, C2).
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from datetime import datetime, timedelta
 from typing import Any, cast, get_args
 
@@ -14,6 +15,8 @@ import msgspec
 from memory_es.events import Intake
 from memory_es.intake.report import (
     FailureCategory,
+    ForgetLog,
+    ForgetRecord,
     IntakeCounts,
     IntakeRecord,
     IntakeReport,
@@ -23,6 +26,7 @@ from memory_es.intake.report import (
 )
 
 MAX_ATTEMPTS = 16  # B7
+FORGET_LOG = 50  # the latest forgets a view keeps for the operator (the journal has them all)
 BASE_DELAY = timedelta(minutes=1)
 MAX_DELAY = timedelta(hours=6)
 CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
@@ -136,6 +140,22 @@ class IntakeView:
         # The journal position folded up to (every event, intake or not): where a store on a
         # shared journal goes on folding what other hosts appended.
         self.position = 0
+        self.forgets: deque[ForgetRecord] = deque(maxlen=FORGET_LOG)
+        self.forget_total = 0
+
+    def note_forget(self, position: int, event: Any) -> None:
+        """A ``Memory.Forgotten`` or ``Intake.Forgotten`` event, kept content-free."""
+        memory = getattr(event, "memory_id", None)
+        self.forgets.append(ForgetRecord(
+            position=position, at=event.timestamp, kind="turn" if memory is None else "memory",
+            subject=str(memory if memory is not None else getattr(event, "run_hash", "")),
+            reason=str(event.reason), keys_destroyed=len(event.key_ids),
+            entities_pruned=len(getattr(event, "entity_ids", ())),
+            turns_erased=len(getattr(event, "run_hashes", ()))))
+        self.forget_total += 1
+
+    def forget_log(self) -> ForgetLog:
+        return ForgetLog(total=self.forget_total, recent=tuple(reversed(self.forgets)))
 
     def apply(self, position: int, event: object) -> None:
         if isinstance(event, Intake.Admitted):

@@ -22,6 +22,7 @@ from memory_es.bounds import check_intake_id, check_seconds
 from memory_es.browse.curation import check_bujo
 from memory_es.browse.inventory import MemoryDetail, MemoryList
 from memory_es.browse.journal_page import JournalPage
+from memory_es.browse.journal_request import JournalFilter
 from memory_es.capture.models import ChatModel
 from memory_es.capture.pipeline import capture_processor
 from memory_es.config import MemoryConfig
@@ -334,9 +335,10 @@ class MemoryStore:
         return self.reads.profile()
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
-                limit: int = 10) -> JournalPage:
-        """MemoryJournal (I*): memories recorded between two civil dates in an IANA zone."""
-        return self.reads.journal(from_date, through_date, time_zone, limit)
+                limit: int = 10, *, filters: JournalFilter | None = None) -> JournalPage:
+        """MemoryJournal (I*): memories recorded between two civil dates in an IANA zone,
+        narrowed by ``filters`` (status, type, session, currentness) when given."""
+        return self.reads.journal(from_date, through_date, time_zone, limit, filters)
 
     def journal_continue(self, cursor: str) -> JournalPage:
         """The page a signed MemoryJournal cursor names, from any handle on this root (I*)."""

@@ -20,6 +20,7 @@ from memory_es.browse.inventory import MemoryDetail, MemoryList, list_memories, 
 from memory_es.browse.journal import MemoryJournal
 from memory_es.browse.journal_key import RootCursorKey
 from memory_es.browse.journal_page import JournalPage
+from memory_es.browse.journal_request import JournalFilter
 from memory_es.config import MemoryConfig
 from memory_es.errors import IndexUnavailableError, InvalidArgumentError
 from memory_es.history import iter_events
@@ -163,10 +164,10 @@ class StoreReads:
             return self.recaller().profile(conn, now=self._clock())
 
     def journal(self, from_date: str, through_date: str, time_zone: str,
-                limit: int) -> JournalPage:
+                limit: int, filters: JournalFilter | None = None) -> JournalPage:
         with self._journal.exclusive():
             return self._chronology.query(self._projections.get().index.conn, from_date,
-                                          through_date, time_zone, limit)
+                                          through_date, time_zone, limit, filters)
 
     def journal_continue(self, cursor: str) -> JournalPage:
         with self._journal.exclusive():

@@ -23,6 +23,7 @@ def require_web() -> None:
     """The web stack is the ``[web]`` extra: say how to get it instead of a traceback."""
     try:
         import jinja2  # noqa: F401
+        import markdown_it  # noqa: F401
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as e:
@@ -52,7 +53,7 @@ def build_app(root: MemoryRoot, *, token: str, hosts: tuple[str, ...], port: int
         Mount("/static", StaticFiles(packages=[("memory_es.web", "static")]), name="static"),
     ])
     code = login if login is not None else LoginCode()
-    return guard(app, token=token, hosts=hosts, port=port, sessions=Sessions(),
+    return guard(app, token=token, hosts=hosts, port=port, sessions=Sessions(token),
                  login=code), code
 
 

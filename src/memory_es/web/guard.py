@@ -6,8 +6,11 @@
   are ``serve-mcp``'s, :func:`memory_es.serve.http.read_token`) or the cookie of a browser
   session. A browser gets one by opening the one-time login link printed at start
   (``/login/<code>``: good once, for :data:`LOGIN_SECONDS`); the code is not the token, and
-  neither is ever logged. Sessions are bounded: at most :data:`MAX_SESSIONS` (the least recently
-  used goes first), each ended after :data:`SESSION_IDLE_SECONDS` without a request.
+  neither is ever logged. Sessions are bounded: at most :data:`MAX_SESSIONS` at once (the least
+  recently used goes first), each ended after :data:`SESSION_IDLE_SECONDS` without a request
+  and :data:`SESSION_MAX_SECONDS` after sign-in. A session's cookie is signed with a key
+  derived from the token, so it outlives a restart of ``serve-web`` (the signature and the
+  sign-in instant are checked again; its idle time starts afresh) and dies with the token.
 - **Host and Origin.** The ``Host`` must name the bound address and port (a loopback bind:
   every loopback name; one ``Host`` header; 421 otherwise) and a browser's ``Origin``, when
   sent, the same (403): a page elsewhere cannot reach the inspector through DNS rebinding.
@@ -33,6 +36,7 @@ LOGIN_SECONDS: Final = 3600.0
 COOKIE: Final = "memory_es_session"
 MAX_SESSIONS: Final = 16
 SESSION_IDLE_SECONDS: Final = 8 * 3600.0
+SESSION_MAX_SECONDS: Final = 7 * 24 * 3600.0
 METHODS: Final = ("GET", "HEAD")
 POLICY: Final = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
                  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -48,29 +52,53 @@ Clock = Callable[[], float]
 
 
 class Sessions:
-    """Browser sessions: random ids, least recently used first out, idle ones expire."""
+    """Browser sessions: a cookie ``<id>.<signed-in instant>.<HMAC>`` under a key derived from
+    the token; the live ones in a table, least recently used first out, idle ones expire. A
+    cookie this process has not seen (it was issued before a restart) joins the table when
+    its signature holds and it is younger than ``lifetime``."""
 
-    def __init__(self, *, limit: int = MAX_SESSIONS, idle: float = SESSION_IDLE_SECONDS,
-                 clock: Clock = time.monotonic) -> None:
+    def __init__(self, token: str, *, limit: int = MAX_SESSIONS,
+                 idle: float = SESSION_IDLE_SECONDS, lifetime: float = SESSION_MAX_SECONDS,
+                 clock: Clock = time.time) -> None:
+        self._key = hmac.new(token.encode(), b"memory-es web session", "sha256").digest()
         self._seen: OrderedDict[str, float] = OrderedDict()
-        self._limit, self._idle, self._clock = limit, idle, clock
+        self._limit, self._idle, self._lifetime, self._clock = limit, idle, lifetime, clock
+
+    def _sign(self, body: str) -> str:
+        return hmac.new(self._key, body.encode(), "sha256").hexdigest()
 
     def start(self) -> str:
-        sid = secrets.token_urlsafe(32)
-        self._seen[sid] = self._clock()
+        body = f"{secrets.token_urlsafe(24)}.{int(self._clock())}"
+        cookie = f"{body}.{self._sign(body)}"
+        self._admit(cookie)
+        return cookie
+
+    def _admit(self, cookie: str) -> None:
+        self._seen[cookie] = self._clock()
         while len(self._seen) > self._limit:
             self._seen.popitem(last=False)
-        return sid
 
-    def valid(self, sid: str) -> bool:
+    def valid(self, cookie: str) -> bool:
         now = self._clock()
-        last = self._seen.get(sid)
-        if last is None or now - last > self._idle:
-            self._seen.pop(sid, None)
+        last = self._seen.get(cookie)
+        if last is None:
+            if not self._genuine(cookie, now):
+                return False
+            self._admit(cookie)  # signed in before this process started
+        elif now - last > self._idle or not self._genuine(cookie, now):
+            self._seen.pop(cookie, None)
             return False
-        self._seen[sid] = now
-        self._seen.move_to_end(sid)
+        self._seen[cookie] = now
+        self._seen.move_to_end(cookie)
         return True
+
+    def _genuine(self, cookie: str, now: float) -> bool:
+        body, _, mac = cookie.rpartition(".")
+        issued = body.rpartition(".")[2]
+        if not (cookie.isascii() and body and issued.isdigit()
+                and hmac.compare_digest(mac, self._sign(body))):
+            return False
+        return 0 <= now - int(issued) <= self._lifetime
 
     def __len__(self) -> int:
         return len(self._seen)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo
@@ -21,15 +21,20 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from memory_es.browse.journal_request import JournalFilter
 from memory_es.errors import MemoryEsError
 from memory_es.failures import REFUSED, USAGE, classify
 from memory_es.root import MemoryRoot
-from memory_es.web.graph import read_graph
+from memory_es.vocabulary import JOURNAL_CURRENTNESS, JOURNAL_STATUSES
+from memory_es.web.graph import MAX_DRAWN, read_graph
+from memory_es.web.markdown import render as render_markdown
 
 TIMELINE_DAYS: Final = 7  # the range the timeline opens on, ending today
 PAGE_LIMIT: Final = 25  # MemoryJournal's largest page
 SEARCH_LIMIT: Final = 10
+CARD_LINES: Final = 50  # an entity card's lines at most
 INDEX_FILE: Final = "index.md"
+FILTERS: Final = ("status", "type", "session", "currentness")  # JournalFilter's fields
 
 
 class Pages:
@@ -43,6 +48,7 @@ class Pages:
                                                             default_for_string=True),
                                undefined=StrictUndefined, trim_blocks=True,
                                lstrip_blocks=True)
+        self.env.filters["markdown"] = render_markdown
         self.last_audit: tuple[str, dict[str, Any]] | None = None
         self.zone = host_zone()  # the timeline's default, read once
 
@@ -75,27 +81,36 @@ class Pages:
 
     def timeline(self, request: Request) -> HTMLResponse:
         """Days with their memories (MemoryJournal's frozen snapshot, paged by its cursor),
-        filtered on the page by status and kind."""
+        filtered by status, kind, session and currentness before the snapshot is cut, so
+        every page holds only matching memories (a cursor carries its filter)."""
         q = request.query_params
-        status, kind, zone = q.get("status", ""), q.get("kind", ""), q.get("tz") or self.zone
+        chosen = {name: q.get(name, "").strip() for name in FILTERS}
+        zone = q.get("tz") or self.zone
         today = date.today()
         through = q.get("through") or today.isoformat()
         since = q.get("from") or _days_before(through, TIMELINE_DAYS - 1, today)
-        ask: dict[str, Any] = {"cursor": q["cursor"]} if q.get("cursor") else \
-            {"fromDate": since, "throughDate": through, "timeZone": zone, "limit": PAGE_LIMIT}
         try:
+            if q.get("cursor"):
+                ask: dict[str, Any] = {"cursor": q["cursor"]}
+                filters = None
+            else:
+                ask = {"fromDate": since, "throughDate": through, "timeZone": zone,
+                       "limit": PAGE_LIMIT}
+                filters = JournalFilter(**{k: v or None for k, v in chosen.items()}) or None
             with self.lock:
-                journal = self.root.journal(ask).to_json()
+                journal = self.root.journal(ask, filters=filters).to_json()
         except MemoryEsError as e:
             return self.failed(e)
-        shown = [e for e in journal["entries"]
-                 if (not status or e["status"] == status) and (not kind or e["type"] == kind)]
+        if q.get("cursor"):  # the form shows what the cursor carries
+            chosen.update(journal.get("filter") or {})
+            r = journal["range"]
+            since, through, zone = r["fromDate"], r["throughDate"], r["timeZone"]
         days: dict[str, list[dict[str, Any]]] = {}
-        for entry in shown:
+        for entry in journal["entries"]:
             days.setdefault(entry["day"], []).append(entry)
         return self.page("timeline", journal=journal, days=days, since=since, through=through,
-                         status=status, kind=kind, zone=zone,
-                         hidden=len(journal["entries"]) - len(shown))
+                         zone=zone, chosen=chosen, statuses=JOURNAL_STATUSES,
+                         currentness=JOURNAL_CURRENTNESS)
 
     def memory(self, request: Request) -> HTMLResponse:
         """One memory: text, status, provenance, validity, supersession both ways, events."""
@@ -123,24 +138,41 @@ class Pages:
                          bars=[_bars(hit.get("explain") or {}) for hit in result["results"]])
 
     def people(self, request: Request) -> HTMLResponse:
-        """The entity graph as a picture, and each entity's card (its lines)."""
+        """The entity graph as a picture, and a chosen entity's card: its lines and, for a
+        person, the fact sheet recall would show (the picture is then drawn around it)."""
+        chosen = request.query_params.get("entity", "") or None
         try:
-            graph = read_graph(self.root.root)
+            graph = read_graph(self.root.root, chosen)
         except UnicodeDecodeError:
             return self.failed(_unreadable("graph.jsonl"))
-        chosen = request.query_params.get("entity", "")
         card = next((e for e in graph.entities if e.id == chosen), None)
-        return self.page("people", graph=graph, card=card)
+        lines: list[dict[str, Any]] = []
+        sheet: list[str] = []
+        if card is not None:
+            try:
+                with self.lock:
+                    lines = [m.to_json() for m in self.root.memories(card.memories[:CARD_LINES])]
+                    if card.type == "person":
+                        found = self.root.recall(card.name, SEARCH_LIMIT, about=card.id)
+                        sheet = [s.text(found.zone or UTC) for s in found.fact_sheets]
+            except MemoryEsError as e:
+                return self.failed(e)
+        return self.page("people", graph=graph, card=card, lines=lines, sheet=sheet,
+                         drawn_most=MAX_DRAWN)
 
     def health(self, request: Request) -> HTMLResponse:
-        """The intake queue, the worker and the vector backlog now; the strict audit's findings
-        (content-free) when asked for (``?audit=1``: it reads the whole journal)."""
+        """The intake queue, the worker's snapshot, the vector backlog and the forget receipts
+        now (content-free); the strict audit's findings when asked for (``?audit=1``: it reads
+        the whole journal)."""
         counts: dict[str, Any] | None = None
+        forgets: dict[str, Any] | None = None
         backlog: int | None = None
         problem: str | None = None
+        worker = self.root.worker_snapshot().to_json()
         with self.lock:
             try:  # a sick root still gets its audit: the queue is read on its own
                 counts = self.root.intake_counts().to_json()
+                forgets = self.root.forgets().to_json()
                 backlog = self.root.vector_backlog()
             except MemoryEsError as e:
                 problem = classify(e).message
@@ -151,7 +183,7 @@ class Pages:
                 except MemoryEsError as e:
                     return self.failed(e)
         return self.page("health", counts=counts, backlog=backlog, problem=problem,
-                         audit=self.last_audit)
+                         audit=self.last_audit, worker=worker, forgets=forgets)
 
     def profile(self, request: Request) -> HTMLResponse:
         """The owner profile and the consolidation summary (``index.md``), as text."""
