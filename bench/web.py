@@ -96,6 +96,7 @@ def main() -> None:
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory(prefix="memory-es-web-", dir=os.environ.get("TMPDIR")) as d:
         base = args.keep or Path(d)
+        base.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, KEY_STORE_ENV: str(base / "keys"), CACHE_ENV: str(base / "models")}
         os.environ.update({KEY_STORE_ENV: env[KEY_STORE_ENV], CACHE_ENV: env[CACHE_ENV]})
         root = base / "root"

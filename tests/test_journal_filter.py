@@ -97,7 +97,7 @@ def test_the_type_filter_reads_the_stored_kind(root: Path) -> None:
 @pytest.mark.parametrize("fields,named", [
     ({"status": "dropped"}, "status must be one of"), ({"currentness": "now"}, "currentness"),
     ({"type": "Bad Kind"}, "type must be"), ({"session": ""}, "session must be"),
-    ({"session": "a\x00b"}, "session must be")])
+    ({"session": "a\x00b"}, "session must be"), ({"session": "\udcff"}, "session must be")])
 def test_a_bad_filter_is_one_line_naming_the_field(fields: dict[str, str], named: str) -> None:
     with pytest.raises(MemoryEsError) as e:
         JournalFilter(**fields)
@@ -124,7 +124,7 @@ def test_the_cli_filters_and_refuses_bad_values(root: Path,
     assert len(entries(json.loads(capsys.readouterr().out))) == 5
     assert main([*base, "--status", "done"]) == 0
     assert capsys.readouterr().out.splitlines() == ["2026-05-04 10:10 Ship the quarterly report"]
-    assert main([*base, "--session", ""]) == 2
+    assert main([*base, "--type", "note", "--session", ""]) == 2  # the option at fault named
     err = capsys.readouterr().err
     assert "argument --session" in err and "session must be" in err and "Traceback" not in err
     assert main(["--root", str(root), "journal", "--cursor", page["cursor"],
@@ -151,3 +151,52 @@ def test_the_timeline_filters_every_page(root: Path) -> None:
         assert status == 400 and "journal_invalid_filter" in body
     finally:
         assert "Traceback" not in served.stop()
+
+
+def test_a_long_session_id_still_pages(tmp_path: Path) -> None:
+    """A 256-character session id that JSON escapes six-fold still fits its cursor: the next
+    page continues in another handle."""
+    session = "é" * 256
+    clock = Clock()
+    store, _ = open_capture(tmp_path / "root", [], clock=clock)
+    with store:
+        for i in range(12):
+            store.remember(f"long session line {i:02d}", session=session)
+            clock.advance(minutes=1)
+    first = MemoryRoot.open(tmp_path / "root").journal(
+        {**RANGE, "limit": 10}, filters=JournalFilter(session=session))
+    assert first.cursor is not None and len(first.entries) == 10
+    rest = MemoryRoot.open(tmp_path / "root").journal({"cursor": first.cursor})
+    assert [e.text for e in rest.entries] == ["long session line 10", "long session line 11"]
+
+
+def test_the_agents_tool_never_continues_a_filtered_cursor(root: Path) -> None:
+    """I14: an operator's cursor may carry a session id; the MCP journal tool refuses it
+    (and still continues an unfiltered one)."""
+    from memory_es.serve.tools import MemoryTools, ToolRefusal
+    from memory_es.store import MemoryStore
+
+    handle = MemoryRoot.open(root)
+    filtered = handle.journal(RANGE, filters=JournalFilter(session="beta")).cursor
+    plain = handle.journal(RANGE).cursor
+    assert filtered is not None and plain is not None
+    with MemoryStore.open(root, background=False) as store:
+        tools = MemoryTools(store)
+        with pytest.raises(ToolRefusal) as e:
+            tools.journal(cursor=filtered)
+        assert e.value.code == "journal_cursor_invalid" and "beta" not in str(e.value)
+        assert tools.journal(cursor=plain)["entries"]
+
+
+def test_status_history_of_a_migrated_line() -> None:
+    """A line migrate replaced ends invalidated (as the index has it), by its first note."""
+    from datetime import UTC, datetime
+
+    from memory_es.browse.inventory import status_steps
+
+    at = datetime(2026, 5, 4, tzinfo=UTC)
+    recorded = type("Recorded", (), {"timestamp": at, "status": "open"})()
+    migrated = type("MigrationForgotten", (), {"timestamp": at, "into": ["n1", "n2"]})()
+    steps = [s.to_json() for s in status_steps([(1, recorded), (2, migrated)])]
+    assert [(s["from"], s["to"], s["by"]) for s in steps] == [
+        (None, "open", None), ("open", "invalidated", "n1")]

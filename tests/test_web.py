@@ -272,12 +272,14 @@ def test_markdown_keeps_memory_words_as_text() -> None:
 
     html = str(render("# Plans\n\n- <script>alert(1)</script> and <b>bold</b>\n"
                       "- ![pixel](http://tracker.example/p.png)\n"
-                      "- [click](javascript:alert(1)) [ok](https://example.org/)\n"
+                      "- [click](javascript:alert(1)) [ok](https://example.org/) "
+                      "[d](data:image/png;base64,AAAA) <data:image/png;base64,AAAA>\n"
                       "- evil \u202eflipped\n"))
     assert "<h1>Plans</h1>" in html and html.count("<li>") == 4
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
     assert "<b>" not in html and "<img" not in html
     assert 'href="javascript' not in html and '<a href="https://example.org/">ok</a>' in html
+    assert 'href="data:' not in html
     assert "\u202e" not in html and "[unsafe text withheld]" in html
 
 
@@ -339,3 +341,19 @@ def test_sessions_are_bounded_and_signed_with_the_token() -> None:
     assert not Sessions("tok", lifetime=3600, clock=lambda: now[0]).valid(first)  # too old
     for bad in ("", "x", "a.b.c", first.replace(".", "!"), first + "0", "é" + first):
         assert not Sessions("tok", clock=lambda: now[0]).valid(bad), bad
+
+
+def test_an_ended_session_stays_ended() -> None:
+    """A session ended for idling, or pushed out by the bound, is refused every time after,
+    though its signature still holds (it does not slip back in as a restart's would)."""
+    from memory_es.web.guard import Sessions
+
+    now = [1_000_000.0]
+    table = Sessions("tok", limit=2, idle=60, lifetime=3600, clock=lambda: now[0])
+    idle, pushed = table.start(), table.start()
+    now[0] += 61
+    assert not table.valid(idle) and not table.valid(idle) and not table.valid(pushed)
+    kept = table.start()
+    evicted, newest = table.start(), table.start()  # a third pushes the oldest out
+    assert not table.valid(kept) and not table.valid(kept)
+    assert table.valid(evicted) and table.valid(newest) and len(table) == 2

@@ -124,7 +124,7 @@ def read_worker(root: Path) -> WorkerSnapshot:
     fields, never a guess."""
     state, status = snapshot_state(root), worker_status(root)
     data = read_snapshot(root) if state in ("current", "stale") else None
-    if data is None:
+    if data is None or not isinstance(data.get("heartbeat"), str):  # swapped meanwhile
         return WorkerSnapshot(status=status, snapshot=state)
     queue = data.get("queue") if isinstance(data.get("queue"), dict) else {}
     assert isinstance(queue, dict)

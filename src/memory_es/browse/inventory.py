@@ -148,14 +148,17 @@ def status_steps(events: Iterable[tuple[int, Any]]) -> tuple[StatusStep, ...]:
         after = getattr(event, "status", None)
         if name in ("Recorded", "Captured", "Remembered"):
             after = after or "open"  # an enhanced Remember starts open (K14)
-        elif name in ("Forgotten", "MigrationForgotten"):
+        elif name == "Forgotten":
             after = "forgotten"
+        elif name == "MigrationForgotten":  # migrate's notes replaced it: invalidated (C12)
+            after = "invalidated"
         elif name not in ("StatusChanged", "Superseded"):
             continue
         if not isinstance(after, str) or after == current:
             continue
+        by = getattr(event, "by", None) or next(iter(getattr(event, "into", None) or []), None)
         steps.append(StatusStep(position, iso_ms(event.timestamp), current, after,
-                                getattr(event, "reason", None), getattr(event, "by", None)))
+                                getattr(event, "reason", None), by))
         current = after
     return tuple(steps)
 

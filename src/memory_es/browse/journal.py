@@ -93,7 +93,7 @@ UNSAFE_ID_MARKER = "[unsafe id withheld]"
 UNSAFE_VALUE_MARKER = "[unsafe value withheld]"
 
 CURSOR_VERSION = 3  # 3: carries the filter
-MAX_CURSOR = 1024  # characters
+MAX_CURSOR = 4096  # characters: a filter's 256-character session, JSON-escaped, fits
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _SAFE_WORD = re.compile(r"[a-z][a-z0-9_-]{0,31}")

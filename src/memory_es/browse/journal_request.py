@@ -131,7 +131,8 @@ class JournalFilter:
             raise journal_error("journal_invalid_filter", "type must be a memory kind such as "
                                 f"observation, note, task or event, got {self.type!r}")
         if self.session is not None and not (isinstance(self.session, str)
-                                             and _SESSION.fullmatch(self.session)):
+                                             and _SESSION.fullmatch(self.session)
+                                             and _encodes(self.session)):
             raise journal_error("journal_invalid_filter", "session must be a session id (1 "
                                 "to 256 characters, no control characters), got "
                                 f"{str(self.session)[:40]!r}")
@@ -153,6 +154,15 @@ class JournalFilter:
             raise journal_error("journal_invalid_filter", "a filter names only status, type, "
                                 "session and currentness")
         return cls(**data)
+
+
+def _encodes(text: str) -> bool:
+    """UTF-8 can carry it (no lone surrogate): SQLite is given it as such."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _choose(name: str, value: object, allowed: tuple[str, ...]) -> None:

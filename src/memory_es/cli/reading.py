@@ -129,8 +129,10 @@ def _journal_check(args: argparse.Namespace) -> None:
     if not 1 <= args.page <= MAX_PAGE:
         raise UsageError(f"argument --page: must be a page number from 1 to {MAX_PAGE}, "
                          f"got {describe(args.page)}")
-    named("--type", lambda: _journal_filter(args) if args.kind is not None else None)
-    named("--session", lambda: _journal_filter(args))
+    from memory_es.browse.journal_request import JournalFilter
+
+    named("--type", lambda: JournalFilter(type=args.kind))
+    named("--session", lambda: JournalFilter(session=args.session))
     if args.cursor is not None and _journal_filter(args) is not None:
         raise UsageError("--cursor carries its query's filter: give it without --status, "
                          "--type, --session or --currentness")

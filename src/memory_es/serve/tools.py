@@ -85,6 +85,9 @@ class MemoryTools:
                 raise ToolRefusal("journal_cursor_only: a continuation takes the cursor alone "
                                   "(no range or limit)", code="journal_cursor_only")
             page = _refusing(lambda: self.store.journal_continue(cursor))
+            if page.filters:  # an operator's filtered cursor: it may name a session (I14)
+                raise ToolRefusal("journal_cursor_invalid: cursor is malformed, altered, or "
+                                  "not from this memory root", code="journal_cursor_invalid")
         else:
             missing = [name for name, value in (("fromDate", from_date),
                                                 ("throughDate", through_date),

@@ -37,6 +37,7 @@ COOKIE: Final = "memory_es_session"
 MAX_SESSIONS: Final = 16
 SESSION_IDLE_SECONDS: Final = 8 * 3600.0
 SESSION_MAX_SECONDS: Final = 7 * 24 * 3600.0
+ENDED_KEPT: Final = 4096  # ended sessions remembered (one sign-in per start: never reached)
 METHODS: Final = ("GET", "HEAD")
 POLICY: Final = ("default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
                  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -62,6 +63,9 @@ class Sessions:
                  clock: Clock = time.time) -> None:
         self._key = hmac.new(token.encode(), b"memory-es web session", "sha256").digest()
         self._seen: OrderedDict[str, float] = OrderedDict()
+        # Cookies this process ended (idle, or pushed out by the bound): refused from then on,
+        # else the signature would let them straight back in. Only cookies we signed get here.
+        self._ended: OrderedDict[str, None] = OrderedDict()
         self._limit, self._idle, self._lifetime, self._clock = limit, idle, lifetime, clock
 
     def _sign(self, body: str) -> str:
@@ -76,17 +80,23 @@ class Sessions:
     def _admit(self, cookie: str) -> None:
         self._seen[cookie] = self._clock()
         while len(self._seen) > self._limit:
-            self._seen.popitem(last=False)
+            self._end(self._seen.popitem(last=False)[0])
+
+    def _end(self, cookie: str) -> None:
+        self._seen.pop(cookie, None)
+        self._ended[cookie] = None
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
 
     def valid(self, cookie: str) -> bool:
         now = self._clock()
         last = self._seen.get(cookie)
         if last is None:
-            if not self._genuine(cookie, now):
+            if cookie in self._ended or not self._genuine(cookie, now):
                 return False
             self._admit(cookie)  # signed in before this process started
         elif now - last > self._idle or not self._genuine(cookie, now):
-            self._seen.pop(cookie, None)
+            self._end(cookie)
             return False
         self._seen[cookie] = now
         self._seen.move_to_end(cookie)

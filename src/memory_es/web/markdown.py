@@ -1,7 +1,7 @@
 """The profile and ``index.md`` as HTML: CommonMark through markdown-it-py with raw HTML off (a
 memory's words stay text: ``<script>`` is shown, never run), images off (the policy allows no
-picture from elsewhere, and a picture is how a page phones home), and links only in the schemes
-markdown-it lets through (no ``javascript:``). A line carrying a control or bidirectional
+picture from elsewhere, and a picture is how a page phones home), and links only to http(s),
+mailto or this site (no ``javascript:``, no ``data:``). A line carrying a control or bidirectional
 character is withheld whole with recall's marker, as recall does with such text (I15)."""
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from markupsafe import Markup
 from memory_es.browse.journal import UNSAFE_TEXT_MARKER
 from memory_es.text import UNSAFE_CHAR
 
+LINK_SCHEMES: Final = ("http://", "https://", "mailto:", "/", "#")  # a link goes nowhere else
 _LEAD: Final = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)]|#{1,6}|>)?\s*")  # a list item, heading
 _RENDERER: Final = MarkdownIt("commonmark", {"html": False}).disable("image")
+_RENDERER.validateLink = (  # type: ignore[method-assign]  # markdown-it-py documents this
+    lambda url: url.strip().lower().startswith(LINK_SCHEMES))
 
 
 def render(text: str) -> Markup:

@@ -102,7 +102,8 @@ class Pages:
         except MemoryEsError as e:
             return self.failed(e)
         if q.get("cursor"):  # the form shows what the cursor carries
-            chosen.update(journal.get("filter") or {})
+            carried = journal.get("filter") or {}
+            chosen = {name: carried.get(name, "") for name in FILTERS}
             r = journal["range"]
             since, through, zone = r["fromDate"], r["throughDate"], r["timeZone"]
         days: dict[str, list[dict[str, Any]]] = {}
