@@ -56,6 +56,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import apsw
+import msgspec
 
 from memory_es.browse.journal_page import (
     JournalCoverage,
@@ -130,9 +131,9 @@ def safe_word(value: object) -> str:
 
 
 def entry_bytes(entry: JournalEntry) -> int:
-    """The size an entry counts against page and snapshot budgets: its compact JSON."""
-    return len(json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":"),
-                          sort_keys=True).encode("utf-8"))
+    """The size an entry counts against page and snapshot budgets: its compact JSON (sorted
+    keys, UTF-8 unescaped: the bytes ``json.dumps(..., ensure_ascii=False)`` gives)."""
+    return len(msgspec.json.encode(entry.to_json(), order="sorted"))
 
 
 def _entry(row: tuple[Any, ...], zone: ZoneInfo, now: datetime) -> JournalEntry:
@@ -151,7 +152,7 @@ def _entry(row: tuple[Any, ...], zone: ZoneInfo, now: datetime) -> JournalEntry:
     source = (f"daily/{source_day}.md" if isinstance(source_day, str)
               and CIVIL_DATE.fullmatch(source_day) else UNSAFE_VALUE_MARKER)
     return JournalEntry(id=safe_id(memory_id), recorded_at=iso_ms(instant),
-                        day=local.date().isoformat(), time=local.strftime("%H:%M"),
+                        day=local.date().isoformat(), time=f"{local.hour:02d}:{local.minute:02d}",
                         type=safe_word(kind), status=safe_word(status), source=source,
                         text=shown, truncated=truncated, currentness=cur,
                         valid_from=valid_from, valid_to=valid_to, due_at=due_at)
@@ -177,9 +178,7 @@ class Snapshot:
             "range": self.range.to_json()}
         if self.filters:
             content["filter"] = self.filters.to_json()
-        self.digest = hashlib.sha256(json.dumps(
-            content, ensure_ascii=False, separators=(",", ":"), sort_keys=True,
-        ).encode("utf-8")).hexdigest()
+        self.digest = hashlib.sha256(msgspec.json.encode(content, order="sorted")).hexdigest()
         starts, offset = set(), 0
         while offset < len(self.entries):
             offset = page_end(self, offset)
@@ -198,7 +197,7 @@ class Cursor:
     offset: int
     position: int
     digest: str
-    filters: JournalFilter
+    filters: JournalFilter = field(default_factory=JournalFilter)
 
     def payload(self) -> bytes:
         return json.dumps({"d": self.digest, "f": self.from_date, "l": self.limit,
