@@ -207,3 +207,69 @@ def test_rows_read_again_are_read_in_parts(tmp_path: Path, monkeypatch: pytest.M
                 assert np.array_equal(row, before[rowid])
     finally:
         conn.close()
+
+
+def test_a_long_lived_reader_searches_the_saved_ann_index_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """D4 past the ANN threshold: the kept matrix of a read-only door proposes rows from the
+    index the writer saved beside the generation (when it covers exactly these rows), with the
+    same answers as the exact search; it never builds, saves or removes a file there, and
+    without a saved index it searches exactly."""
+    import time
+
+    import numpy as np
+
+    from ceilings import HANG_S
+    from memory_es.vectors import ann
+    from memory_es.vectors.matrix import VectorMatrix
+
+    monkeypatch.setattr(ann, "ANN_THRESHOLD", 60)
+    root = tmp_path / "ann"
+    embedder = WordBagEmbedder(4096)
+    with MemoryStore.open(root, parse_config(JOURNAL), background=False,
+                          embedder=embedder) as store:
+        for i in range(80):
+            store.persist_completed_turn(CompletedTurn(
+                run_id=f"r{i}", outcome="success", answer=f"Locker {i} holds crate-{i:03d}"))
+        store.drain()
+        deadline = time.monotonic() + HANG_S
+        while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the writer never built its index"
+            store.recall("crate-001")
+            time.sleep(0.02)
+        queries = [np.asarray(embedder.embed([text])[0], dtype=np.float32)
+                   for text in ("which locker holds crate-033", "crate-071", "Locker 5")]
+        writer = [store.vectors._matrix.top(q, 5)  # type: ignore[union-attr]
+                  for q in queries]
+    conn = open_active_index(root)
+    assert conn is not None
+    generation = Path(conn.filename).parent
+    files = ann.ann_paths(generation, embedder.identity.key)
+    assert all(f.exists() for f in files)  # the writer saved it on close
+    def listing() -> dict[str, int]:  # what is ours (SQLite's own -wal/-shm aside)
+        return {p.name: p.stat().st_mtime_ns for p in generation.iterdir()
+                if not p.name.endswith(("-wal", "-shm"))}
+
+    before = listing()
+    try:
+        kept = KeptMatrix()
+        matrix = kept(embedder, conn)
+        assert matrix.approximate and len(matrix.rowids) == 80
+        exact = VectorMatrix(embedder.identity.dim, embedder.identity.key)
+        exact.refresh(conn, embedder.identity.key)
+        for query, proposed in zip(queries, writer, strict=True):
+            # the writer's index answers, each proposal scored exactly (word-bag vectors tie
+            # so much that HNSW misses rows an exact pass finds: the reader is no worse)
+            assert matrix.top(query, 5) == proposed
+            cosines = exact.cosines(query, [r for r, _ in proposed])
+            assert all(abs(cosines[r] - c) < 1e-6 for r, c in proposed)
+        kept.clear()
+        for f in files:  # no saved index: the reader searches exactly and writes none
+            f.unlink()
+        del before[files[0].name], before[files[1].name]
+        again = KeptMatrix()(embedder, conn)
+        assert not again.approximate and len(again.rowids) == 80
+        again.close()
+    finally:
+        conn.close()
+    assert listing() == before

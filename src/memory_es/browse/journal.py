@@ -327,7 +327,14 @@ class MemoryJournal:
             if value is not None:
                 narrow += f"AND {column} = ? "
                 params.append(value)
-        # currentness is judged per entry at the snapshot instant: no SQL bound then
+        # currentness is judged per entry at the snapshot instant (no SQL LIMIT then); SQL
+        # keeps only the rows that can match: superseded is the status, an ended line states
+        # an end, a current one is not superseded
+        narrow += {"superseded": "AND m.status = 'superseded' ",
+                   "ended": "AND m.status != 'superseded' AND "
+                            + ("(mt.valid_to IS NOT NULL OR mt.due_at IS NOT NULL) " if terms
+                               else "0 "),
+                   "current": "AND m.status != 'superseded' "}.get(filters.currentness or "", "")
         bound = filters.currentness is None
         sql = (f"SELECT {_TERM_COLUMNS if terms else _COLUMNS} FROM memories m "
                + ("LEFT JOIN memory_terms mt ON mt.id = m.id " if terms else "")

@@ -214,8 +214,12 @@ class AnnCache:
     """
 
     def __init__(self, dim: int, files: tuple[Path, Path] | None,
-                 current: Any) -> None:
+                 current: Any, *, saved_only: bool = False) -> None:
+        """``saved_only`` (a read-only door): use the saved index when it covers the matrix,
+        never build, save or remove a file; a row that goes away drops the index (the
+        matrix is then searched exactly)."""
         self.dim = dim
+        self.saved_only = saved_only
         self.lock = threading.RLock()
         self._files = files
         self._current = current
@@ -242,10 +246,16 @@ class AnnCache:
         if self._thread is not None or int(np.count_nonzero(rowids >= 0)) < ANN_THRESHOLD:
             return
         if self._files is not None and not self._removed:
+            if self.saved_only and not all(f.exists() for f in self._files):
+                self._removed = True  # nothing to load: not looked for again
+                return
             loaded = AnnIndex.load(*self._files, self.dim, coverage(rowids, matrix))
             if loaded is not None:
                 self._index, self._covered, self._saved = loaded, len(rowids), len(rowids)
                 return
+        if self.saved_only:
+            self._removed = True  # a saved index that does not cover these rows: exact
+            return
         self._start_build()
 
     def _start_build(self) -> None:
@@ -260,13 +270,18 @@ class AnnCache:
         """Rows went away elsewhere (a forget): never save again, and no file stays."""
         with self.lock:
             self._removed = True
-            if self._files is not None:
+            if self.saved_only:
+                self._index = None
+            elif self._files is not None:
                 discard(*self._files)
 
     def removed(self, positions: np.ndarray) -> None:
         """These matrix positions died (call with :attr:`lock` held): out of the index, and
         the file goes at once (a forgotten text's vector never outlives it)."""
         self._removed = True
+        if self.saved_only:  # a reader writes nothing: it searches exactly from now on
+            self._index = None
+            return
         if self._files is not None:
             discard(*self._files)
         self._dead += len(positions)
@@ -287,6 +302,8 @@ class AnnCache:
         self._stop.set()
         for thread in self._threads:
             thread.join()
+        if self.saved_only:
+            return
         with self.lock:
             index, rows = self._index, self._savable()
         if index is not None and rows is not None and self._saved != len(rows[0]):

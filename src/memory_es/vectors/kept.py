@@ -17,6 +17,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -76,7 +77,11 @@ class KeptMatrix:
                 matrix.refresh(conn, identity.key)
                 return matrix
             if self._matrix is None or key != self._key:
-                self._matrix = VectorMatrix(identity.dim, identity.key)  # the key: the axis
+                # the generation's saved ANN index when it covers these rows (a quiet root);
+                # nothing is written beside it, and otherwise the search is exact
+                self._matrix = VectorMatrix(identity.dim, identity.key, approximate=True,
+                                            ann_dir=Path(conn.filename).parent,
+                                            saved_only=True)
                 self._key = key
             self._matrix.refresh(conn, identity.key)
             return self._matrix

@@ -29,14 +29,16 @@ class VectorMatrix:
     """The active generation's vectors in memory, refreshed incrementally by rowid."""
 
     def __init__(self, dim: int, identity: str = "", *, approximate: bool = False,
-                 ann_dir: Path | None = None) -> None:
+                 ann_dir: Path | None = None, saved_only: bool = False) -> None:
         """``approximate``: past :data:`ann.ANN_THRESHOLD` rows, search an ANN index once it
         is built (a long-lived writer; a one-shot reader searches exactly). ``ann_dir``: the
-        generation directory that keeps the index between opens."""
+        generation directory that keeps the index between opens. ``saved_only`` (a
+        long-lived reader): only the index saved there, when it covers these rows; nothing is
+        written beside the generation."""
         self.dim = dim
         self.identity = identity
         # a long-lived writer's rows live in a mapped file beside the generation (spill)
-        self._spill_dir = ann_dir if approximate else None
+        self._spill_dir = ann_dir if approximate and not saved_only else None
         self._rowids = np.zeros(0, dtype=np.int64)
         # each position's row id, never marked dead: while rows come in rowid order (re-read
         # rows break it) the ids of a few rows are found by bisection, not a pass over all
@@ -48,7 +50,8 @@ class VectorMatrix:
         self._last = 0
         self._readd: set[int] = set()  # forgotten rows to read again once re-embedded
         self._ann = AnnCache(dim, ann_paths(ann_dir, identity) if ann_dir else None,
-                             lambda: (self.rowids, self.matrix)) if approximate else None
+                             lambda: (self.rowids, self.matrix),
+                             saved_only=saved_only) if approximate else None
 
     @property
     def approximate(self) -> bool:
