@@ -169,7 +169,7 @@ def carries_evidence(s: Scored, floor: float) -> bool:
     """Below the floor, what is worth showing: a line that holds a query term or an anchor, or
     whose score is at least half the floor. A cosine alone under that is what an unrelated
     question gets from any line (USE: "quantum zebra orchestra" meets a note about a dog at
-    0.097 against a floor of 0.232)."""
+    0.097 against a floor of 0.219)."""
     return s.evidence > EPSILON or s.anchor > EPSILON \
         or s.score >= NEAR_FLOOR_SHARE * floor - EPSILON
 
