@@ -36,7 +36,7 @@ LOCAL_USE = Calibration(no_evidence_cosine=0.06, recall_floor=0.219, recall_tail
                                              asking=-0.839, offset=-0.153))
 # The same fit for all-MiniLM-L6-v2 int8, whose cosines sit higher
 # (bench/recall_quality.py --model minilm).
-LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_tail=0.40,
+LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.358, recall_tail=0.40,
                            auto_floor=0.75, auto_window=0.05, lexical_weight=0.5,
                            dialogue_weight=0.75, dialogue_boost=2.0, dialogue_support=0.25,
                            echo_removal=0.5,
@@ -45,7 +45,7 @@ LOCAL_MINILM = Calibration(no_evidence_cosine=0.12, recall_floor=0.396, recall_t
                                                 asking=-0.469, offset=-0.637))
 # The same fit for multilingual-e5-small 4-bit (bench/recall_quality.py --model e5): its
 # cosines sit higher still, so the no-evidence cosine and floors do.
-LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.813, recall_tail=0.19,
+LOCAL_E5 = Calibration(no_evidence_cosine=0.35, recall_floor=0.805, recall_tail=0.13,
                        auto_floor=1.0, auto_window=0.05, lexical_weight=0.25,
                        dialogue_weight=0.75, dialogue_boost=2.0, echo_removal=0.5,
                        turn_model=TurnModel(evidence=0.121, neighbour_cosine=-0.016,
