@@ -78,6 +78,15 @@ def _sha256(array: np.ndarray, dtype: str) -> str:
     return digest.hexdigest()
 
 
+def saved_rows(meta: Path) -> int | None:
+    """The row count a saved index's record states (None: no readable record)."""
+    try:
+        rows = json.loads(meta.read_bytes()).get("rows")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return rows if isinstance(rows, int) else None
+
+
 class AnnIndex:
     """An HNSW index over matrix positions (inner product of L2-normalised rows = cosine).
 
@@ -231,6 +240,7 @@ class AnnCache:
         self._threads: list[threading.Thread] = []  # every build started: close joins all
         self._stop = threading.Event()
         self._saved = 0  # positions covered by the file on disk
+        self._tried: tuple[int, int, int] | None = None  # saved_only: the record last tried
 
     @property
     def ready(self) -> bool:
@@ -245,18 +255,35 @@ class AnnCache:
             return
         if self._thread is not None or int(np.count_nonzero(rowids >= 0)) < ANN_THRESHOLD:
             return
+        if self.saved_only:
+            self._load_saved(rowids, matrix)
+            return
         if self._files is not None and not self._removed:
-            if self.saved_only and not all(f.exists() for f in self._files):
-                self._removed = True  # nothing to load: not looked for again
-                return
             loaded = AnnIndex.load(*self._files, self.dim, coverage(rowids, matrix))
             if loaded is not None:
                 self._index, self._covered, self._saved = loaded, len(rowids), len(rowids)
                 return
-        if self.saved_only:
-            self._removed = True  # a saved index that does not cover these rows: exact
-            return
         self._start_build()
+
+    def _load_saved(self, rowids: np.ndarray, matrix: np.ndarray) -> None:
+        """A reader's try at the saved index: again whenever its record file changed (a
+        writer saved one since), never twice for the same record; the row count is compared
+        before the matrix is hashed."""
+        if self._files is None or self._removed:
+            return
+        try:
+            stat = self._files[1].stat()
+        except OSError:
+            return
+        seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if seen == self._tried:
+            return
+        self._tried = seen
+        if saved_rows(self._files[1]) != len(rowids):
+            return
+        loaded = AnnIndex.load(*self._files, self.dim, coverage(rowids, matrix))
+        if loaded is not None:
+            self._index, self._covered, self._saved = loaded, len(rowids), len(rowids)
 
     def _start_build(self) -> None:
         rowids, matrix = self._current()

@@ -77,6 +77,7 @@ class KeptMatrix:
                 matrix.refresh(conn, identity.key)
                 return matrix
             if self._matrix is None or key != self._key:
+                self.clear()  # the old matrix's memory goes now, not at a later collection
                 # the generation's saved ANN index when it covers these rows (a quiet root);
                 # nothing is written beside it, and otherwise the search is exact
                 self._matrix = VectorMatrix(identity.dim, identity.key, approximate=True,
@@ -88,4 +89,6 @@ class KeptMatrix:
 
     def clear(self) -> None:
         """Drop the matrix (its memory goes with it)."""
+        if self._matrix is not None:
+            self._matrix.close()
         self._matrix, self._key = None, None

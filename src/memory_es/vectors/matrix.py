@@ -59,9 +59,12 @@ class VectorMatrix:
         return self._ann is not None and self._ann.ready
 
     def close(self) -> None:
-        """Stop an index build; keep a grown index for the next open."""
+        """Stop an index build; keep a grown index for the next open. The matrix searches
+        exactly after this, and its memory goes as soon as nothing holds it (the index's
+        reference back to it is dropped)."""
         if self._ann is not None:
             self._ann.close()
+            self._ann = None
 
     @property
     def rowids(self) -> np.ndarray:
