@@ -162,6 +162,23 @@ def test_a_removed_row_takes_the_file_with_it_and_is_never_proposed(
 JOURNAL = {"mode": "journal", "embeddings": {"provider": "ollama", "model": "bag", "dim": 64}}
 
 
+def admit_lockers(store: MemoryStore, count: int = 80) -> None:
+    """``count`` turns, each naming its own locker and crate, drained."""
+    for i in range(count):
+        store.persist_completed_turn(CompletedTurn(
+            run_id=f"r{i}", outcome="success", answer=f"Locker {i} holds crate-{i:03d}"))
+    store.drain()
+
+
+def wait_for_index(store: MemoryStore) -> None:
+    """Until the store's matrix searches its ANN index (built in a background thread)."""
+    deadline = time.monotonic() + HANG_S
+    while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the writer never built its index"
+        store.recall("crate-001")
+        time.sleep(0.02)
+
+
 def test_a_store_past_the_threshold_recalls_through_the_index_and_health_sees_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ann, "ANN_THRESHOLD", 60)
@@ -169,17 +186,10 @@ def test_a_store_past_the_threshold_recalls_through_the_index_and_health_sees_it
     embedder = WordBagEmbedder(64, provider="ollama", model="bag")
     with MemoryStore.open(root, parse_config(JOURNAL), background=False,
                           embedder=embedder) as store:
-        for i in range(80):
-            store.persist_completed_turn(CompletedTurn(
-                run_id=f"r{i}", outcome="success", answer=f"Locker {i} holds crate-{i:03d}"))
-        store.drain()
+        admit_lockers(store)
         hits = store.recall("which locker holds crate-033").recall.hits
         assert "crate-033" in hits[0].text
-        deadline = time.monotonic() + HANG_S
-        while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
-            assert time.monotonic() < deadline
-            store.recall("crate-001")
-            time.sleep(0.02)
+        wait_for_index(store)
         hits = store.recall("which locker holds crate-047").recall.hits
         assert "crate-047" in hits[0].text
     report = MemoryRoot.open(root, parse_config(JOURNAL)).health()

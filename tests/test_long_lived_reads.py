@@ -215,29 +215,21 @@ def test_a_long_lived_reader_searches_the_saved_ann_index_and_writes_nothing(
     index the writer saved beside the generation (when it covers exactly these rows), with the
     same answers as the exact search; it never builds, saves or removes a file there, and
     without a saved index it searches exactly."""
-    import time
     import weakref
 
     import numpy as np
 
-    from ceilings import HANG_S
     from memory_es.vectors import ann
     from memory_es.vectors.matrix import VectorMatrix
+    from test_ann import admit_lockers, wait_for_index
 
     monkeypatch.setattr(ann, "ANN_THRESHOLD", 60)
     root = tmp_path / "ann"
     embedder = WordBagEmbedder(4096)
     with MemoryStore.open(root, parse_config(JOURNAL), background=False,
                           embedder=embedder) as store:
-        for i in range(80):
-            store.persist_completed_turn(CompletedTurn(
-                run_id=f"r{i}", outcome="success", answer=f"Locker {i} holds crate-{i:03d}"))
-        store.drain()
-        deadline = time.monotonic() + HANG_S
-        while not store.vectors._matrix.approximate:  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the writer never built its index"
-            store.recall("crate-001")
-            time.sleep(0.02)
+        admit_lockers(store)
+        wait_for_index(store)
         queries = [np.asarray(embedder.embed([text])[0], dtype=np.float32)
                    for text in ("which locker holds crate-033", "crate-071", "Locker 5")]
         writer = [store.vectors._matrix.top(q, 5)  # type: ignore[union-attr]

@@ -34,7 +34,7 @@ LIST_DEFAULT_LIMIT: Final = 50
 # What a journal filter may name (``memory-es journal --status/--currentness``): I14 keeps
 # dropped and invalidated rows out of the journal, so a filter never names them; the
 # currentness values are G14's.
-JOURNAL_STATUSES: Final = ("done", "migrated", "open", "scheduled", "superseded")
+JOURNAL_STATUSES: Final = (*sorted(LIVE_STATUSES), "superseded")
 JOURNAL_CURRENTNESS: Final = ("current", "ended", "superseded")
 LIST_MAX_LIMIT: Final = 1000
 

@@ -26,7 +26,7 @@ from memory_es.errors import MemoryEsError
 from memory_es.failures import REFUSED, USAGE, classify
 from memory_es.root import MemoryRoot
 from memory_es.vocabulary import JOURNAL_CURRENTNESS, JOURNAL_STATUSES
-from memory_es.web.graph import MAX_DRAWN, read_graph
+from memory_es.web.graph import read_graph
 from memory_es.web.markdown import render as render_markdown
 
 TIMELINE_DAYS: Final = 7  # the range the timeline opens on, ending today
@@ -158,8 +158,7 @@ class Pages:
                         sheet = [s.text(found.zone or UTC) for s in found.fact_sheets]
             except MemoryEsError as e:
                 return self.failed(e)
-        return self.page("people", graph=graph, card=card, lines=lines, sheet=sheet,
-                         drawn_most=MAX_DRAWN)
+        return self.page("people", graph=graph, card=card, lines=lines, sheet=sheet)
 
     def health(self, request: Request) -> HTMLResponse:
         """The intake queue, the worker's snapshot, the vector backlog and the forget receipts
