@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +47,7 @@ from memory_es.worker import (
     HEARTBEAT_SECONDS,
     RUNTIME_DIR,
     SNAPSHOT_FILE,
+    WORKER_NICENESS,
     read_snapshot,
 )
 
@@ -345,6 +347,31 @@ def test_b6_admission_never_waits_for_a_busy_worker(root: Path, clock: Clock) ->
         assert record(store, rh("first")).state == "pending"
         blocking.release.set()
         wait_for(lambda: store.inspect().counts.resolved == 2, "both resolutions")
+    finally:
+        blocking.release.set()
+        store.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness is Linux's")
+def test_b6_the_worker_threads_run_nicer_than_the_host(root: Path, clock: Clock) -> None:
+    """B1/B6: the worker's threads (the loop and the snapshot publisher) are
+    WORKER_NICENESS nicer than the host's thread, so a host thread whose fsync returns gets a
+    core before the worker's next time slice; the host's own thread is left as it was."""
+    host = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    blocking = Blocking()
+    store = MemoryStore.open(root, clock=clock, processor=blocking, shutdown_timeout=FAST)
+    try:
+        assert store.persist_completed_turn(turn("first", "one")).status == "admitted"
+        assert blocking.entered.wait(5), "the worker never started attempt 1"
+        threads = {t.name: t for t in threading.enumerate()}
+        expected = min(19, host + WORKER_NICENESS)
+        for name in ("memory-es-worker", "memory-es-snapshot"):
+            tid = threads[name].native_id
+            assert tid is not None
+            assert os.getpriority(os.PRIO_PROCESS, tid) == expected, name
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == host
+        blocking.release.set()
+        wait_for(lambda: store.inspect().counts.resolved == 1, "the resolution")
     finally:
         blocking.release.set()
         store.close()
