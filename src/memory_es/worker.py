@@ -108,7 +108,16 @@ def worker_status(root: Path) -> WorkerStatus:
     return "running"
 
 
+# The downstream queues a snapshot counts (B19, N13), in the order the worker's snapshot
+# publishes them and an operator reads them.
 QUEUE_FIELDS = ("due", "dead", "capture_retained", "embedding")
+
+
+def queue_counts(due: int, dead: int, capture_retained: int,
+                 embedding: int | None) -> dict[str, int | None]:
+    """A snapshot's ``queue`` object: intakes due and dead, capture plans held, lines
+    waiting for a vector (None: this store never embeds, or its index cannot be read)."""
+    return dict(zip(QUEUE_FIELDS, (due, dead, capture_retained, embedding), strict=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.projecting import LiveProjections
 from memory_es.store.vectors import Vectors
-from memory_es.worker import Worker, WorkerStatus, publish_snapshot
+from memory_es.worker import Worker, WorkerStatus, publish_snapshot, queue_counts
 
 # How long a drain waits, at most, for other hosts to finish intakes they hold leases on.
 _WAIT_FOR_OTHERS = 60.0
@@ -74,10 +74,9 @@ class Background:
         publish_snapshot(self._root, {
             "pid": os.getpid(), "heartbeat": now.isoformat(timespec="milliseconds"),
             "counts": counts.to_json(), "shutdown": state,
-            # B19, N13: the downstream queues: intakes due and dead, capture plans held,
-            # lines waiting for a vector (read beside the writer: no journal hold)
-            "queue": {"due": counts.due, "dead": counts.dead, "capture_retained": retained,
-                      "embedding": self._vectors.backlog_nowait()},
+            # the vector backlog is read beside the writer: no journal hold
+            "queue": queue_counts(counts.due, counts.dead, retained,
+                                  self._vectors.backlog_nowait()),
         })
 
     # -- driving the worker ------------------------------------------------------------------
