@@ -5,7 +5,9 @@ Sets (``bench/data/*.json``, described in ``bench/data/README.md``): ``recall_la
 ``recall_heldout.json`` (written apart from the code and the first set, with long multi-topic
 chat turns and its own ``split`` field) and ``conversations/conversations.json`` (ten
 two-person chats of 200+ turns over dated sessions, written apart from the ranking code; split
-by conversation; one root per conversation, one memory per turn). Each set is admitted into
+by conversation; one root per conversation, one memory per turn) and
+``conversations_fresh/conversations_fresh.json`` (four more such chats, written after every
+ranking choice and never used to make one: all test, so no fit sees it). Each set is admitted into
 Journal roots with the offline ``local`` model, recorded at the memories' instants, then
 ``drain()`` (intakes, then vectors).
 
@@ -71,7 +73,8 @@ from memory_es.recall.rank.score import Calibration, Candidate
 from memory_es.recall.retrieve.candidates import candidate_pool
 
 DATA = Path(__file__).resolve().parent / "data"
-SETS = ("recall_labelled.json", "recall_heldout.json", "conversations/conversations.json")
+SETS = ("recall_labelled.json", "recall_heldout.json", "conversations/conversations.json",
+        "conversations_fresh/conversations_fresh.json")
 CONFIG = {"mode": "journal", "embeddings": {"provider": "local"}}
 NO_ANSWER = ("unrelated", "near-miss")
 MODELS: dict[str, Callable[[], Embedder]] = {"minilm": LocalEmbedder, "use": UseEmbedder,
@@ -160,9 +163,10 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
     plus a minute per turn, each turn's session its ``session``; questions ask within their own
     conversation. Joined into one set whose ids are unique across roots (turn ids are)."""
     conversations = data["conversations"]
-    if small:  # one of each split
+    if small:  # one of each split the set has
         conversations = [next(c for c in conversations if c["split"] == split)
-                         for split in ("dev", "test")]
+                         for split in ("dev", "test")
+                         if any(c["split"] == split for c in conversations)]
     parts = []
     for conv in conversations:
         memories, ats = [], []
@@ -211,8 +215,8 @@ def build_root(name: str, root: Path, memories: Sequence[dict[str, Any]],
         matrix = store.vectors.matrix(embedder, conn)
         ids = dict(conn.execute("SELECT rowid, id FROM memories"))
         row_ids = [ids[int(r)] for r in matrix.rowids]
-        if len(row_ids) != len(memories):
-            raise SystemExit(f"{name}: {len(row_ids)} vectors for {len(memories)} memories")
+        if len(row_ids) != len(ids):  # a repeated turn ("lol") may be one line: count lines
+            raise SystemExit(f"{name}: {len(row_ids)} vectors for {len(ids)} memories")
         qvec = embed_queries(embedder, [q.text for q in questions])
         sims = qvec @ matrix.matrix.T
         cosine = [[row_ids[j] for j in np.argsort(-sims[i], kind="stable")[:RANK_DEPTH]]

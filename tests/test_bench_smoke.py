@@ -53,6 +53,8 @@ def test_bench_runs_small_and_ends_with_its_json_line(name: str, tmp_path: Path)
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert isinstance(figures, dict) and figures["bench"] == name
     if name == "recall_quality":  # gold ids map onto the store's ids: every ranker finds some
+        assert set(figures["sets"]) == {"recall_labelled", "recall_heldout", "conversations",
+                                        "conversations_fresh"}  # the test-only set too
         for found in figures["sets"].values():
             assert all(found[r]["recall_at_5"] > 0 for r in ("lexical", "cosine", "shipped"))
 
