@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Assemble conversations.json from the hand-written sources in source/*.txt.
+"""Assemble a set's JSON from its hand-written sources: ``python3 build.py [SET]`` reads
+``../SET/source/*.txt`` and writes ``../SET/SET.json`` (SET: conversations, the default, or
+conversations_fresh; SETS holds what differs between them).
 
 Source format (one file per conversation, all content hand-written):
 
@@ -12,8 +14,8 @@ Source format (one file per conversation, all content hand-written):
     Q kind | question | label, label | reference answer
 
 Labels are local to a conversation and are resolved to turn ids here.
-If a conversation has fewer than MIN_TURNS turns, generic sign-off pairs
-(which carry no facts) are appended to sessions, earliest first.
+If a conversation has fewer than the set's min_turns turns, generic sign-off
+pairs (which carry no facts) are appended to sessions, earliest first.
 Stdlib only; deterministic.
 """
 
@@ -22,8 +24,32 @@ import os
 import re
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-MIN_TURNS = 205
+DATA = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SETS = {
+    "conversations": {
+        "min_turns": 205,
+        "sort_evidence": False,
+        "description": (
+            "Conversational recall evaluation set: fictional two-person chats over "
+            "dated sessions, with hand-labelled questions (single-hop, multi-hop, "
+            "temporal, inference, unanswerable) whose evidence is a list of turn ids. "
+            "Written by hand for this project; no public benchmark used. "
+            "Split by conversation: dev = c01-c05, test = c06-c10 "
+            "(also in each conversation's 'split')."
+        ),
+    },
+    "conversations_fresh": {
+        "min_turns": 0,  # no padding: every turn is hand-written
+        "sort_evidence": True,  # chronological (ids are zero-padded)
+        "description": (
+            "Fresh conversational recall evaluation set: four fictional two-person chats "
+            "over dated sessions, with hand-labelled questions (single-hop, multi-hop, "
+            "temporal, inference, unanswerable) whose evidence is a list of turn ids. "
+            "Written by hand, independently of the original set; no public benchmark used. "
+            "All conversations (f01-f04) are split 'test'."
+        ),
+    },
+}
 SIGNOFFS = [
     ("Anyway, I should go. Talk soon!", "Talk soon!"),
     ("Ok, off I go. Bye for now.", "Bye! x"),
@@ -36,7 +62,7 @@ SIGNOFFS = [
 LINE = re.compile(r"^([A-Za-z])(?:\[([^\]]+)\])?:\s?(.*)$")
 
 
-def parse(path):
+def parse(path, rules):
     conv = {"sessions": [], "questions": []}
     labels = {}
     keys = {}
@@ -78,7 +104,7 @@ def parse(path):
     # pad with content-free sign-offs if short
     total = sum(len(s["turns"]) for s in conv["sessions"])
     i = 0
-    while total < MIN_TURNS:
+    while total < rules["min_turns"]:
         s = conv["sessions"][i % len(conv["sessions"])]
         last = s["turns"][-1]["speaker"]
         a = conv["speakers"][1] if last == conv["speakers"][0] else conv["speakers"][0]
@@ -106,6 +132,8 @@ def parse(path):
         for lb in [e.strip() for e in ev.split(",") if e.strip()]:
             assert lb in labels, where + " unknown label " + lb
             ev_ids.append(labels[lb]["id"])
+        if rules["sort_evidence"]:
+            ev_ids.sort()
         qs.append(
             {
                 "id": f"{cid}-q{qi:03d}",
@@ -160,23 +188,18 @@ def dump(data):
 
 
 def main():
-    src = os.path.join(HERE, "source")
-    convs = [parse(os.path.join(src, fn)) for fn in sorted(os.listdir(src)) if fn.endswith(".txt")]
-    data = {
-        "version": 1,
-        "description": (
-            "Conversational recall evaluation set: fictional two-person chats over "
-            "dated sessions, with hand-labelled questions (single-hop, multi-hop, "
-            "temporal, inference, unanswerable) whose evidence is a list of turn ids. "
-            "Written by hand for this project; no public benchmark used. "
-            "Split by conversation: dev = c01-c05, test = c06-c10 "
-            "(also in each conversation's 'split')."
-        ),
-        "conversations": convs,
-    }
+    name = sys.argv[1] if len(sys.argv) > 1 else "conversations"
+    if name not in SETS:
+        print(f"unknown set {name!r}: one of {', '.join(SETS)}", file=sys.stderr)
+        return 2
+    rules = SETS[name]
+    src = os.path.join(DATA, name, "source")
+    convs = [parse(os.path.join(src, fn), rules)
+             for fn in sorted(os.listdir(src)) if fn.endswith(".txt")]
+    data = {"version": 1, "description": rules["description"], "conversations": convs}
     text = dump(data)
     json.loads(text)  # sanity
-    with open(os.path.join(HERE, "conversations.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(DATA, name, name + ".json"), "w", encoding="utf-8") as f:
         f.write(text)
     print("wrote", len(convs), "conversations")
 

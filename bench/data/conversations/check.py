@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Validate conversations.json (stdlib only).
+"""Validate conversations.json or conversations_fresh.json (stdlib only).
 
-Usage: python3 check.py [path]   (default: conversations.json next to this file)
+Usage: python3 check.py [path]   (default: conversations.json next to this file; the
+minimums are the ones RULES gives the file's name)
 Exit 0 and print counts when valid; exit 1 naming the first problem otherwise.
 """
 
@@ -10,12 +11,25 @@ import os
 import sys
 from collections import Counter
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 KINDS = ("single-hop", "multi-hop", "temporal", "inference", "unanswerable")
-SPLITS = ("dev", "test")
 MIN_TURNS = 200
-MIN_QUESTIONS = 600
-MIN_SPAN = timedelta(days=89)
+
+
+class Rules(NamedTuple):
+    splits: tuple[str, ...]
+    min_questions: int  # in the whole file
+    min_q_per_conv: int
+    min_sessions: int
+    min_span: timedelta
+
+
+RULES = {
+    "conversations.json": Rules(("dev", "test"), 600, 1, 1, timedelta(days=89)),
+    # written to test only, after every ranking choice: no dev split
+    "conversations_fresh.json": Rules(("test",), 200, 55, 10, timedelta(days=120)),
+}
 
 
 class Bad(Exception):
@@ -42,14 +56,14 @@ def nonempty_str(x):
     return isinstance(x, str) and x.strip() != ""
 
 
-def check(data):
+def check(data, rules=RULES["conversations.json"]):
     need(isinstance(data, dict), "top level must be an object")
     need(data.get("version") == 1, "version must be 1")
     need(nonempty_str(data.get("description")), "description missing")
     convs = data.get("conversations")
     need(isinstance(convs, list) and convs, "conversations must be a non-empty list")
     ids = set()
-    counts = {s: Counter() for s in SPLITS}
+    counts = {s: Counter() for s in rules.splits}
     conv_split = Counter()
     turns_split = Counter()
     total_q = 0
@@ -59,7 +73,7 @@ def check(data):
         need(cid not in ids, f"duplicate id {cid}")
         ids.add(cid)
         split = c.get("split")
-        need(split in SPLITS, f"{cid}: split must be one of {SPLITS}")
+        need(split in rules.splits, f"{cid}: split must be one of {rules.splits}")
         conv_split[split] += 1
         sp = c.get("speakers")
         need(
@@ -71,6 +85,8 @@ def check(data):
         )
         sessions = c.get("sessions")
         need(isinstance(sessions, list) and sessions, f"{cid}: no sessions")
+        need(len(sessions) >= rules.min_sessions,
+             f"{cid}: {len(sessions)} sessions, need at least {rules.min_sessions}")
         turn_ids = set()
         prev = None
         first = None
@@ -101,12 +117,14 @@ def check(data):
                 nturns += 1
         need(nturns >= MIN_TURNS, f"{cid}: {nturns} turns, need at least {MIN_TURNS}")
         need(
-            prev - first >= MIN_SPAN,
-            f"{cid}: sessions span {(prev - first).days} days, need about 3 months",
+            prev - first >= rules.min_span,
+            f"{cid}: sessions span {(prev - first).days} days, need {rules.min_span.days}",
         )
         turns_split[split] += nturns
         qs = c.get("questions")
         need(isinstance(qs, list) and qs, f"{cid}: no questions")
+        need(len(qs) >= rules.min_q_per_conv,
+             f"{cid}: {len(qs)} questions, need at least {rules.min_q_per_conv}")
         for q in qs:
             qid = q.get("id")
             need(
@@ -131,8 +149,9 @@ def check(data):
                 need(len(ev) >= 2, f"{qid}: multi-hop question needs at least 2 evidence turns")
             counts[split][kind] += 1
             total_q += 1
-    need(total_q >= MIN_QUESTIONS, f"{total_q} questions, need at least {MIN_QUESTIONS}")
-    for s in SPLITS:
+    need(total_q >= rules.min_questions,
+         f"{total_q} questions, need at least {rules.min_questions}")
+    for s in rules.splits:
         need(conv_split[s] > 0, f"no conversations in split {s!r}")
     return convs, counts, conv_split, turns_split, total_q
 
@@ -146,7 +165,8 @@ def main():
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-        convs, counts, conv_split, turns_split, total_q = check(data)
+        rules = RULES.get(os.path.basename(path), RULES["conversations.json"])
+        convs, counts, conv_split, turns_split, total_q = check(data, rules)
     except (OSError, ValueError) as e:
         print(f"INVALID: cannot read {path}: {e}")
         return 1
@@ -154,24 +174,23 @@ def main():
         print(f"INVALID: {e}")
         return 1
     print(f"OK {path}")
-    print(f"conversations: {len(convs)} ({', '.join(f'{s} {conv_split[s]}' for s in SPLITS)})")
-    for s in SPLITS:
+    splits = rules.splits
+    print(f"conversations: {len(convs)} ({', '.join(f'{s} {conv_split[s]}' for s in splits)})")
+    for s in splits:
         cs = [c["id"] for c in convs if c["split"] == s]
         print(f"  {s}: {' '.join(cs)}")
-    print(
-        f"turns: {sum(turns_split.values())} ({', '.join(f'{s} {turns_split[s]}' for s in SPLITS)})"
-    )
+    print(f"turns: {sum(turns_split.values())} "
+          f"({', '.join(f'{s} {turns_split[s]}' for s in splits)})")
     print(f"questions: {total_q}")
-    print(f"{'kind':<14}" + "".join(f"{s:>7}" for s in SPLITS) + f"{'total':>7}")
+    print(f"{'kind':<14}" + "".join(f"{s:>7}" for s in splits) + f"{'total':>7}")
     for k in KINDS:
         print(
             f"{k:<14}"
-            + "".join(f"{counts[s][k]:>7}" for s in SPLITS)
-            + f"{sum(counts[s][k] for s in SPLITS):>7}"
+            + "".join(f"{counts[s][k]:>7}" for s in splits)
+            + f"{sum(counts[s][k] for s in splits):>7}"
         )
-    print(
-        f"{'all':<14}" + "".join(f"{sum(counts[s].values()):>7}" for s in SPLITS) + f"{total_q:>7}"
-    )
+    print(f"{'all':<14}" + "".join(f"{sum(counts[s].values()):>7}" for s in splits)
+          + f"{total_q:>7}")
     return 0
 
 
