@@ -121,8 +121,9 @@ class Attempts:
     def run_due(self, cancel: threading.Event) -> int:
         """One pass over the due queue, in admission order, committing as it goes.
 
-        Model-free attempts share transactions (up to 32); a capture is its own transaction
-        and first catches projections up, so it reconciles against every earlier capture.
+        Model-free attempts share transactions (up to :data:`ATTEMPT_BATCH`); a capture is its
+        own transaction and first catches projections up, so it reconciles against every
+        earlier capture.
         """
         with self._work_lock:
             attempts = 0
