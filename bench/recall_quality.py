@@ -9,7 +9,9 @@ by conversation; one root per conversation, one memory per turn) and
 ``conversations_fresh/conversations_fresh.json`` (four more such chats, written after every
 ranking choice and never used to make one: all test, so no fit sees it). Each set is admitted into
 Journal roots with the offline ``local`` model, recorded at the memories' instants, then
-``drain()`` (intakes, then vectors).
+``drain()`` (intakes, then vectors). Each turn carries its session's id as its conversation id;
+``--sessions none`` admits the turns without one (as a host that passes none does) and
+``--sessions conversation`` with one id for a whole conversation.
 
 Per question, the candidate pool is computed once (``candidate_pool``: FTS5 bm25 top 50 union
 vector top 50); every calibration is then scored over the pools exactly as ``recall`` would
@@ -134,11 +136,12 @@ def few(questions: list[dict[str, Any]], small: bool) -> list[dict[str, Any]]:
     return kept
 
 
-def build(path: Path, embedder: Embedder, workdir: Path, small: bool) -> BuiltSet:
+def build(path: Path, embedder: Embedder, workdir: Path, small: bool,
+          sessions: str = "given") -> BuiltSet:
     """A labelled set, read once: conversations (one root each) or curated memories."""
     data = json.loads(path.read_text("utf-8"))
     if "conversations" in data:
-        return build_conversations(path.stem, data, embedder, workdir, small)
+        return build_conversations(path.stem, data, embedder, workdir, small, sessions)
     return build_curated(path.stem, data, embedder, workdir, small)
 
 
@@ -157,11 +160,12 @@ def build_curated(name: str, data: dict[str, Any], embedder: Embedder, workdir: 
 
 
 def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, workdir: Path,
-                        small: bool) -> BuiltSet:
+                        small: bool, sessions: str = "given") -> BuiltSet:
     """The conversational set: one root per conversation (one agent's memory of one
     relationship), one memory per turn (``Speaker: text``) recorded at its session's instant
-    plus a minute per turn, each turn's session its ``session``; questions ask within their own
-    conversation. Joined into one set whose ids are unique across roots (turn ids are)."""
+    plus a minute per turn, each turn's conversation id its session's (``sessions`` "given"),
+    none or its conversation's; questions ask within their own conversation. Joined into one
+    set whose ids are unique across roots (turn ids are)."""
     conversations = data["conversations"]
     if small:  # one of each split the set has
         conversations = [next(c for c in conversations if c["split"] == split)
@@ -174,7 +178,8 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
             start = datetime.fromisoformat(session["at"].replace("Z", "+00:00"))
             for n, turn in enumerate(session["turns"]):
                 memories.append({"id": turn["id"], "text": f"{turn['speaker']}: {turn['text']}",
-                                 "session": session["id"]})
+                                 "session": {"given": session["id"], "none": None,
+                                             "conversation": conv["id"]}[sessions]})
                 ats.append(start + n * timedelta(minutes=1))
         questions = few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
                           "gold": q["evidence"], "split": conv["split"]}
@@ -366,6 +371,11 @@ def main() -> None:
     parser.add_argument("--small", action="store_true",
                         help="smoke test: the first 60 memories of each curated set, one "
                              "conversation of each split, a few questions of each kind")
+    parser.add_argument("--sessions", choices=("given", "none", "conversation"),
+                        default="given",
+                        help="the conversation id each conversational turn is admitted with: "
+                             "its session's (default), none (a host that passes none), or one "
+                             "for the whole conversation")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     paths = args.data or [DATA / name for name in SETS if (DATA / name).exists()]
@@ -373,7 +383,8 @@ def main() -> None:
     embedder = MODELS[args.model]()
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-",
                                      dir=os.environ.get("TMPDIR")) as d:
-        sets = [build(path, embedder, Path(d), args.small) for path in paths]
+        sets = [build(path, embedder, Path(d), args.small, args.sessions)
+                for path in paths]
     ALL_QUESTIONS.extend(q for s in sets for q in s.questions)
     pools = [p for s in sets for p in s.pools]
     now = datetime.now().astimezone()
@@ -411,6 +422,7 @@ def main() -> None:
         f"{share:g}: {r5:.3f}/{m:.3f}" for share, (r5, m) in fit["by_echo"].items()))
 
     figures: dict[str, Any] = {"bench": "recall_quality", "model": embedder.identity.model,
+                               "sessions": args.sessions,
                                "calibration_fitted_on": "dev split",
                                "calibrations": {k: asdict(v) for k, v in cals.items()},
                                "sets": {}}

@@ -38,6 +38,7 @@ from memory_es.recall.rank.calibrations import calibration_for, configured_calib
 from memory_es.recall.rank.score import NOMIC_V15, Calibration, Candidate, Scored, score
 from memory_es.recall.rank.select import INSUFFICIENT_MAX_HITS, select, successors_first
 from memory_es.recall.retrieve.candidates import (
+    SESSIONLESS_TURN_GAP_MINUTES,
     TurnNeighbours,
     candidate_pool,
     replies,
@@ -126,12 +127,44 @@ def test_the_turn_before_must_be_live_and_a_host_turn(tmp_path: Path) -> None:
             third: TurnNeighbours(QUESTION, first, None)}
 
 
-def test_a_turn_without_a_conversation_has_no_neighbours(tmp_path: Path) -> None:
-    with journal(tmp_path / "chat", [(QUESTION, None), (REPLY, None)]) as store:
+def timed_journal(root: Path, turns: Sequence[tuple[str, str | None, float]]) -> MemoryStore:
+    """A Journal store holding ``turns`` (text, session, minutes after the first), in order."""
+    start = NOW - timedelta(days=30)
+    clock = [start]
+    store = MemoryStore.open(root, parse_config(JOURNAL), background=False,
+                             embedder=WordBagEmbedder(4096), clock=lambda: clock[0])
+    for n, (text, session, minutes) in enumerate(turns):
+        clock[0] = start + timedelta(minutes=minutes)
+        result = store.persist_completed_turn(CompletedTurn(
+            run_id=f"t{n}", outcome="success", answer=text, session=session))
+        assert result.status == "admitted", result
+    store.drain()
+    return store
+
+
+def test_turns_without_a_conversation_id_are_one_while_they_follow_within_minutes(
+        tmp_path: Path) -> None:
+    """A host that passes no conversation id still holds conversations: turns recorded within
+    SESSIONLESS_TURN_GAP_MINUTES of each other are read together, and a turn recorded on its
+    own (a note) stays one, scored as notes are."""
+    gap = SESSIONLESS_TURN_GAP_MINUTES
+    note, later = "Jonas: the boiler was serviced", "Maya: a week later, nothing to do with it"
+    with timed_journal(tmp_path / "chat", [
+            (QUESTION, None, 0), (REPLY, None, 1), (OTHER, None, 1 + gap),  # at the gap: in
+            ("Sam: another conversation, with an id", "web:1", 2 + gap),  # not a neighbour
+            (note, None, 60), (later, None, 60 * 24 * 7)]) as store:
         conn = store.projections.get().index.conn
-        question, reply = rowid_of(store, QUESTION), rowid_of(store, REPLY)
-        assert turn_context(conn, [question, reply]) == {}
-        assert replies(conn, {question: 1}) == {}
+        question, reply, other = (rowid_of(store, t) for t in (QUESTION, REPLY, OTHER))
+        lone = [rowid_of(store, note), rowid_of(store, later)]
+        assert turn_context(conn, [question, reply, other, *lone]) == {
+            question: TurnNeighbours(None, None, reply),
+            reply: TurnNeighbours(QUESTION, question, other),
+            other: TurnNeighbours(REPLY, reply, None)}
+        # a question's reply joins the pool only when it is a turn of the same exchange
+        assert replies(conn, {question: 1, other: 2, lone[0]: 3}) == {reply: 1}
+        pool = pool_of(store, "what research")
+        assert pool[REPLY].dialogue and pool[REPLY].evidence == pool[QUESTION].evidence > 0
+        assert not pool_of(store, "boiler serviced")[note].dialogue
 
 
 def test_replies_of_lexical_hits_ride_their_rank(tmp_path: Path) -> None:

@@ -129,13 +129,27 @@ def candidate_pool(
 REPLY_DEPTH = 20  # the lexical hits whose next turn joins the pool
 
 
+# A host turn that came without a conversation id still belongs to one when the host turn
+# beside it (also without one) was recorded within this many minutes: an exchange's turns
+# follow each other in minutes, while a note recorded on its own has no turn to be read with.
+SESSIONLESS_TURN_GAP_MINUTES = 5
+
+
 def _turn(alias: str) -> str:
-    """SQL: the row ``alias`` is a turn the host reported (a Journal observation) in a known
-    conversation. Curated lines of one capture share a session but are not a dialogue. The
+    """SQL: the row ``alias`` is a turn the host reported (a Journal observation), in a known
+    conversation or in none (``source_session`` NULL; an id too long to keep, ``unknown``,
+    is nobody's). Curated lines of one capture share a session but are not a dialogue. The
     unary ``+`` keeps the planner on ``memories_by_session``: by ``memories_by_tier`` a
     neighbour lookup walked every Journal row before it (17 ms a recall at 100,000)."""
     return (f"+{alias}.source = 'host-summary' AND +{alias}.tier = 'journal' "
-            f"AND {alias}.source_session IS NOT NULL AND {alias}.source_session != 'unknown'")
+            f"AND {alias}.source_session IS NOT 'unknown'")
+
+
+def _near(turn: str, other: str) -> str:
+    """SQL: ``other`` (a neighbour of ``turn`` in its conversation) counts as one: always in a
+    known conversation, within :data:`SESSIONLESS_TURN_GAP_MINUTES` of it in none."""
+    return (f"({turn}.source_session IS NOT NULL OR round(abs(julianday({turn}.recorded_at) "
+            f"- julianday({other}.recorded_at)) * 86400) <= {SESSIONLESS_TURN_GAP_MINUTES * 60})")
 
 
 def replies(conn: apsw.Connection, lexical: dict[int, int]) -> dict[int, int]:
@@ -179,26 +193,31 @@ def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, Turn
 
 def _next_turn(alias: str) -> str:
     """SQL: the rowid of the live turn after the row ``alias`` in its conversation."""
-    return (f"(SELECT r.rowid FROM memories r WHERE r.source_session = {alias}.source_session "
+    return (f"(SELECT r.rowid FROM memories r WHERE r.source_session IS {alias}.source_session "
             f"AND r.rowid > {alias}.rowid AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} "
             "ORDER BY r.rowid LIMIT 1)")
 
 
 def replies_sql(count: int) -> str:
-    """For ``count`` rowids: each host turn's rowid and the rowid of the live turn after it."""
-    return (f"SELECT h.rowid, {_next_turn('h')} FROM memories h "
+    """For ``count`` rowids: each host turn's rowid and the rowid of the live turn after it
+    (NULL when there is none, or it came too long after a turn of no conversation)."""
+    return (f"SELECT h.rowid, n.rowid FROM memories h LEFT JOIN memories n "
+            f"ON n.rowid = {_next_turn('h')} AND {_near('h', 'n')} "
             f"WHERE h.rowid IN ({','.join('?' * count)}) AND {_turn('h')}")
 
 
 def turn_context_sql(count: int) -> str:
     """For ``count`` rowids: each host turn's rowid, the rowid and text of the live turn
-    before it, and the rowid of the live turn after it."""
-    return ("SELECT m.rowid, p.rowid, p.text, " + _next_turn("m") + " FROM memories m "
+    before it, and the rowid of the live turn after it. A turn of no conversation is one
+    only beside another (:func:`_near`): a lone one is a note, scored as notes are."""
+    return ("SELECT m.rowid, p.rowid, p.text, n.rowid FROM memories m "
             "LEFT JOIN memories p ON p.rowid = (SELECT b.rowid FROM memories b "
-            "WHERE b.source_session = m.source_session AND b.rowid < m.rowid "
+            "WHERE b.source_session IS m.source_session AND b.rowid < m.rowid "
             f"AND {_turn('b')} AND b.status NOT IN {_TERMINAL_SQL} "
-            "ORDER BY b.rowid DESC LIMIT 1) "
-            f"WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')}")
+            f"ORDER BY b.rowid DESC LIMIT 1) AND {_near('m', 'p')} "
+            f"LEFT JOIN memories n ON n.rowid = {_next_turn('m')} AND {_near('m', 'n')} "
+            f"WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')} "
+            "AND (m.source_session IS NOT NULL OR p.rowid IS NOT NULL OR n.rowid IS NOT NULL)")
 
 
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
