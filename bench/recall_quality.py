@@ -11,7 +11,8 @@ ranking choice and never used to make one: all test, so no fit sees it). Each se
 Journal roots with the offline ``local`` model, recorded at the memories' instants, then
 ``drain()`` (intakes, then vectors). Each turn carries its session's id as its conversation id;
 ``--sessions none`` admits the turns without one (as a host that passes none does) and
-``--sessions conversation`` with one id for a whole conversation.
+``--sessions conversation`` with one id for a whole conversation; ``--one-root`` puts every
+conversation of a set in one root (one agent's memory of many people: more turns to search).
 
 Per question, the candidate pool is computed once (``candidate_pool``: FTS5 bm25 top 50 union
 vector top 50); every calibration is then scored over the pools exactly as ``recall`` would
@@ -137,11 +138,12 @@ def few(questions: list[dict[str, Any]], small: bool) -> list[dict[str, Any]]:
 
 
 def build(path: Path, embedder: Embedder, workdir: Path, small: bool,
-          sessions: str = "given") -> BuiltSet:
+          sessions: str = "given", one_root: bool = False) -> BuiltSet:
     """A labelled set, read once: conversations (one root each) or curated memories."""
     data = json.loads(path.read_text("utf-8"))
     if "conversations" in data:
-        return build_conversations(path.stem, data, embedder, workdir, small, sessions)
+        return build_conversations(path.stem, data, embedder, workdir, small, sessions,
+                                   one_root)
     return build_curated(path.stem, data, embedder, workdir, small)
 
 
@@ -160,20 +162,26 @@ def build_curated(name: str, data: dict[str, Any], embedder: Embedder, workdir: 
 
 
 def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, workdir: Path,
-                        small: bool, sessions: str = "given") -> BuiltSet:
+                        small: bool, sessions: str = "given", one_root: bool = False
+                        ) -> BuiltSet:
     """The conversational set: one root per conversation (one agent's memory of one
-    relationship), one memory per turn (``Speaker: text``) recorded at its session's instant
-    plus a minute per turn, each turn's conversation id its session's (``sessions`` "given"),
-    none or its conversation's; questions ask within their own conversation. Joined into one
-    set whose ids are unique across roots (turn ids are)."""
+    relationship; ``one_root``: one root for them all), one memory per turn (``Speaker:
+    text``) recorded at its session's instant plus a minute per turn, each turn's conversation
+    id its session's (``sessions`` "given"), none or its conversation's; questions ask within
+    their own conversation. Joined into one set whose ids are unique across roots (turn ids
+    are)."""
     conversations = data["conversations"]
     if small:  # one of each split the set has
         conversations = [next(c for c in conversations if c["split"] == split)
                          for split in ("dev", "test")
                          if any(c["split"] == split for c in conversations)]
     parts = []
-    for conv in conversations:
-        memories, ats = [], []
+    memories: list[dict[str, Any]] = []
+    ats: list[datetime] = []
+    questions: list[dict[str, Any]] = []
+    for n_conv, conv in enumerate(conversations, 1):
+        if not one_root:
+            memories, ats, questions = [], [], []
         for session in conv["sessions"]:
             start = datetime.fromisoformat(session["at"].replace("Z", "+00:00"))
             for n, turn in enumerate(session["turns"]):
@@ -181,11 +189,13 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
                                  "session": {"given": session["id"], "none": None,
                                              "conversation": conv["id"]}[sessions]})
                 ats.append(start + n * timedelta(minutes=1))
-        questions = few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
-                          "gold": q["evidence"], "split": conv["split"]}
-                         for q in conv["questions"]], small)
-        parts.append(build_root(name, workdir / conv["id"], memories, ats, questions,
-                                embedder, max(ats) + timedelta(days=1)))
+        questions += few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
+                           "gold": q["evidence"], "split": conv["split"]}
+                          for q in conv["questions"]], small)
+        if not one_root or n_conv == len(conversations):
+            parts.append(build_root(name, workdir / (name if one_root else conv["id"]),
+                                    memories, ats, questions, embedder,
+                                    max(ats) + timedelta(days=1)))
     return BuiltSet(name, [q for p in parts for q in p.questions],
                     [x for p in parts for x in p.pools], [x for p in parts for x in p.cosine],
                     [x for p in parts for x in p.lexical], [x for p in parts for x in p.bm25],
@@ -376,6 +386,8 @@ def main() -> None:
                         help="the conversation id each conversational turn is admitted with: "
                              "its session's (default), none (a host that passes none), or one "
                              "for the whole conversation")
+    parser.add_argument("--one-root", action="store_true",
+                        help="every conversation of a set in one root instead of one each")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     paths = args.data or [DATA / name for name in SETS if (DATA / name).exists()]
@@ -383,7 +395,7 @@ def main() -> None:
     embedder = MODELS[args.model]()
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-",
                                      dir=os.environ.get("TMPDIR")) as d:
-        sets = [build(path, embedder, Path(d), args.small, args.sessions)
+        sets = [build(path, embedder, Path(d), args.small, args.sessions, args.one_root)
                 for path in paths]
     ALL_QUESTIONS.extend(q for s in sets for q in s.questions)
     pools = [p for s in sets for p in s.pools]
@@ -422,7 +434,7 @@ def main() -> None:
         f"{share:g}: {r5:.3f}/{m:.3f}" for share, (r5, m) in fit["by_echo"].items()))
 
     figures: dict[str, Any] = {"bench": "recall_quality", "model": embedder.identity.model,
-                               "sessions": args.sessions,
+                               "sessions": args.sessions, "one_root": args.one_root,
                                "calibration_fitted_on": "dev split",
                                "calibrations": {k: asdict(v) for k, v in cals.items()},
                                "sets": {}}
