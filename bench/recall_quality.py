@@ -398,6 +398,10 @@ def main() -> None:
         sets = [build(path, embedder, Path(d), args.small, args.sessions, args.one_root)
                 for path in paths]
     ALL_QUESTIONS.extend(q for s in sets for q in s.questions)
+    if not any(q.split == "dev" for q in ALL_QUESTIONS):
+        raise SystemExit("recall_quality: no dev question in the chosen sets to fit on (the "
+                         "fresh set is all test); add a set with a dev split, e.g. --data "
+                         "bench/data/conversations/conversations.json")
     pools = [p for s in sets for p in s.pools]
     now = datetime.now().astimezone()
     base = PoolScorer(ALL_QUESTIONS, pools, now)
