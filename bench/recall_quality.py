@@ -175,27 +175,28 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
         conversations = [next(c for c in conversations if c["split"] == split)
                          for split in ("dev", "test")
                          if any(c["split"] == split for c in conversations)]
+    # the conversations each root holds: one each, or all of them in one
+    groups = [conversations] if one_root else [[conv] for conv in conversations]
     parts = []
-    memories: list[dict[str, Any]] = []
-    ats: list[datetime] = []
-    questions: list[dict[str, Any]] = []
-    for n_conv, conv in enumerate(conversations, 1):
-        if not one_root:
-            memories, ats, questions = [], [], []
-        for session in conv["sessions"]:
-            start = datetime.fromisoformat(session["at"].replace("Z", "+00:00"))
-            for n, turn in enumerate(session["turns"]):
-                memories.append({"id": turn["id"], "text": f"{turn['speaker']}: {turn['text']}",
-                                 "session": {"given": session["id"], "none": None,
-                                             "conversation": conv["id"]}[sessions]})
-                ats.append(start + n * timedelta(minutes=1))
-        questions += few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
-                           "gold": q["evidence"], "split": conv["split"]}
-                          for q in conv["questions"]], small)
-        if not one_root or n_conv == len(conversations):
-            parts.append(build_root(name, workdir / (name if one_root else conv["id"]),
-                                    memories, ats, questions, embedder,
-                                    max(ats) + timedelta(days=1)))
+    for group in groups:
+        memories: list[dict[str, Any]] = []
+        ats: list[datetime] = []
+        questions: list[dict[str, Any]] = []
+        for conv in group:
+            for session in conv["sessions"]:
+                start = datetime.fromisoformat(session["at"].replace("Z", "+00:00"))
+                known = {"given": session["id"], "none": None,
+                         "conversation": conv["id"]}[sessions]
+                for n, turn in enumerate(session["turns"]):
+                    memories.append({"id": turn["id"], "session": known,
+                                     "text": f"{turn['speaker']}: {turn['text']}"})
+                    ats.append(start + n * timedelta(minutes=1))
+            questions += few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
+                               "gold": q["evidence"], "split": conv["split"]}
+                              for q in conv["questions"]], small)
+        parts.append(build_root(name, workdir / (name if one_root else group[0]["id"]),
+                                memories, ats, questions, embedder,
+                                max(ats) + timedelta(days=1)))
     return BuiltSet(name, [q for p in parts for q in p.questions],
                     [x for p in parts for x in p.pools], [x for p in parts for x in p.cosine],
                     [x for p in parts for x in p.lexical], [x for p in parts for x in p.bm25],
