@@ -38,7 +38,10 @@ Figures, per model:
 
 The data (``--data``, format in ``bench/data/README.md``) may use any kind names; when its
 questions carry a ``split`` field the figures are given for the ``test`` split and for all
-questions. Ends with one JSON line of every figure.
+questions. ``--pairs`` adds two models at once: every pair of the measured models (and all of
+them) ranked by their cosines fused (z-normalised per question and model, summed), per kind,
+which bounds what embedding each memory twice could find. Ends with one JSON line of every
+figure.
 """
 
 from __future__ import annotations
@@ -535,6 +538,7 @@ def measure(adapter: Adapter, texts: Sequence[str], questions: Sequence[Question
     sims = query_vecs @ memory_vecs.T
     lat = np.array(latencies)
     return {
+        "_sims": sims,  # kept for --pairs, never printed
         "texts_per_s": round(max(rates), 1),
         "texts_per_s_rounds": [round(r, 1) for r in rates],
         "query_p50_ms": round(float(np.percentile(lat, 50)), 2),
@@ -585,6 +589,46 @@ def print_tables(results: dict[str, dict[str, Any]], splits: Sequence[str]) -> N
                       + fmt(q["abstain_auc"], 13))
 
 
+def fused(sims: Sequence[Matrix]) -> Matrix:
+    """Several models' cosines as one ranking: each question's cosines z-normalised per model
+    (their scales differ), then summed."""
+    total = np.zeros_like(sims[0])
+    for s in sims:
+        total += (s - s.mean(axis=1, keepdims=True)) / (s.std(axis=1, keepdims=True) + 1e-9)
+    return total
+
+
+def pair_quality(results: dict[str, dict[str, Any]], questions: Sequence[Question],
+                 splits: dict[str, list[int]]) -> dict[str, dict[str, Any]]:
+    """``--pairs``: every pair of the measured models (and all of them, past two) fused, by
+    split: what two models embedding every memory would find by cosine."""
+    names = list(results)
+    groups = [[a, b] for n, a in enumerate(names) for b in names[n + 1:]]
+    if len(names) > 2:
+        groups.append(names)
+    out = {}
+    for group in groups:
+        sims = fused([results[n]["_sims"] for n in group])
+        out["+".join(group)] = {split: quality(sims[idx], [questions[i] for i in idx],
+                                               range(len(idx)))
+                                for split, idx in splits.items()}
+    return out
+
+
+def print_pairs(pairs: dict[str, dict[str, Any]], splits: Sequence[str]) -> None:
+    for split in splits:
+        first = next(iter(pairs.values()))[split]
+        kinds = list(first["kinds"])
+        print(f"\nfused cosine (z-normalised per model, summed), split {split!r}: R@5 overall "
+              "and per kind")
+        print(f"  {'models':<48}{'overall':>8}" + "".join(f"{k[:14]:>15}" for k in kinds))
+        for name, by_split in pairs.items():
+            q = by_split[split]
+            print(f"  {name:<48}{q['overall']['recall_at_5']:8.3f}" + "".join(
+                f"{q['kinds'][k]['recall_at_5']:15.3f}" if k in q["kinds"] else f"{'-':>15}"
+                for k in kinds))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -592,6 +636,8 @@ def main() -> None:
     parser.add_argument("--models", help="comma-separated adapter names (default: all)")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--rounds", type=int, default=3, help="timed passes over the memories")
+    parser.add_argument("--pairs", action="store_true",
+                        help="also rank by the fused cosines of every pair of the models")
     args = parser.parse_args()
 
     texts, questions = load(args.data)
@@ -634,8 +680,14 @@ def main() -> None:
               f"{r['query_p50_ms']:.1f} ms, R@5 {overall['recall_at_5']:.3f}", flush=True)
         del adapter
 
+    pairs = pair_quality(results, questions, splits) if args.pairs and len(results) > 1 else {}
+    for r in results.values():
+        del r["_sims"]
     if results:
         print_tables(results, list(splits))
+    if pairs:
+        print_pairs(pairs, list(splits))
+    if results:
         print("\nhow each model was run:")
         for name, r in results.items():
             print(f"  {name}: {r['model']} ({r['license']}); {r['usage']}; run-time deps: "
@@ -643,7 +695,7 @@ def main() -> None:
     sys.stdout.flush()
     print(json.dumps({"bench": "models", "data": args.data.name, "threads": args.threads,
                       "batch": BATCH, "rounds": args.rounds, "models": results,
-                      "skipped": skipped}, sort_keys=True))
+                      "pairs": pairs, "skipped": skipped}, sort_keys=True))
 
 
 if __name__ == "__main__":

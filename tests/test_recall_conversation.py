@@ -37,14 +37,15 @@ from memory_es.recall.rank.anchors import extract_anchors
 from memory_es.recall.rank.calibrations import calibration_for, configured_calibration
 from memory_es.recall.rank.score import NOMIC_V15, Calibration, Candidate, Scored, score
 from memory_es.recall.rank.select import INSUFFICIENT_MAX_HITS, select, successors_first
-from memory_es.recall.retrieve.candidates import (
+from memory_es.recall.retrieve.candidates import candidate_pool
+from memory_es.recall.retrieve.dialogue import (
     SESSIONLESS_TURN_GAP_MINUTES,
     TurnNeighbours,
-    candidate_pool,
     replies,
     replies_sql,
     turn_context,
     turn_context_sql,
+    vector_ranks_in_context,
 )
 from memory_es.testing import WordBagEmbedder
 
@@ -365,3 +366,41 @@ def test_configured_dialogue_numbers_reach_recall() -> None:
     cal = calibration_for(None, configured_calibration(config))
     assert (cal.dialogue_weight, cal.dialogue_boost) == (
         NOMIC_V15.dialogue_weight, NOMIC_V15.dialogue_boost)
+
+
+def test_vector_retrieval_reads_a_turn_with_the_turn_before_it(tmp_path: Path) -> None:
+    """A reply's own vector misses a question its turn before carries: the vector retriever
+    ranks each turn by the larger of its own cosine and that of the pair's summed vectors, so
+    the reply enters a small pool that plain nearest rows fill with notes sharing one word;
+    it keeps its own cosine for scoring, and a turn after nothing, or after a turn of another
+    conversation, gains nothing."""
+    lunch, rain = "Priya: what about lunch", "Ola: is it about the rain"
+    sams = REPLY.replace("Jonas", "Sam")
+    query = "what is her research about"
+    with journal(tmp_path / "chat", [(QUESTION, "chat:1"), (REPLY, "chat:1"),
+                                     (lunch, "chat:3"), (rain, None),
+                                     (sams, "chat:2")]) as store:
+        conn = store.projections.get().index.conn
+        embedder = WordBagEmbedder(4096)
+        vector = np.asarray(embedder.embed([query]))[0]
+        matrix = store.vectors.matrix(embedder, conn)
+        text = dict(conn.execute("SELECT rowid, text FROM memories"))
+        plain = [text[r] for r, _ in matrix.top(vector, 3)]
+        assert plain == [QUESTION, lunch, rain]  # the reply shares no word with the question
+        ranked = vector_ranks_in_context(conn, matrix, vector, 3)
+        assert [text[r] for r, _ in ranked] == [QUESTION, REPLY, lunch]
+        own = dict(ranked)
+        assert own[rowid_of(store, REPLY)] == pytest.approx(0.0, abs=1e-6)  # its own cosine
+        # the same words in another conversation, after no question, are not lifted
+        assert rowid_of(store, sams) not in dict(
+            vector_ranks_in_context(conn, matrix, vector, 4))
+        # recall's pool ranks it so, and carries its own cosine for scoring as before
+        reply = pool_of(store, query)[REPLY]
+        assert (reply.vector_rank, reply.cosine) == (2, pytest.approx(0.0, abs=1e-6))
+        # a dropped question is nobody's pair: the reply falls back to its own cosine
+        store.set_status(store.lexical_search("research")[0].id, "dropped")
+        conn = store.projections.get().index.conn
+        matrix = store.vectors.matrix(embedder, conn)
+        text = dict(conn.execute("SELECT rowid, text FROM memories"))
+        assert [text[r] for r, _ in vector_ranks_in_context(conn, matrix, vector, 2)] \
+            == [lunch, rain]

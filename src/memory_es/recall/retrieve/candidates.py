@@ -9,7 +9,7 @@ MemoryRecall; :mod:`~memory_es.recall.automatic` builds the automatic context fr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,12 @@ from memory_es.recall.rank.score import (
     Candidate,
     Fact,
     Source,
+)
+from memory_es.recall.retrieve.dialogue import (
+    TurnNeighbours,
+    replies,
+    turn_context,
+    vector_ranks_in_context,
 )
 from memory_es.recall.retrieve.lexical import LexicalEvidence
 from memory_es.validity import parse_validity
@@ -90,7 +96,8 @@ def candidate_pool(
     vector_ranks: dict[int, int] = {}
     cosines: dict[int, float] = {}
     if query_vector is not None and matrix is not None:
-        for rank, (rowid, cos) in enumerate(matrix.top(query_vector, RETRIEVER_DEPTH), start=1):
+        for rank, (rowid, cos) in enumerate(vector_ranks_in_context(
+                conn, matrix, query_vector, RETRIEVER_DEPTH), start=1):
             vector_ranks[rowid] = rank
             cosines[rowid] = cos
     if query_vector is not None:  # degraded (no vectors): only what the words find
@@ -124,100 +131,6 @@ def candidate_pool(
                              vector_ranks.get(row[6]), evidence, context, ids, axes.get(row[6]))
                   for row in chosen]
     return with_entity_names(conn, candidates)
-
-
-REPLY_DEPTH = 20  # the lexical hits whose next turn joins the pool
-
-
-# A host turn that came without a conversation id still belongs to one when the host turn
-# beside it (also without one) was recorded within this many minutes: an exchange's turns
-# follow each other in minutes, while a note recorded on its own has no turn to be read with.
-SESSIONLESS_TURN_GAP_MINUTES = 5
-
-
-def _turn(alias: str) -> str:
-    """SQL: the row ``alias`` is a turn the host reported (a Journal observation), in a known
-    conversation or in none (``source_session`` NULL; an id too long to keep, ``unknown``,
-    is nobody's). Curated lines of one capture share a session but are not a dialogue. The
-    unary ``+`` keeps the planner on ``memories_by_session``: by ``memories_by_tier`` a
-    neighbour lookup walked every Journal row before it (17 ms a recall at 100,000)."""
-    return (f"+{alias}.source = 'host-summary' AND +{alias}.tier = 'journal' "
-            f"AND {alias}.source_session IS NOT 'unknown'")
-
-
-def _near(turn: str, other: str) -> str:
-    """SQL: ``other`` (a neighbour of ``turn`` in its conversation) counts as one: always in a
-    known conversation, within :data:`SESSIONLESS_TURN_GAP_MINUTES` of it in none."""
-    return (f"({turn}.source_session IS NOT NULL OR round(abs(julianday({turn}.recorded_at) "
-            f"- julianday({other}.recorded_at)) * 86400) <= {SESSIONLESS_TURN_GAP_MINUTES * 60})")
-
-
-def replies(conn: apsw.Connection, lexical: dict[int, int]) -> dict[int, int]:
-    """rowid -> pool rank for the live turn that follows each of the top ``REPLY_DEPTH``
-    lexical hits in its conversation: a question's words find the question, and its answer is
-    the next turn. A reply rides its question's rank in the pool's order."""
-    top = sorted(lexical, key=lambda r: (lexical[r], r))[:REPLY_DEPTH]
-    if not top:
-        return {}
-    found = {int(hit): int(reply) for hit, reply in conn.execute(replies_sql(len(top)), top)
-             if reply is not None}
-    out: dict[int, int] = {}
-    for hit in top:
-        if hit in found:
-            out.setdefault(found[hit], lexical[hit])
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class TurnNeighbours:
-    """Where a host turn sits in its conversation: the text of the live turn just before it
-    (None for a conversation's first turn) and the rowids of the live turns on either side."""
-
-    before_text: str | None
-    before: int | None
-    after: int | None
-
-
-def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, TurnNeighbours]:
-    """rowid -> its neighbours, for the rows that are turns of a known conversation: a reply
-    ("Coastal flooding models.") is read with what it answers ("what's her research on"), and
-    an answer that spans two turns is supported by the other (``dialogue_support``)."""
-    if not rowids:
-        return {}
-    return {int(rowid): TurnNeighbours(None if text is None else str(text),
-                                       None if before is None else int(before),
-                                       None if after is None else int(after))
-            for rowid, before, text, after in conn.execute(
-                turn_context_sql(len(rowids)), list(rowids))}
-
-
-def _next_turn(alias: str) -> str:
-    """SQL: the rowid of the live turn after the row ``alias`` in its conversation."""
-    return (f"(SELECT r.rowid FROM memories r WHERE r.source_session IS {alias}.source_session "
-            f"AND r.rowid > {alias}.rowid AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} "
-            "ORDER BY r.rowid LIMIT 1)")
-
-
-def replies_sql(count: int) -> str:
-    """For ``count`` rowids: each host turn's rowid and the rowid of the live turn after it
-    (NULL when there is none, or it came too long after a turn of no conversation)."""
-    return (f"SELECT h.rowid, n.rowid FROM memories h LEFT JOIN memories n "
-            f"ON n.rowid = {_next_turn('h')} AND {_near('h', 'n')} "
-            f"WHERE h.rowid IN ({','.join('?' * count)}) AND {_turn('h')}")
-
-
-def turn_context_sql(count: int) -> str:
-    """For ``count`` rowids: each host turn's rowid, the rowid and text of the live turn
-    before it, and the rowid of the live turn after it. A turn of no conversation is one
-    only beside another (:func:`_near`): a lone one is a note, scored as notes are."""
-    return ("SELECT m.rowid, p.rowid, p.text, n.rowid FROM memories m "
-            "LEFT JOIN memories p ON p.rowid = (SELECT b.rowid FROM memories b "
-            "WHERE b.source_session IS m.source_session AND b.rowid < m.rowid "
-            f"AND {_turn('b')} AND b.status NOT IN {_TERMINAL_SQL} "
-            f"ORDER BY b.rowid DESC LIMIT 1) AND {_near('m', 'p')} "
-            f"LEFT JOIN memories n ON n.rowid = {_next_turn('m')} AND {_near('m', 'n')} "
-            f"WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')} "
-            "AND (m.source_session IS NOT NULL OR p.rowid IS NOT NULL OR n.rowid IS NOT NULL)")
 
 
 def _candidate(row: Any, cosine: float | None, lexical_rank: int | None,
