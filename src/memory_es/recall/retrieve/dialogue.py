@@ -100,7 +100,7 @@ def vector_ranks_in_context(conn: apsw.Connection, matrix: VectorMatrix,
             norm = float(np.linalg.norm(summed))
             paired = float(summed @ query_vector) / norm if norm > 1e-6 else -1.0
             rank[after] = max(rank.get(after, own[after]), paired)
-    best = sorted(rank, key=lambda r: (-rank[r], r))[:depth]
+    best = sorted(rank, key=lambda r: -rank[r])[:depth]  # stable: ties keep the nearest order
     return [(r, own[r]) for r in best]
 
 
