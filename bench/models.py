@@ -513,7 +513,8 @@ def quality(sims: Matrix, questions: Sequence[Question], idx: Sequence[int]) -> 
 
 
 def measure(adapter: Adapter, texts: Sequence[str], questions: Sequence[Question],
-            splits: dict[str, list[int]], rounds: int) -> dict[str, Any]:
+            splits: dict[str, list[int]], rounds: int) -> tuple[dict[str, Any], Matrix]:
+    """The model's figures, and every question's cosine with every memory (for ``--pairs``)."""
     adapter.embed(texts[:BATCH])  # warm-up
     rates: list[float] = []
     memory_vecs = np.zeros((0, adapter.dim), dtype=np.float32)
@@ -538,14 +539,13 @@ def measure(adapter: Adapter, texts: Sequence[str], questions: Sequence[Question
     sims = query_vecs @ memory_vecs.T
     lat = np.array(latencies)
     return {
-        "_sims": sims,  # kept for --pairs, never printed
         "texts_per_s": round(max(rates), 1),
         "texts_per_s_rounds": [round(r, 1) for r in rates],
         "query_p50_ms": round(float(np.percentile(lat, 50)), 2),
         "query_p90_ms": round(float(np.percentile(lat, 90)), 2),
         "quality": {name: quality(sims[idx], [questions[i] for i in idx], range(len(idx)))
                     for name, idx in splits.items()},
-    }
+    }, sims
 
 
 def fmt(x: float | None, width: int = 6) -> str:
@@ -598,17 +598,17 @@ def fused(sims: Sequence[Matrix]) -> Matrix:
     return total
 
 
-def pair_quality(results: dict[str, dict[str, Any]], questions: Sequence[Question],
+def pair_quality(sims_of: dict[str, Matrix], questions: Sequence[Question],
                  splits: dict[str, list[int]]) -> dict[str, dict[str, Any]]:
     """``--pairs``: every pair of the measured models (and all of them, past two) fused, by
     split: what two models embedding every memory would find by cosine."""
-    names = list(results)
+    names = list(sims_of)
     groups = [[a, b] for n, a in enumerate(names) for b in names[n + 1:]]
     if len(names) > 2:
         groups.append(names)
     out = {}
     for group in groups:
-        sims = fused([results[n]["_sims"] for n in group])
+        sims = fused([sims_of[n] for n in group])
         out["+".join(group)] = {split: quality(sims[idx], [questions[i] for i in idx],
                                                range(len(idx)))
                                 for split, idx in splits.items()}
@@ -652,6 +652,7 @@ def main() -> None:
 
     results: dict[str, dict[str, Any]] = {}
     skipped: dict[str, str] = {}
+    sims_of: dict[str, Matrix] = {}
     for cls in ADAPTERS:
         if wanted is not None and cls.name not in wanted:
             continue
@@ -663,7 +664,7 @@ def main() -> None:
             print(f"skip {cls.name}: {exc}")
             continue
         load_s = time.perf_counter() - t0
-        figures = measure(adapter, texts, questions, splits, args.rounds)
+        figures, sims_of[cls.name] = measure(adapter, texts, questions, splits, args.rounds)
         deps = sorted(dependency_closure(cls.runtime))
         results[cls.name] = {
             "package": cls.package, "version": importlib.metadata.version(cls.package),
@@ -680,14 +681,11 @@ def main() -> None:
               f"{r['query_p50_ms']:.1f} ms, R@5 {overall['recall_at_5']:.3f}", flush=True)
         del adapter
 
-    pairs = pair_quality(results, questions, splits) if args.pairs and len(results) > 1 else {}
-    for r in results.values():
-        del r["_sims"]
+    pairs = pair_quality(sims_of, questions, splits) if args.pairs and len(sims_of) > 1 else {}
     if results:
         print_tables(results, list(splits))
-    if pairs:
-        print_pairs(pairs, list(splits))
-    if results:
+        if pairs:
+            print_pairs(pairs, list(splits))
         print("\nhow each model was run:")
         for name, r in results.items():
             print(f"  {name}: {r['model']} ({r['license']}); {r['usage']}; run-time deps: "
