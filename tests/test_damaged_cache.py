@@ -11,6 +11,7 @@ import json
 import logging
 from pathlib import Path
 
+import apsw
 import pytest
 
 from helpers_attack import open_store
@@ -104,4 +105,27 @@ def test_writer_open_drain_and_rebuild_replace_a_damaged_cache(
     damage(path, how)
     assert main(["--root", str(path), "rebuild"]) == 0
     capsys.readouterr()
+    assert health_json(path)["status"] == "clean"
+
+
+@pytest.mark.parametrize("how", ["zero_bytes", "no_table_yet"])
+def test_a_cache_a_writer_is_still_creating_is_not_damage(root: tuple[Path, str],
+                                                           how: str) -> None:
+    """Between creating ``cache.db`` and creating its table a writer's open leaves an empty
+    file (or an empty database); health beside it reports no damage, and the next writer
+    open gives it its table without a warning."""
+    path, _ = root
+    cache = path / CACHE_REL
+    for side in ("-wal", "-shm"):
+        (path / (CACHE_REL + side)).unlink(missing_ok=True)
+    cache.write_bytes(b"")
+    if how == "no_table_yet":
+        conn = apsw.Connection(str(cache))
+        conn.execute("PRAGMA journal_mode=WAL").fetchall()
+        conn.execute("CREATE TABLE other (x)")
+        conn.close()
+    assert health_json(path)["status"] == "clean"
+    with open_store(path, "journal", background=False) as store:
+        store.drain()
+        assert store.vector_backlog() == 0
     assert health_json(path)["status"] == "clean"

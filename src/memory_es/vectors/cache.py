@@ -191,7 +191,8 @@ def discard_cache(root: Path, error: BaseException | str) -> None:
 
 def cache_problem(root: Path) -> str | None:
     """Why the root's vector cache is damaged (content-free: an error name or SQLite's
-    integrity check), or None when it is absent, whole, or cannot be read for another reason
+    integrity check), or None when it is absent, whole, still empty (a writer creates the
+    file, then its table), or cannot be read for another reason
     (a lock, permissions: not damage, and hygiene reports an unsafe path)."""
     path = Path(root) / CACHE_DIR / CACHE_FILE
     if not os.path.isfile(path):
@@ -203,14 +204,14 @@ def cache_problem(root: Path) -> str | None:
         return None
     try:
         conn.setbusytimeout(5000)
-        checked = conn.execute("PRAGMA quick_check").fetchall()
-        conn.execute("SELECT identity, sha256, vector FROM vectors LIMIT 1").fetchall()
+        if conn.execute("PRAGMA quick_check").fetchall() != [("ok",)]:
+            return "integrity check failed"
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchall():
+            conn.execute("SELECT identity, sha256, vector FROM vectors LIMIT 1").fetchall()
     except apsw.Error as e:
         return type(e).__name__ if storage_kind(e) == "corrupt" else None
     finally:
         conn.close()
-    if checked != [("ok",)]:
-        return "integrity check failed"
     return None
 
 
