@@ -127,8 +127,10 @@ def test_the_keyboard_moves_through_the_pages(browser: Any, served: Served) -> N
     body = browser.find_element(By.TAG_NAME, "body")
     body.send_keys("/")
     WebDriverWait(browser, WAIT_S).until(lambda d: "/search" in d.current_url)
+    # the address changes before the new page has loaded and autofocused its box
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: d.switch_to.active_element.get_attribute("id") == "q")
     box = browser.switch_to.active_element
-    assert box.get_attribute("id") == "q"
     box.send_keys("Atlas launch", Keys.ENTER)
     WebDriverWait(browser, WAIT_S).until(lambda d: "q=Atlas" in d.current_url)
     hits = browser.find_elements(By.CSS_SELECTOR, ".hit")
