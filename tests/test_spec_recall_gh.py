@@ -212,6 +212,7 @@ def graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Mem
     test), so a five-line store has lines outside it that only the graph reaches; every
     pool and hop is logged."""
     monkeypatch.setattr(candidates_module, "RETRIEVER_DEPTH", 1)
+    monkeypatch.setattr(candidates_module, "VECTOR_DEPTH", 1)
     log: list[tuple[str, list[str], list[str]]] = []
     real_pool, real_hop = candidates_module.candidate_pool, candidates_module.expand_one_hop
 
