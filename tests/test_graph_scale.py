@@ -38,8 +38,9 @@ def test_neighbours_compete_for_the_limit_when_the_pool_is_full(tmp_path: Path) 
         ("seed", "Morgan works at Acme Robotics", unit(0.80, 1)),
         ("neighbour", "The Lyon office opened in spring", unit(0.85, 2)),
     ]
-    # 49 lexical matches with no semantic evidence fill the lexical half of the pool ...
-    rows += [(f"lex{n}", f"Morgan filed expense report {n}", unit(0.0, 3)) for n in range(49)]
+    # 49 lexical matches with no semantic evidence (facing away from the query, so that no
+    # vector rank joins their lexical one) fill the lexical half of the pool ...
+    rows += [(f"lex{n}", f"Morgan filed expense report {n}", unit(-0.5, 3)) for n in range(49)]
     # ... 40 close paraphrases outrank the neighbour by cosine and fill the vector half ...
     rows += [(f"vec{n}", f"Quarterly staffing paragraph {n}", unit(0.86 + n / 1000, 4))
              for n in range(40)]
