@@ -145,7 +145,7 @@ def fused_order(lexical: dict[int, int], vector: dict[int, int]) -> list[int]:
     equal weights): a row both retrievers rank moderately comes before one only a single
     retriever ranks a little higher, so the fifty the pool keeps (G31) are the rows the two
     agree on, not the two lists taken in turn. The vector retriever offers its top
-    :data:`~memory_es.recall.retrieve.dialogue.CONTEXT_DEPTH` (100), which it reads anyway.
+    :data:`VECTOR_DEPTH` (100), which it reads anyway.
     With every conversation of a set in one root (more turns than the pool can hold) the
     fifty hold an evidence turn for more questions (the first set's test split 0.779 ->
     0.808), and the evidence reaches the top 5 more often (test 0.693 -> 0.708, fresh
