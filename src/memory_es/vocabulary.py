@@ -56,6 +56,10 @@ def sql_list(values: Iterable[str]) -> str:
     """A constant set of our own (never user-supplied) words as an SQL list literal."""
     return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
 
+
+# G22: ``status NOT IN`` this keeps a query to live (and superseded) rows
+TERMINAL_SQL: Final = sql_list(TERMINAL_STATUSES)
+
 # ``import apply --from``: the source formats a reader exists for (memory_es.imports.formats);
 # here so the CLI's parser lists them without importing the readers.
 IMPORT_FORMATS: Final = ("mem0", "notes", "chatgpt", "memory-es", "mcp-memory",

@@ -15,7 +15,7 @@ import numpy as np
 from memory_es.errors import (
     MemoryEsError,
 )
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import TERMINAL_SQL
 from projections.findings import Finding, read_regular
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.index_schema import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
@@ -24,7 +24,6 @@ from projections.replay import (
     managed_files,
 )
 
-_TERMINAL = sql_list(TERMINAL_STATUSES)
 # Providers' rows are L2-normalised float32 (embeddings.normalise): a stored vector further
 # than this from unit length was not written by one.
 VECTOR_NORM_TOLERANCE = 1e-3
@@ -207,7 +206,7 @@ def audit_vectors(live: apsw.Connection, rel: str) -> Iterator[Finding]:
                       "nothing); run memory-es rebuild")
     try:
         waiting: Any = live.execute(
-            f"SELECT count(*) FROM memories m WHERE m.status NOT IN {_TERMINAL} "
+            f"SELECT count(*) FROM memories m WHERE m.status NOT IN {TERMINAL_SQL} "
             "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.rowid = m.rowid "
             "AND v.identity = ?) AND NOT EXISTS (SELECT 1 FROM vector_pending p "
             "WHERE p.rowid = m.rowid)", (identity,)).fetchone()

@@ -17,12 +17,10 @@ import numpy as np
 from memory_es.indexread import optional_rows
 from memory_es.vectors import spill
 from memory_es.vectors.ann import AnnCache, ann_paths
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import TERMINAL_SQL
 
 _LOAD_CHUNK = 8192  # vectors read per query when the matrix loads
 _IN_CHUNK = 30_000  # rowids bound per IN list
-# G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
-_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 
 
 class VectorMatrix:
@@ -96,7 +94,7 @@ class VectorMatrix:
         while True:
             rows = list(conn.execute(
                 "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-                f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {_TERMINAL_SQL} "
+                f"WHERE v.identity = ? AND v.rowid > ? AND m.status NOT IN {TERMINAL_SQL} "
                 "ORDER BY v.rowid LIMIT ?", (identity, self._last, _LOAD_CHUNK)))
             self._append(rows)
             if rows:
@@ -118,12 +116,12 @@ class VectorMatrix:
         marks = ",".join("?" * len(wanted))
         back = list(conn.execute(
             "SELECT v.rowid, v.vector FROM vectors v JOIN memories m ON m.rowid = v.rowid "
-            f"WHERE v.identity = ? AND v.rowid IN ({marks}) AND m.status NOT IN {_TERMINAL_SQL} "
+            f"WHERE v.identity = ? AND v.rowid IN ({marks}) AND m.status NOT IN {TERMINAL_SQL} "
             "ORDER BY v.rowid", (identity, *wanted)))
         self._readd.difference_update(r[0] for r in back)
         # a row that left recall for good is not waited for
         self._readd.difference_update(r[0] for r in conn.execute(
-            f"SELECT rowid FROM memories WHERE rowid IN ({marks}) AND status IN {_TERMINAL_SQL}",
+            f"SELECT rowid FROM memories WHERE rowid IN ({marks}) AND status IN {TERMINAL_SQL}",
             wanted))
         self._append(back)
 

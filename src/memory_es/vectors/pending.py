@@ -20,7 +20,7 @@ from memory_es.embeddings import BATCH_SIZE, Embedder, EmbeddingError
 from memory_es.ids import sha256_hex
 from memory_es.indexread import optional_rows
 from memory_es.vectors.cache import VectorCache, read_only_cache
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import TERMINAL_SQL
 
 if TYPE_CHECKING:
     from memory_es.config import EmbeddingsConfig, MemoryConfig
@@ -29,8 +29,6 @@ log = logging.getLogger("memory_es")
 
 MAX_IN_FLIGHT = 256  # D6: at most 256 texts ...
 MAX_IN_FLIGHT_BYTES = 2 * 1024 * 1024  # ... and 2 MiB in flight
-# G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
-_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 
 
 def embeddings_block(config: MemoryConfig) -> EmbeddingsConfig | None:
@@ -64,7 +62,7 @@ def pending_texts(conn: apsw.Connection, identity: str, limit: int = MAX_IN_FLIG
         # CROSS JOIN: the few waiting rows first, each one memory looked up (without
         # statistics the planner would scan every memory instead: 34 ms at 100,000)
         "SELECT m.rowid, m.text FROM vector_pending p CROSS JOIN memories m ON m.rowid = p.rowid "
-        f"WHERE m.status NOT IN {_TERMINAL_SQL} ORDER BY p.rowid LIMIT ?", (limit,))
+        f"WHERE m.status NOT IN {TERMINAL_SQL} ORDER BY p.rowid LIMIT ?", (limit,))
     pending = PendingTexts([], [])
     size = 0
     for rowid, text in rows:
@@ -102,11 +100,11 @@ def vector_backlog(conn: apsw.Connection, identity: str) -> int:
     row: Any = conn.execute("SELECT value FROM meta WHERE key = 'vector_identity'").fetchone()
     if row is None or row[0] != identity:
         live: Any = conn.execute(
-            f"SELECT count(*) FROM memories WHERE status NOT IN {_TERMINAL_SQL}").fetchone()
+            f"SELECT count(*) FROM memories WHERE status NOT IN {TERMINAL_SQL}").fetchone()
         return int(live[0])
     waiting = optional_rows(
         conn, "SELECT count(*) FROM vector_pending p CROSS JOIN memories m ON m.rowid = p.rowid "
-              f"WHERE m.status NOT IN {_TERMINAL_SQL}", ())
+              f"WHERE m.status NOT IN {TERMINAL_SQL}", ())
     return int(waiting[0][0]) if waiting else 0
 
 

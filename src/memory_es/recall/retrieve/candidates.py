@@ -36,15 +36,13 @@ from memory_es.recall.retrieve.dialogue import (
 from memory_es.recall.retrieve.lexical import LexicalEvidence
 from memory_es.validity import parse_validity
 from memory_es.vectors.matrix import VectorMatrix
-from memory_es.vocabulary import REMEMBER_SOURCE, TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import REMEMBER_SOURCE, TERMINAL_SQL
 from projections.sqlite_index import fts_query
 
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever's top 50 carry its rank (the RRF hint)
 # The vector retriever offers the rows it reads anyway (its nearest 100 and their next turns);
 # those past 50 count in the pool's choice only where the words find them too (fused_order).
 VECTOR_DEPTH = CONTEXT_DEPTH
-# G22: terminal records never enter a retriever, so they cannot crowd live ones out of the pool
-_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
 ASSISTANT_NOTED = "assistant noted"  # J9: an enhanced Remember, never verified-owner
 
 
@@ -65,7 +63,7 @@ def _lexical_ranks(conn: apsw.Connection, query: str) -> dict[int, int]:
         marks = ",".join("?" * len(rowids))
         terminal = {r[0] for r in conn.execute(
             f"SELECT rowid FROM memories WHERE rowid IN ({marks}) "
-            f"AND status IN {_TERMINAL_SQL}", rowids)}
+            f"AND status IN {TERMINAL_SQL}", rowids)}
         live.extend(r for r in rowids if r not in terminal)
         offset += page
     return {rowid: rank for rank, rowid in enumerate(live[:RETRIEVER_DEPTH], start=1)}
@@ -291,7 +289,7 @@ def expand_one_hop(conn: apsw.Connection, seeds: Sequence[Candidate], *, query: 
               "m.run_hash "
               f"FROM memories m WHERE m.id IN (SELECT memory_id FROM memory_entities "
               f"WHERE entity_id IN ({hmarks})) AND m.id NOT IN ({smarks}) "
-              f"AND m.status NOT IN {_TERMINAL_SQL} ORDER BY m.rowid LIMIT ?",
+              f"AND m.status NOT IN {TERMINAL_SQL} ORDER BY m.rowid LIMIT ?",
         [*hop, *skip, room])
     neighbours = []
     if evidence is None:

@@ -13,9 +13,7 @@ import apsw
 import numpy as np
 
 from memory_es.vectors.matrix import VectorMatrix
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
-
-_TERMINAL_SQL = sql_list(TERMINAL_STATUSES)
+from memory_es.vocabulary import TERMINAL_SQL
 
 REPLY_DEPTH = 20  # the lexical hits whose next turn joins the pool
 
@@ -130,7 +128,7 @@ def turn_context(conn: apsw.Connection, rowids: Sequence[int]) -> dict[int, Turn
 def _next_turn(alias: str) -> str:
     """SQL: the rowid of the live turn after the row ``alias`` in its conversation."""
     return (f"(SELECT r.rowid FROM memories r WHERE r.source_session IS {alias}.source_session "
-            f"AND r.rowid > {alias}.rowid AND {_turn('r')} AND r.status NOT IN {_TERMINAL_SQL} "
+            f"AND r.rowid > {alias}.rowid AND {_turn('r')} AND r.status NOT IN {TERMINAL_SQL} "
             "ORDER BY r.rowid LIMIT 1)")
 
 
@@ -149,7 +147,7 @@ def turn_context_sql(count: int) -> str:
     return ("SELECT m.rowid, p.rowid, p.text, n.rowid FROM memories m "
             "LEFT JOIN memories p ON p.rowid = (SELECT b.rowid FROM memories b "
             "WHERE b.source_session IS m.source_session AND b.rowid < m.rowid "
-            f"AND {_turn('b')} AND b.status NOT IN {_TERMINAL_SQL} "
+            f"AND {_turn('b')} AND b.status NOT IN {TERMINAL_SQL} "
             f"ORDER BY b.rowid DESC LIMIT 1) AND {_near('m', 'p')} "
             f"LEFT JOIN memories n ON n.rowid = {_next_turn('m')} AND {_near('m', 'n')} "
             f"WHERE m.rowid IN ({','.join('?' * count)}) AND {_turn('m')} "

@@ -31,7 +31,7 @@ from memory_es.recall.rank.score import Candidate
 from memory_es.recall.rank.select import currentness, ended_on, host_zone
 from memory_es.text import fold
 from memory_es.validity import parse_validity
-from memory_es.vocabulary import TERMINAL_STATUSES, sql_list
+from memory_es.vocabulary import TERMINAL_SQL
 
 OTHER_NAMESPACE: Final = "other:"
 SHEET_MAX_ROWS: Final = 24  # our bound: current rows first
@@ -169,7 +169,7 @@ def fact_sheet(conn: apsw.Connection, entity_id: str, name: str, *, now: datetim
                       "FROM memory_meta mm JOIN memories m ON m.id = mm.id "
                       "LEFT JOIN memory_terms mt ON mt.id = mm.id "
                       "WHERE mm.fact_subject = ? AND mm.fact_key IS NOT NULL "
-                      f"AND m.status NOT IN {sql_list(TERMINAL_STATUSES)} "
+                      f"AND m.status NOT IN {TERMINAL_SQL} "
                       "AND m.source IN ('user', 'document') ORDER BY m.rowid", (entity_id,)):
         start = parse_validity(valid_from)
         candidate = Candidate(id=memory_id, text="", type=kind, status=status,
