@@ -112,7 +112,10 @@ CASES = [
     Case("fix-projection.before_index_commit", "projection.before_index_commit", 2),
     Case("fix-sidecar-before_rename", write=f"{SIDECAR_FILE}:1"),
     Case("fix-sidecar-after_rename", write=f"{SIDECAR_FILE}:1", stage="after_rename"),
-    Case("novel-audit-before_rename", write=f"{AUDIT}:3"),
+    Case("novel-audit-before_rename", write=f"{AUDIT}:2"),
+    # A day's file that only gained lines at its end grows in place: appended, not fsynced,
+    # the index not committed (the fix's audit line).
+    Case("fix-audit-markdown.before_fsync", "markdown.before_fsync", 1),
 ]
 
 

@@ -69,13 +69,21 @@ def crash_worker(tmp_path: Path, case: Case) -> Path:
     return root
 
 
+# A day's first file is written whole (a temp renamed over it); later passes append to it in
+# place (``markdown.before_fsync``: appended, neither fsynced nor committed in the index).
 WORKER_CASES = [
-    (Case("lite-markdown-before_rename", atomic="1", arm="admitted"), r"daily/\..*\.md\.tmp-"),
-    (Case("lite-markdown-after_rename", atomic="1:after_rename", arm="admitted"),
+    (Case("lite-markdown-before_rename", atomic="1", arm="admitted", fresh=True),
+     r"daily/\..*\.md\.tmp-"),
+    (Case("lite-markdown-after_rename", atomic="1:after_rename", arm="admitted", fresh=True),
      r"daily/\d{4}-\d\d-\d\d\.md$"),
-    (Case("bujo-audit-before_rename", atomic="1", mode="bujo", arm="admitted"),
+    (Case("lite-markdown-appended", "markdown.before_fsync", arm="admitted"),
+     r"daily/\d{4}-\d\d-\d\d\.md$"),
+    (Case("bujo-audit-before_rename", atomic="1", mode="bujo", arm="admitted", fresh=True),
      r"audit/\..*\.md\.tmp-"),
-    (Case("bujo-audit-after_rename", atomic="1:after_rename", mode="bujo", arm="admitted"),
+    (Case("bujo-audit-after_rename", atomic="1:after_rename", mode="bujo", arm="admitted",
+          fresh=True),
+     r"audit/\d{4}-\d\d-\d\d\.md$"),
+    (Case("bujo-audit-appended", "markdown.before_fsync", mode="bujo", arm="admitted"),
      r"audit/\d{4}-\d\d-\d\d\.md$"),
     (Case("fresh-index-pointer-before_rename", atomic="2", fresh=True),
      r"index/(\.CURRENT\.tmp-|gen-1/memory\.db)"),
@@ -196,7 +204,7 @@ def test_a_temp_name_for_no_managed_file_is_drift(tmp_path: Path) -> None:
 
 
 def test_a_daily_file_edited_after_a_crash_is_drift(tmp_path: Path) -> None:
-    case, _ = WORKER_CASES[1]
+    case, _ = WORKER_CASES[2]  # killed after an append, before its fsync
     root = crash_worker(tmp_path, case)
     [path] = [p for p in (root / "daily").iterdir() if not p.name.startswith(".")]
     path.write_bytes(path.read_bytes() + b"\n- Forged-0001 added by hand\n")

@@ -63,10 +63,12 @@ def crash_armed(name: str) -> bool:
 
 def check_private(path: Path, *, is_dir: bool) -> os.stat_result:
     """Refuse a path that is a symlink, foreign-owned, not private, or hard-linked elsewhere."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        raise
+    return check_private_stat(path, os.lstat(path), is_dir=is_dir)
+
+
+def check_private_stat(path: Path, st: os.stat_result, *, is_dir: bool) -> os.stat_result:
+    """:func:`check_private` of a stat already taken (an ``fstat`` of a file opened with
+    ``O_NOFOLLOW``: the checked file is then the one written, whatever replaces the path)."""
     if stat.S_ISLNK(st.st_mode):
         raise UnsafePathError(
             f"{path}: is a symlink; memory_es refuses symlinked roots and files", code="symlink"

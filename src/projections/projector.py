@@ -42,6 +42,7 @@ from projections.replay import (
     check_index_files,
     clean_stale_temps,
     generation_path,
+    grow_or_write,
     read_current,
     remove_inactive_generations,
     render_one,
@@ -131,7 +132,7 @@ class Projector:
                     self.files_written += self._flush_sidecar()
                 else:
                     relpath, data = render_one(self.index, kind, day)
-                    self.files_written += write_if_changed(self.root, relpath, data)
+                    self.files_written += grow_or_write(self.root, relpath, data)
             if self._index_due():
                 # the scheduled consolidation refresh (L6, L9): after every pass that changed
                 # the graph or the lines, bounded by the preview's ceilings (L7)

@@ -25,6 +25,7 @@ from memory_es.errors import IndexUnavailableError, MemoryEsError, UnsafePathErr
 from memory_es.fsutil import (
     atomic_write,
     check_private,
+    check_private_stat,
     crash_point,
     make_private_dir,
     remove_stale_temps,
@@ -151,6 +152,44 @@ def write_if_changed(root: Path, relpath: str, data: bytes | None) -> bool:
         return False
     atomic_write(path, data)  # also replaces a symlink, hard link or unsafe file (item 7)
     return True
+
+
+def grow_or_write(root: Path, relpath: str, data: bytes | None) -> bool:
+    """:func:`write_if_changed` for a day's file, which mostly only gains lines at its end
+    (its rows are in recording order): when the file is our private regular file holding a
+    proper prefix of ``data``, the rest is appended in place and fsynced, instead of the whole
+    day written again and renamed, so a pass costs what it added, not the day's size. Any
+    other difference (an earlier line changed, an unsafe or longer file) is an atomic rewrite.
+    A kill after the append leaves a later rendering of the day, which the next pass finds
+    whole (crash residue, N3)."""
+    path = root / relpath
+    if data is None:
+        return write_if_changed(root, relpath, None)
+    make_private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # absent, a symlink, unreadable: written whole
+        return write_if_changed(root, relpath, data)
+    try:
+        try:
+            check_private_stat(path, os.fstat(fd), is_dir=False)
+        except UnsafePathError:
+            return write_if_changed(root, relpath, data)
+        old = os.pread(fd, len(data) + 1, 0)
+        if old == data:
+            return False
+        if len(old) < len(data) and data.startswith(old):
+            offset = len(old)
+            view = memoryview(data)[offset:]
+            while view:
+                written = os.pwrite(fd, view, offset)
+                view, offset = view[written:], offset + written
+            crash_point("markdown.before_fsync")
+            os.fsync(fd)
+            return True
+    finally:
+        os.close(fd)
+    return write_if_changed(root, relpath, data)
 
 
 def _holds(path: Path, data: bytes) -> bool:
