@@ -62,6 +62,22 @@ def test_the_cache_is_filled_once_and_gives_the_same_vectors(
     assert [p.name for p in tmp_path.iterdir()] == [entry(tmp_path).name]  # no leftovers
 
 
+def test_a_cache_written_with_one_blas_thread_count_serves_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The BLAS thread count reorders float32 sums, so the probe vectors of a process with
+    another count differ in their last bits: the entry is still this model's and is used,
+    not rejected and rewritten by every process that runs with another count."""
+    monkeypatch.setenv(use_cache.CACHE_ENV, str(tmp_path))
+    UseEmbedder(threads=1)
+    built = {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")
+             if p.name != "verified.json"}
+    for threads in (2, 4):
+        assert use_cache.load(entry(tmp_path), UseTokenizer, NumpyBackend, threads) is not None
+        UseEmbedder(threads=threads)
+    assert {p: p.stat().st_mtime_ns for p in entry(tmp_path).rglob("*")
+            if p.name != "verified.json"} == built  # never written afresh
+
+
 def test_the_prefix_table_turns_into_a_dict_for_a_batch(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bisection answers a query; a batch builds the dict once, with the same ids."""
@@ -137,7 +153,10 @@ def _damage(root: Path, damage: str) -> None:
         _rehash(root, "tokenizer.msgpack")
     else:  # "stale probe vectors": a backend that no longer computes the same vectors
         manifest = json.loads((root / "manifest.json").read_text())
-        manifest["probe_vectors"] = "00" + manifest["probe_vectors"][2:]
+        probes = np.frombuffer(bytes.fromhex(manifest["probe_vectors"]), dtype=np.float32)
+        probes = probes.copy()
+        probes[0] += 1e-3  # far past the BLAS thread count's rounding (PROBE_TOLERANCE)
+        manifest["probe_vectors"] = probes.tobytes().hex()
         (root / "manifest.json").write_text(json.dumps(manifest))
 
 

@@ -49,6 +49,10 @@ log = logging.getLogger("memory_es")
 
 CACHE_ENV: Final = "MEMORY_ES_MODEL_CACHE"
 FORMAT: Final = 2  # bump when the cached layout changes
+# How far a loaded backend's probe vectors may be from the saved ones: the BLAS thread count
+# changes the order of float32 sums (up to 2e-7 apart on unit vectors with OpenBLAS 0.3.31),
+# while a backend that computes another model is off by orders of magnitude more.
+PROBE_TOLERANCE: Final = 1e-5
 PROBES: Final = ("Zoë's café opens at 9:30.", "Gdzie pracuje Morgan?", "東京で会議",
                  "¿Dónde está el dentista?", "  spaced\ttext\n", "👩‍💻🙂 ①²")
 _SKIPPED: Final = frozenset({"sp", "threads", "_threadpool"})  # set on load, not cached
@@ -138,7 +142,9 @@ def load(entry: Path, tokenizer_class: Any, backend_class: Any, threads: int) ->
         backend.sp, backend.threads = tokenizer, threads
         backend._threadpool = _threadpool() if manifest["threadpool"] else None
         vectors = np.asarray(backend.encode(list(PROBES)), dtype=np.float32)
-        if vectors.tobytes().hex() != manifest["probe_vectors"]:
+        saved = np.frombuffer(bytes.fromhex(manifest["probe_vectors"]), dtype=np.float32)
+        if vectors.size != saved.size or not np.allclose(vectors.ravel(), saved, rtol=0.0,
+                                                         atol=PROBE_TOLERANCE):
             return None
     except Exception:  # unreadable, foreign or damaged in any way: load the wheel
         return None
