@@ -15,11 +15,12 @@ $(BIN)/memory-es: pyproject.toml
 demo: $(BIN)/memory-es
 	$(BIN)/memory-es demo
 
+# --durations: the slowest tests in every CI log, to watch its 15-minute budget
 test: $(BIN)/memory-es
 	$(BIN)/ruff check src tests bench replay_fixtures docs
 	$(BIN)/mypy
 	$(BIN)/mypy --strict docs/spec_coverage.py
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n auto --durations=15
 
 soak: $(BIN)/memory-es  # the attack suite at length: 1,000 random SIGKILLs per tier
 	MEMORY_ES_ATTACK_KILLS=1000 $(BIN)/python -m pytest -q -s tests/test_attacks.py

@@ -200,7 +200,7 @@ def _make_targets_run_the_tested_commands() -> None:
     tests/test_cli.py."""
     makefile = (REPO / "Makefile").read_text("utf-8")
     assert "\t$(BIN)/memory-es demo\n" in makefile
-    assert "\t$(BIN)/python -m pytest -q -n auto\n" in makefile
+    assert "\t$(BIN)/python -m pytest -q -n auto --durations=15\n" in makefile
     assert "def test_demo" in (REPO / "tests" / "test_cli.py").read_text("utf-8")
 
 
