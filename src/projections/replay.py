@@ -29,6 +29,7 @@ from memory_es.fsutil import (
     crash_point,
     make_private_dir,
     remove_stale_temps,
+    write_all,
 )
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
 from projections.consistency import RUNTIME_DIR, projection_lock
@@ -169,27 +170,25 @@ def grow_or_write(root: Path, relpath: str, data: bytes | None) -> bool:
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:  # absent, a symlink, unreadable: written whole
-        return write_if_changed(root, relpath, data)
+        atomic_write(path, data)
+        return True
     try:
-        try:
-            check_private_stat(path, os.fstat(fd), is_dir=False)
-        except UnsafePathError:
-            return write_if_changed(root, relpath, data)
+        check_private_stat(path, os.fstat(fd), is_dir=False)
         old = os.pread(fd, len(data) + 1, 0)
         if old == data:
             return False
         if len(old) < len(data) and data.startswith(old):
-            offset = len(old)
-            view = memoryview(data)[offset:]
-            while view:
-                written = os.pwrite(fd, view, offset)
-                view, offset = view[written:], offset + written
+            os.lseek(fd, len(old), os.SEEK_SET)
+            write_all(fd, data[len(old):])
             crash_point("markdown.before_fsync")
             os.fsync(fd)
             return True
+    except UnsafePathError:
+        pass  # replaced by our own file below
     finally:
         os.close(fd)
-    return write_if_changed(root, relpath, data)
+    atomic_write(path, data)  # also replaces a hard link or unsafe file
+    return True
 
 
 def _holds(path: Path, data: bytes) -> bool:
