@@ -1,11 +1,13 @@
 """A store on a nearly full filesystem; run as a script inside a private mount namespace whose
 tmpfs is DIR (see tests/test_disk_full.py), not a test module.
 
-    python helpers_disk_full.py DIR
+    python helpers_disk_full.py DIR [lagging SPARE]
 
-DIR holds ``filler`` (a file the script deletes to free space) and room for little else. The
-script fills the rest with admissions, watches what the store does while the disk is full, frees
-the space, admits again, and prints one JSON object of what it saw.
+DIR is a small tmpfs. Without ``lagging`` it holds ``filler`` (a file the script deletes to
+free space) and room for little else. The script fills the rest with admissions, watches what
+the store does while the disk is full, frees the space, admits again, and prints one JSON
+object of what it saw. With ``lagging`` it instead leaves the index behind the journal, fills
+the disk but for SPARE bytes, and reopens the root.
 """
 
 from __future__ import annotations
@@ -79,5 +81,54 @@ def main(directory: Path) -> None:
     }))
 
 
+def fill(path: Path, spare: int) -> None:
+    """Grow ``path`` until the filesystem has no byte left, then give back ``spare``."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    os.truncate(path, max(0, path.stat().st_size - spare))
+
+
+def lagging(directory: Path, spare: int) -> None:
+    """Reopen a root whose index is behind while the disk is full: the open must succeed with
+    the projections degraded (B4), and catch up once space is back."""
+    logs = Collect()
+    logging.getLogger("memory_es").addHandler(logs)
+    logging.getLogger("memory_es").setLevel(logging.WARNING)
+    root = directory / "root"
+    with MemoryStore.open(root, parse_config({"mode": "lite"}), background=False) as store:
+        for i in range(40):  # no worker: the index stays behind the journal
+            store.persist_completed_turn(CompletedTurn(run_id=f"r{i}", outcome="success",
+                                                       answer=f"turn {i} " + "x" * 4000))
+    fill(directory / "filler", spare)
+    opened_full: str | None = None
+    try:
+        with MemoryStore.open(root, background=False) as full:
+            counts = full.inspect().counts
+            refused = full.persist_completed_turn(CompletedTurn(
+                run_id="full", outcome="success", answer="y" * 4000))
+    except Exception as e:  # must not happen
+        opened_full = f"{type(e).__name__}: {e}"
+    degraded = [m for m in logs.messages if m.startswith("memory_degraded")]
+    (directory / "filler").unlink()
+    with MemoryStore.open(root, background=False) as reopened:
+        reopened.drain()
+        hits = reopened.recall("turn 7", limit=30).recall.hits
+    print(json.dumps({
+        "open_error": opened_full, "degraded": degraded,
+        "pending_while_full": None if opened_full else counts.pending,
+        "refused": None if opened_full else [refused.status, refused.code, refused.detail],
+        "recalled": sorted({h.text.split(" x")[0] for h in hits if h.text.startswith("turn")}),
+    }))
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[2:3] == ["lagging"]:
+        lagging(Path(sys.argv[1]), int(sys.argv[3]))
+    else:
+        main(Path(sys.argv[1]))

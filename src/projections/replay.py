@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from memory_es.errors import IndexUnavailableError, MemoryEsError, UnsafePathError
+from memory_es.errors import IndexUnavailableError, MemoryEsError, UnsafePathError, io_problem
 from memory_es.fsutil import (
     atomic_write,
     check_private,
@@ -87,7 +87,13 @@ def generation_path(root: Path, generation: int) -> Path:
 
 
 def unreadable(db: Path, error: BaseException) -> IndexUnavailableError:
-    """The one error for an index generation SQLite cannot read."""
+    """The one error for an index generation SQLite cannot open: ``io_error`` when the disk
+    is full or failing (a rebuild would not help), else ``index_unreadable``."""
+    problem = io_problem(error)
+    if problem is not None:
+        return IndexUnavailableError(
+            f"{db}: cannot open the index ({problem}); it catches up once the disk can be "
+            "written again", code="io_error")
     return IndexUnavailableError(
         f"{db}: index unreadable ({type(error).__name__}); run memory-es rebuild",
         code="index_unreadable")

@@ -11,7 +11,9 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memory_es.errors import MemoryEsError
+import apsw
+
+from memory_es.errors import MemoryEsError, io_problem
 from memory_es.history import iter_events
 from memory_es.journal import OpenedJournal
 from memory_es.store.admission import GroupCommit
@@ -59,10 +61,13 @@ class LiveProjections:
         try:
             self.catch_up()
             self.get().scrub()
-        except MemoryEsError as e:
-            log.warning("memory_degraded: projections unavailable (code=%s); run memory-es "
-                        "rebuild", e.code, extra={"memory_event": "memory_degraded",
-                                                  "code": e.code})
+        except (MemoryEsError, apsw.Error, OSError) as e:
+            code = e.code if isinstance(e, MemoryEsError) else \
+                "io_error" if io_problem(e) else type(e).__name__
+            log.warning("memory_degraded: projections unavailable (code=%s); %s", code,
+                        "they catch up once the disk can be written again"
+                        if code == "io_error" else "run memory-es rebuild",
+                        extra={"memory_event": "memory_degraded", "code": code})
 
     def catch_up(self) -> None:
         """Fold every journal event after the index position (the caller holds the
