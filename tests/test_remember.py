@@ -181,6 +181,27 @@ def test_j5_detect_secrets_is_the_scanner_behind_the_screen() -> None:
     assert credential_kind("The garage door code changes every March.") is None
 
 
+KEYWORD_LINES = (  # what detect-secrets' keyword detector finds, in mixed case
+    "DB_PASS: 'kT9#xw2LqPz'", "Secret = \"Hq4mZ8rW\"", "contraseña: hunter22x",
+    "Api_Key: 9f8e7d6c5b4a", "PassWord: \"correct-horse\"", "my_Private_Key: 'Zm9vYmFy'",
+    "service_key=\"abc123\";", "pwd: hunter2hunter2",
+)
+
+
+def test_j5_the_keyword_gate_changes_no_verdict() -> None:
+    """The keyword detector runs only on text holding one of its terms: on every text here,
+    refused or kept, the gated screen says what the ungated one says."""
+    from memory_es.credentials import _detect_secrets
+
+    found = 0
+    for text in (*MISSED_BEFORE, *STILL_MEMORIES, *KEYWORD_LINES,
+                 *(t.upper() for t in KEYWORD_LINES), *(t.lower() for t in KEYWORD_LINES)):
+        verdict = _detect_secrets(text)
+        assert verdict == _detect_secrets(text, gated=False), text
+        found += verdict == "Secret Keyword"
+    assert found >= len(KEYWORD_LINES)  # the gate let the keyword detector run on them
+
+
 def test_cli_remember_refuses_a_stripe_key_with_exit_1(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = str(tmp_path / "root")

@@ -73,33 +73,48 @@ _ORDINARY: Final = """
 """
 _PROSE_WORDS: Final = frozenset(_ORDINARY.split())
 
-_detectors: list[Any] | None = None
+# Each detector with the pattern a text must hold for it to fire (None: always run it).
+_detectors: list[tuple[Any, re.Pattern[str] | None]] | None = None
 _loading = threading.Lock()
 
 
 def scan_form(text: str) -> str:
     """NFKC with every format character (Cf: zero-width, joiners, soft hyphen, BOM) removed:
-    what a reader of the text would type back."""
+    what a reader of the text would type back. ASCII text is its own scan form (NFKC leaves
+    it as it is and it holds no format character)."""
+    if text.isascii():
+        return text
     normal = unicodedata.normalize("NFKC", text)
     return "".join(c for c in normal if unicodedata.category(c) != "Cf")
 
 
-def _load() -> list[Any]:
-    """detect-secrets' format detectors, built once (its entropy and IPv4 ones left out)."""
+def _load() -> list[tuple[Any, re.Pattern[str] | None]]:
+    """detect-secrets' format detectors, built once (its entropy and IPv4 ones left out).
+
+    The keyword detector, the costliest (its dozen patterns are half the screen's time), is
+    gated: every one of its patterns starts from a term of its own ``DENYLIST`` (``password``,
+    ``api_?key``, ``secret``...), so a text holding none of them, in any case, cannot match."""
     global _detectors
     with _loading:
         if _detectors is None:
             from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+            from detect_secrets.plugins import keyword
 
             skipped = {"Base64 High Entropy String", "Hex High Entropy String",
                        "Public IP (ipv4)"}
+            terms = re.compile("|".join(keyword.DENYLIST), re.IGNORECASE)
             mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
-            _detectors = [mapping[kind]() for kind in sorted(mapping) if kind not in skipped]
+            _detectors = [(detector, terms if isinstance(detector, keyword.KeywordDetector)
+                           else None)
+                          for detector in (mapping[kind]() for kind in sorted(mapping)
+                                           if kind not in skipped)]
         return _detectors
 
 
-def _detect_secrets(text: str) -> str | None:
-    for detector in _load():
+def _detect_secrets(text: str, *, gated: bool = True) -> str | None:
+    for detector, gate in _load():
+        if gated and gate is not None and gate.search(text) is None:
+            continue
         # a YAML name: its keyword detector reads the line as ``key: value`` config
         if detector.analyze_line(filename="memory.yaml", line=text, line_number=1):
             return str(detector.secret_type)
