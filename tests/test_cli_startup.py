@@ -114,3 +114,23 @@ def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path
     assert code == 0 and "pydantic" in modules
     assert json.loads(out)["results"] == found["results"]
     assert MemoryRoot.open(root).search(query[1], 2).to_json()["results"] == found["results"]
+
+
+READER = ("memory_es.recall.engine", "memory_es.recall.explicit", "memory_es.store.reading",
+          "memory_es.capture.pipeline")
+
+
+def test_a_write_command_does_not_import_recall(tmp_path: Path) -> None:
+    """``memory-es admit`` and ``remember`` on a Journal root write through the store: the
+    recall engine (the store builds its reads on first use) and the capture pipeline (only
+    a capture tier builds it) stay unimported; a later search on the same root still works."""
+    root = str(tmp_path / "root")
+    for argv in (("admit", "--run-id", "r1", "--answer", "The dentist is on Tuesday."),
+                 ("remember", "Ada prefers tea.")):
+        code, modules, _ = loaded("--root", root, *argv)
+        assert code == 0
+        reader = [m for m in modules if m in READER]
+        assert reader == [], (argv, reader)
+        assert "memory_es.store.facade" in modules  # the probe did write through the store
+    code, _, out = loaded("--root", root, "search", "tea")
+    assert code == 0 and "Ada prefers tea." in out

@@ -20,10 +20,14 @@ This face is the answer's types and its entry points, nothing more.
 
 from __future__ import annotations
 
-from memory_es.recall.engine import Recaller
-from memory_es.recall.explicit import recall
-from memory_es.recall.rank.render import AUTO_HEADING, BACKGROUND_HEADING, Recall
-from memory_es.recall.sections.result import AutoContext, RecallResult
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_es.recall.engine import Recaller
+    from memory_es.recall.explicit import recall
+    from memory_es.recall.rank.render import AUTO_HEADING, BACKGROUND_HEADING, Recall
+    from memory_es.recall.sections.result import AutoContext, RecallResult
 
 __all__ = [
     "AUTO_HEADING",
@@ -34,3 +38,15 @@ __all__ = [
     "Recaller",
     "recall",
 ]
+
+# Imported on first use (PEP 562): a writer that needs one pure module of this package
+# (``rank.select`` for a line's validity) does not import the engine, its embedders and numpy.
+_HOME = {"Recaller": "engine", "recall": "explicit", "AUTO_HEADING": "rank.render",
+         "BACKGROUND_HEADING": "rank.render", "Recall": "rank.render",
+         "AutoContext": "sections.result", "RecallResult": "sections.result"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

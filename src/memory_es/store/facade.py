@@ -11,36 +11,23 @@ upkeep (``vectors``), the read path (``reading``) and the background work the wo
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime, tzinfo
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from memory_es.bounds import check_intake_id, check_seconds
 from memory_es.browse.curation import check_bujo
-from memory_es.browse.inventory import MemoryDetail, MemoryList
-from memory_es.browse.journal_page import JournalPage
-from memory_es.browse.journal_request import JournalFilter
-from memory_es.capture.models import ChatModel
-from memory_es.capture.pipeline import capture_processor
-from memory_es.config import MemoryConfig
-from memory_es.embeddings import Embedder
 from memory_es.errors import InvalidArgumentError, MemoryEsError
 from memory_es.events import SEALED_FIELDS
 from memory_es.history import fold_intakes, journal_guard
 from memory_es.ids import entity_uuid, intake_uuid
 from memory_es.intake import AdmissionResult, CompletedTurn, IntakeReport, utc_now
-from memory_es.intake.admission import PreparedIntake
 from memory_es.journal import DEFAULT_LOCK_TIMEOUT, OpenedJournal, open_journal
-from memory_es.keystore import KeyStore
 from memory_es.observe import ObserveProcessor
-from memory_es.recall import AutoContext, RecallResult
-from memory_es.recall.sections.profile import Profile
 from memory_es.rootconfig import effective, journal_of, migration_pending, resolve_root
-from memory_es.step import Processor
-from memory_es.store.access import AccessStat
 from memory_es.store.admission import GroupCommit
 from memory_es.store.attempts import Attempts
 from memory_es.store.background import Background
@@ -49,14 +36,30 @@ from memory_es.store.curation import Decision, check_decision, decide
 from memory_es.store.forgetting import ForgetReceipt, Forgetter, complete_forgets
 from memory_es.store.lifecycle import MarkResult, StatusResult, set_insight, set_status
 from memory_es.store.projecting import LiveProjections
-from memory_es.store.reading import StoreReads
 from memory_es.store.remembering import RememberResult, RememberTerms, remember
 from memory_es.store.vectors import Vectors
 from memory_es.validity import host_time_zone
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT
-from projections.consolidation import ConsolidationSummary
 from projections.replay import DERIVED_ENTRIES, RebuildReport
 from projections.search import SearchHit, status_of
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from memory_es.browse.inventory import MemoryDetail, MemoryList
+    from memory_es.browse.journal_page import JournalPage
+    from memory_es.browse.journal_request import JournalFilter
+    from memory_es.capture.models import ChatModel
+    from memory_es.config import MemoryConfig
+    from memory_es.embeddings import Embedder
+    from memory_es.intake.admission import PreparedIntake
+    from memory_es.keystore import KeyStore
+    from memory_es.recall import AutoContext, RecallResult
+    from memory_es.recall.sections.profile import Profile
+    from memory_es.step import Processor
+    from memory_es.store.access import AccessStat
+    from memory_es.store.reading import StoreReads
+    from projections.consolidation import ConsolidationSummary
 
 log = logging.getLogger("memory_es")
 
@@ -84,9 +87,14 @@ class MemoryStore:
         self._opened = opened
         self._clock = clock
         self._shutdown_timeout = shutdown_timeout
+        self._reads: StoreReads | None = None
+        self._reads_lock = threading.Lock()
+        if processor is None and config.is_capture:  # imported here: a heavy module
+            from memory_es.capture.pipeline import capture_processor
+
+            processor = capture_processor(config, chat_model, classifier)
         if processor is None:
-            processor = (capture_processor(config, chat_model, classifier)
-                         if config.is_capture else ObserveProcessor())
+            processor = ObserveProcessor()
         self.journal_writer = GroupCommit(opened, fold_intakes(opened, retain_resolved=False),
                                           self.root)
         self.journal_writer.settle_config(config, clock())
@@ -98,8 +106,6 @@ class MemoryStore:
         self.attempts = Attempts(opened, self.journal_writer, self.projections, self.vectors,
                                  processor, clock)
         self.attempts.prune_payloads()
-        self.reads = StoreReads(config, self.journal_writer, self.projections, self.vectors,
-                                clock, self.root, time_zone)
         self._forgetter = Forgetter(opened, self.journal_writer, self.projections, self.root,
                                     self.vectors.rows_removed)
         self.background = Background(self.root, self.journal_writer, self.attempts,
@@ -107,6 +113,18 @@ class MemoryStore:
         self._control = self._serve_control() if control else None
         if background:
             self.background.start()
+
+    @property
+    def reads(self) -> StoreReads:
+        """Recall, browsing and the journal reads, built on first use: a command that only
+        writes (``admit``, ``remember``) never imports the recall engine."""
+        with self._reads_lock:
+            if self._reads is None:
+                from memory_es.store.reading import StoreReads
+
+                self._reads = StoreReads(self.config, self.journal_writer, self.projections,
+                                         self.vectors, self._clock, self.root, self.time_zone)
+            return self._reads
 
     @classmethod
     def open(
@@ -171,7 +189,8 @@ class MemoryStore:
             return
         try:  # after a projection pass or vector write in flight (the worker's own hold)
             with self.journal_writer.projection_lock:
-                self.reads.close()
+                if self._reads is not None:
+                    self._reads.close()
                 self.projections.close()
                 self.vectors.close()
         finally:
@@ -199,7 +218,8 @@ class MemoryStore:
             result = AdmissionResult(status="rejected", code="internal_error",
                                      detail=type(e).__name__)
         if result.status == "admitted":
-            self.reads.written()  # an in-turn write: the turns' lookups are stale (G34)
+            if self._reads is not None:  # an in-turn write: the turns' lookups are stale
+                self._reads.written()      # (G34); no reads yet, no lookups to clear
             self.background.kick()  # attempt 1 runs at admission, off the caller's path
         if result.status == "rejected":
             log.warning(
@@ -260,8 +280,8 @@ class MemoryStore:
         result = remember(self._opened, self.journal_writer, self.projections, text,
                           session=session, tier=self.config.mode, now=self._clock(),
                           terms=terms)
-        if result.status == "remembered":
-            self.reads.written()  # J13: the turns' cached searches are stale
+        if result.status == "remembered" and self._reads is not None:
+            self._reads.written()  # J13: the turns' cached searches are stale
         self.background.kick()  # the worker embeds the new line
         return result
 
