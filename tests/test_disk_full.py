@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,14 +31,14 @@ def namespace_prefix() -> list[str]:
     return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
 
 
-def test_a_full_disk_is_refused_cleanly_and_recovers(tmp_path: Path) -> None:
+def run_on_small_tmpfs(tmp_path: Path, size: str, setup: str, *args: str) -> dict[str, Any]:
+    """Mount a private tmpfs of ``size``, run ``setup`` in it (``{mount}`` names it), then
+    the helper script on it with ``args``; return the JSON object it printed last."""
     mount = tmp_path / "small"
     mount.mkdir()
-    # admissions fill 1.5 MB; freeing the filler gives back more than catching the index up
-    # with them takes, so the reopened store drains on a disk that has room again
-    script = (f"mount -t tmpfs -o size=5m tmpfs {mount} && "
-              f"head -c 3500000 /dev/zero > {mount}/filler && "
-              f"exec {sys.executable} {HELPER} {mount}")
+    script = (f"mount -t tmpfs -o size={size} tmpfs {mount} && "
+              + setup.format(mount=mount)
+              + f"exec {sys.executable} {HELPER} {mount} {' '.join(args)}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(Path(__file__).parent), *[p for p in sys.path if p]])}
     done = subprocess.run([*namespace_prefix(), "sh", "-c", script], capture_output=True,
@@ -45,7 +46,14 @@ def test_a_full_disk_is_refused_cleanly_and_recovers(tmp_path: Path) -> None:
     if done.returncode != 0 and "mount" in done.stderr and "permission" in done.stderr.lower():
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
+
+
+def test_a_full_disk_is_refused_cleanly_and_recovers(tmp_path: Path) -> None:
+    # admissions fill 1.5 MB; freeing the filler gives back more than catching the index up
+    # with them takes, so the reopened store drains on a disk that has room again
+    seen = run_on_small_tmpfs(tmp_path, "5m", "head -c 3500000 /dev/zero > {mount}/filler && ")
     assert seen["admitted"] > 0
     assert set(seen["rejected"]) == {"io_error:disk full"}, seen["rejected"]
     assert seen["worker_logs"] <= 4, seen  # backed off: 1st, 2nd, 4th... failures only
@@ -63,18 +71,7 @@ def test_a_root_whose_index_lags_opens_on_a_full_disk_and_catches_up_later(
     """B4: the index is derived, so a full disk that stops it catching up at open (it cannot
     open the index, or it opens and cannot commit) leaves the projections degraded and logged
     as ``io_error``, never the open failing; the turns are recalled once space is back."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    script = (f"mount -t tmpfs -o size=3m tmpfs {mount} && "
-              f"exec {sys.executable} {HELPER} {mount} lagging {spare}")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(__file__).parent), *[p for p in sys.path if p]])}
-    done = subprocess.run([*namespace_prefix(), "sh", "-c", script], capture_output=True,
-                          text=True, timeout=HANG_S, env=env)
-    if done.returncode != 0 and "mount" in done.stderr and "permission" in done.stderr.lower():
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    seen = run_on_small_tmpfs(tmp_path, "3m", "", "lagging", str(spare))
     assert seen["open_error"] is None, seen
     assert seen["degraded"] and "io_error" in seen["degraded"][0], seen
     assert seen["pending_while_full"] == 40
