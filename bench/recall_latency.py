@@ -57,7 +57,7 @@ from memory_es.vectors.ann import ANN_THRESHOLD
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import store_vectors
 from projections.replay import build_generation
-from projections.sqlite_index import fts_query
+from projections.search import fts_query
 from rebuild import peak_rss_mb, sentences  # bench/ is sys.path[0] when run as a script
 
 SEED = 20261

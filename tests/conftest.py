@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from local_http import Drip, FakeServer, Recorded
-from memory_es import transport
 from memory_es.embeddings import LocalEmbedder
 from memory_es.embeddings.use_cache import CACHE_ENV
 from memory_es.keystore import KEY_STORE_ENV
+from memory_es.transport import client as transport
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

@@ -249,6 +249,60 @@ def test_every_command_of_every_group_reaches_the_parser_once() -> None:
         assert parser.get_default("cmd").name == name
 
 
+ONE_COMMAND = [
+    ["search", "dentist", "--limit", "3", "--json"],
+    ["--root", "r", "--json", "journal", "--from", "2026-01-01", "--tz", "UTC"],
+    ["--root", "search", "list"],  # a command's name as an option's value
+    ["--config", "admit", "admit", "--run-id", "x", "--answer", "y"],
+    ["health", "--deep", "--root", "r"],
+]
+
+
+@pytest.mark.parametrize("argv", ONE_COMMAND, ids=[" ".join(a) for a in ONE_COMMAND])
+def test_the_named_command_alone_parses_as_the_whole_parser(argv: list[str]) -> None:
+    """A command is parsed by a parser holding only that command (building all of them is
+    most of a cold start's parsing): the same namespace as the whole parser gives, and the
+    whole parser when the first command-like word was an option's value."""
+    from memory_es.cli.parser import parse
+
+    parser, got = parse(argv)
+    assert vars(got) == vars(build_parser().parse_args(argv))
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    one = argv[0] != "--root" or argv[1] != "search"
+    assert list(sub.choices) == ([got.command] if one else list(build_parser_choices()))
+
+
+def build_parser_choices() -> list[str]:
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(sub.choices)
+
+
+@pytest.mark.parametrize("argv", [["search", "--bogus", "q"], ["search"],
+                                  ["searhc", "q"], ["--he"], ["--root", "search", "nope"]])
+def test_usage_errors_and_help_read_the_same_through_the_one_command_parser(
+        capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """An error (or the top-level help, also asked for by an abbreviation) is worded by the
+    whole parser: the same text as before the one-command parser existed."""
+    from memory_es.cli.contract import UsageError
+    from memory_es.cli.parser import parse
+
+    try:
+        build_parser().parse_args(argv)
+        whole = ""
+    except UsageError as e:
+        whole = str(e)
+    except SystemExit:
+        whole = capsys.readouterr().out
+    assert whole
+    try:
+        parse(argv)
+        raise AssertionError("parsed")
+    except UsageError as e:
+        assert str(e) == whole
+    except SystemExit:
+        assert capsys.readouterr().out == whole
+
+
 def test_version_and_help_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "--version")
     assert code == 0 and out.startswith("memory-es ")

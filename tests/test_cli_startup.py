@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import memory_es.version
 from ceilings import HANG_S
 
 HEAVY = ("numpy", "eventsourcing", "pydantic", "msgspec", "onnxruntime", "cryptography",
@@ -40,8 +41,10 @@ def test_version_and_help_import_nothing_heavy(argv: tuple[str, ...]) -> None:
     assert code == 0
     heavy = [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
     assert heavy == [], heavy
-    if argv == ("--version",):
-        assert out.startswith("memory-es ")
+    if argv == ("--version",):  # answered before any parser or metadata lookup is built
+        assert out == f"memory-es {memory_es.version.__version__}"
+        assert not [m for m in modules if m.startswith(("memory_es.cli.", "importlib.metadata",
+                                                        "argparse"))]
 
 
 def test_the_package_face_is_lazy_and_complete() -> None:
@@ -90,8 +93,9 @@ def test_a_read_command_does_not_import_the_writer(tmp_path: Path) -> None:
 def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path) -> None:
     """``memory-es search`` on a Journal root with the local model and no ``--config`` reads
     the root's recorded configuration as it stands (recall.setup): pydantic is never
-    imported, the paraphrase is found through its vector, and the answer is exactly that of
-    the same search with the config file (which validates) and of the library."""
+    imported, nor the HTTP client or what only other reads need; the paraphrase is found
+    through its vector, and the answer is exactly that of the same search with the config
+    file (which validates) and of the library."""
     from memory_es import CompletedTurn, MemoryRoot, MemoryStore
     from memory_es.config import parse_config
 
@@ -106,6 +110,7 @@ def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path
     query = ("search", "when are my teeth getting checked", "--limit", "2", "--json")
     code, modules, out = loaded("--root", str(root), *query)
     assert code == 0 and not [m for m in modules if m.split(".")[0] == "pydantic"]
+    assert [m for m in NOT_FOR_A_SEARCH if m in modules] == []
     found = json.loads(out)
     assert found["degraded"] is False and found["results"][0]["text"] == texts[0]
     config = tmp_path / "memory.json"
@@ -114,6 +119,14 @@ def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path
     assert code == 0 and "pydantic" in modules
     assert json.loads(out)["results"] == found["results"]
     assert MemoryRoot.open(root).search(query[1], 2).to_json()["results"] == found["results"]
+
+
+# What a search never needs: the HTTP client (the local model calls no provider), the other
+# reads' modules (listing, reflect, curate, the journal's pages), health and the worker.
+NOT_FOR_A_SEARCH = ("http.client", "tenacity", "memory_es.transport.client",
+                    "memory_es.browse.inventory", "memory_es.browse.reflect",
+                    "memory_es.browse.curation", "memory_es.browse.journal",
+                    "projections.health", "projections.compare", "memory_es.worker")
 
 
 READER = ("memory_es.recall.engine", "memory_es.recall.explicit", "memory_es.store.reading",

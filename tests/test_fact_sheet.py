@@ -30,7 +30,8 @@ from memory_es.recall.sections.card import person_card
 from memory_es.recall.sections.factsheet import fact_sheet, key_text, value_text
 from memory_es.recall.sections.result import RecallResult
 from memory_es.vectors.matrix import VectorMatrix
-from projections.sqlite_index import IN_MEMORY, IndexProjection
+from projections.derived import IN_MEMORY
+from projections.sqlite_index import IndexProjection
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)
 MORGAN = "4d" * 32  # a person node's id (any 64 hex digits)

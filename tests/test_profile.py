@@ -42,7 +42,8 @@ from memory_es.recall.sections.profile import (
 )
 from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import replay_export
-from projections.sqlite_index import IN_MEMORY, IndexProjection
+from projections.derived import IN_MEMORY
+from projections.sqlite_index import IndexProjection
 
 NOW = datetime(2026, 5, 10, 12, 0, tzinfo=UTC)
 

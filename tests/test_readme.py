@@ -258,7 +258,10 @@ def _install_from_a_checkout() -> None:
     installs = [[a for a in line.split("#")[0].split()[2:] if a != "-e"]
                 for line in block.body.splitlines() if line.startswith("pip install")]
     assert len(installs) == 2 and all(len(args) == 1 for args in installs), installs
-    wheel = f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+    assert project["dynamic"] == ["version"]  # read from the package's one constant
+    from memory_es.version import __version__
+
+    wheel = f"{project['name'].replace('-', '_')}-{__version__}-py3-none-any.whl"
     for (target,) in installs:
         spec = target.strip("'")
         assert spec.startswith((".[", "./dist/" + wheel + "[")), spec  # never 'memory-es[...]'

@@ -2,8 +2,9 @@
 
 A :class:`ProviderError` carries a stable ``code`` from its family's closed table
 (``ModelError``: ``model_*``, ``EmbeddingError``: ``embedding_*``) and the ``category`` that code
-maps to. :class:`HttpProvider` POSTs through :class:`~memory_es.transport.JsonClient` and turns
-every transport failure and malformed reply into its family's error, worded one way for both.
+maps to. :class:`HttpProvider` POSTs through :class:`~memory_es.transport.client.JsonClient`
+and turns every transport failure and malformed reply into its family's error, worded one way
+for both.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import ClassVar, TypeVar
 import msgspec
 
 from memory_es.errors import MemoryEsError
-from memory_es.transport import HttpError, JsonClient, Kind, RetryPolicy, endpoint_problem
+from memory_es.transport import HttpError, Kind, RetryPolicy, endpoint_problem
 
 __all__ = ["HttpProvider", "ProviderError", "configured_key"]
 
@@ -108,6 +109,8 @@ class HttpProvider:
         if api_key is not None and (not api_key or _UNSENDABLE.search(api_key)):
             raise self.error(f"the API key for {who} must be non-empty, without whitespace or "
                              "control characters", code=self.error.config_invalid)
+        from memory_es.transport.client import JsonClient  # the network, once one is built
+
         self._client = JsonClient(url, api_key=api_key, retry=retry, max_bytes=max_bytes)
 
     @property

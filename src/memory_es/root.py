@@ -24,28 +24,6 @@ from typing import IO, TYPE_CHECKING, Any
 import apsw
 import msgspec
 
-from memory_es.browse.curation import CurateAudit, check_bujo, curate_audit, read_decisions
-from memory_es.browse.inventory import (
-    MemoryDetail,
-    MemoryItem,
-    MemoryList,
-    list_memories,
-    memories_by_id,
-    show_memory,
-)
-from memory_es.browse.journal import MemoryJournal
-from memory_es.browse.journal_key import RootCursorKey
-from memory_es.browse.journal_page import JournalPage
-from memory_es.browse.journal_request import JournalFilter
-from memory_es.browse.reflect import (
-    SOON_DAYS,
-    Reflection,
-    check_day,
-    check_soon,
-    end_of,
-    reflect,
-    zone_name,
-)
 from memory_es.config.defaults import DEFAULT_MODE, DEFAULT_PATH
 from memory_es.embeddings import (
     LOCAL_DIMS,
@@ -94,24 +72,28 @@ from memory_es.recall.asking import check_ask, check_limit, check_query, unavail
 from memory_es.recall.sections.profile import Profile
 from memory_es.recall.setup import ReadSetup
 from memory_es.rootconfig import RootConfig, journal_of, migration_pending, recorded
-from memory_es.store.access import AccessStat, read_access
 from memory_es.validity import host_time_zone
 from memory_es.vectors.ann import ann_paths, saved_state
-from memory_es.vectors.health import cache_findings, sample_findings, sampled_rows
 from memory_es.vectors.kept import KeptMatrix
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
-from memory_es.vocabulary import LIST_DEFAULT_LIMIT
-from memory_es.worker import WorkerSnapshot, read_worker, snapshot_state, worker_status
+from memory_es.vocabulary import LIST_DEFAULT_LIMIT, REFLECT_SOON_DAYS
 from projections.findings import Finding, HealthReport, with_findings
-from projections.health import audit
 from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
 from projections.sqlite_index import IndexProjection
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what only some reads need is imported by them, on use
+    from memory_es.browse.curation import CurateAudit
+    from memory_es.browse.inventory import MemoryDetail, MemoryItem, MemoryList
+    from memory_es.browse.journal import MemoryJournal
+    from memory_es.browse.journal_page import JournalPage
+    from memory_es.browse.journal_request import JournalFilter
+    from memory_es.browse.reflect import Reflection
     from memory_es.calibration.report import CalibrationReport
     from memory_es.config import MemoryConfig
+    from memory_es.store.access import AccessStat
+    from memory_es.worker import WorkerSnapshot
 
 log = logging.getLogger("memory_es")
 
@@ -128,7 +110,7 @@ class MemoryRoot:
         self._record_read = config is not None  # a given config is never replaced
         self._keys = KeyStore.resolve(key_store)
         self._journal = journal_of(config)
-        self._chronology = MemoryJournal(RootCursorKey(root))
+        self._chronology: MemoryJournal | None = None  # the journal's snapshots, on use
         self._bound: Recaller | None = None
         self._as_of = AsOfStates()
         self._vectors_kept = KeptMatrix()  # a long-lived handle reads each vector once
@@ -207,7 +189,7 @@ class MemoryRoot:
     def close(self) -> None:
         """Forget the journal snapshots (their cursors still work while the range is
         unchanged: any handle reads it again)."""
-        self._chronology = MemoryJournal(RootCursorKey(self.root))
+        self._chronology = None
         self._as_of.close()
 
     # -- the journal ----------------------------------------------------------------------------
@@ -222,6 +204,8 @@ class MemoryRoot:
         """Content-free intake report: ``counts`` and ``records``, resolved ones too (C1, C2).
         A handle folds every intake once and then only what the journal appended since
         (:class:`~memory_es.history.KeptIntakes`)."""
+        from memory_es.worker import worker_status
+
         with self._folded() as view:
             report = view.report(utc_now(), intake_id)
         return msgspec.structs.replace(report, vectors_pending=self.vector_backlog(),
@@ -236,6 +220,8 @@ class MemoryRoot:
     def worker_snapshot(self) -> WorkerSnapshot:
         """What the background worker last published (``.runtime/snapshot.json``, content-free)
         beside whether one looks after this root now."""
+        from memory_es.worker import read_worker
+
         return read_worker(self.root)
 
     def intake_counts(self) -> IntakeCounts:
@@ -337,6 +323,10 @@ class MemoryRoot:
         once more: every live sealed field decrypted (``record_seal_invalid``: a damaged key),
         every entry of the vector cache (``vector_cache_invalid``) and a sample of stored
         vectors embedded again (``vector_mismatch``)."""
+        from memory_es.vectors.health import cache_findings
+        from memory_es.worker import snapshot_state, worker_status
+        from projections.health import audit
+
         root = self.root
 
         def opener(path: Path) -> OpenedJournal:
@@ -389,6 +379,8 @@ class MemoryRoot:
     def _sample_findings(self) -> Iterator[Finding]:
         """``health --deep``: a sample of stored vectors of the configured identity against a
         fresh embedding of their texts (:func:`memory_es.vectors.health.sample_findings`)."""
+        from memory_es.vectors.health import sample_findings, sampled_rows
+
         embedder = self._recaller().embedder
         if embedder is None:
             return
@@ -486,10 +478,13 @@ class MemoryRoot:
             self._bound = Recaller(setup, embedder, self.time_zone)
         return self._bound
 
-    def reflect(self, day: str | date | None = None, *, soon: int = SOON_DAYS) -> Reflection:
+    def reflect(self, day: str | date | None = None, *,
+                soon: int = REFLECT_SOON_DAYS) -> Reflection:
         """The due-state report (C13) for ``day`` (an ISO date; default today) in the host's
         zone: due today, overdue, scheduled, migrated, and validity ending within ``soon``
         days or ended. A past day is read from the journal as it stood at its end."""
+        from memory_es.browse.reflect import check_day, check_soon, end_of, reflect, zone_name
+
         zone, now = self.time_zone, datetime.now(UTC)  # None: the process's zone, per instant
         chosen, soon = check_day(day), check_soon(soon)
         today = now.astimezone(zone).date()
@@ -508,6 +503,8 @@ class MemoryRoot:
         differently, with why and its content (the operator's own view), judged at ``now``
         (default: now) in the host's zone; lines already decided only with ``everything``.
         BuJo only."""
+        from memory_es.browse.curation import check_bujo, curate_audit, read_decisions
+
         check_bujo(self.config.mode)
         with verified_journal_and_index(self.root, self._keys, self._journal) as (opened, conn):
             return curate_audit(conn, read_decisions(opened), now=now or utc_now(),
@@ -518,6 +515,8 @@ class MemoryRoot:
     def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStat]:
         """The writer's access telemetry of these ids (G30), read-only; nothing when the
         root has none."""
+        from memory_es.store.access import read_access
+
         return read_access(self.root, list(ids))
 
     def profile(self) -> Profile:
@@ -542,6 +541,8 @@ class MemoryRoot:
         ``status`` one of open, superseded, invalidated; ``since`` an ISO date (UTC midnight)
         or instant (UTC unless it has an offset), inclusive; ``limit`` 1 to 1000; ``cursor``
         the ``cursor`` of an earlier page. Content-bearing, read-only."""
+        from memory_es.browse.inventory import list_memories
+
         with self.index() as conn:
             return list_memories(conn, status=status, since=since, limit=limit,
                                  cursor=cursor, now=utc_now(), tz=self.time_zone)
@@ -549,6 +550,8 @@ class MemoryRoot:
     def memories(self, ids: Sequence[str]) -> tuple[MemoryItem, ...]:
         """The stored lines with these full ids, in that order (ids of no stored line are
         left out): what a graph's entity card lists. Content-bearing, read-only."""
+        from memory_es.browse.inventory import memories_by_id
+
         with self.index() as conn:
             return memories_by_id(conn, ids, now=utc_now(), tz=self.time_zone)
 
@@ -558,6 +561,8 @@ class MemoryRoot:
         entities, provenance, the supersession links both ways and the journal events of
         its aggregate. ``memory_not_found`` / ``memory_id_ambiguous`` otherwise. Read from
         the writer's verified checkpoint on, each decoded event's own link checked."""
+        from memory_es.browse.inventory import show_memory
+
         with verified_journal_and_index(self.root, self._keys, self._journal,
                                         checkpoint=True) as (opened, conn):
             return show_memory(conn, opened, memory_id, now=utc_now(), tz=self.time_zone)
@@ -569,12 +574,18 @@ class MemoryRoot:
         (``journal_cursor_stale`` when the range's memories changed since its first page).
         ``filters`` narrows a first request (status, type, session, currentness) before the
         snapshot is cut; its cursor carries them."""
+        if self._chronology is None:
+            from memory_es.browse.journal import MemoryJournal
+            from memory_es.browse.journal_key import RootCursorKey
+
+            self._chronology = MemoryJournal(RootCursorKey(self.root))
+        chronology = self._chronology
         with self.index() as conn:
             if conn is None:
                 raise MemoryEsError("journal_unavailable: no index generation yet (run drain)",
                                     code="journal_unavailable")
             try:
-                return self._chronology.call(conn, request, filters)
+                return chronology.call(conn, request, filters)
             except MemoryEsError as e:
                 # The tool's generic journal_unavailable hides SQLite's error (I14); here a
                 # generation SQLite cannot read is index_unreadable, as everywhere else

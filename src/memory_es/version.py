@@ -1,13 +1,11 @@
-"""The installed distribution's version, looked up only when asked (importlib.metadata)."""
+"""The package's version: one constant, which the build reads too (pyproject.toml's
+``[tool.setuptools.dynamic]``), so asking for it imports nothing."""
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+
 
 def package_version() -> str:
-    """The installed distribution's version ("unknown" in a checkout never installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memory-es")
-    except PackageNotFoundError:  # a source checkout that was never installed
-        return "unknown"
+    """This package's version, the one its distribution was built with."""
+    return __version__

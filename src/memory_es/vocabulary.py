@@ -65,6 +65,10 @@ TERMINAL_SQL: Final = sql_list(TERMINAL_STATUSES)
 IMPORT_FORMATS: Final = ("mem0", "notes", "chatgpt", "memory-es", "mcp-memory",
                                 "reference")
 
+# Providers' rows are L2-normalised float32 (embeddings.normalise): a stored vector further
+# than this from unit length was not written by one (the vector cache and health both check).
+VECTOR_NORM_TOLERANCE: Final = 1e-3
+
 # ``reflect``: how many days ahead "validity ends soon" looks by default, and at most.
 REFLECT_SOON_DAYS: Final = 7
 REFLECT_SOON_MAX: Final = 366

@@ -29,8 +29,9 @@ from uuid import UUID
 from memory_es.events import Intake, Memory
 from memory_es.ids import intake_uuid
 from memory_es.journal.codec import is_forgotten
+from projections.derived import IN_MEMORY
 from projections.replay import fold_into
-from projections.sqlite_index import IN_MEMORY, IndexProjection
+from projections.sqlite_index import IndexProjection
 
 
 def as_of_cut(events: Iterable[tuple[int, object]], instant: datetime) -> int:

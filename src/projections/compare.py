@@ -15,7 +15,7 @@ import numpy as np
 from memory_es.errors import (
     MemoryEsError,
 )
-from memory_es.vocabulary import TERMINAL_SQL
+from memory_es.vocabulary import TERMINAL_SQL, VECTOR_NORM_TOLERANCE
 from projections.findings import Finding, read_regular
 from projections.graph import SIDECAR_FILE, render_sidecar, sidecar_problem
 from projections.index_schema import DUMP_ORDER, DUMP_TABLES, REPLAY_OWNED
@@ -24,9 +24,6 @@ from projections.replay import (
     managed_files,
 )
 
-# Providers' rows are L2-normalised float32 (embeddings.normalise): a stored vector further
-# than this from unit length was not written by one.
-VECTOR_NORM_TOLERANCE = 1e-3
 # Fewer identical vectors than this can be honest (the same words); more are a poisoned store.
 CONSTANT_MIN_ROWS = 3
 

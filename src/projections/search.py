@@ -13,7 +13,12 @@ import apsw
 import msgspec
 
 from memory_es.ids import name_key
-from projections.sqlite_index import fts_query
+
+
+def fts_query(text: str) -> str:
+    """Each word as a quoted FTS5 string, OR-ed: user text can never be FTS5 syntax."""
+    terms = ['"' + t.replace('"', '""') + '"' for t in text.split()]
+    return " OR ".join(terms)
 
 
 class SearchHit(msgspec.Struct, frozen=True, kw_only=True):

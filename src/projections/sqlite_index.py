@@ -9,20 +9,18 @@ between writing Markdown and committing the position converges on restart.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import apsw
 from eventsourcing.domain import DomainEvent
 from eventsourcing.utils import get_topic
 
 from memory_es.events import Entity, Intake, Memory, Root
-from memory_es.fsutil import create_private_file
 from memory_es.ids import text_key
 from memory_es.text import iso_ms
 from memory_es.vocabulary import TERMINAL_STATUSES
+from projections.derived import connect_derived
 from projections.forgetting import forget_rows
 from projections.index_schema import (
     CAPTURE_DDL,
@@ -37,22 +35,6 @@ from projections.index_schema import (
     stored_session,
 )
 
-IN_MEMORY = Path(":memory:")  # the throwaway projection of an as-of recall
-
-
-def connect_derived(path: Path, *, create: bool = False) -> apsw.Connection:
-    """A rebuildable SQLite file (index generation, vector cache): owner-only, never through
-    a symlink, WAL with synchronous=NORMAL (the journal, not this file, is what must survive).
-    :data:`IN_MEMORY` is a private in-memory database (an as-of fold: nothing touches disk)."""
-    if path == IN_MEMORY:
-        return apsw.Connection(":memory:")
-    if create:
-        os.close(create_private_file(path))
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_NOFOLLOW)
-    conn.setbusytimeout(5000)
-    conn.execute("PRAGMA journal_mode=WAL").fetchall()
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
 
 class IndexProjection:
     """Folds Memory.Recorded into ``memories`` (+ FTS) and BuJo Intake.Admitted into ``audit``.
@@ -381,12 +363,6 @@ class IndexProjection:
     def close(self) -> None:
         self.rollback()
         self.conn.close()
-
-
-def fts_query(text: str) -> str:
-    """Each word as a quoted FTS5 string, OR-ed: user text can never be FTS5 syntax."""
-    terms = ['"' + t.replace('"', '""') + '"' for t in text.split()]
-    return " OR ".join(terms)
 
 
 # The index's handler of each event class, in the order an event is tested against them (a

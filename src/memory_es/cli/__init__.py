@@ -15,14 +15,21 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from memory_es.cli.common import Command, check_args
-from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
-from memory_es.cli.parser import build_parser
-from memory_es.cli.progress import shown
-from memory_es.cli.standalone import cmd_demo
+if TYPE_CHECKING:
+    from memory_es.cli.parser import build_parser
 
 __all__ = ["build_parser", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``build_parser``, imported on first use: ``memory-es --version`` never builds one."""
+    if name == "build_parser":
+        from memory_es.cli.parser import build_parser
+
+        return build_parser
+    raise AttributeError(f"module 'memory_es.cli' has no attribute {name!r}")
 
 
 def _quiet_stdout() -> None:
@@ -37,16 +44,26 @@ def _quiet_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # answered before any parser or command module is imported
+        from memory_es.version import package_version
+
+        sys.stdout.write(f"memory-es {package_version()}\n")
+        return 0
+    # the parser, the command modules and the exit-code contract load only now; the store,
+    # the read path and numpy only inside the command's body
+    from memory_es.cli.common import Command, check_args
+    from memory_es.cli.contract import INTERRUPTED, OK, classify, emit
+    from memory_es.cli.parser import parse
+    from memory_es.cli.progress import shown
+    from memory_es.cli.standalone import cmd_demo
+
     as_json = "--json" in argv  # a usage error answers in the form asked for
     try:
-        parser = build_parser()
         try:
-            args = parser.parse_args(argv)
+            parser, args = parse(argv)
         except SystemExit as e:  # --help, --version
             return e.code if isinstance(e.code, int) else OK
         as_json = bool(getattr(args, "json", False))
-        # the store, the read path and numpy load only now, inside the command's body:
-        # --help and --version never need them
         check_args(parser, args)
         command: Command = args.cmd
         if command.run is None:  # demo drives memory-es itself: it is handed main

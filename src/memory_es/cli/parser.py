@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import NoReturn
 
 from memory_es.cli.commands import commands
@@ -40,7 +41,10 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
-def build_parser() -> Parser:
+def build_parser(only: str | None = None) -> Parser:
+    """The whole parser, or with ``only`` one holding just that command: building all of
+    them is most of a cold command's parsing time, and one command parses its own arguments
+    the same way alone (:func:`parse`)."""
     parser = Parser(prog="memory-es", description="Durable, event-sourced memory for AI agents.",
                     epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action=_Version, help="print the version and exit")
@@ -51,5 +55,33 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="one of the commands below; COMMAND --help for its options")
     for command in commands():
-        command.add_to(sub)
+        if only is None or command.name == only:
+            command.add_to(sub)
     return parser
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names, if one parser of that command alone can parse it: the
+    first word that is a command's name, with no top-level help asked for before it."""
+    names = {command.name for command in commands()}
+    for word in argv:
+        if word in names:
+            return word
+        if word == "-h" or (len(word) > 2 and "--help".startswith(word)):
+            return None  # the top-level help lists every command
+    return None
+
+
+def parse(argv: Sequence[str]) -> tuple[Parser, argparse.Namespace]:
+    """``argv`` parsed, and the parser that parsed it. The parser of the named command alone
+    is tried first; any usage error is worded by the whole parser, so the user reads the same
+    message either way (a command's name given as an option's value only costs a retry)."""
+    only = _named_command(argv)
+    if only is not None:
+        parser = build_parser(only)
+        try:
+            return parser, parser.parse_args(argv)
+        except UsageError:
+            pass
+    parser = build_parser()
+    return parser, parser.parse_args(argv)

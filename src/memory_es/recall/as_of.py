@@ -18,13 +18,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memory_es.bounds import describe
 from memory_es.errors import InvalidArgumentError
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import vector_backlog
-from projections.asof import as_of_cut, fold_in_memory
-from projections.sqlite_index import IndexProjection
+
+if TYPE_CHECKING:  # the fold's modules load on the first recall as of an instant
+    from projections.sqlite_index import IndexProjection
 
 Events = Callable[[int], Iterable[tuple[int, object]]]  # upto -> (position, event), in order
 KEEP = 4  # as-of folds a handle keeps (each is a whole index in memory)
@@ -102,6 +104,8 @@ class AsOfStates:
             return self._state(events, head, instant)
 
     def _state(self, events: Events, head: int, instant: datetime) -> AsOfState:
+        from projections.asof import as_of_cut, fold_in_memory
+
         cut = as_of_cut(events(head), instant)
         if len(self._cuts) >= KEEP_CUTS:
             self._cuts.clear()

@@ -25,7 +25,7 @@ import apsw
 from memory_es.fsutil import make_private_dir
 from memory_es.recall.rank.render import format_instant
 from projections.consistency import RUNTIME_DIR
-from projections.sqlite_index import connect_derived
+from projections.derived import connect_derived
 
 log = logging.getLogger("memory_es")
 ACCESS_FILE: Final = "access.db"

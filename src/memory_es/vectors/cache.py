@@ -19,8 +19,8 @@ import numpy as np
 
 from memory_es.errors import storage_kind
 from memory_es.fsutil import make_private_dir
-from projections.compare import VECTOR_NORM_TOLERANCE
-from projections.sqlite_index import connect_derived
+from memory_es.vocabulary import VECTOR_NORM_TOLERANCE
+from projections.derived import connect_derived
 
 log = logging.getLogger("memory_es")
 

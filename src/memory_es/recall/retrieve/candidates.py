@@ -37,7 +37,7 @@ from memory_es.recall.retrieve.lexical import LexicalEvidence
 from memory_es.validity import parse_validity
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vocabulary import REMEMBER_SOURCE, TERMINAL_SQL
-from projections.sqlite_index import fts_query
+from projections.search import fts_query
 
 RETRIEVER_DEPTH = MAX_CANDIDATES  # each retriever's top 50 carry its rank (the RRF hint)
 # The vector retriever offers the rows it reads anyway (its nearest 100 and their next turns);

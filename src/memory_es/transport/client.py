@@ -1,4 +1,4 @@
-"""The one JSON-over-HTTP transport the providers share (embeddings, chat models).
+"""The one JSON-over-HTTP client the providers share (embeddings, chat models).
 
 stdlib ``http.client`` and ``socket``: no proxy from the environment, redirects never
 followed (a POST and its Authorization header stay on the configured endpoint), bounded reads,
@@ -23,8 +23,7 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from tenacity import (
@@ -35,80 +34,11 @@ from tenacity import (
     wait_exponential,
 )
 
-ERROR_SNIPPET: Final = 200
-
-Kind = Literal["unavailable", "timeout", "rejected", "too_large"]
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Tries per request for transient failures, with exponential waits between them; every
-    try and wait comes out of the call's one deadline."""
-
-    attempts: int = 3
-    wait_initial_s: float = 0.25
-    wait_max_s: float = 2.0
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError("RetryPolicy.attempts must be at least 1")
-        if self.wait_initial_s < 0 or self.wait_max_s < 0:
-            raise ValueError("RetryPolicy waits must not be negative")
-
-
-class HttpError(Exception):
-    """A request that failed for good. ``detail`` is transport text (status, server error,
-    timeout), never a request body: ``unavailable`` (transient failures, retries spent or no
-    time left for another), ``timeout`` (the call's deadline passed), ``rejected`` (a 4xx
-    other than 408/429, ``status`` set) or ``too_large`` (the response exceeded the read
-    bound)."""
-
-    def __init__(self, kind: Kind, detail: str, status: int | None = None) -> None:
-        super().__init__(detail)
-        self.kind: Kind = kind
-        self.detail = detail
-        self.status = status
+from memory_es.transport import HttpError, RetryPolicy, error_detail
 
 
 class _Transient(Exception):
     """Worth another try inside the same call."""
-
-
-def one_line(text: str, limit: int = ERROR_SNIPPET) -> str:
-    """A bounded, quoted, single-line rendering of untrusted text for an error message."""
-    flat = " ".join(text.split())
-    shown = flat if len(flat) <= limit else flat[:limit] + "..."
-    return json.dumps(shown, ensure_ascii=True)
-
-
-def error_detail(body: bytes) -> str:
-    """The server's own error text if it sent one (Ollama and OpenAI both use ``error``)."""
-    text = body.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return one_line(text) if text.strip() else ""
-    if isinstance(parsed, dict):
-        err = parsed.get("error")
-        if isinstance(err, dict):
-            err = err.get("message", err)
-        if err is not None:
-            return one_line(str(err))
-    return one_line(text)
-
-
-def endpoint_problem(endpoint: str) -> str | None:
-    """Why ``endpoint`` is not a usable base URL, or None."""
-    try:
-        parts = urlsplit(endpoint)
-        valid = parts.scheme in ("http", "https") and bool(parts.netloc)
-    except ValueError:
-        valid = False
-    if not valid or any(ch.isspace() for ch in endpoint):
-        return f"must be an http(s) URL, got {one_line(endpoint)}"
-    if parts.query or parts.fragment:
-        return "must not carry a query or fragment"
-    return None
 
 
 # The longest single socket wait: a very large timeout still fits the OS's timeval.
