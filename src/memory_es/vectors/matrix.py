@@ -243,8 +243,11 @@ class VectorMatrix:
         if self._ordered:  # bisection over the ids: a few rows cost no pass over a million
             ids = self._ids[:self._size]
             at = np.searchsorted(ids, wanted)
-            at = at[at < self._size]
-            hits = at[np.isin(ids[at], wanted) & (self.rowids[at] >= 0)]
+            inside = at < self._size
+            at, wanted = at[inside], wanted[inside]
+            # each wanted id against the id it bisected to (np.isin sorts both, and its first
+            # call imports numpy.ma)
+            hits = at[(ids[at] == wanted) & (self.rowids[at] >= 0)]
         else:
             hits = np.nonzero(np.isin(self.rowids, wanted))[0]
         return [int(r) for r in self.rowids[hits]], spill.gather(self.matrix, hits)
