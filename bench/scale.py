@@ -84,7 +84,7 @@ def phase_vectors(root: Path) -> dict[str, Any]:
     """A seeded unit vector per distinct memory text into the root's vector cache."""
     from memory_es.ids import sha256_hex
     from memory_es.vectors.cache import VectorCache
-    from projections.replay import open_active_index
+    from projections.derived import open_active_index
 
     t0 = time.perf_counter()
     conn = open_active_index(root)
@@ -121,7 +121,7 @@ def phase_read(root: Path, queries: int) -> dict[str, Any]:
     from memory_es.recall.automatic import auto_block
     from memory_es.vectors.ann import ANN_THRESHOLD
     from memory_es.vectors.matrix import VectorMatrix
-    from projections.replay import open_active_index
+    from projections.derived import open_active_index
 
     conn = open_active_index(root)
     assert conn is not None
@@ -161,7 +161,7 @@ def phase_read_floor(root: Path, queries: int) -> dict[str, Any]:
     """The floor of a read, in its own process: numpy top-50 over the whole float32 matrix in
     RAM + one FTS5 bm25 query of every word (bench/recall_latency.py), on the same queries."""
     from memory_es.vectors.matrix import VectorMatrix
-    from projections.replay import open_active_index
+    from projections.derived import open_active_index
 
     conn = open_active_index(root)
     assert conn is not None

@@ -46,8 +46,9 @@ from memory_es.store import MemoryStore
 from memory_es.testing import WordBagEmbedder
 from memory_es.text import journal_text
 from memory_es.transfer import replay_export
+from projections.derived import open_active_index
 from projections.index_schema import DUMP_ORDER, DUMP_TABLES
-from projections.replay import MARKDOWN_DIRS, ROOT_FILES, open_active_index
+from projections.replay import MARKDOWN_DIRS, ROOT_FILES
 
 FIXTURES_DIR = Path(__file__).resolve().parent
 JOURNAL = "journal.jsonl"

@@ -1,6 +1,6 @@
 """The active index generation of a root, for tests; not a test module.
 
-Reading goes through ``projections.replay.open_active_index`` (read-only, the one way the
+Reading goes through ``projections.derived.open_active_index`` (read-only, the one way the
 library opens it too). Tests that tamper with the index behind the library's back take its
 path from :func:`active_index_path` and open it read-write themselves.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from projections.replay import generation_path, open_active_index, read_current
+from projections.derived import generation_path, open_active_index, read_current
 
 
 def index_connection(root: Path) -> apsw.Connection:

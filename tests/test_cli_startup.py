@@ -126,7 +126,12 @@ def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path
 NOT_FOR_A_SEARCH = ("http.client", "tenacity", "memory_es.transport.client",
                     "memory_es.browse.inventory", "memory_es.browse.reflect",
                     "memory_es.browse.curation", "memory_es.browse.journal",
-                    "projections.health", "projections.compare", "memory_es.worker")
+                    "projections.health", "projections.compare", "memory_es.worker",
+                    # nor any event class but the root's (its recorded config), nor the
+                    # intake fold or the projection and rebuild code
+                    "memory_es.events.intake", "memory_es.events.memory",
+                    "memory_es.events.entity", "memory_es.intake", "projections.replay",
+                    "projections.sqlite_index")
 
 
 READER = ("memory_es.recall.engine", "memory_es.recall.explicit", "memory_es.store.reading",

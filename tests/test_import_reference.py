@@ -26,8 +26,8 @@ from memory_es.errors import MemoryEsError
 from memory_es.imports import ImportSourceError, apply_import, plan_import
 from memory_es.imports.adopt import adopt_replay
 from memory_es.transfer import replay_export
+from projections.derived import read_current
 from projections.graph import canonical
-from projections.replay import read_current
 
 # -- the reference host's own folder (DESIGN 9.1: legacy roots enter through import) ---------
 

@@ -21,7 +21,7 @@ from memory_es.errors import MemoryEsError
 from memory_es.testing import WordBagEmbedder
 from memory_es.transfer import rebuild_root
 from memory_es.vectors.kept import KeptMatrix
-from projections.replay import open_active_index
+from projections.derived import open_active_index
 from tamper import SqliteTamper
 from test_chain_checkpoint import links  # noqa: F401  (the link-counting fixture)
 from test_recall_conversation import JOURNAL, journal

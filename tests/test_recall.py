@@ -35,7 +35,7 @@ from memory_es.root import MemoryRoot
 from memory_es.store import MemoryStore
 from memory_es.transfer import rebuild_root
 from memory_es.vectors.pending import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
-from projections.replay import open_active_index, read_current
+from projections.derived import open_active_index, read_current
 
 JOURNAL_FAKE: dict[str, Any] = {"mode": "journal", "embeddings": {"dim": 8}}
 CONCEPTS = {"tea": 0, "drink": 0, "beverage": 0, "like": 1, "enjoy": 1, "love": 1}

@@ -94,7 +94,10 @@ def test_the_prefix_table_turns_into_a_dict_for_a_batch(
         return build(self)
 
     monkeypatch.setattr(use_cache.PrefixTable, "_build", counted)
-    batch = [f"{t} {n}" for n in range(400) for t in TEXTS[:4]]
+    # a tenth of the threshold, so a batch a tenth the size crosses it (one query: ~760
+    # lookups, the batch: ~12,000)
+    monkeypatch.setattr(use_cache.PrefixTable, "DICT_AFTER", use_cache.PrefixTable.DICT_AFTER // 10)
+    batch = [f"{t} {n}" for n in range(40) for t in TEXTS[:4]]
     monkeypatch.setenv(use_cache.CACHE_ENV, "")
     cached.embed(TEXTS[:1])
     assert builds == []  # one query bisects

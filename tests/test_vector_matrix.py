@@ -78,7 +78,7 @@ def test_a_reader_maps_the_index_it_reads(tmp_path: Path) -> None:
     query, not at the pragma."""
     from memory_es import CompletedTurn, MemoryStore
     from memory_es.config import parse_config
-    from projections.replay import (
+    from projections.derived import (
         READER_MMAP_BYTES,
         generation_path,
         open_active_index,

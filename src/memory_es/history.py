@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import apsw
 import msgspec
@@ -17,7 +17,6 @@ from eventsourcing.persistence import Notification, StoredEvent
 
 from memory_es.errors import IntegrityError, MemoryEsError, storage_guard, storage_kind
 from memory_es.events import FORGOTTEN_TOPICS
-from memory_es.intake import SEALED_PAYLOAD, IntakeState, IntakeView, payload_problem
 from memory_es.journal import (
     GENESIS,
     JOURNAL_FILE,
@@ -30,10 +29,10 @@ from memory_es.journal.backend import PostgresJournal
 from memory_es.journal.recorder import JournalRecorder
 from memory_es.journal.sealing import Sealer, state_key_ids
 from memory_es.keystore import KeyStore
-from projections.asof import fold_in_memory
-from projections.forgetting import scrub_pending
-from projections.replay import INDEX_DIR, open_active_index, unreadable
-from projections.sqlite_index import INDEX_PASSES_OVER, INDEX_SCREENS
+from projections.derived import INDEX_DIR, open_active_index, unreadable
+
+if TYPE_CHECKING:  # the intake fold and the index's decoding load with the reads that use them
+    from memory_es.intake import IntakeState, IntakeView
 
 INTAKE_TOPIC_PREFIX = "memory_es/Intake."
 
@@ -132,6 +131,8 @@ def verified_journal_and_index(
                         "it); this read answers from the journal")
             if conn is not None:
                 conn.close()
+            from projections.asof import fold_in_memory
+
             conn = fold_in_memory(iter_events(opened, index_only=True)).conn
         try:
             try:
@@ -177,6 +178,7 @@ def iter_events(opened: OpenedJournal, after: int = 0, upto: int | None = None,
 def _index_decoder(mapper: MsgspecMapper) -> Callable[[Notification], Any]:
     """How :func:`iter_events` decodes for the index: None for an event it passes over
     (``INDEX_PASSES_OVER``) or whose screen (``INDEX_SCREENS``) refuses it, else the event."""
+    from projections.sqlite_index import INDEX_PASSES_OVER, INDEX_SCREENS
 
     def decode(n: Notification) -> Any:
         screen = INDEX_SCREENS.get(n.topic)
@@ -192,6 +194,8 @@ def checked_payload(opened: OpenedJournal,
     """An intake's capture text and what is wrong with it (``missing``, ``mismatch``; None
     when it is exactly what was admitted, B5). A sealed payload that does not open under its
     key (another intake's, or changed bytes) is a mismatch, never a traceback."""
+    from memory_es.intake import SEALED_PAYLOAD, payload_problem
+
     if record.payload_sha256 is None:
         return None, None
     try:
@@ -215,6 +219,8 @@ def fold_intakes(opened: OpenedJournal, *, retain_resolved: bool = True,
     are not opened (half the cost of a store open on a large journal). ``upto``: stop
     there (the last position a verification covered)."""
     if view is None:
+        from memory_es.intake import IntakeView
+
         view = IntakeView(retain_resolved=retain_resolved)
         rows = opened.recorder.rows()
     else:
@@ -424,6 +430,8 @@ def forget_findings(opened: OpenedJournal, root: Path) -> Iterator[tuple[str, st
     # journal's (an operator told journal_corrupt restores the journal from a backup and
     # brings forgotten text back). An index that cannot be read yields nothing here; the
     # audit's own read of it names the file and the fix (index_unreadable: run rebuild).
+    from projections.forgetting import scrub_pending
+
     found: list[tuple[str, str, str]] = []
     try:
         conn = open_active_index(root)

@@ -56,8 +56,8 @@ from memory_es.rootconfig import effective
 from memory_es.text import fold
 from memory_es.transfer import replay_export
 from projections.asof import fold_in_memory
+from projections.derived import open_active_index
 from projections.index_schema import DUMP_TABLES
-from projections.replay import open_active_index
 
 _NEW, _OLD = ".rewrite-new", ".rewrite-old"  # sibling directories of a rewrite in flight
 _SEALED = "$sealed"

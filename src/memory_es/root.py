@@ -52,8 +52,6 @@ from memory_es.history import (
     sealed_findings,
     verified_journal_and_index,
 )
-from memory_es.intake import IntakeCounts, IntakeReport, IntakeView, utc_now
-from memory_es.intake.report import ForgetLog
 from memory_es.journal import (
     JOURNAL_FILE,
     MARKER_FILE,
@@ -72,16 +70,16 @@ from memory_es.recall.asking import check_ask, check_limit, check_query, unavail
 from memory_es.recall.sections.profile import Profile
 from memory_es.recall.setup import ReadSetup
 from memory_es.rootconfig import RootConfig, journal_of, migration_pending, recorded
+from memory_es.text import utc_now
 from memory_es.validity import host_time_zone
 from memory_es.vectors.ann import ann_paths, saved_state
 from memory_es.vectors.kept import KeptMatrix
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import embeddings_block, fill_read_only, vector_backlog
 from memory_es.vocabulary import LIST_DEFAULT_LIMIT, REFLECT_SOON_DAYS
+from projections.derived import unreadable
 from projections.findings import Finding, HealthReport, with_findings
-from projections.replay import unreadable
 from projections.search import SearchHit, fts_search
-from projections.sqlite_index import IndexProjection
 
 if TYPE_CHECKING:  # what only some reads need is imported by them, on use
     from memory_es.browse.curation import CurateAudit
@@ -92,8 +90,11 @@ if TYPE_CHECKING:  # what only some reads need is imported by them, on use
     from memory_es.browse.reflect import Reflection
     from memory_es.calibration.report import CalibrationReport
     from memory_es.config import MemoryConfig
+    from memory_es.intake import IntakeCounts, IntakeReport, IntakeView
+    from memory_es.intake.report import ForgetLog
     from memory_es.store.access import AccessStat
     from memory_es.worker import WorkerSnapshot
+    from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
 

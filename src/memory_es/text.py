@@ -54,6 +54,12 @@ def _joins(char: str) -> bool:
             or unicodedata.category(char) in ("Mn", "Me", "Mc"))
 
 
+def utc_now() -> datetime:
+    """The default clock: UTC, truncated to milliseconds (the precision events carry)."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
 def iso_ms(ts: datetime) -> str:
     """An instant as every row, file and report writes it: UTC, milliseconds, ``Z``
     (``2026-05-04T09:00:00.000Z``). A naive datetime is read as UTC."""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from projections.replay import INDEX_DB
+from projections.derived import INDEX_DB
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_CANNOT_AUDIT, EXIT_COULD_NOT_RUN = 0, 1, 2, 3
 

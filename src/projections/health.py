@@ -34,21 +34,19 @@ from projections.compare import (
     compare_sidecar,
 )
 from projections.consistency import RUNTIME_DIR, projection_lock
+from projections.derived import (
+    INDEX_DB,
+    INDEX_DIR,
+    generation_path,
+    open_active_index,
+    read_current,
+)
 from projections.findings import (
     RECOVERABLE,
     Finding,
     HealthReport,
 )
-from projections.replay import (
-    INDEX_DB,
-    INDEX_DIR,
-    build_generation,
-    generation_path,
-    managed_files,
-    open_active_index,
-    read_current,
-    render_all,
-)
+from projections.replay import build_generation, managed_files, render_all
 from projections.residue import Residue, classify_residue
 
 # Files the engine owns at the root; anything else (outside the managed dirs) is a stray.

@@ -27,6 +27,13 @@ from projections.consolidation import (
     render_index,
     render_preview,
 )
+from projections.derived import (
+    INDEX_DIR,
+    check_index_files,
+    generation_path,
+    read_current,
+    unreadable,
+)
 from projections.forgetting import scrub
 from projections.graph import (
     GRAPH_FILE,
@@ -37,16 +44,11 @@ from projections.graph import (
     sidecar_append,
 )
 from projections.replay import (
-    INDEX_DIR,
     activate,
-    check_index_files,
     clean_stale_temps,
-    generation_path,
     grow_or_write,
-    read_current,
     remove_inactive_generations,
     render_one,
-    unreadable,
     write_if_changed,
 )
 from projections.sqlite_index import IndexProjection

@@ -18,10 +18,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import apsw
 import msgspec
 
-from memory_es.errors import IndexUnavailableError, MemoryEsError, UnsafePathError, io_problem
+from memory_es.errors import MemoryEsError, UnsafePathError
 from memory_es.fsutil import (
     atomic_write,
     check_private,
@@ -34,14 +33,12 @@ from memory_es.fsutil import (
 from memory_es.vocabulary import GRAPH_BYTES, SIDECAR_BYTES
 from projections.consistency import RUNTIME_DIR, projection_lock
 from projections.consolidation import INDEX_FILE, render_index
+from projections.derived import CURRENT_FILE, INDEX_DIR, generation_path, read_current
 from projections.forgetting import scrub
 from projections.graph import GRAPH_FILE, SIDECAR_FILE, render_graph, render_sidecar
 from projections.markdown import render_audit, render_daily
 from projections.sqlite_index import IndexProjection
 
-INDEX_DIR = "index"
-CURRENT_FILE = "CURRENT"
-INDEX_DB = "memory.db"
 MARKDOWN_DIRS = ("daily", "audit")
 _RENDER = {"daily": render_daily, "audit": render_audit}
 # Whole-root files rendered from index tables (touched as (kind, "")).
@@ -67,89 +64,6 @@ def render_one(index: IndexProjection, kind: str, day: str) -> tuple[str, bytes 
 def day_file(kind: str, day: str) -> str:
     """Root-relative path of one day's file."""
     return f"{kind}/{day}.md"
-
-
-def read_current(root: Path) -> int | None:
-    """The active generation number, or None when no index was ever activated."""
-    path = root / INDEX_DIR / CURRENT_FILE
-    if not os.path.lexists(path):
-        return None
-    check_private(path, is_dir=False)
-    text = path.read_text("ascii", errors="replace").strip()
-    if not text.startswith("gen-") or not text[4:].isdigit():
-        raise MemoryEsError(f"{path}: not a generation pointer; run memory-es rebuild",
-                            code="index_pointer_invalid")
-    return int(text[4:])
-
-
-def generation_path(root: Path, generation: int) -> Path:
-    return root / INDEX_DIR / f"gen-{generation}" / INDEX_DB
-
-
-def unreadable(db: Path, error: BaseException) -> IndexUnavailableError:
-    """The one error for an index generation SQLite cannot open: ``io_error`` when the disk
-    is full or failing (a rebuild would not help), else ``index_unreadable``."""
-    problem = io_problem(error)
-    if problem is not None:
-        return IndexUnavailableError(
-            f"{db}: cannot open the index ({problem}); it catches up once the disk can be "
-            "written again", code="io_error")
-    return IndexUnavailableError(
-        f"{db}: index unreadable ({type(error).__name__}); run memory-es rebuild",
-        code="index_unreadable")
-
-
-def check_index_files(db: Path, *, writer: bool) -> None:
-    """The generation's file and SQLite's ``-wal`` / ``-shm`` beside it are regular files,
-    never a symlink SQLite would follow, else :class:`IndexUnavailableError`. A ``writer``
-    (which writes them) also needs them private: ours, 0600, one link (B16, B17); a reader
-    leaves those rules to health's hygiene findings."""
-    if not os.path.lexists(db):
-        raise IndexUnavailableError(
-            f"{db}: active index generation is missing; run memory-es rebuild",
-            code="index_missing")
-    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        try:
-            if writer:
-                check_private(path, is_dir=False)
-            elif not stat.S_ISREG(st.st_mode):
-                raise UnsafePathError(f"{path}: is not a regular file", code="not_a_regular_file")
-        except UnsafePathError as e:
-            raise IndexUnavailableError(f"{e}; run memory-es rebuild",
-                                        code="index_unreadable") from e
-
-
-READER_MMAP_BYTES = 1 << 30  # address space, not memory: pages stay the OS's page cache
-
-
-def open_active_index(root: Path) -> apsw.Connection | None:
-    """The active generation's index, opened read-only; None when none was ever activated.
-    A generation that is missing or not a regular file raises :class:`IndexUnavailableError`;
-    one SQLite cannot parse raises ``apsw.Error`` at its first query (opening reads nothing,
-    so a call refused after this leaves the root as it was)."""
-    generation = read_current(root)
-    if generation is None:
-        return None
-    db = generation_path(root, generation)
-    check_index_files(db, writer=False)
-    try:
-        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY
-                               | apsw.SQLITE_OPEN_NOFOLLOW)
-        # A writer opening or closing the same generation briefly holds WAL recovery or a
-        # checkpoint: a reader waits for it (as the writer's own connections do) instead of
-        # raising BusyError into the host (found by tests/test_open_close_cycles.py).
-        conn.setbusytimeout(5000)
-        # Pages read through a mapping, not a read() each: a cold reader loads every vector
-        # of the generation (one 2 KiB row to a page) in about half the time. The pragma
-        # reads nothing either; SQLite maps only what the file holds at each transaction.
-        conn.execute(f"PRAGMA mmap_size={READER_MMAP_BYTES}").fetchall()
-    except (apsw.Error, OSError) as e:
-        raise unreadable(db, e) from e
-    return conn
 
 
 def write_if_changed(root: Path, relpath: str, data: bytes | None) -> bool:

@@ -13,6 +13,7 @@ import apsw
 
 from memory_es.journal.lock import writer_alive
 from projections.compare import compare_index
+from projections.derived import CURRENT_FILE, INDEX_DB, INDEX_DIR, generation_path
 from projections.findings import (
     GEN_FILES,
     HYGIENE_CODES,
@@ -23,15 +24,11 @@ from projections.findings import (
 )
 from projections.graph import SIDECAR_FILE
 from projections.replay import (
-    CURRENT_FILE,
-    INDEX_DB,
-    INDEX_DIR,
     INDEX_INPUTS,
     MARKDOWN_DIRS,
     ROOT_FILES,
     build_generation,
     generation_dirs,
-    generation_path,
     render_one,
 )
 from projections.sqlite_index import IndexProjection

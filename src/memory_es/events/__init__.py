@@ -17,16 +17,30 @@ misspelt field is a type error, not a runtime surprise.
 One module per aggregate (``intake``, ``memory``, ``entity``, ``root``; ``building`` holds what
 their factories share); this package is the face every importer uses: ``from memory_es.events
 import Intake``. The topics are explicit, so where a class is defined never changes one.
+
+The face resolves each aggregate on first use (PEP 562): a reader that decodes only the root's
+recorded configuration imports ``root`` alone, not the sixty-odd event classes of the others
+(building them is most of what importing the events costs). Every topic still resolves when a
+stored event is decoded: importing this package hands :mod:`memory_es.topics` (through which
+the journal's mapper resolves) :func:`load_all`, called for a topic no imported class has
+registered. The topics a reader
+only filters rows by are spelt out here, so a filter imports no class (the classes carry the
+same strings; tests/test_events_face.py holds them equal).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any, Final
 
-from memory_es.events.entity import Entity
-from memory_es.events.intake import Intake
-from memory_es.events.memory import Memory
-from memory_es.events.root import Root
+from memory_es.topics import resolve_missing_with
+
+if TYPE_CHECKING:
+    from memory_es.events.entity import Entity
+    from memory_es.events.intake import Intake
+    from memory_es.events.memory import Memory
+    from memory_es.events.root import Root
+    from memory_es.events.sealed import SEALED_FIELDS
 
 __all__ = [
     "ADMITTED_TOPIC",
@@ -38,29 +52,42 @@ __all__ = [
     "Intake",
     "Memory",
     "Root",
+    "load_all",
 ]
 
-ADMITTED_TOPIC = Intake.Admitted.TOPIC
-RESOLVED_TOPIC = Intake.Resolved.TOPIC
-RECORDED_TOPIC = Memory.Recorded.TOPIC
+ADMITTED_TOPIC: Final = "memory_es/Intake.Admitted"
+RESOLVED_TOPIC: Final = "memory_es/Intake.Resolved"
+RECORDED_TOPIC: Final = "memory_es/Memory.Recorded"
+FORGOTTEN_TOPICS: Final = ("memory_es/Memory.Forgotten", "memory_es/Intake.Forgotten")
 
-
-# Content fields a writer seals under per-record keys (crypto-shredding), with the
-# content-free value a reader gets once the key is destroyed. Everything else (ids, hashes,
-# days, statuses, labels, salience, models) is not content and stays readable.
-SEALED_FIELDS: dict[str, dict[str, Any]] = {
-    # the record's digest and size confirm a guessed turn: sealed with it, gone with its key
-    Intake.Admitted.TOPIC: {"summary": "", "attachments": [], "content_sha256": "",
-                            "content_bytes": 0},
-    Intake.ExtractionRetained.TOPIC: {"plan": {}},
-    Intake.ReviewRetained.TOPIC: {"decisions": []},
-    Intake.ReconcileRetained.TOPIC: {"decisions": []},
-    Memory.Recorded.TOPIC: {"text": ""},
-    Memory.Captured.TOPIC: {"text": "", "fact": None},
-    Memory.TextUpdated.TOPIC: {"text": "", "fact": None},
-    Memory.Remembered.TOPIC: {"text": ""},
-    Entity.Named.TOPIC: {"name": ""},
-    Entity.NamedAgain.TOPIC: {"name": ""},
-    Entity.Related.TOPIC: {"relation": ""},
+# public name -> the module that defines it
+_FACE: Final = {
+    "Entity": "memory_es.events.entity",
+    "Intake": "memory_es.events.intake",
+    "Memory": "memory_es.events.memory",
+    "Root": "memory_es.events.root",
+    "SEALED_FIELDS": "memory_es.events.sealed",
 }
-FORGOTTEN_TOPICS = (Memory.Forgotten.TOPIC, Intake.Forgotten.TOPIC)
+
+
+def __getattr__(name: str) -> Any:
+    """An aggregate (or the sealing policy), imported from its module on first use and kept."""
+    module = _FACE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_es.events' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FACE})
+
+
+def load_all() -> None:
+    """Import every aggregate's module: each class registers its topic as it is built."""
+    for module in sorted(set(_FACE.values())):
+        importlib.import_module(module)
+
+
+resolve_missing_with(load_all)

@@ -20,7 +20,6 @@ from memory_es.intake.admission import (
     is_nothing_to_report,
     prepare_turn,
     repeat_result,
-    utc_now,
     validate_turn,
 )
 from memory_es.intake.report import (
@@ -49,6 +48,7 @@ from memory_es.intake.state import (
     intake_record,
     payload_problem,
 )
+from memory_es.text import utc_now  # the default clock, where admission stamps with it
 
 __all__ = [
     "ACTIVE_STATES",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
@@ -114,12 +114,6 @@ class PreparedIntake(msgspec.Struct, frozen=True, kw_only=True):
             summary=self.summary, write_mode=self.write_mode, tier=self.tier,
             speaker_kind=self.speaker_kind, source_label=self.source_label,
             session=self.session, trigger=self.trigger, attachments=self.attachments)
-
-
-def utc_now() -> datetime:
-    """The default clock: UTC, truncated to milliseconds (the precision events carry)."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def is_nothing_to_report(answer: str) -> bool:

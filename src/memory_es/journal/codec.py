@@ -18,9 +18,10 @@ from eventsourcing.persistence import (
     StoredEvent,
     Transcoder,
 )
-from eventsourcing.utils import get_topic, resolve_topic
+from eventsourcing.utils import get_topic
 
 from memory_es.journal.sealing import SEALED, SEALED_MARK, Sealer
+from memory_es.topics import resolve
 
 FORGOTTEN = "_forgotten"  # set on a decoded event whose sealed content was destroyed
 
@@ -87,7 +88,7 @@ class MsgspecMapper(Mapper[UUID]):
         """The typed event; without ``content`` its sealed fields read as their tombstones
         and nothing is decrypted or encoded again, for folds that need none of them (the
         intake view: a third of the cost per event)."""
-        cls = resolve_topic(stored_event.topic)
+        cls = resolve(stored_event.topic)
         class_version = getattr(cls, "class_version", 1)
         forgotten = False
         try:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import apsw
 import numpy as np
@@ -38,7 +38,9 @@ from memory_es.recall.setup import ReadSetup
 from memory_es.text import iso_ms
 from memory_es.vectors.matrix import VectorMatrix
 from memory_es.vectors.pending import vector_backlog
-from projections.sqlite_index import IndexProjection
+
+if TYPE_CHECKING:  # an as-of fold's projection: built by the door that folds it
+    from projections.sqlite_index import IndexProjection
 
 Index = Callable[[], AbstractContextManager[apsw.Connection]]  # the door holds its index
 Matrix = Callable[[Embedder, apsw.Connection], VectorMatrix]

@@ -31,7 +31,7 @@ from memory_es.vectors.pending import (
     store_vectors,
     vector_backlog,
 )
-from projections.replay import open_active_index
+from projections.derived import open_active_index
 from projections.sqlite_index import IndexProjection
 
 log = logging.getLogger("memory_es")
