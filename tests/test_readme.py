@@ -201,6 +201,9 @@ def _make_targets_run_the_tested_commands() -> None:
     makefile = (REPO / "Makefile").read_text("utf-8")
     assert "\t$(BIN)/memory-es demo\n" in makefile
     assert "\t$(BIN)/python -m pytest -q -n auto --durations=15\n" in makefile
+    # the suite's processes import compiled modules, even where no import may write a .pyc
+    assert makefile.index("\t$(BIN)/python -m compileall -q src tests") \
+        < makefile.index("\t$(BIN)/python -m pytest -q -n auto")
     assert "def test_demo" in (REPO / "tests" / "test_cli.py").read_text("utf-8")
 
 
