@@ -8,8 +8,9 @@ event classes and the store come in only with the names that need them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memory_es.lazy import lazy_face
 
 # public name -> the module that defines it
 _FACE: dict[str, str] = {
@@ -65,15 +66,4 @@ if TYPE_CHECKING:
     from memory_es.store import MemoryStore
 
 
-def __getattr__(name: str) -> Any:
-    """A face name, imported from its module on first use and kept."""
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memory_es' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_FACE})
+__getattr__, __dir__ = lazy_face(__name__, _FACE)

@@ -19,8 +19,9 @@ The names below are imported on first use (PEP 562): pydantic costs a cold proce
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memory_es.lazy import lazy_face
 
 if TYPE_CHECKING:
     from memory_es.config.defaults import (
@@ -76,15 +77,7 @@ _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 _SUBMODULES = frozenset({"defaults", "load", "model", "rules"})
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:  # ``memory_es.config.model``, as an attribute of the package
-        return importlib.import_module(f"{__name__}.{name}")
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_face(__name__, _HOME_OF, _SUBMODULES)
 
 __all__ = [
     "DEFAULT_EMBEDDINGS_DIM",

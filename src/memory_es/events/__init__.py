@@ -31,8 +31,9 @@ same strings; tests/test_events_face.py holds them equal).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
+from memory_es.lazy import lazy_face
 from memory_es.topics import resolve_missing_with
 
 if TYPE_CHECKING:
@@ -70,18 +71,7 @@ _FACE: Final = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """An aggregate (or the sealing policy), imported from its module on first use and kept."""
-    module = _FACE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memory_es.events' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_FACE})
+__getattr__, __dir__ = lazy_face(__name__, _FACE)
 
 
 def load_all() -> None:
