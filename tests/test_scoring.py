@@ -588,3 +588,21 @@ def test_H19_background_lines_render_with_label_date_and_currentness() -> None:
     assert text == (f"{BACKGROUND_HEADING}\n\n"
                     "- preference: Prefer tea (recorded 2026-05-01; current)")
     assert render_background(()) == ""
+
+
+def test_G24_a_tie_goes_to_the_line_recorded_first_to_the_microsecond_in_any_zone() -> None:
+    """Equal scores rank by the instant recorded (compared across zones, to the microsecond;
+    a line without one first), then by id: the order a replay reproduces."""
+    plus2 = timezone(timedelta(hours=2))
+    tied = [
+        plain("z-later", 0.7, created_at=T0 + timedelta(microseconds=1)),
+        plain("y-same-instant", 0.7, created_at=(T0 + timedelta(hours=2)).replace(tzinfo=plus2)),
+        plain("b-same-instant", 0.7, created_at=T0),
+        plain("c-earlier", 0.7, created_at=datetime(2026, 7, 6, 13, 59, 59, 999999,
+                                                     tzinfo=plus2)),
+        plain("x-no-instant", 0.7),
+        plain("a-lower", 0.69, created_at=T0 - timedelta(days=1)),
+    ]
+    got = select(tied, NOMIC_V15, now=NOW, mode="original-query")
+    assert ids(got.hits) == ["x-no-instant", "c-earlier", "b-same-instant", "y-same-instant",
+                             "z-later", "a-lower"]

@@ -6,6 +6,7 @@ No stop-word or question-word list: every query word counts (G32).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -83,8 +84,11 @@ def _number_tokens(normalized: str) -> dict[str, int]:
     return found
 
 
+@functools.lru_cache(maxsize=4096)
 def candidate_anchor_tokens(text: str) -> frozenset[str]:
-    """The numbers, canonical dates and numeric ids a candidate's text contains (G6)."""
+    """The numbers, canonical dates and numeric ids a candidate's text contains (G6). Kept
+    for the last 4,096 texts: the same lines are scored again query after query (and a
+    calibration fit scores each pool thousands of times)."""
     return frozenset(_number_tokens(normalize(text)))
 
 

@@ -130,11 +130,21 @@ def _live_ranked(scored: Iterable[Scored]) -> list[Scored]:
     return sorted(live, key=ranking_order)
 
 
-def ranking_order(s: Scored) -> tuple[float, str, str]:
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def ranking_order(s: Scored) -> tuple[float, tuple[int, int], str]:
     """Best score first; an exact tie goes to the line recorded first (the journal's order,
-    not an id: ids carry no meaning), then the id."""
+    not an id: ids carry no meaning; a line with no instant before any), then the id. The
+    instant is compared as whole microseconds since the epoch: exact, and cheaper than the
+    text of it (the sort runs on every recall and thousands of times in a calibration fit)."""
     created = s.candidate.created_at
-    return (-s.score, created.astimezone(UTC).isoformat() if created else "", s.candidate.id)
+    if created is None:
+        return (-s.score, (0, 0), s.candidate.id)
+    if created.tzinfo is None:  # read as the host's local time, as astimezone does
+        created = created.astimezone(UTC)
+    return (-s.score, (1, (created - _EPOCH) // _MICROSECOND), s.candidate.id)
 
 
 def auto_best(scored: Iterable[Scored]) -> float | None:
@@ -232,6 +242,7 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
     if not ranked:  # a conflicting fact sheet is evidence even without a hit (G16)
         return (Recall(hits=(), evidence="conflicting", notes=(CONFLICTING_NOTE,))
                 if fact_sheet_conflict and mode != "degraded" else Recall(hits=()))
+    tz = host_zone(now, tz)  # once: the host's zone is read from the system clock's rules
     best = ranked[0].score
     if mode == "explicit":
         floor_applies = best >= calibration.recall_floor - EPSILON
