@@ -43,6 +43,7 @@ from memory_es.recall.rank.select import (
     auto_select,
     background_select,
     currentness,
+    kept_lines,
     owner_text_gate,
     select,
 )
@@ -606,3 +607,24 @@ def test_G24_a_tie_goes_to_the_line_recorded_first_to_the_microsecond_in_any_zon
     got = select(tied, NOMIC_V15, now=NOW, mode="original-query")
     assert ids(got.hits) == ["x-no-instant", "c-earlier", "b-same-instant", "y-same-instant",
                              "z-later", "a-lower"]
+
+
+@pytest.mark.parametrize("mode", ["explicit", "original-query", "degraded"])
+@pytest.mark.parametrize("scoring", ["reference", "hybrid"])
+def test_kept_lines_are_the_lines_select_returns_in_its_order(mode: str, scoring: str) -> None:
+    """A calibration fit reads the order from ``kept_lines`` without building hits: it must be
+    select's, through the tail cut, the floor, a dropped line and a superseded line."""
+    cal = dataclasses.replace(NOMIC_V15, recall_floor=0.6, recall_tail=0.15)
+    pools = [
+        [plain("a", 0.80, created_at=T0), plain("b", 0.70), plain("c", 0.61),
+         plain("d", 0.50), plain("gone", 0.9, status="dropped")],
+        [plain("old", 0.75, superseded=True, superseded_by="new"), plain("new", 0.74),
+         plain("x", 0.3)],
+        [plain("low", 0.40, text="apples"), plain("lower", 0.30, text="pears")],
+        [],
+    ]
+    for pool in pools:
+        got = select(pool, cal, now=NOW, mode=mode, scoring=scoring)  # type: ignore[arg-type]
+        _, kept = kept_lines(pool, cal, mode=mode, scoring=scoring)  # type: ignore[arg-type]
+        assert [s.candidate.id for s in kept] == ids(got.hits)
+        assert [s.score for s in kept] == [h.score for h in got.hits]

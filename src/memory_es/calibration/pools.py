@@ -21,7 +21,7 @@ from memory_es.recall.rank.score import (
     Scoring,
     score_all,
 )
-from memory_es.recall.rank.select import auto_best, auto_select, select
+from memory_es.recall.rank.select import auto_best, auto_select, kept_lines, select
 from memory_es.recall.rank.turns import TurnModel
 
 Shape = tuple[float, float, float, float, float, float, TurnModel | None]
@@ -105,9 +105,9 @@ class PoolScorer:
         key = (_shape(cal), i)
         if key not in self._full:
             uncut = replace(cal, recall_floor=-UNCUT, recall_tail=UNCUT)
-            hits = select(self._scored(uncut, i), uncut, now=self.now,
-                          scoring=self.scoring).hits[:RANK_DEPTH]
-            self._full[key] = ([h.id for h in hits], hits[0].score if hits else 0.0)
+            _, kept = kept_lines(self._scored(uncut, i), uncut, scoring=self.scoring)
+            top = kept[:RANK_DEPTH]
+            self._full[key] = ([s.candidate.id for s in top], top[0].score if top else 0.0)
         return self._full[key]
 
     def run(self, cal: Calibration, i: int) -> Run:

@@ -216,6 +216,33 @@ def successors_first(ranked: Sequence[Scored]) -> list[Scored]:
     return out
 
 
+def kept_lines(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *,
+               mode: SelectMode = "explicit", scoring: Scoring = "reference"
+               ) -> tuple[list[Scored], list[Scored]]:
+    """The live lines ranked, and those :func:`select` returns, in its order (its docstring
+    says which): what a caller that needs only the order (a calibration fit) reads without
+    building a hit per line."""
+    ranked = _live_ranked(scored)
+    if not ranked:
+        return ranked, ranked
+    best = ranked[0].score
+    if mode == "explicit":
+        floor_applies = best >= calibration.recall_floor - EPSILON
+        kept = [ranked[0]] + [
+            s for s in ranked[1:]
+            if s.score >= best - calibration.recall_tail - EPSILON
+            and (not floor_applies or s.score >= calibration.recall_floor - EPSILON)
+        ]
+        if not floor_applies and scoring == "hybrid":  # no padding with unrelated lines
+            kept = [s for s in kept
+                    if carries_evidence(s, calibration.recall_floor)][:INSUFFICIENT_MAX_HITS]
+    else:
+        kept = ranked
+    if scoring == "hybrid":
+        kept = successors_first(kept)
+    return ranked, kept
+
+
 def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, now: datetime,
            tz: tzinfo | None = None, mode: SelectMode = "explicit",
            fact_sheet_conflict: bool = False, note_due_ends: bool = False,
@@ -238,26 +265,12 @@ def select(scored: Iterable[Scored], calibration: Calibration = NOMIC_V15, *, no
       empty pool has no evidence note.
     * ``note_due_ends``: ``memory.recall.intentExpiry`` (M25, :func:`structured_ends`).
     """
-    ranked = _live_ranked(scored)
+    ranked, kept = kept_lines(scored, calibration, mode=mode, scoring=scoring)
     if not ranked:  # a conflicting fact sheet is evidence even without a hit (G16)
         return (Recall(hits=(), evidence="conflicting", notes=(CONFLICTING_NOTE,))
                 if fact_sheet_conflict and mode != "degraded" else Recall(hits=()))
     tz = host_zone(now, tz)  # once: the host's zone is read from the system clock's rules
     best = ranked[0].score
-    if mode == "explicit":
-        floor_applies = best >= calibration.recall_floor - EPSILON
-        kept = [ranked[0]] + [
-            s for s in ranked[1:]
-            if s.score >= best - calibration.recall_tail - EPSILON
-            and (not floor_applies or s.score >= calibration.recall_floor - EPSILON)
-        ]
-        if not floor_applies and scoring == "hybrid":  # no padding with unrelated lines
-            kept = [s for s in kept
-                    if carries_evidence(s, calibration.recall_floor)][:INSUFFICIENT_MAX_HITS]
-    else:
-        kept = ranked
-    if scoring == "hybrid":
-        kept = successors_first(kept)
     hits = tuple(_hit(s, now, tz, note_due_ends) for s in kept)
     if mode == "degraded":
         return Recall(hits=hits)
