@@ -122,6 +122,30 @@ def test_a_cold_search_reads_the_recorded_config_without_pydantic(tmp_path: Path
     assert MemoryRoot.open(root).search(query[1], 2).to_json()["results"] == found["results"]
 
 
+def test_a_cold_inspect_counts_the_vector_backlog_without_pydantic(tmp_path: Path) -> None:
+    """``memory-es inspect`` on a Journal root with the local model and no ``--config`` counts
+    the lines waiting for a vector of the recorded model's identity: pydantic is never
+    imported, and the count is the one the same inspect gives with the config file."""
+    from memory_es import CompletedTurn, MemoryStore
+    from memory_es.config import parse_config
+
+    root, block = tmp_path / "root", {"mode": "journal", "embeddings": {"provider": "local"}}
+    with MemoryStore.open(root, parse_config(block), background=False) as store:
+        for n in range(3):
+            store.persist_completed_turn(CompletedTurn(run_id=f"r{n}", outcome="success",
+                                                       answer=f"Line number {n} to embed."))
+        store.drain(embed=False)  # projected, none embedded yet: a backlog of three
+    code, modules, out = loaded("--root", str(root), "inspect", "--json")
+    assert code == 0 and not [m for m in modules if m.split(".")[0] == "pydantic"]
+    assert json.loads(out)["vectors_pending"] == 3
+    config = tmp_path / "memory.json"
+    config.write_text(json.dumps({"memory": block}), "utf-8")
+    code, modules, out = loaded("--root", str(root), "--config", str(config), "inspect",
+                                "--json")
+    assert code == 0 and "pydantic" in modules
+    assert json.loads(out)["vectors_pending"] == 3
+
+
 # What a search never needs: the HTTP client (the local model calls no provider), the other
 # reads' modules (listing, reflect, curate, the journal's pages), health and the worker.
 NOT_FOR_A_SEARCH = ("http.client", "tenacity", "memory_es.transport.client",

@@ -28,8 +28,10 @@ from memory_es.config.defaults import DEFAULT_MODE, DEFAULT_PATH
 from memory_es.embeddings import (
     LOCAL_DIMS,
     Embedder,
+    EmbeddingIdentity,
     configured_identity,
     local_embedder,
+    local_identity,
     make_embedder,
 )
 from memory_es.errors import (
@@ -255,8 +257,7 @@ class MemoryRoot:
                  whole_chain: bool = False) -> tuple[int | None, str | None]:
         """(vector backlog, the saved ANN index's state when ``ann``) from one verified read:
         health wants both (``whole_chain``: every link verified, as health does)."""
-        block = embeddings_block(self.config)
-        identity = configured_identity(block) if block is not None else None
+        identity = self._identity()
         if identity is None:
             return None, None
         with self._index(whole_chain=whole_chain) as conn:
@@ -271,6 +272,16 @@ class MemoryRoot:
             matrix = VectorMatrix(identity.dim, identity.key)
             matrix.refresh(conn, identity.key)
             return backlog, saved_state(*files, identity.dim, matrix.rowids, matrix.matrix)
+
+    def _identity(self) -> EmbeddingIdentity | None:
+        """The configured embedding identity (None: this config never embeds), from the
+        record when it names the local model, as :meth:`_recaller` reads it: counting a
+        backlog (inspect, health) then never builds the pydantic model either."""
+        light = self._as_recorded()
+        if light is not None:
+            return local_identity(light[1]) if light[1] is not None else None
+        block = embeddings_block(self.config)
+        return configured_identity(block) if block is not None else None
 
     def events(self) -> list[tuple[int, Any]]:
         """Every decoded event with its journal position, in order."""

@@ -73,6 +73,7 @@ __all__ = [
     "configured_identity",
     "embed_queries",
     "local_embedder",
+    "local_identity",
     "make_embedder",
 ]
 
@@ -82,12 +83,16 @@ def configured_identity(config: EmbeddingsConfig) -> EmbeddingIdentity | None:
     model or touching a provider (counting a backlog must not); None when the block cannot
     make an embedder (no model)."""
     if config.provider == "local":
-        model = config.model if config.model is not None and config.model in LOCAL_DIMS \
-            else LOCAL_DEFAULT
-        return EmbeddingIdentity("local", model, LOCAL_DIMS[model])
+        return local_identity(config.model if config.model is not None
+                              and config.model in LOCAL_DIMS else LOCAL_DEFAULT)
     if config.model is None:
         return None
     return EmbeddingIdentity(str(config.provider), config.model, int(config.dim))
+
+
+def local_identity(model: str) -> EmbeddingIdentity:
+    """The identity of the ``local`` provider's vectors of one of :data:`LOCAL_DIMS`' models."""
+    return EmbeddingIdentity("local", model, LOCAL_DIMS[model])
 
 
 def local_embedder(model: str) -> Embedder:
