@@ -49,7 +49,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -138,12 +138,12 @@ def few(questions: list[dict[str, Any]], small: bool) -> list[dict[str, Any]]:
 
 
 def build(path: Path, embedder: Embedder, workdir: Path, small: bool,
-          sessions: str = "given", one_root: bool = False) -> BuiltSet:
+          sessions: str = "given", one_root: bool = False, burst: bool = False) -> BuiltSet:
     """A labelled set, read once: conversations (one root each) or curated memories."""
     data = json.loads(path.read_text("utf-8"))
     if "conversations" in data:
         return build_conversations(path.stem, data, embedder, workdir, small, sessions,
-                                   one_root)
+                                   one_root, burst)
     return build_curated(path.stem, data, embedder, workdir, small)
 
 
@@ -161,15 +161,20 @@ def build_curated(name: str, data: dict[str, Any], embedder: Embedder, workdir: 
     return build_root(name, workdir / name, memories, ats, questions, embedder, now)
 
 
+# The first turn's instant under --instants burst (any fixed instant: a run is reproducible).
+BURST_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
 def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, workdir: Path,
-                        small: bool, sessions: str = "given", one_root: bool = False
-                        ) -> BuiltSet:
+                        small: bool, sessions: str = "given", one_root: bool = False,
+                        burst: bool = False) -> BuiltSet:
     """The conversational set: one root per conversation (one agent's memory of one
     relationship; ``one_root``: one root for them all), one memory per turn (``Speaker:
     text``) recorded at its session's instant plus a minute per turn, each turn's conversation
     id its session's (``sessions`` "given"), none or its conversation's; questions ask within
     their own conversation. Joined into one set whose ids are unique across roots (turn ids
-    are)."""
+    are). ``burst``: every turn recorded a second after the one before instead, sessions and
+    conversations back to back (a host replaying a transcript as fast as it reads it)."""
     conversations = data["conversations"]
     if small:  # one of each split the set has
         conversations = [next(c for c in conversations if c["split"] == split)
@@ -190,7 +195,8 @@ def build_conversations(name: str, data: dict[str, Any], embedder: Embedder, wor
                 for n, turn in enumerate(session["turns"]):
                     memories.append({"id": turn["id"], "session": known,
                                      "text": f"{turn['speaker']}: {turn['text']}"})
-                    ats.append(start + n * timedelta(minutes=1))
+                    ats.append(BURST_START + len(ats) * timedelta(seconds=1) if burst
+                               else start + n * timedelta(minutes=1))
             questions += few([{"id": q["id"], "kind": q["kind"], "question": q["question"],
                                "gold": q["evidence"], "split": conv["split"]}
                               for q in conv["questions"]], small)
@@ -387,6 +393,10 @@ def main() -> None:
                         help="the conversation id each conversational turn is admitted with: "
                              "its session's (default), none (a host that passes none), or one "
                              "for the whole conversation")
+    parser.add_argument("--instants", choices=("sessions", "burst"), default="sessions",
+                        help="when each conversational turn is recorded: at its session's "
+                             "instant plus a minute a turn (default), or a second after the "
+                             "turn before, whatever its session (a transcript replayed at once)")
     parser.add_argument("--one-root", action="store_true",
                         help="every conversation of a set in one root instead of one each")
     args = parser.parse_args()
@@ -396,7 +406,8 @@ def main() -> None:
     embedder = MODELS[args.model]()
     with tempfile.TemporaryDirectory(prefix="memory-es-bench-",
                                      dir=os.environ.get("TMPDIR")) as d:
-        sets = [build(path, embedder, Path(d), args.small, args.sessions, args.one_root)
+        sets = [build(path, embedder, Path(d), args.small, args.sessions, args.one_root,
+                      args.instants == "burst")
                 for path in paths]
     ALL_QUESTIONS.extend(q for s in sets for q in s.questions)
     if not any(q.split == "dev" for q in ALL_QUESTIONS):
@@ -440,6 +451,7 @@ def main() -> None:
 
     figures: dict[str, Any] = {"bench": "recall_quality", "model": embedder.identity.model,
                                "sessions": args.sessions, "one_root": args.one_root,
+                               "instants": args.instants,
                                "calibration_fitted_on": "dev split",
                                "calibrations": {k: asdict(v) for k, v in cals.items()},
                                "sets": {}}
