@@ -45,6 +45,8 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any, Final
 
+from memory_es.literal_gate import GateSet, fold, gate
+
 CREDENTIAL_RULE: Final = "looks like a credential"
 
 _TARGETED: Final = (
@@ -72,9 +74,12 @@ _ORDINARY: Final = """
     short strong weak simple easy hard blank empty somewhere here there
 """
 _PROSE_WORDS: Final = frozenset(_ORDINARY.split())
+_TARGETED_GATES: Final = GateSet([(gate(p),) for p in (*_TARGETED, _PROSE)])
+_PROSE_UNIT: Final = len(_TARGETED)
 
-# Each detector with the pattern a text must hold for it to fire (None: always run it).
-_detectors: list[tuple[Any, re.Pattern[str] | None]] | None = None
+# The detectors, and the literal gates of each one's patterns: a text they do not admit cannot
+# make the detector fire (see memory_es.literal_gate).
+_detectors: tuple[list[Any], GateSet] | None = None
 _loading = threading.Lock()
 
 
@@ -88,12 +93,13 @@ def scan_form(text: str) -> str:
     return "".join(c for c in normal if unicodedata.category(c) != "Cf")
 
 
-def _load() -> list[tuple[Any, re.Pattern[str] | None]]:
-    """detect-secrets' format detectors, built once (its entropy and IPv4 ones left out).
+def _load() -> tuple[list[Any], GateSet]:
+    """detect-secrets' format detectors, built once (its entropy and IPv4 ones left out), each
+    with the literal gates of its patterns: a text none of them admits cannot make it fire.
 
-    The keyword detector, the costliest (its dozen patterns are half the screen's time), is
-    gated: every one of its patterns starts from a term of its own ``DENYLIST`` (``password``,
-    ``api_?key``, ``secret``...), so a text holding none of them, in any case, cannot match."""
+    The keyword detector's patterns are built per file type around a term of its own
+    ``DENYLIST`` (``password``, ``api_?key``, ``secret``...), so it is gated by those terms,
+    read case-insensitively as its patterns read them."""
     global _detectors
     with _loading:
         if _detectors is None:
@@ -102,18 +108,21 @@ def _load() -> list[tuple[Any, re.Pattern[str] | None]]:
 
             skipped = {"Base64 High Entropy String", "Hex High Entropy String",
                        "Public IP (ipv4)"}
-            terms = re.compile("|".join(keyword.DENYLIST), re.IGNORECASE)
+            terms = tuple(gate(re.compile(term, re.IGNORECASE)) for term in keyword.DENYLIST)
             mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
-            _detectors = [(detector, terms if isinstance(detector, keyword.KeywordDetector)
-                           else None)
-                          for detector in (mapping[kind]() for kind in sorted(mapping)
-                                           if kind not in skipped)]
+            detectors = [mapping[kind]() for kind in sorted(mapping) if kind not in skipped]
+            _detectors = detectors, GateSet([
+                terms if isinstance(d, keyword.KeywordDetector)
+                else tuple(gate(p) for p in getattr(d, "denylist", ())) or (None,)
+                for d in detectors])
         return _detectors
 
 
-def _detect_secrets(text: str, *, gated: bool = True) -> str | None:
-    for detector, gate in _load():
-        if gated and gate is not None and gate.search(text) is None:
+def _detect_secrets(text: str, folded: str | None = None, *, gated: bool = True) -> str | None:
+    detectors, gates = _load()
+    admitted = gates.admitted(text, fold(text) if folded is None else folded) if gated else None
+    for i, detector in enumerate(detectors):
+        if admitted is not None and i not in admitted:
             continue
         # a YAML name: its keyword detector reads the line as ``key: value`` config
         if detector.analyze_line(filename="memory.yaml", line=text, line_number=1):
@@ -121,16 +130,19 @@ def _detect_secrets(text: str, *, gated: bool = True) -> str | None:
     return None
 
 
-def _targeted(text: str) -> str | None:
-    if any(p.search(text) for p in _TARGETED):
+def _targeted(text: str, folded: str | None = None) -> str | None:
+    admitted = _TARGETED_GATES.admitted(text, fold(text) if folded is None else folded)
+    if any(i in admitted and p.search(text) for i, p in enumerate(_TARGETED)):
         return "credential format"
+    if _PROSE_UNIT not in admitted:
+        return None
     for m in _PROSE.finditer(text):
         if m.group("value").strip(".,;:!?()").lower() not in _PROSE_WORDS:
             return "stated password"
     return None
 
 
-_LAYERS: Final[tuple[Callable[[str], str | None], ...]] = (_targeted, _detect_secrets)
+_LAYERS: Final[tuple[Callable[[str, str], str | None], ...]] = (_targeted, _detect_secrets)
 
 
 def credential_kind(text: str) -> str | None:
@@ -138,8 +150,9 @@ def credential_kind(text: str) -> str | None:
     ``Stripe Access Key``, ``credential format`` or ``stated password``), or None. Content-free:
     never the matched text."""
     form = scan_form(text)
+    folded = fold(form)
     for layer in _LAYERS:
-        kind = layer(form)
+        kind = layer(form, folded)
         if kind is not None:
             return kind
     return None
