@@ -19,11 +19,17 @@ demo: $(BIN)/memory-es
 # compileall: the checkout is installed editable, so where PYTHONDONTWRITEBYTECODE is set no
 # import writes a .pyc and every process the suite starts (the CLI, crash helpers, benches)
 # would compile each module it imports again: about 150 ms more for a search.
+# The collection beside mypy: pytest rewrites each test module's asserts as it imports it and
+# caches the result only where bytecode may be written, so with PYTHONDONTWRITEBYTECODE set
+# every xdist worker rewrote every module again (about 10 s of CPU each). One collection that
+# may write fills that cache first, while mypy uses the other core; its exit status is left to
+# the run that follows, which reports any collection error itself.
 test: $(BIN)/memory-es
 	$(BIN)/ruff check src tests bench replay_fixtures docs
-	$(BIN)/mypy
-	$(BIN)/mypy --strict docs/spec_coverage.py
 	$(BIN)/python -m compileall -q src tests bench replay_fixtures
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider \
+		>/dev/null & $(BIN)/mypy && $(BIN)/mypy --strict docs/spec_coverage.py; \
+		status=$$?; wait; exit $$status
 	$(BIN)/python -m pytest -q -n auto --durations=15
 
 soak: $(BIN)/memory-es  # the attack suite at length: 1,000 random SIGKILLs per tier

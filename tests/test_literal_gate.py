@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from memory_es import credentials
 from memory_es.credentials import _detect_secrets, _load, credential_kind
-from memory_es.literal_gate import GateSet, _Fold, fold, gate
+from memory_es.literal_gate import GateSet, fold, gate
 
 
 def screened_patterns() -> list[re.Pattern[str]]:
@@ -51,22 +51,21 @@ def test_every_text_a_pattern_matches_passes_its_gate(pattern: re.Pattern[str],
 
 
 def test_the_fold_is_re_ignorecase_on_every_code_point() -> None:
-    """A case-insensitive literal is checked against the folded text: a character re matches
-    to an ASCII letter folds to that letter (the Kelvin sign, dotless ı, long ſ, dotted İ),
-    every other one stays as it is (ASCII lowered). A fresh table, so the process's own does
-    not grow by a million entries."""
+    """A case-insensitive literal is checked against the folded text: every character re
+    matches to an ASCII letter, found letter by letter over all of Unicode, folds to that
+    letter (the Kelvin sign, dotless ı, long ſ, dotted İ besides the two cases), and every
+    other character stays as it is."""
     everything = "".join(map(chr, range(sys.maxunicode + 1)))
     expected = list(everything)
     twins = 0
-    for m in re.finditer("[a-z]", everything, re.IGNORECASE):
-        letter = next(a for a in string.ascii_lowercase
-                      if re.fullmatch(a, m.group(), re.IGNORECASE))
-        expected[m.start()] = letter
-        twins += not m.group().isascii()
-    assert everything.translate(_Fold()) == "".join(expected)
+    for letter in string.ascii_lowercase:
+        for m in re.finditer(letter, everything, re.IGNORECASE):
+            assert expected[m.start()] == m.group(), hex(m.start())  # one letter each
+            expected[m.start()] = letter
+            twins += not m.group().isascii()
+    assert fold(everything) == "".join(expected)
     assert twins >= 4  # K (U+212A), ı, ſ, İ at least: a plain lower() would miss them
-    sample = "Zoë İstanbul \u212aelvin ſtraße ı"
-    assert fold(sample) == sample.translate(_Fold()) == "zoë istanbul kelvin straße i"
+    assert fold("Zoë İstanbul \u212aelvin ſtraße ı") == "zoë istanbul kelvin straße i"
 
 
 def test_gates_keep_only_what_every_match_contains() -> None:
@@ -88,6 +87,30 @@ def test_a_dotless_i_does_not_slip_past_the_screen() -> None:
         assert credential_kind(text) is not None, text
         assert _detect_secrets(text) == _detect_secrets(text, gated=False), text
     assert credential_kind("the apı key was rotated on Monday") is None
+
+
+def test_only_a_detector_that_fires_by_its_own_expressions_is_gated() -> None:
+    """A detector is gated by its ``denylist`` only when that is all it can fire on: every
+    shipped format detector (JWT filters its matches), never one that scans otherwise."""
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.keyword import KeywordDetector
+
+    from memory_es.credentials import _fires_by_denylist_only
+
+    detectors, _ = _load()
+    assert all(_fires_by_denylist_only(d) for d in detectors
+               if not isinstance(d, KeywordDetector))
+
+    class Contextual(RegexBasedDetector):  # fires on more than its expressions match
+        secret_type = "contextual"
+        denylist = (re.compile("never-in-text"),)
+
+        def analyze_string(self, string: str) -> Any:
+            yield from (["whole line"] if "db" in string else [])
+
+    assert not _fires_by_denylist_only(Contextual())
+    assert _fires_by_denylist_only(type("Plain", (RegexBasedDetector,), {
+        "secret_type": "plain", "denylist": (re.compile("x"),)})())
 
 
 CORPUS = (

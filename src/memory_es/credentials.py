@@ -113,12 +113,27 @@ def _load() -> tuple[list[Any], GateSet]:
             detectors = [mapping[kind]() for kind in sorted(mapping) if kind not in skipped]
             _detectors = detectors, GateSet([
                 terms if isinstance(d, keyword.KeywordDetector)
-                else tuple(gate(p) for p in getattr(d, "denylist", ())) or (None,)
+                else tuple(gate(p) for p in d.denylist) if _fires_by_denylist_only(d)
+                else (None,)
                 for d in detectors])
         return _detectors
 
 
-def _detect_secrets(text: str, folded: str | None = None, *, gated: bool = True) -> str | None:
+def _fires_by_denylist_only(detector: Any) -> bool:
+    """Whether a detector finds only what its ``denylist`` expressions match: detect-secrets'
+    own regex scan, or a scan that only filters those matches (its JWT detector). Any other
+    detector a later release brings is run on every text, never gated."""
+    from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+
+    cls = type(detector)
+    return (cls.analyze_line is BasePlugin.analyze_line
+            and cls.analyze_string in (RegexBasedDetector.analyze_string,
+                                       JwtTokenDetector.analyze_string)
+            and bool(getattr(detector, "denylist", ())))
+
+
+def _detect_secrets(text: str, *, folded: str | None = None, gated: bool = True) -> str | None:
     detectors, gates = _load()
     admitted = gates.admitted(text, fold(text) if folded is None else folded) if gated else None
     for i, detector in enumerate(detectors):
@@ -130,7 +145,7 @@ def _detect_secrets(text: str, folded: str | None = None, *, gated: bool = True)
     return None
 
 
-def _targeted(text: str, folded: str | None = None) -> str | None:
+def _targeted(text: str, *, folded: str | None = None) -> str | None:
     admitted = _TARGETED_GATES.admitted(text, fold(text) if folded is None else folded)
     if any(i in admitted and p.search(text) for i, p in enumerate(_TARGETED)):
         return "credential format"
@@ -142,7 +157,7 @@ def _targeted(text: str, folded: str | None = None) -> str | None:
     return None
 
 
-_LAYERS: Final[tuple[Callable[[str, str], str | None], ...]] = (_targeted, _detect_secrets)
+_LAYERS: Final[tuple[Callable[..., str | None], ...]] = (_targeted, _detect_secrets)
 
 
 def credential_kind(text: str) -> str | None:
@@ -152,7 +167,7 @@ def credential_kind(text: str) -> str | None:
     form = scan_form(text)
     folded = fold(form)
     for layer in _LAYERS:
-        kind = layer(form, folded)
+        kind = layer(form, folded=folded)  # fold(form): what every gate reads
         if kind is not None:
             return kind
     return None

@@ -11,8 +11,8 @@ not follow (look-arounds, back-references, optional or repeated-zero parts, clas
 scoped flags) adds no clause, and a pattern it cannot read gets none: it always runs.
 
 A case-insensitive pattern's clauses are lowered and checked against ``fold(text)``: ASCII
-letters lowered, and every other character that ``re.IGNORECASE`` matches to an ASCII letter
-(the Kelvin sign, dotless ı, long ſ, dotted İ) replaced by that letter, as re itself decides.
+letters lowered, and the four other characters ``re.IGNORECASE`` matches to an ASCII letter
+(dotted İ, dotless ı, long ſ, the Kelvin sign) replaced by that letter.
 """
 
 from __future__ import annotations
@@ -33,24 +33,11 @@ try:
     _OP: Any = importlib.import_module("re._constants")
 except ImportError:  # a Python that lays its parser out otherwise: no gates, every pattern runs
     _PARSER = _OP = None
-_LETTERS: Final = tuple((a, re.compile(a, re.IGNORECASE)) for a in string.ascii_lowercase)
-_ANY_LETTER: Final = re.compile("[a-z]", re.IGNORECASE)
-
-
-class _Fold(dict[int, str]):
-    """``str.translate`` table filled on first sight of each code point."""
-
-    def __missing__(self, code: int) -> str:
-        char = chr(code)
-        if char.isascii() or _ANY_LETTER.fullmatch(char) is None:
-            twin = char.lower() if char.isascii() else char
-        else:
-            twin = next((a for a, p in _LETTERS if p.fullmatch(char)), char)
-        self[code] = twin
-        return twin
-
-
-_FOLD: Final = _Fold()
+#: What ``re.IGNORECASE`` matches to an ASCII letter besides its two cases: the dotted İ and
+#: dotless ı (i), the long ſ (s) and the Kelvin sign (k). A fixed table, constant in size;
+#: tests/test_literal_gate.py holds it to re's own matching over every code point.
+_FOLD: Final = str.maketrans(string.ascii_uppercase + "\u0130\u0131\u017f\u212a",
+                             string.ascii_lowercase + "iisk")
 
 
 def fold(text: str) -> str:
@@ -82,7 +69,8 @@ def gate(pattern: re.Pattern[str]) -> Gate | None:
         return None
     if not clauses:
         return None
-    best = sorted(set(clauses), key=_selectivity, reverse=True)[:MAX_CLAUSES]
+    best = sorted(set(clauses), key=lambda c: (*_selectivity(c), sorted(c)),
+                  reverse=True)[:MAX_CLAUSES]
     return Gate(tuple(tuple(sorted(c, key=lambda s: (-len(s), s))) for c in best), ignorecase)
 
 
