@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memory_es.calibration.fit import RANK_DEPTH, RETURN_LIMIT, UNCUT, Run, Turns
-from memory_es.calibration.labelled import LabelledQuestion
 from memory_es.recall.rank.score import (
     EPSILON,
     NOMIC_V15,
@@ -33,6 +32,13 @@ def _shape(cal: Calibration) -> Shape:
             cal.dialogue_support, cal.echo_removal, cal.turn_model)
 
 
+class PooledQuestion(Protocol):
+    """What scoring a pool reads of its question (a labelled file's, or a bench set's)."""
+
+    @property
+    def text(self) -> str: ...
+
+
 class PoolScorer:
     """Rankings and runs from each question's candidate pool (computed once: the pool does not
     depend on the calibration), exactly as :func:`~memory_es.recall.explicit.recall` would score
@@ -40,7 +46,7 @@ class PoolScorer:
     (``dialogue``: weight and boost; None: a turn is weighed like any line); ``run`` and
     ``auto`` with the calibration they are given."""
 
-    def __init__(self, questions: Sequence[LabelledQuestion], pools: Sequence[list[Candidate]],
+    def __init__(self, questions: Sequence[PooledQuestion], pools: Sequence[list[Candidate]],
                  now: datetime, *, scoring: Scoring = "hybrid",
                  lexical_weight: float = NOMIC_V15.lexical_weight,
                  dialogue: Turns | None = None, echo: float = 0.0,
