@@ -39,6 +39,7 @@ Then two layers:
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import unicodedata
@@ -74,8 +75,7 @@ _ORDINARY: Final = """
     short strong weak simple easy hard blank empty somewhere here there
 """
 _PROSE_WORDS: Final = frozenset(_ORDINARY.split())
-_TARGETED_GATES: Final = GateSet([(gate(p),) for p in (*_TARGETED, _PROSE)])
-_PROSE_UNIT: Final = len(_TARGETED)
+_PROSE_UNIT: Final = len(_TARGETED)  # the prose rule's place among the targeted gates
 
 # The detectors, and the literal gates of each one's patterns: a text they do not admit cannot
 # make the detector fire (see memory_es.literal_gate).
@@ -145,8 +145,15 @@ def _detect_secrets(text: str, *, folded: str | None = None, gated: bool = True)
     return None
 
 
+@functools.cache
+def _targeted_gates() -> GateSet:
+    """The targeted rules' gates, built on first use: opening a store imports this module
+    whether or not it ever screens a text."""
+    return GateSet([(gate(p),) for p in (*_TARGETED, _PROSE)])
+
+
 def _targeted(text: str, *, folded: str | None = None) -> str | None:
-    admitted = _TARGETED_GATES.admitted(text, fold(text) if folded is None else folded)
+    admitted = _targeted_gates().admitted(text, fold(text) if folded is None else folded)
     if any(i in admitted and p.search(text) for i, p in enumerate(_TARGETED)):
         return "credential format"
     if _PROSE_UNIT not in admitted:
